@@ -1,0 +1,1 @@
+//! Static typing of expressions and conditions, constant evaluation, and lowering to bytecode.

@@ -1,0 +1,18 @@
+//! Values of the xpnet expression language, their static types, their literal syntax
+//! (parse and print), the operators and the built-in functions with their type signatures.
+//!
+//! This crate depends on nothing else in the workspace: the compiler, the VM and the runtime
+//! all share it.
+
+pub mod builtins;
+pub mod error;
+pub mod literal;
+pub mod ops;
+pub mod ty;
+pub mod value;
+
+pub use builtins::Builtin;
+pub use error::{EvalError, TypeError};
+pub use ops::{BinOp, UnOp};
+pub use ty::{StructType, Type};
+pub use value::{Bitset, Shared, Value};

@@ -1,0 +1,14 @@
+//! The contract between the compiler and the VM: a typed net IR (dense vectors indexed by
+//! typed ids), the bytecode of expressions and conditions, a source map, and the binary
+//! `.pnet` bundle that carries them (magic, format version, CRC-32, postcard payload).
+//!
+//! Every part has a text form (`Display`): `pnetc --emit=ir` and `--emit=bytecode`.
+
+pub mod bytecode;
+pub mod format;
+pub mod ir;
+pub mod text;
+
+pub use bytecode::{Code, Instr, OpTy, Slot, SlotKind};
+pub use format::{BundleError, FORMAT_VERSION, MAGIC};
+pub use ir::*;

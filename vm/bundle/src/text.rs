@@ -1,0 +1,1 @@
+//! Text forms of the IR (`--emit=ir`) and of the bytecode (`--emit=bytecode`).
