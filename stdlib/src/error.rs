@@ -39,8 +39,12 @@ impl fmt::Display for EvalError {
             EvalError::NegativeExponent => write!(f, "negative exponent"),
             EvalError::EmptyContainer(func) => write!(f, "{func} of an empty container"),
             EvalError::MissingKey(key) => write!(f, "map has no key {key}"),
-            EvalError::IncomparableEquality(ty) => write!(f, "values of type {ty} cannot be compared for equality"),
-            EvalError::StructShapeMismatch => write!(f, "structs with different fields cannot be compared"),
+            EvalError::IncomparableEquality(ty) => {
+                write!(f, "values of type {ty} cannot be compared for equality")
+            }
+            EvalError::StructShapeMismatch => {
+                write!(f, "structs with different fields cannot be compared")
+            }
             EvalError::OutOfRange(what) => write!(f, "value out of range: {what}"),
             EvalError::TypeMismatch(what) => write!(f, "type error: {what}"),
             EvalError::Other(msg) => write!(f, "{msg}"),
@@ -58,7 +62,9 @@ pub struct TypeError {
 
 impl TypeError {
     pub fn new(message: impl Into<String>) -> Self {
-        TypeError { message: message.into() }
+        TypeError {
+            message: message.into(),
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 pub struct StructType {
     /// The struct's name as declared (`point`), or a compiler-made name for anonymous ones.
     pub name: Arc<str>,
+    /// The fields in order: name and type.
     pub fields: Vec<(Arc<str>, Type)>,
 }
 
@@ -42,8 +43,142 @@ impl Type {
     /// The type named by an xpnet type attribute, for the built-in names: `control bool int
     /// long "unsigned int" "unsigned long" float double char string bitset bytearray bigint
     /// list set map stack`, and `shared_<PLACE>`. Struct names are resolved by the compiler.
+    ///
+    /// `list` and `stack` are `List(Any)`, `set` is `Set(Any)`, `map` is `Map(Any, Any)`.
+    /// Inner whitespace of the two-word names is not normalised: exactly one space.
     pub fn from_name(name: &str) -> Option<Type> {
-        let _ = name;
-        todo!("stdlib: Type::from_name")
+        Some(match name {
+            "control" => Type::Control,
+            "bool" => Type::Bool,
+            "int" => Type::Int,
+            "long" => Type::Long,
+            "unsigned int" => Type::UInt,
+            "unsigned long" => Type::ULong,
+            "float" => Type::Float,
+            "double" => Type::Double,
+            "char" => Type::Char,
+            "string" => Type::String,
+            "bitset" => Type::Bitset,
+            "bytearray" => Type::Bytearray,
+            "bigint" => Type::Bigint,
+            "list" | "stack" => Type::List(Box::new(Type::Any)),
+            "set" => Type::Set(Box::new(Type::Any)),
+            "map" => Type::Map(Box::new(Type::Any), Box::new(Type::Any)),
+            _ => {
+                let place = name.strip_prefix("shared_")?;
+                if !is_identifier(place) {
+                    return None;
+                }
+                Type::Shared(Arc::from(place))
+            }
+        })
     }
+
+    /// The most precise type that a value of type `self` and a value of type `other` may both
+    /// have, or `None` when no value has both types. `Any` unifies with everything (giving the
+    /// other type), collections unify element-wise, struct types unify when their field names
+    /// agree in order and their field types unify (the result keeps `self`'s name), shared
+    /// types when they name the same place.
+    pub fn unify(&self, other: &Type) -> Option<Type> {
+        match (self, other) {
+            (Type::Any, t) | (t, Type::Any) => Some(t.clone()),
+            (Type::List(a), Type::List(b)) => Some(Type::List(Box::new(a.unify(b)?))),
+            (Type::Set(a), Type::Set(b)) => Some(Type::Set(Box::new(a.unify(b)?))),
+            (Type::Map(k1, v1), Type::Map(k2, v2)) => {
+                Some(Type::Map(Box::new(k1.unify(k2)?), Box::new(v1.unify(v2)?)))
+            }
+            (Type::Struct(a), Type::Struct(b)) => {
+                if a == b {
+                    return Some(self.clone());
+                }
+                if a.fields.len() != b.fields.len() {
+                    return None;
+                }
+                let fields = a
+                    .fields
+                    .iter()
+                    .zip(b.fields.iter())
+                    .map(|((n, t), (m, u))| (n == m).then(|| Some((n.clone(), t.unify(u)?)))?)
+                    .collect::<Option<Vec<_>>>()?;
+                Some(Type::Struct(Arc::new(StructType {
+                    name: a.name.clone(),
+                    fields,
+                })))
+            }
+            (a, b) if a == b => Some(a.clone()),
+            _ => None,
+        }
+    }
+
+    /// The most precise type that describes both every value of type `self` and every value of
+    /// type `other`, or `None` when the types are incompatible (`unify` fails). Unlike
+    /// [`Type::unify`], `Any` wins: `lub(list<any>, list<long>)` is `list<any>`. Used for the
+    /// element types of collections built from both (`stack_join`, `stack_push`, ...).
+    pub fn lub(&self, other: &Type) -> Option<Type> {
+        match (self, other) {
+            (Type::Any, _) | (_, Type::Any) => Some(Type::Any),
+            (Type::List(a), Type::List(b)) => Some(Type::List(Box::new(a.lub(b)?))),
+            (Type::Set(a), Type::Set(b)) => Some(Type::Set(Box::new(a.lub(b)?))),
+            (Type::Map(k1, v1), Type::Map(k2, v2)) => {
+                Some(Type::Map(Box::new(k1.lub(k2)?), Box::new(v1.lub(v2)?)))
+            }
+            (Type::Struct(a), Type::Struct(b)) => {
+                if a == b {
+                    return Some(self.clone());
+                }
+                if a.fields.len() != b.fields.len() {
+                    return None;
+                }
+                let fields = a
+                    .fields
+                    .iter()
+                    .zip(b.fields.iter())
+                    .map(|((n, t), (m, u))| (n == m).then(|| Some((n.clone(), t.lub(u)?)))?)
+                    .collect::<Option<Vec<_>>>()?;
+                Some(Type::Struct(Arc::new(StructType {
+                    name: a.name.clone(),
+                    fields,
+                })))
+            }
+            (a, b) if a == b => Some(a.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether a value of type `self` may also be of type `other` (`unify` succeeds).
+    pub fn compatible(&self, other: &Type) -> bool {
+        self.unify(other).is_some()
+    }
+
+    /// Whether this is `Any`.
+    pub fn is_any(&self) -> bool {
+        matches!(self, Type::Any)
+    }
+
+    /// int, long, unsigned int, unsigned long, bigint.
+    pub fn is_integral(&self) -> bool {
+        matches!(
+            self,
+            Type::Int | Type::Long | Type::UInt | Type::ULong | Type::Bigint
+        )
+    }
+
+    /// float, double.
+    pub fn is_fractional(&self) -> bool {
+        matches!(self, Type::Float | Type::Double)
+    }
+
+    /// The numbers: int, long, unsigned int, unsigned long, float, double, bigint.
+    pub fn is_number(&self) -> bool {
+        self.is_integral() || self.is_fractional()
+    }
+}
+
+/// Whether `s` matches `[A-Za-z_][A-Za-z0-9_]*`.
+pub fn is_identifier(s: &str) -> bool {
+    let mut bytes = s.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }

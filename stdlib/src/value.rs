@@ -14,13 +14,16 @@ use serde::{Deserialize, Serialize};
 /// Equality and ordering ignore trailing zero words.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Bitset {
+    /// The words, bit `i` is bit `i % 64` of word `i / 64`.
     pub words: Vec<u64>,
 }
 
 /// A `shared_P` value: a wrapped value whose clean-up goes to place `place` (`P`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Shared {
+    /// The clean-up place `P`.
     pub place: Arc<str>,
+    /// The wrapped value.
     pub value: Value,
 }
 
@@ -76,27 +79,164 @@ impl Value {
         }
     }
 
+    /// A string value.
     pub fn string(s: &str) -> Value {
         Value::String(Arc::from(s))
     }
 
+    /// A bigint value.
     pub fn bigint(i: BigInt) -> Value {
         Value::Bigint(Box::new(i))
     }
 
-    /// The value's dynamic type (element types of empty collections are `Any`).
+    /// The value's dynamic type.
+    ///
+    /// Collections get the common type of their elements (keys, values) when all agree, and
+    /// `Any` when they are empty or hold elements of different types (sets and maps may be
+    /// heterogeneous at run time). A struct value has no name of its own: its type is named
+    /// [`ANONYMOUS_STRUCT`].
     pub fn ty(&self) -> crate::Type {
-        todo!("stdlib: Value::ty")
+        use crate::Type;
+        match self {
+            Value::Control => Type::Control,
+            Value::Bool(_) => Type::Bool,
+            Value::Int(_) => Type::Int,
+            Value::Long(_) => Type::Long,
+            Value::UInt(_) => Type::UInt,
+            Value::ULong(_) => Type::ULong,
+            Value::Float(_) => Type::Float,
+            Value::Double(_) => Type::Double,
+            Value::Char(_) => Type::Char,
+            Value::String(_) => Type::String,
+            Value::Bitset(_) => Type::Bitset,
+            Value::Bytearray(_) => Type::Bytearray,
+            Value::Bigint(_) => Type::Bigint,
+            Value::Shared(s) => Type::Shared(s.place.clone()),
+            Value::List(l) => Type::List(Box::new(common_type(l.iter()))),
+            Value::Set(s) => Type::Set(Box::new(common_type(s.iter()))),
+            Value::Map(m) => Type::Map(
+                Box::new(common_type(m.keys())),
+                Box::new(common_type(m.values())),
+            ),
+            Value::Struct(fields) => Type::Struct(Arc::new(crate::StructType {
+                name: Arc::from(ANONYMOUS_STRUCT),
+                fields: fields.iter().map(|(n, v)| (n.clone(), v.ty())).collect(),
+            })),
+        }
     }
 
     /// Whether this value is a value of the static type `ty` (`Any` accepts everything;
     /// a struct value fits a struct type with the same field names in the same order whose
-    /// field values fit).
+    /// field values fit; a shared value fits `shared_P` when its place is `P`, whatever it
+    /// wraps).
     pub fn fits(&self, ty: &crate::Type) -> bool {
-        let _ = ty;
-        todo!("stdlib: Value::fits")
+        use crate::Type;
+        match (self, ty) {
+            (_, Type::Any) => true,
+            (Value::Control, Type::Control)
+            | (Value::Bool(_), Type::Bool)
+            | (Value::Int(_), Type::Int)
+            | (Value::Long(_), Type::Long)
+            | (Value::UInt(_), Type::UInt)
+            | (Value::ULong(_), Type::ULong)
+            | (Value::Float(_), Type::Float)
+            | (Value::Double(_), Type::Double)
+            | (Value::Char(_), Type::Char)
+            | (Value::String(_), Type::String)
+            | (Value::Bitset(_), Type::Bitset)
+            | (Value::Bytearray(_), Type::Bytearray)
+            | (Value::Bigint(_), Type::Bigint) => true,
+            (Value::Shared(s), Type::Shared(p)) => s.place == *p,
+            (Value::List(l), Type::List(t)) => l.iter().all(|v| v.fits(t)),
+            (Value::Set(s), Type::Set(t)) => s.iter().all(|v| v.fits(t)),
+            (Value::Map(m), Type::Map(k, v)) => m.iter().all(|(a, b)| a.fits(k) && b.fits(v)),
+            (Value::Struct(fields), Type::Struct(st)) => {
+                fields.len() == st.fields.len()
+                    && fields
+                        .iter()
+                        .zip(st.fields.iter())
+                        .all(|((n, v), (m, t))| n == m && v.fits(t))
+            }
+            _ => false,
+        }
     }
 }
+
+/// The name [`Value::ty`] gives to the type of a struct value (struct values carry no name).
+pub const ANONYMOUS_STRUCT: &str = "_struct";
+
+/// The common type of some values: their type if all agree, `Any` if none or if they differ.
+fn common_type<'a>(mut it: impl Iterator<Item = &'a Value>) -> crate::Type {
+    let Some(first) = it.next() else {
+        return crate::Type::Any;
+    };
+    let mut t = first.ty();
+    for v in it {
+        match t.lub(&v.ty()) {
+            Some(u) => t = u,
+            None => return crate::Type::Any,
+        }
+    }
+    t
+}
+
+impl Bitset {
+    /// The words without trailing zero words.
+    pub fn trimmed(&self) -> &[u64] {
+        let n = self
+            .words
+            .iter()
+            .rposition(|w| *w != 0)
+            .map_or(0, |i| i + 1);
+        &self.words[..n]
+    }
+
+    /// Whether bit `i` is set.
+    pub fn contains(&self, i: u64) -> bool {
+        let word = i / 64;
+        usize::try_from(word)
+            .ok()
+            .and_then(|w| self.words.get(w))
+            .is_some_and(|w| w & (1u64 << (i % 64)) != 0)
+    }
+
+    /// Number of set bits.
+    pub fn count(&self) -> u64 {
+        self.words.iter().map(|w| u64::from(w.count_ones())).sum()
+    }
+}
+
+impl PartialEq for Bitset {
+    fn eq(&self, other: &Self) -> bool {
+        self.trimmed() == other.trimmed()
+    }
+}
+
+impl Eq for Bitset {}
+
+impl PartialOrd for Bitset {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Bitset {
+    /// Bitsets order as the unsigned numbers they represent (trailing zero words ignored).
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let (a, b) = (self.trimmed(), other.trimmed());
+        a.len()
+            .cmp(&b.len())
+            .then_with(|| a.iter().rev().cmp(b.iter().rev()))
+    }
+}
+
+impl PartialEq for Shared {
+    fn eq(&self, other: &Self) -> bool {
+        self.place == other.place && self.value == other.value
+    }
+}
+
+impl Eq for Shared {}
 
 impl PartialEq for Value {
     fn eq(&self, other: &Self) -> bool {
@@ -113,9 +253,43 @@ impl PartialOrd for Value {
 }
 
 impl Ord for Value {
-    /// The total order: type rank first, then value.
+    /// The total order: type rank first, then value. Floats and doubles by `total_cmp`
+    /// (so `-0.0 < 0.0` and NaN is ordered), chars as signed bytes, strings and bytearrays
+    /// bytewise, bitsets as unsigned numbers ignoring trailing zero words, shared values by
+    /// (place, value), lists, sets and maps lexicographically over their elements (entries),
+    /// structs field by field (name, then value) and then by number of fields.
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        let _ = other;
-        todo!("stdlib: Ord for Value")
+        use std::cmp::Ordering;
+        match (self, other) {
+            (Value::Control, Value::Control) => Ordering::Equal,
+            (Value::Bool(a), Value::Bool(b)) => a.cmp(b),
+            (Value::Int(a), Value::Int(b)) => a.cmp(b),
+            (Value::Long(a), Value::Long(b)) => a.cmp(b),
+            (Value::UInt(a), Value::UInt(b)) => a.cmp(b),
+            (Value::ULong(a), Value::ULong(b)) => a.cmp(b),
+            (Value::Float(a), Value::Float(b)) => a.total_cmp(b),
+            (Value::Double(a), Value::Double(b)) => a.total_cmp(b),
+            (Value::Char(a), Value::Char(b)) => a.cmp(b),
+            (Value::String(a), Value::String(b)) => a.as_bytes().cmp(b.as_bytes()),
+            (Value::Bitset(a), Value::Bitset(b)) => a.cmp(b),
+            (Value::Bytearray(a), Value::Bytearray(b)) => a.cmp(b),
+            (Value::Bigint(a), Value::Bigint(b)) => a.cmp(b),
+            (Value::Shared(a), Value::Shared(b)) => a
+                .place
+                .as_bytes()
+                .cmp(b.place.as_bytes())
+                .then_with(|| a.value.cmp(&b.value)),
+            (Value::List(a), Value::List(b)) => a.cmp(b),
+            (Value::Set(a), Value::Set(b)) => a.iter().cmp(b.iter()),
+            (Value::Map(a), Value::Map(b)) => a.iter().cmp(b.iter()),
+            (Value::Struct(a), Value::Struct(b)) => a
+                .iter()
+                .map(|(n, v)| (n.as_bytes(), v))
+                .cmp(b.iter().map(|(n, v)| (n.as_bytes(), v))),
+            _ => self.type_rank().cmp(&other.type_rank()),
+        }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,1 +1,75 @@
-//! Integration tests live in `tests/tests/`.
+//! Shared helpers of the integration tests in `tests/tests/`: where the corpora are, where the
+//! built binaries are.
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// `../shared/corpus` beside the checkout (read in place, never copied).
+pub fn corpus() -> PathBuf {
+    workspace_root().join("../shared/corpus")
+}
+
+/// The GPI-Space corpus.
+pub fn gpispace() -> PathBuf {
+    corpus().join("gpispace")
+}
+
+/// GPI-Space's workflow library, which its users pass as a search path.
+pub fn gpispace_lib() -> PathBuf {
+    gpispace().join("share/xml/lib")
+}
+
+/// A binary of the workspace, built by the same `cargo test` run (each binary's package has an
+/// integration test of its own, so cargo builds the binary before running tests).
+pub fn bin(name: &str) -> PathBuf {
+    // The test executable lives in target/<profile>/deps/.
+    let exe = std::env::current_exe().expect("current_exe");
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} is not built; run `cargo build --bins` (or the whole `cargo test --workspace`) first",
+        path.display()
+    );
+    path
+}
+
+/// Every `.xpnet` and `.xml` file below `dir`, sorted.
+pub fn net_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("xpnet" | "xml")
+            ) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The 1-based line of the `n`-th (1-based) line of `text` containing `needle`.
+pub fn line_of(text: &str, needle: &str, n: usize) -> Option<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(needle))
+        .nth(n.saturating_sub(1))
+        .map(|(i, _)| i + 1)
+}

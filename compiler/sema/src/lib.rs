@@ -5,9 +5,20 @@
 //! Facts are salsa queries over source texts (inputs); the driver ([`compile_path`]) does the
 //! file I/O and feeds the database.
 
+pub mod db;
+mod elab;
 pub mod expr;
+pub mod signature;
+mod warnings;
 
-use std::path::PathBuf;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use warnings::{WARNINGS, canonical as canonical_warning};
 
 use pnet_bundle::Bundle;
 use pnet_syntax::{Diagnostic, FileId};
@@ -65,5 +76,112 @@ impl Output {
     /// The files the root file depends on (includes, transitively), without the root.
     pub fn dependencies(&self) -> impl Iterator<Item = &std::path::Path> {
         self.files.iter().skip(1).map(|f| f.path.as_path())
+    }
+}
+
+/// Compiles the file at `path`: reads it and everything it includes, elaborates, checks.
+pub fn compile_path(path: &Path, options: &Options) -> Output {
+    match std::fs::read_to_string(path) {
+        Ok(text) => compile_source(path, &text, options),
+        Err(e) => Output {
+            diagnostics: vec![Diagnostic::error(
+                "file_not_found",
+                format!("cannot read `{}`: {e}", path.display()),
+            )],
+            ..Output::default()
+        },
+    }
+}
+
+/// Compiles `text` as if it were the file at `path` (included files are read from disk,
+/// relative to `path`'s folder and then the search paths).
+pub fn compile_source(path: &Path, text: &str, options: &Options) -> Output {
+    let mut db = db::Database::default();
+    let ws = load(&mut db, path, text, options);
+    output(&db, ws, options)
+}
+
+/// The driver: loads the root and, transitively, every included file as inputs, resolving
+/// each `href` against the including file's folder first and then each search path.
+pub fn load(db: &mut db::Database, path: &Path, text: &str, options: &Options) -> db::Workspace {
+    let root = db::SourceInput::new(db, FileId(0), path.to_path_buf(), Arc::from(text));
+    let mut files = vec![root];
+    let mut by_path: HashMap<PathBuf, FileId> = HashMap::new();
+    by_path.insert(identity(path), FileId(0));
+    let mut links = Vec::new();
+    let mut next = 0;
+    while next < files.len() {
+        let file = files[next];
+        next += 1;
+        let from = *file.id(db);
+        let base = file
+            .path(db)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let hrefs = db::includes(db, file).clone();
+        for (href, span) in hrefs {
+            let candidates = std::iter::once(base.join(&href))
+                .chain(options.search_paths.iter().map(|s| s.join(&href)));
+            let mut target = None;
+            for cand in candidates {
+                if !cand.is_file() {
+                    continue;
+                }
+                let key = identity(&cand);
+                if let Some(&id) = by_path.get(&key) {
+                    target = Some(id);
+                    break;
+                }
+                if let Ok(text) = std::fs::read_to_string(&cand) {
+                    let id = FileId(files.len() as u32);
+                    files.push(db::SourceInput::new(db, id, cand, Arc::from(text.as_str())));
+                    by_path.insert(key, id);
+                    target = Some(id);
+                    break;
+                }
+            }
+            links.push(db::Link {
+                from,
+                href,
+                span,
+                target,
+            });
+        }
+    }
+    db::Workspace::new(
+        db,
+        files,
+        links,
+        options.no_inline,
+        options.synthesize_virtual_places,
+    )
+}
+
+fn identity(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Runs the queries of a loaded workspace and assembles the [`Output`].
+pub fn output(db: &db::Database, ws: db::Workspace, options: &Options) -> Output {
+    let inputs = ws.files(db);
+    let files: Vec<LoadedFile> = inputs
+        .iter()
+        .map(|f| LoadedFile {
+            id: *f.id(db),
+            path: f.path(db).clone(),
+            text: f.text(db).clone(),
+        })
+        .collect();
+    let ast = inputs.first().map(|f| db::parse(db, *f).ast.clone());
+    let elaborated = db::elaborate(db, ws);
+    let diagnostics = warnings::apply(&options.warnings, elaborated.diagnostics.clone());
+    let has_errors = diagnostics.iter().any(|d| d.is_error());
+    let bundle = (!has_errors).then(|| elaborated.bundle.clone());
+    Output {
+        files,
+        ast,
+        bundle,
+        diagnostics,
     }
 }

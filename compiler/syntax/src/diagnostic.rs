@@ -41,18 +41,29 @@ impl Diagnostic {
     }
 
     pub fn warning(code: &'static str, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(code, message) }
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(code, message)
+        }
     }
 
     /// Adds the primary label.
     pub fn with_primary(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
-        self.labels.push(Label { span, message: message.into(), primary: true });
+        self.labels.push(Label {
+            span,
+            message: message.into(),
+            primary: true,
+        });
         self
     }
 
     /// Adds a secondary label.
     pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
-        self.labels.push(Label { span, message: message.into(), primary: false });
+        self.labels.push(Label {
+            span,
+            message: message.into(),
+            primary: false,
+        });
         self
     }
 

@@ -19,7 +19,11 @@ impl Span {
 
     /// The smallest span covering both (same file assumed).
     pub fn to(self, other: Span) -> Span {
-        Span { file: self.file, start: self.start.min(other.start), end: self.end.max(other.end) }
+        Span {
+            file: self.file,
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 
     pub fn range(self) -> std::ops::Range<usize> {
@@ -41,7 +45,11 @@ pub struct MappedText {
 impl MappedText {
     /// A text that is a verbatim copy of `file[start..]`.
     pub fn verbatim(text: impl Into<String>, file: FileId, start: u32) -> MappedText {
-        MappedText { text: text.into(), file, map: vec![(0, start)] }
+        MappedText {
+            text: text.into(),
+            file,
+            map: vec![(0, start)],
+        }
     }
 
     /// The file offset of text offset `offset`.
@@ -56,7 +64,11 @@ impl MappedText {
     /// The file span of the text range `start..end`.
     pub fn span(&self, start: u32, end: u32) -> Span {
         let s = self.file_offset(start);
-        let e = if end > start { self.file_offset(end - 1) + 1 } else { s };
+        let e = if end > start {
+            self.file_offset(end - 1) + 1
+        } else {
+            s
+        };
         Span::new(self.file, s, e.max(s))
     }
 

@@ -28,7 +28,9 @@ impl fmt::Display for BundleError {
                 "bundle format version {found} is not supported (this build reads version {expected}); recompile the net with this pnetc"
             ),
             BundleError::Truncated => write!(f, "bundle is truncated"),
-            BundleError::ChecksumMismatch => write!(f, "bundle checksum mismatch: the file is corrupt"),
+            BundleError::ChecksumMismatch => {
+                write!(f, "bundle checksum mismatch: the file is corrupt")
+            }
             BundleError::Decode(e) => write!(f, "bundle cannot be decoded: {e}"),
             BundleError::Encode(e) => write!(f, "bundle cannot be encoded: {e}"),
         }
@@ -61,7 +63,10 @@ pub fn decode(bytes: &[u8]) -> Result<Bundle, BundleError> {
     }
     let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
     if version != FORMAT_VERSION {
-        return Err(BundleError::WrongVersion { found: version, expected: FORMAT_VERSION });
+        return Err(BundleError::WrongVersion {
+            found: version,
+            expected: FORMAT_VERSION,
+        });
     }
     let crc = u32::from_le_bytes(bytes[12..16].try_into().unwrap());
     let len = u64::from_le_bytes(bytes[16..24].try_into().unwrap());

@@ -10,7 +10,7 @@ use crate::Code;
 macro_rules! id {
     ($(#[$m:meta])* $name:ident) => {
         $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         pub struct $name(pub u32);
 
         impl $name {
@@ -60,12 +60,6 @@ pub struct SourceSpan {
     pub end: u32,
 }
 
-impl Default for SourceFileId {
-    fn default() -> Self {
-        SourceFileId(0)
-    }
-}
-
 /// A source file of the bundle: its path as given to the compiler and its line starts, so that
 /// a run-time error can say `file:line:column` without the file at hand.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,7 +73,10 @@ impl SourceFile {
     pub fn new(path: impl Into<String>, text: &str) -> SourceFile {
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i as u32 + 1));
-        SourceFile { path: path.into(), line_starts }
+        SourceFile {
+            path: path.into(),
+            line_starts,
+        }
     }
 
     /// One-based line and column (in bytes) of a byte offset.
@@ -186,11 +183,18 @@ impl Function {
     }
 
     pub fn port_by_name(&self, name: &str) -> Option<PortId> {
-        self.ports.iter().position(|p| p.name == name).map(PortId::from)
+        self.ports
+            .iter()
+            .position(|p| p.name == name)
+            .map(PortId::from)
     }
 
     pub fn property(&self, key: &str) -> Option<&str> {
-        self.properties.iter().rev().find(|p| p.key == key).map(|p| p.value.as_str())
+        self.properties
+            .iter()
+            .rev()
+            .find(|p| p.key == key)
+            .map(|p| p.value.as_str())
     }
 }
 
@@ -202,7 +206,10 @@ pub enum Body {
     /// A call of a module function, run by a worker.
     Module(Module),
     /// Several implementations, one per target, with the preference order.
-    Modules { preferences: Vec<String>, modules: Vec<Module> },
+    Modules {
+        preferences: Vec<String>,
+        modules: Vec<Module>,
+    },
     /// A child net.
     Net(Net),
 }
@@ -277,7 +284,10 @@ impl Net {
     }
 
     pub fn place_by_name(&self, name: &str) -> Option<PlaceId> {
-        self.places.iter().position(|p| p.name == name).map(PlaceId::from)
+        self.places
+            .iter()
+            .position(|p| p.name == name)
+            .map(PlaceId::from)
     }
 }
 

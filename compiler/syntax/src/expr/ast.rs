@@ -24,7 +24,10 @@ pub enum ExprKind {
     Ref(Vec<Ident>),
     /// `target := value`; the parser only builds it with a `Ref` target (anything else is a
     /// diagnostic and an `Error` node).
-    Assign { target: Vec<Ident>, value: Box<Expr> },
+    Assign {
+        target: Vec<Ident>,
+        value: Box<Expr>,
+    },
     Unary(UnOp, Box<Expr>),
     /// Every binary operator, `||`/`&&` included (they short-circuit when evaluated).
     Binary(BinOp, Box<Expr>, Box<Expr>),

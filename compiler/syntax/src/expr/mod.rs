@@ -2,8 +2,14 @@
 //! `grammar/expr.lalrpop`).
 
 pub mod ast;
+pub mod lexer;
+mod parser;
+pub mod printer;
+#[cfg(test)]
+mod tests;
 
 pub use ast::{Expr, ExprKind, Ident};
+pub use printer::{to_sexpr, to_source};
 
 use crate::span::MappedText;
 use crate::{Diagnostic, FileId};
@@ -12,8 +18,7 @@ use crate::{Diagnostic, FileId};
 /// contains `ExprKind::Error` nodes and the diagnostics say what was wrong. Spans are mapped
 /// to file spans through `text`.
 pub fn parse(text: &MappedText) -> (Expr, Vec<Diagnostic>) {
-    let _ = text;
-    todo!("syntax: expr::parse")
+    parser::parse(text)
 }
 
 /// Parses a string as if it were file `FileId(0)` from offset 0 (for tests and tools).

@@ -250,7 +250,11 @@ pub struct ModulesDecl {
 #[derive(Clone, Debug, PartialEq)]
 pub enum PropertiesItem {
     /// `property key value?` (the value may be the element's text).
-    Property { key: Name, value: Option<Name>, span: Span },
+    Property {
+        key: Name,
+        value: Option<Name>,
+        span: Span,
+    },
     /// Nested `properties name`.
     Group(Properties),
     /// `include-properties href`

@@ -1,0 +1,1174 @@
+//! Data-driven tests of the elaboration: `check(xml, expect![[...]])` prints the diagnostics
+//! (`code @line:col: message`) and, when there are no errors, the IR text.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use expect_test::{Expect, expect};
+
+use crate::{Options, Output, compile_path, compile_source};
+
+const CORPUS: &str = "/work/shared/corpus/gpispace";
+
+fn lib() -> PathBuf {
+    Path::new(CORPUS).join("share/xml/lib")
+}
+
+fn line_col(out: &Output, span: pnet_syntax::Span) -> (usize, usize) {
+    let Some(f) = out.files.get(span.file.0 as usize) else {
+        return (0, 0);
+    };
+    let upto = &f.text[..(span.start as usize).min(f.text.len())];
+    let line = upto.matches('\n').count() + 1;
+    let col = upto.len() - upto.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, col)
+}
+
+fn render_diags(out: &Output) -> String {
+    let mut s = String::new();
+    for d in &out.diagnostics {
+        let loc = match d.primary_span() {
+            Some(sp) => {
+                let (l, c) = line_col(out, sp);
+                if sp.file.0 == 0 {
+                    format!("{l}:{c}")
+                } else {
+                    format!("{}@{l}:{c}", sp.file.0)
+                }
+            }
+            None => "-".to_string(),
+        };
+        let sev = if d.is_error() { "" } else { "warning " };
+        writeln!(s, "{sev}{} @{loc}: {}", d.code, d.message).unwrap();
+    }
+    s
+}
+
+fn render(out: &Output) -> String {
+    let mut s = render_diags(out);
+    if let Some(b) = &out.bundle {
+        if !s.is_empty() {
+            s.push_str("---\n");
+        }
+        write!(s, "{b}").unwrap();
+    }
+    s
+}
+
+fn check_with(xml: &str, options: &Options, expect: Expect) {
+    let out = compile_source(Path::new("/nonexistent/test.xpnet"), xml, options);
+    expect.assert_eq(&render(&out));
+}
+
+fn check(xml: &str, expect: Expect) {
+    check_with(xml, &Options::default(), expect)
+}
+
+/// Only the diagnostics.
+fn check_diags(xml: &str, expect: Expect) {
+    let out = compile_source(
+        Path::new("/nonexistent/test.xpnet"),
+        xml,
+        &Options::default(),
+    );
+    expect.assert_eq(&render_diags(&out));
+}
+
+#[test]
+fn simple_expression() {
+    check(
+        r#"<defun name="f">
+  <in name="a" type="long"/>
+  <out name="b" type="long"/>
+  <expression>${b} := ${a} + 1L</expression>
+</defun>"#,
+        expect![[r#"
+            bundle root f0 f
+
+            function f0 f  @ /nonexistent/test.xpnet:1
+              in a : long
+              out b : long
+              expression c0
+        "#]],
+    );
+}
+
+fn corpus_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, out);
+            } else if matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("xpnet" | "xml")
+            ) {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(Path::new(CORPUS), &mut out);
+    out
+}
+
+/// Files that are meant to fail.
+const EXPECTED_FAILURES: &[&str] = &[
+    "test/xml/xpnets/diagnostics/error_",
+    "test/xml/xpnets/diagnostics/function_description_with_unknown_",
+    "test/xml/xpnets/connect_in_in_same.xpnet",
+    "test/xml/xpnets/connect_in_read_same.xpnet",
+    "test/xml/xpnets/connect_out_out_same.xpnet",
+    "test/xml/xpnets/connect_read_read_same.xpnet",
+];
+
+/// The progress tally over the whole corpus (with the library on the search path).
+#[test]
+fn corpus_tally() {
+    // GPI-Space's build passes the example folder too (`template/dup.xpnet`, ...).
+    let examples = Path::new(CORPUS).join("share/doc/example");
+    let options = Options {
+        search_paths: vec![lib(), examples],
+        ..Options::default()
+    };
+    let mut ok = 0;
+    let mut defuns = 0;
+    let mut codes = std::collections::BTreeMap::new();
+    let mut unexpected: Vec<String> = Vec::new();
+    let mut report = String::new();
+    let files = corpus_files();
+    for path in &files {
+        let out = compile_path(path, &options);
+        let rel = path.strip_prefix(CORPUS).unwrap().display().to_string();
+        let is_defun = matches!(
+            out.ast.as_ref().and_then(|a| a.root.as_ref()),
+            Some(pnet_syntax::xml::Root::Defun(_))
+        );
+        defuns += usize::from(is_defun);
+        for d in &out.diagnostics {
+            *codes.entry(d.code).or_insert(0usize) += 1;
+        }
+        if !out.has_errors() {
+            ok += 1;
+            continue;
+        }
+        if !is_defun || EXPECTED_FAILURES.iter().any(|e| rel.starts_with(e)) {
+            continue;
+        }
+        if !KNOWN_FAILURES.iter().any(|k| rel.starts_with(k)) {
+            unexpected.push(rel.clone());
+        }
+        writeln!(report, "FAIL {rel}").unwrap();
+        for line in render_diags(&out)
+            .lines()
+            .filter(|l| !l.starts_with("warning"))
+            .take(4)
+        {
+            writeln!(report, "    {line}").unwrap();
+        }
+    }
+    eprintln!("{report}");
+    eprintln!("diagnostics by code: {codes:?}");
+    eprintln!(
+        "corpus: {ok}/{} compile without errors ({defuns} defun roots)",
+        files.len()
+    );
+    assert_eq!(files.len(), 196);
+    assert!(unexpected.is_empty(), "unexpected failures: {unexpected:?}");
+}
+
+/// Defun files that fail for a known reason: fragments that use struct types or
+/// specializations of the net that includes them (they do not compile on their own), and
+/// GPI-Space parser tests whose places have the undeclared type `t`.
+const KNOWN_FAILURES: &[&str] = &[
+    "share/xml/lib/cache/",
+    "share/xml/lib/grid/",
+    "share/doc/example/credit/work_credit.xpnet",
+    "share/doc/example/subnetwork/process_single_block.xpnet",
+    "share/doc/example/subnetwork/produce.xpnet",
+    "share/doc/example/vmem_1_to_n/inner.xpnet",
+    "test/xml/xpnets/connect_eureka_duplicate_port.xpnet",
+    "test/xml/xpnets/connect_in_out_same.xpnet",
+    "test/xml/xpnets/connect_read_out_same.xpnet",
+];
+
+fn corpus_diags(rel: &str) -> String {
+    let out = compile_path(
+        &Path::new(CORPUS).join(rel),
+        &Options {
+            search_paths: vec![lib()],
+            ..Options::default()
+        },
+    );
+    render_diags(&out)
+}
+
+#[test]
+fn diagnostics_corpus() {
+    let dir = "test/xml/xpnets/diagnostics/";
+    let mut s = String::new();
+    let mut names: Vec<_> = std::fs::read_dir(Path::new(CORPUS).join(dir))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for n in names {
+        writeln!(s, "== {n}").unwrap();
+        s.push_str(&corpus_diags(&format!("{dir}{n}")));
+    }
+    expect![[r#"
+        == error_duplicate_external_function.xpnet
+        warning independent-transition @3:5: transition `a` is connected to no place
+        warning independent-transition @8:5: transition `b` is connected to no place
+        duplicate_external_function @10:10: the external function `m.f` is defined twice, differently
+        == error_duplicate_place.xpnet
+        warning independent-place @3:5: place `p` is connected to nothing
+        warning unknown-type @3:27: unknown type `t`
+        duplicate_place @4:18: duplicate place `p`
+        == error_duplicate_place_map.xpnet
+        warning unknown-type @5:32: unknown type `t`
+        unknown_place @5:42: port `v` is bound to the unknown place `p`
+        warning independent-place @7:11: place `v` is connected to nothing
+        warning unknown-type @7:33: unknown type `t`
+        duplicate_place_map @11:7: virtual place `v` is mapped twice
+        warning independent-place @13:5: place `r` is connected to nothing
+        warning unknown-type @13:27: unknown type `t`
+        == error_duplicate_port.xpnet
+        warning unknown-type @2:22: unknown type `t`
+        duplicate_port @3:13: duplicate port `p`
+        warning unknown-type @3:22: unknown type `t`
+        == error_duplicate_specialize.xpnet
+        duplicate_specialize @7:23: duplicate specialization `s`
+        == error_duplicate_template.xpnet
+        duplicate_template @6:21: duplicate template `t`
+        == error_duplicate_transition.xpnet
+        warning independent-transition @3:5: transition `t` is connected to no place
+        duplicate_transition @4:23: duplicate transition `t`
+        == function_description_with_unknown_argument_port.xpnet
+        unknown_port_in_function_description @2:30: unknown argument port `p` in the description of function `m.f`
+        == function_description_with_unknown_return_port.xpnet
+        unknown_port_in_function_description @2:30: unknown return port `r` in the description of function `m.f`
+        == virtual_place_not_tunneled.xpnet
+        warning virtual-place-not-tunneled @3:5: virtual place `v` is not tunneled
+        == warning_duplicate_external_function.xpnet
+        warning independent-transition @3:5: transition `a` is connected to no place
+        warning independent-transition @8:5: transition `b` is connected to no place
+        warning duplicate-external-function @10:10: the external function `m.f` is defined twice
+    "#]].assert_eq(&s);
+}
+
+#[test]
+fn connect_same_corpus() {
+    let mut s = String::new();
+    for n in [
+        "in_in",
+        "in_out",
+        "in_read",
+        "out_out",
+        "read_out",
+        "read_read",
+    ] {
+        writeln!(s, "== connect_{n}_same").unwrap();
+        s.push_str(&corpus_diags(&format!(
+            "test/xml/xpnets/connect_{n}_same.xpnet"
+        )));
+    }
+    writeln!(s, "== connect_eureka_duplicate_port").unwrap();
+    s.push_str(&corpus_diags(
+        "test/xml/xpnets/connect_eureka_duplicate_port.xpnet",
+    ));
+    expect![[r#"
+        == connect_in_in_same
+        warning unknown-type @3:27: unknown type `t`
+        output_port_not_connected @4:23: output port `A` of transition `foo` is not connected
+        warning unknown-type @6:28: unknown type `t`
+        warning unknown-type @7:29: unknown type `t`
+        duplicate_connection @12:7: port `A` is connected to place `P` twice in the incoming direction
+        == connect_in_out_same
+        warning unknown-type @3:27: unknown type `t`
+        warning unknown-type @6:28: unknown type `t`
+        warning unknown-type @7:29: unknown type `t`
+        == connect_in_read_same
+        warning unknown-type @3:27: unknown type `t`
+        output_port_not_connected @4:23: output port `A` of transition `foo` is not connected
+        warning unknown-type @6:28: unknown type `t`
+        warning unknown-type @7:29: unknown type `t`
+        duplicate_connection @12:7: port `A` is connected to place `P` twice in the incoming direction
+        == connect_out_out_same
+        warning unknown-type @3:27: unknown type `t`
+        warning port-not-connected @4:23: input port `A` of transition `foo` is not connected
+        warning unknown-type @6:28: unknown type `t`
+        warning unknown-type @7:29: unknown type `t`
+        duplicate_connection @12:7: port `A` is connected to place `P` twice in the outgoing direction
+        == connect_read_out_same
+        warning unknown-type @3:27: unknown type `t`
+        warning unknown-type @6:28: unknown type `t`
+        warning unknown-type @7:29: unknown type `t`
+        == connect_read_read_same
+        warning unknown-type @3:27: unknown type `t`
+        output_port_not_connected @4:23: output port `A` of transition `foo` is not connected
+        warning unknown-type @6:28: unknown type `t`
+        warning unknown-type @7:29: unknown type `t`
+        duplicate_connection @12:7: port `A` is connected to place `P` twice in the incoming direction
+        == connect_eureka_duplicate_port
+        warning independent-place @3:5: place `P` is connected to nothing
+        warning unknown-type @3:27: unknown type `t`
+        warning unknown-type @6:29: unknown type `t`
+        missing_binding @7:9: output port `A` is never assigned
+        duplicate_connection @11:7: port `A` is connected to eureka twice
+    "#]].assert_eq(&s);
+}
+
+/// A net with one transition around `inner` (ports, body, connections).
+fn net(places: &str, transitions: &str) -> String {
+    format!("<defun name=\"top\">\n<net>\n{places}\n{transitions}\n</net>\n</defun>")
+}
+
+#[test]
+fn connections_and_types() {
+    // good: in/out/read/inout/number-of-tokens/out-many
+    check_diags(
+        &net(
+            r#"<place name="a" type="long"/><place name="b" type="long"/><place name="n" type="unsigned long"/><place name="l" type="long"/>"#,
+            r#"<transition name="t">
+<defun><in name="x" type="long"/><in name="r" type="long"/><inout name="y" type="long"/><in name="c" type="unsigned long"/><out name="m" type="list"/>
+<expression>${m} := List ()</expression></defun>
+<connect-in port="x" place="a"/><connect-read port="r" place="a"/><connect-inout port="y" place="b"/>
+<connect-number-of-tokens port="c" place="l"/><connect-out-many port="m" place="l"/>
+</transition>"#,
+        ),
+        expect![[r#"
+            warning independent-place @3:59: place `n` is connected to nothing
+        "#]],
+    );
+    // bad: unknown place, unknown port, wrong direction, type mismatch, nt/out-many types
+    check_diags(
+        &net(
+            r#"<place name="a" type="long"/><place name="s" type="string"/>"#,
+            r#"<transition name="t">
+<defun><in name="x" type="long"/><out name="y" type="long"/><in name="c" type="long"/><out name="m" type="long"/>
+<expression>${y} := ${x}; ${m} := 1L</expression></defun>
+<connect-in port="x" place="nowhere"/><connect-in port="nope" place="a"/><connect-in port="y" place="a"/>
+<connect-out port="y" place="s"/><connect-number-of-tokens port="c" place="a"/><connect-out-many port="m" place="a"/>
+</transition>"#,
+        ),
+        expect![[r#"
+            warning port-not-connected @4:19: input port `x` of transition `t` is not connected
+            unknown_place @7:29: unknown place `nowhere`
+            unknown_port @7:57: transition `t` has no port `nope`
+            unknown_port @7:92: port `y` of transition `t` is not an input port, as `connect-in` needs
+            connection_type_mismatch @8:1: port `y` of type `long` is connected to place `s` of type `string`
+            invalid_number_of_tokens_port @8:66: port `c` has type `long`
+            invalid_out_many_port @8:104: port `m` has type `long`
+        "#]],
+    );
+}
+
+#[test]
+fn duplicate_connections() {
+    let t = |conns: &str| {
+        net(
+            r#"<place name="P" type="long"/>"#,
+            &format!(
+                r#"<transition name="t"><defun><inout name="A" type="long"/><expression>${{A}} := ${{A}}</expression></defun>{conns}</transition>"#
+            ),
+        )
+    };
+    check_diags(
+        &t(r#"<connect-in port="A" place="P"/><connect-out port="A" place="P"/>"#),
+        expect![""],
+    );
+    check_diags(
+        &t(r#"<connect-read port="A" place="P"/><connect-out port="A" place="P"/>"#),
+        expect![""],
+    );
+    check_diags(
+        &t(
+            r#"<connect-in port="A" place="P"/><connect-read port="A" place="P"/><connect-out port="A" place="P"/>"#,
+        ),
+        expect![[r#"
+        duplicate_connection @4:135: port `A` is connected to place `P` twice in the incoming direction
+    "#]],
+    );
+    check_diags(
+        &t(r#"<connect-inout port="A" place="P"/><connect-out port="A" place="P"/>"#),
+        expect![[r#"
+        duplicate_connection @4:138: port `A` is connected to place `P` twice in the outgoing direction
+    "#]],
+    );
+}
+
+#[test]
+fn ports() {
+    check_diags(
+        r#"<defun><in name="a" type="long"/><out name="a" type="string"/><in name="b" type="long"/><inout name="b" type="long"/><in name="c" type="nosuch"/><expression/></defun>"#,
+        expect![[r#"
+            port_type_mismatch @1:54: the in and the out port `a` have different types: `long` and `string`
+            duplicate_port @1:102: duplicate port `b`
+            warning unknown-type @1:137: unknown type `nosuch`
+        "#]],
+    );
+}
+
+#[test]
+fn generator_places() {
+    check_diags(
+        &net(
+            r#"<place name="g" type="long" generator="true"/><place name="o" type="long"/>"#,
+            r#"<transition name="t"><defun><in name="x" type="long"/><out name="y" type="long"/><expression>${y} := ${x}</expression></defun>
+<connect-in port="x" place="g"/><connect-out port="y" place="o"/></transition>"#,
+        ),
+        expect![[r#""#]],
+    );
+    check_diags(
+        &net(
+            r#"<place name="g" type="double" generator="true" put_token="true" shared_sink="true"><token><value>1.0</value></token></place>"#,
+            r#"<transition name="t"><defun><in name="x" type="double"/><out name="y" type="double"/><expression>${y} := ${x}</expression></defun>
+<connect-read port="x" place="g"/><connect-out port="y" place="g"/></transition>"#,
+        ),
+        expect![[r#"
+            invalid_generator_place @3:14: generator place `g` is a put_token place
+            invalid_generator_place @3:14: generator place `g` is a shared_sink
+            invalid_generator_place @3:23: generator place `g` has type `double`
+            invalid_generator_place @3:84: generator place `g` has tokens
+            invalid_generator_place @5:1: generator place `g` may not be read
+            invalid_generator_place @5:35: generator place `g` may not be produced into
+        "#]],
+    );
+}
+
+#[test]
+fn tokens_priorities_names() {
+    check_diags(
+        &net(
+            r#"<place name="a" type="long"><token><value>1L</value></token><token><value>"x"</value></token></place><place name="_b" type="long"/><place name="c-d" type="long"/>"#,
+            r#"<transition name="t" priority="70000"><defun><in name="x" type="long"/><expression/></defun><connect-in port="x" place="a"/></transition>
+<transition name="u" priority="2"><defun><in name="x" type="long"/><expression/></defun><connect-in port="x" place="a"/></transition>"#,
+        ),
+        expect![[r#"
+            type_mismatch @3:75: this token value has type `string`, but the place has type `long`
+            warning independent-place @3:102: place `_b` is connected to nothing
+            invalid_prefix @3:115: place name `_b` starts with `_`
+            warning independent-place @3:132: place `c-d` is connected to nothing
+            invalid_name @3:145: `c-d` is not a valid place name
+            invalid_priority @4:32: invalid priority `70000`
+        "#]],
+    );
+}
+
+#[test]
+fn conditions_joined() {
+    check(
+        &net(
+            r#"<place name="a" type="long"/>"#,
+            r#"<transition name="t"><defun><in name="x" type="long"/><condition>${x} > 0L</condition><expression/></defun>
+<condition>${x} &lt; 10L</condition><connect-in port="x" place="a"/></transition>"#,
+        ),
+        expect![[r#"
+            bundle root f1 top
+
+            function f0  @ /nonexistent/test.xpnet:4
+              in x : long
+              expression c0
+
+            function f1 top  @ /nonexistent/test.xpnet:1
+              net
+                place p0 a : long  @ /nonexistent/test.xpnet:3
+                transition t0 t priority 0 -> f0  @ /nonexistent/test.xpnet:4
+                  in x <- p0 a
+                  condition c1
+        "#]],
+    );
+    check_diags(
+        &net(
+            r#"<place name="a" type="long"/>"#,
+            r#"<transition name="t"><defun><in name="x" type="long"/><expression/></defun>
+<condition>${x} + 1L</condition><connect-in port="x" place="a"/></transition>"#,
+        ),
+        expect![[r#"
+            condition_not_bool @5:12: a condition must be `bool`, but this has type `long`
+        "#]],
+    );
+}
+
+#[test]
+fn modules_and_memory() {
+    check(
+        r#"<defun name="m">
+  <in name="n" type="unsigned long"/>
+  <out name="s" type="long"/>
+  <memory-buffer name="buf"><size>${n} * 8UL</size></memory-buffer>
+  <memory-get><global>List()</global><local>List()</local></memory-get>
+  <module name="mod" function="s sum (n, buf)" eureka-group="&quot;g&quot;"><cinclude href="x.h"/><code><![CDATA[return 1;]]></code></module>
+</defun>"#,
+        expect![[r#"
+            bundle root f0 m
+
+            function f0 m  @ /nonexistent/test.xpnet:1
+              in n : unsigned long
+              out s : long
+              memory-buffer buf size c0
+              memory-get global c1 local c2
+              module mod "s sum (n, buf)" require_function_unloads_without_rest require_module_unloads_without_rest
+                eureka-group c3
+                cinclude x.h
+                code (1 lines)
+        "#]],
+    );
+    check_diags(
+        r#"<defun name="m">
+  <in name="n" type="unsigned long"/>
+  <memory-buffer name="n"><size>1UL</size></memory-buffer>
+  <memory-buffer name="b"><size>"x"</size></memory-buffer>
+  <module name="mod" function="n f (q) )"/>
+</defun>"#,
+        expect![[r#"
+            duplicate_memory_buffer @3:24: memory buffer `n` has the name of a port
+            type_mismatch @4:33: expected a value of type `unsigned long`, found `string`
+            invalid_function_description @5:32: malformed argument list in `n f (q) )`
+        "#]],
+    );
+}
+
+#[test]
+fn properties_and_requires() {
+    check(
+        r#"<defun name="p">
+  <properties name="fhg"><properties name="drts"><properties name="schedule"><property key="num_worker" value="2"/></properties></properties></properties>
+  <properties name="pnetc"><property key="nosuch">x</property></properties>
+  <properties name="a"><property key="b" value="1"/><property key="b" value="2"/></properties>
+  <require key="gpu" mandatory="true"/>
+  <expression/>
+</defun>"#,
+        expect![[r#"
+            warning property-unknown @3:43: unknown property `pnetc.nosuch`
+            warning property-overwritten @4:53: property `a.b` is set again
+            ---
+            bundle root f0 p
+
+            function f0 p  @ /nonexistent/test.xpnet:1
+              require gpu
+              property fhg.drts.schedule.num_worker = "2"
+              property pnetc.nosuch = "x"
+              property a.b = "2"
+              expression c0
+        "#]],
+    );
+}
+
+/// A fresh folder with the given files.
+fn tree(name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pnet-sema-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (p, text) in files {
+        let path = dir.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+fn check_tree(dir: &Path, root: &str, options: &Options, expect: Expect) {
+    let out = compile_path(&dir.join(root), options);
+    let mut s = String::new();
+    for f in &out.files {
+        writeln!(
+            s,
+            "file {} {}",
+            f.id.0,
+            f.path.strip_prefix(dir).unwrap_or(&f.path).display()
+        )
+        .unwrap();
+    }
+    s.push_str(&render(&out).replace(&format!("{}/", dir.display()), ""));
+    expect.assert_eq(&s);
+}
+
+const POINT: &str = r#"<structs><struct name="point"><field name="x" type="long"/><field name="y" type="long"/></struct></structs>"#;
+
+#[test]
+fn includes_relative_and_search_path() {
+    let dir = tree(
+        "includes",
+        &[
+            (
+                "main/net.xpnet",
+                r#"<defun name="main">
+  <include-structs href="types/point.xpnet"/>
+  <in name="p" type="point" place="p"/>
+  <net>
+    <place name="p" type="point"/>
+    <transition name="use_lib"><include-function href="lib_fn.xpnet"/><connect-in port="p" place="p"/></transition>
+  </net>
+</defun>"#,
+            ),
+            ("main/types/point.xpnet", POINT),
+            (
+                "lib/lib_fn.xpnet",
+                r#"<defun name="lib_fn"><include-structs href="../main/types/point.xpnet"/><in name="p" type="point"/><expression/></defun>"#,
+            ),
+        ],
+    );
+    check_tree(
+        &dir,
+        "main/net.xpnet",
+        &Options {
+            search_paths: vec![dir.join("lib")],
+            ..Options::default()
+        },
+        expect![[r#"
+        file 0 main/net.xpnet
+        file 1 main/types/point.xpnet
+        file 2 lib/lib_fn.xpnet
+        bundle root f1 main
+        struct point { x: long, y: long }
+
+        function f0 lib_fn  @ lib/lib_fn.xpnet:1
+          in p : point
+          expression c0
+
+        function f1 main  @ main/net.xpnet:1
+          in p : point = p0 p
+          net
+            place p0 p : point  @ main/net.xpnet:5
+            transition t0 use_lib priority 0 -> f0 lib_fn  @ main/net.xpnet:6
+              in p <- p0 p
+    "#]],
+    );
+    // without the search path
+    check_tree(
+        &dir,
+        "main/net.xpnet",
+        &Options::default(),
+        expect![[r#"
+        file 0 main/net.xpnet
+        file 1 main/types/point.xpnet
+        file_not_found @6:56: cannot find file `lib_fn.xpnet`
+    "#]],
+    );
+}
+
+#[test]
+fn include_cycle_terminates() {
+    let dir = tree(
+        "cycle",
+        &[
+            (
+                "a.xpnet",
+                r#"<defun name="a"><net><transition name="b"><include-function href="b.xpnet"/></transition></net></defun>"#,
+            ),
+            (
+                "b.xpnet",
+                r#"<defun name="b"><net><transition name="a"><include-function href="a.xpnet"/></transition></net></defun>"#,
+            ),
+            (
+                "s1.xpnet",
+                r#"<structs><include-structs href="s2.xpnet"/></structs>"#,
+            ),
+            (
+                "s2.xpnet",
+                r#"<structs><include-structs href="s1.xpnet"/></structs>"#,
+            ),
+            (
+                "c.xpnet",
+                r#"<defun name="c"><include-structs href="s1.xpnet"/><expression/></defun>"#,
+            ),
+        ],
+    );
+    check_tree(
+        &dir,
+        "a.xpnet",
+        &Options::default(),
+        expect![[r#"
+            file 0 a.xpnet
+            file 1 b.xpnet
+            warning independent-transition @1:22: transition `b` is connected to no place
+            include_cycle @1@1:67: `a.xpnet` includes itself
+        "#]],
+    );
+    check_tree(
+        &dir,
+        "c.xpnet",
+        &Options::default(),
+        expect![[r#"
+        file 0 c.xpnet
+        file 1 s1.xpnet
+        file 2 s2.xpnet
+        include_cycle @2@1:33: `s1.xpnet` includes itself
+    "#]],
+    );
+}
+
+const TEMPLATE_NET: &str = r#"<defun name="top">
+  <in name="i" type="long" place="i"/>
+  <out name="o" type="long" place="o"/>
+  <net>
+    <template name="id">
+      <template-parameter type="T"/>
+      <defun>
+        <struct name="BOX"><field name="v" type="T"/></struct>
+        <in name="x" type="T"/>
+        <out name="y" type="T"/>
+        <expression>${y} := ${x}</expression>
+      </defun>
+    </template>
+    <specialize name="id_long" use="id">
+      <type-map replace="T" with="long"/>
+      <type-map replace="BOX" with="long_box"/>
+      <type-get name="long_box"/>
+    </specialize>
+    <place name="i" type="long"/>
+    <place name="o" type="long"/>
+    <place name="boxes" type="long_box"/>
+    <transition name="copy">
+      <use name="id_long"/>
+      <connect-in port="x" place="i"/>
+      <connect-out port="y" place="o"/>
+    </transition>
+  </net>
+</defun>"#;
+
+#[test]
+fn templates_and_specialize() {
+    check(
+        TEMPLATE_NET,
+        expect![[r#"
+            warning independent-place @21:5: place `boxes` is connected to nothing
+            ---
+            bundle root f1 top
+            struct long_box { v: long }
+
+            function f0 id_long  @ /nonexistent/test.xpnet:7
+              in x : long
+              out y : long
+              expression c0
+
+            function f1 top  @ /nonexistent/test.xpnet:1
+              in i : long = p0 i
+              out o : long = p1 o
+              net
+                place p0 i : long  @ /nonexistent/test.xpnet:19
+                place p1 o : long  @ /nonexistent/test.xpnet:20
+                place p2 boxes : long_box  @ /nonexistent/test.xpnet:21
+                transition t0 copy priority 0 -> f0 id_long  @ /nonexistent/test.xpnet:22
+                  in x <- p0 i
+                  out y -> p1 o
+        "#]],
+    );
+    check_diags(
+        r#"<defun name="top"><net>
+  <template name="t"><template-parameter type="T"/><template-parameter type="T"/><defun><in name="x" type="T"/><expression/></defun></template>
+  <specialize name="s" use="t"><type-map replace="T" with="long"/><type-map replace="T" with="int"/></specialize>
+  <specialize name="u" use="nosuch"/>
+  <specialize name="v" use="t"/>
+  <place name="p" type="long"/>
+  <transition name="a"><use name="s"/><connect-in port="x" place="p"/></transition>
+  <transition name="b"><use name="v"/><connect-in port="x" place="p"/></transition>
+  <transition name="c"><use name="w"/></transition>
+</net></defun>"#,
+        expect![[r#"
+            warning duplicate-template-parameter @2:78: duplicate template parameter `T`
+            warning unknown-type @2:108: unknown type `T`
+            warning type-map-duplicate @3:86: type `T` is mapped twice
+            unknown_template @4:29: unknown template `nosuch`
+            unknown_function @9:35: unknown function `w`
+        "#]],
+    );
+}
+
+#[test]
+fn library_templates() {
+    let options = Options {
+        search_paths: vec![lib()],
+        ..Options::default()
+    };
+    let out = compile_source(
+        Path::new("/nonexistent/t.xpnet"),
+        r#"<defun name="top">
+  <in name="n" type="long" place="n"/>
+  <out name="a" type="long" place="a"/>
+  <out name="b" type="long" place="b"/>
+  <net>
+    <include-template href="dup.xml"/>
+    <specialize name="dup_long" use="dup"><type-map replace="T" with="long"/></specialize>
+    <place name="n" type="long"/><place name="a" type="long"/><place name="b" type="long"/>
+    <transition name="d" inline="true"><use name="dup_long"/>
+      <connect-in port="in" place="n"/><connect-out port="one" place="a"/><connect-out port="two" place="b"/>
+    </transition>
+  </net>
+</defun>"#,
+        &options,
+    );
+    expect![[r#"
+        bundle root f1 top
+
+        function f0  @ /work/shared/corpus/gpispace/share/xml/lib/dup.xml:22
+          in x : long
+          out a : long
+          out b : long
+          expression c0
+
+        function f1 top  @ /nonexistent/t.xpnet:1
+          in n : long = p0 n
+          out a : long = p1 a
+          out b : long = p2 b
+          net
+            place p0 n : long  @ /nonexistent/t.xpnet:8
+            place p1 a : long  @ /nonexistent/t.xpnet:8
+            place p2 b : long  @ /nonexistent/t.xpnet:8
+            transition t0 _d_dup priority 0 -> f0  @ /work/shared/corpus/gpispace/share/xml/lib/dup.xml:21
+              in x <- p0 n
+              out a -> p1 a
+              out b -> p2 b
+    "#]].assert_eq(&render(&out));
+}
+
+const CHILD: &str = r#"<defun name="top">
+  <in name="i" type="long" place="i"/>
+  <out name="o" type="long" place="o"/>
+  <net>
+    <place name="i" type="long"/>
+    <place name="o" type="long"/>
+    <place name="v" type="long"/>
+    <transition name="sub" inline="true">
+      <defun>
+        <in name="x" type="long" place="x"/>
+        <out name="y" type="long" place="y"/>
+        <tunnel name="v" type="long" place="v"/>
+        <net>
+          <place name="x" type="long"/>
+          <place name="y" type="long"/>
+          <place name="mid" type="long"><token><value>7L</value></token></place>
+          <place name="v" type="long" virtual="true"/>
+          <transition name="step">
+            <defun><in name="x" type="long"/><out name="m" type="long"/><expression>${m} := ${x}</expression></defun>
+            <connect-in port="x" place="x"/><connect-out port="m" place="mid"/>
+          </transition>
+          <transition name="fin">
+            <defun><in name="m" type="long"/><out name="y" type="long"/><expression>${y} := ${m}</expression></defun>
+            <connect-in port="m" place="mid"/><connect-out port="y" place="y"/>
+          </transition>
+        </net>
+      </defun>
+      <connect-in port="x" place="i"/>
+      <connect-out port="y" place="o"/>
+      <place-map virtual="v" real="v"/>
+    </transition>
+  </net>
+</defun>"#;
+
+#[test]
+fn inlining_with_prefixes() {
+    check(
+        CHILD,
+        expect![[r#"
+            warning independent-place @7:5: place `v` is connected to nothing
+            ---
+            bundle root f2 top
+
+            function f0  @ /nonexistent/test.xpnet:19
+              in x : long
+              out m : long
+              expression c0
+
+            function f1  @ /nonexistent/test.xpnet:23
+              in m : long
+              out y : long
+              expression c1
+
+            function f2 top  @ /nonexistent/test.xpnet:1
+              in i : long = p0 i
+              out o : long = p1 o
+              net
+                place p0 i : long  @ /nonexistent/test.xpnet:5
+                place p1 o : long  @ /nonexistent/test.xpnet:6
+                place p2 v : long  @ /nonexistent/test.xpnet:7
+                place p3 _sub_mid : long  @ /nonexistent/test.xpnet:16
+                  token 7L
+                transition t0 _sub_step priority 0 -> f0  @ /nonexistent/test.xpnet:18
+                  in x <- p0 i
+                  out m -> p3 _sub_mid
+                transition t1 _sub_fin priority 0 -> f1  @ /nonexistent/test.xpnet:22
+                  in m <- p3 _sub_mid
+                  out y -> p1 o
+        "#]],
+    );
+}
+
+#[test]
+fn child_nets_when_not_inlined() {
+    check_with(
+        CHILD,
+        &Options {
+            no_inline: true,
+            synthesize_virtual_places: true,
+            ..Options::default()
+        },
+        expect![[r#"
+        bundle root f3 top
+
+        function f0  @ /nonexistent/test.xpnet:19
+          in x : long
+          out m : long
+          expression c0
+
+        function f1  @ /nonexistent/test.xpnet:23
+          in m : long
+          out y : long
+          expression c1
+
+        function f2  @ /nonexistent/test.xpnet:9
+          in x : long = p0 x
+          out y : long = p1 y
+          tunnel v : long = p3 v
+          net
+            place p0 x : long  @ /nonexistent/test.xpnet:14
+            place p1 y : long  @ /nonexistent/test.xpnet:15
+            place p2 mid : long  @ /nonexistent/test.xpnet:16
+              token 7L
+            place p3 v : long virtual  @ /nonexistent/test.xpnet:17
+            transition t0 step priority 0 -> f0  @ /nonexistent/test.xpnet:18
+              in x <- p0 x
+              out m -> p2 mid
+            transition t1 fin priority 0 -> f1  @ /nonexistent/test.xpnet:22
+              in m <- p2 mid
+              out y -> p1 y
+
+        function f3 top  @ /nonexistent/test.xpnet:1
+          in i : long = p0 i
+          out o : long = p1 o
+          net
+            place p0 i : long  @ /nonexistent/test.xpnet:5
+            place p1 o : long  @ /nonexistent/test.xpnet:6
+            place p2 v : long  @ /nonexistent/test.xpnet:7
+            transition t0 sub priority 0 -> f2  @ /nonexistent/test.xpnet:8
+              in x <- p0 i
+              out y -> p1 o
+              place-map p3 v -> p2 v
+    "#]],
+    );
+    // a priority prevents inlining
+    check_diags(
+        &CHILD.replace(r#"inline="true""#, r#"inline="true" priority="1""#),
+        expect![[r#""#]],
+    );
+}
+
+#[test]
+fn warning_configuration() {
+    let xml = r#"<defun name="top"><net>
+  <place name="v" type="long" virtual="true"/>
+  <transition name="t"><defun><in name="x" type="long"/><expression/></defun></transition>
+</net></defun>"#;
+    let opts = |settings: &[(&str, bool)], error: bool| Options {
+        warnings: crate::WarningConfig {
+            settings: settings.iter().map(|(n, b)| (n.to_string(), *b)).collect(),
+            all: false,
+            error,
+        },
+        ..Options::default()
+    };
+    check_with(
+        xml,
+        &opts(&[("virtual-place-not-tunneled", false)], false),
+        expect![[r#"
+            warning independent-transition @3:3: transition `t` is connected to no place
+            warning port-not-connected @3:21: input port `x` of transition `t` is not connected
+            ---
+            bundle root f1 top
+
+            function f0  @ /nonexistent/test.xpnet:3
+              in x : long
+              expression c0
+
+            function f1 top  @ /nonexistent/test.xpnet:1
+              net
+                place p0 v : long virtual  @ /nonexistent/test.xpnet:2
+                transition t0 t priority 0 -> f0  @ /nonexistent/test.xpnet:3
+        "#]],
+    );
+    check_with(
+        xml,
+        &opts(&[("port_not_connected", false)], true),
+        expect![[r#"
+            virtual-place-not-tunneled @2:3: virtual place `v` is not tunneled
+            independent-transition @3:3: transition `t` is connected to no place
+        "#]],
+    );
+    // the scoped property turns a warning off below its defun
+    let scoped = r#"<defun name="top">
+  <properties name="pnetc"><properties name="warning"><property key="port-not-connected" value="false"/></properties></properties>
+  <net><transition name="t"><defun><in name="x" type="long"/><expression/></defun></transition></net></defun>"#;
+    check_with(
+        scoped,
+        &opts(&[], false),
+        expect![[r#"
+            warning independent-transition @3:8: transition `t` is connected to no place
+            ---
+            bundle root f1 top
+
+            function f0  @ /nonexistent/test.xpnet:3
+              in x : long
+              expression c0
+
+            function f1 top  @ /nonexistent/test.xpnet:1
+              property pnetc.warning.port-not-connected = "false"
+              net
+                transition t0 t priority 0 -> f0  @ /nonexistent/test.xpnet:3
+        "#]],
+    );
+    assert!(
+        crate::WARNINGS
+            .iter()
+            .any(|(n, on)| *n == "overwrite-function-name-as" && !on)
+    );
+}
+
+#[test]
+fn mutated_inputs_do_not_panic() {
+    // Cut the corpus' bigger nets at many points and make sure diagnostics come back.
+    let texts: Vec<String> = [
+        "share/xml/lib/sequence.xml",
+        "share/doc/example/shared/cleanup_with_number_of_tokens.xpnet",
+    ]
+    .iter()
+    .map(|p| std::fs::read_to_string(Path::new(CORPUS).join(p)).unwrap())
+    .collect();
+    let options = Options {
+        search_paths: vec![lib()],
+        ..Options::default()
+    };
+    let mut with_errors = 0;
+    for text in &texts {
+        for cut in (0..text.len()).step_by(97) {
+            let mut t = text[..cut].to_string();
+            t.push_str(&text[(cut + 13).min(text.len())..]);
+            let out = compile_source(
+                &Path::new(CORPUS).join("share/xml/lib/x.xpnet"),
+                &t,
+                &options,
+            );
+            with_errors += usize::from(out.has_errors());
+            assert!(
+                out.diagnostics.iter().all(|d| d.code != "internal_error"),
+                "{:?}",
+                out.diagnostics
+            );
+        }
+    }
+    assert!(with_errors > 0);
+}
+
+#[test]
+fn struct_checks() {
+    check_diags(
+        r#"<defun name="top">
+  <struct name="a"><field name="x" type="long"/><field name="x" type="int"/></struct>
+  <struct name="b"><field name="c" type="c"/></struct>
+  <struct name="c"><field name="b" type="b"/></struct>
+  <struct name="d"><field name="x" type="long"/></struct>
+  <struct name="d"><field name="y" type="long"/></struct>
+  <struct name="n"><struct name="inner"><field name="v" type="bool"/></struct></struct>
+  <in name="p" type="n"/>
+  <net>
+    <struct name="d"><field name="z" type="string"/></struct>
+    <place name="q" type="d"/>
+  </net>
+</defun>"#,
+        expect![[r#"
+            duplicate_field @2:62: struct `a` has two fields named `x`
+            recursive_struct @3:17: struct `b` contains itself
+            warning struct-redefined @6:17: struct `d` is defined again, differently; the first definition is used
+            warning shadowed-struct @10:19: struct `d` shadows a different struct of the same name
+            warning independent-place @11:5: place `q` is connected to nothing
+        "#]],
+    );
+}
+
+#[test]
+fn responses_eureka_and_place_maps() {
+    check_diags(
+        &net(
+            r#"<place name="p" type="long"/><place name="r" type="long"/>"#,
+            r#"<transition name="t">
+<defun><in name="x" type="long"/><out name="y" type="long"/><out name="g" type="set"/><out name="h" type="long"/>
+<expression>${y} := ${x}; ${g} := Set{}; ${h} := 1L</expression></defun>
+<connect-in port="x" place="p"/><connect-response port="y" to="x"/><connect-response port="h" to="nope"/><connect-eureka port="g"/>
+</transition>
+<transition name="u">
+<defun><tunnel name="v" type="long" place="v"/><net><place name="v" type="string" virtual="true"/></net></defun>
+<place-map virtual="v" real="r"/><place-map virtual="w" real="nowhere"/>
+</transition>"#,
+        ),
+        expect![[r#"
+            warning independent-place @3:30: place `r` is connected to nothing
+            unknown_port @7:99: transition `t` has no input port `nope`
+            connection_type_mismatch @10:44: port `v` of type `long` is bound to place `v` of type `string`
+            connection_type_mismatch @11:1: virtual place `v` of type `string` is mapped to place `r` of type `long`
+            unknown_place @11:54: transition `u` has no virtual place `w`
+            unknown_place @11:63: unknown place `nowhere`
+        "#]],
+    );
+}
+
+#[test]
+fn inline_many_output_ports_warning() {
+    let xml = |props: &str| {
+        net(
+            r#"<place name="i" type="long"/><place name="a" type="long"/><place name="b" type="long"/>"#,
+            &format!(
+                r#"<transition name="t" inline="true"><defun>{props}<in name="x" type="long" place="x"/><out name="y" type="long" place="x"/><out name="z" type="long" place="x"/>
+<net><place name="x" type="long"/></net></defun>
+<connect-in port="x" place="i"/><connect-out port="y" place="a"/><connect-out port="z" place="b"/></transition>"#
+            ),
+        )
+    };
+    check_diags(
+        &xml(""),
+        expect![[r#"
+        warning independent-place @3:1: place `i` is connected to nothing
+        warning independent-place @3:30: place `a` is connected to nothing
+        warning independent-place @3:59: place `b` is connected to nothing
+        warning inline_many_output_ports @4:19: inlining transition `t` with 2 output ports: its outputs are no longer produced at once
+    "#]],
+    );
+    check_diags(
+        &xml(
+            r#"<properties name="pnetc"><properties name="warning"><property key="inline_many_output_ports" value="false"/></properties></properties>"#,
+        ),
+        expect![[r#"
+            warning independent-place @3:1: place `i` is connected to nothing
+            warning independent-place @3:30: place `a` is connected to nothing
+            warning independent-place @3:59: place `b` is connected to nothing
+        "#]],
+    );
+}
+
+/// The database is incremental: a new text for the root re-runs what depends on it.
+#[test]
+fn edits_are_new_inputs() {
+    use salsa::Setter;
+    let options = Options::default();
+    let mut db = crate::db::Database::default();
+    let ws = crate::load(
+        &mut db,
+        Path::new("/nonexistent/e.xpnet"),
+        "<defun><expression/></defun>",
+        &options,
+    );
+    assert!(!crate::output(&db, ws, &options).has_errors());
+    let root = ws.files(&db)[0];
+    root.set_text(&mut db).to(std::sync::Arc::from(
+        "<defun><in name=\"a\" type=\"nosuch\"/><expression/></defun>",
+    ));
+    let out = crate::output(&db, ws, &options);
+    expect![[r#"
+        warning unknown-type @1:27: unknown type `nosuch`
+    "#]]
+    .assert_eq(&render_diags(&out));
+}

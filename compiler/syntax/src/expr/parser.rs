@@ -1,0 +1,379 @@
+//! The parser: runs the lalrpop grammar (`grammar/expr.lalrpop`) over the lexer's tokens. The
+//! grammar's actions call into [`Ctx`], which builds nodes with mapped spans and collects
+//! diagnostics.
+
+use std::cell::RefCell;
+
+use lalrpop_util::{ErrorRecovery, ParseError};
+use pnet_stdlib::literal::parse_number;
+use pnet_stdlib::{BinOp, Bitset, UnOp, Value};
+
+use crate::expr::ast::{Expr, ExprKind, Ident};
+use crate::expr::lexer::{Tok, tokenize};
+use crate::span::MappedText;
+use crate::{Diagnostic, Span};
+
+lalrpop_util::lalrpop_mod!(
+    #[allow(clippy::all, clippy::pedantic, unused, missing_debug_implementations)]
+    grammar,
+    "/expr.rs"
+);
+
+/// State shared by the grammar's actions.
+pub struct Ctx<'a> {
+    text: &'a MappedText,
+    diags: RefCell<Vec<Diagnostic>>,
+    /// Text offsets of the syntax errors reported so far (one per statement is enough).
+    syntax_errors: RefCell<Vec<usize>>,
+}
+
+pub(crate) fn parse(text: &MappedText) -> (Expr, Vec<Diagnostic>) {
+    let mut diags = Vec::new();
+    let mut stray = Vec::new();
+    let toks = tokenize(text, &mut diags, &mut stray);
+    let ctx = Ctx {
+        text,
+        diags: RefCell::new(diags),
+        syntax_errors: RefCell::new(stray),
+    };
+    let result = grammar::ProgramParser::new().parse(&ctx, toks.into_iter().map(Ok::<_, ()>));
+    let expr = match result {
+        Ok(mut stmts) if stmts.len() == 1 => stmts.pop().unwrap(),
+        Ok(stmts) => {
+            let span = match (stmts.first(), stmts.last()) {
+                (Some(a), Some(b)) => a.span.to(b.span),
+                _ => text.whole(),
+            };
+            Expr::new(ExprKind::Seq(stmts), span)
+        }
+        // Recovery at the statement level always succeeds; this is a safety net.
+        Err(e) => {
+            let d = ctx.parse_error(e);
+            ctx.diags.borrow_mut().push(d);
+            Expr::new(ExprKind::Error, text.whole())
+        }
+    };
+    (expr, ctx.diags.into_inner())
+}
+
+impl<'a> Ctx<'a> {
+    fn span(&self, l: usize, r: usize) -> Span {
+        self.text.span(l as u32, r as u32)
+    }
+
+    fn src(&self, l: usize, r: usize) -> &'a str {
+        self.text.text.get(l..r).unwrap_or("")
+    }
+
+    fn error(&self, d: Diagnostic) {
+        self.diags.borrow_mut().push(d);
+    }
+
+    pub(crate) fn node(&self, kind: ExprKind, l: usize, r: usize) -> Expr {
+        Expr::new(kind, self.span(l, r))
+    }
+
+    pub(crate) fn binary(&self, op: BinOp, a: Expr, b: Expr, l: usize, r: usize) -> Expr {
+        self.node(ExprKind::Binary(op, Box::new(a), Box::new(b)), l, r)
+    }
+
+    pub(crate) fn assign(&self, target: Expr, value: Expr, l: usize, r: usize) -> Expr {
+        match target.kind {
+            ExprKind::Ref(path) => self.node(
+                ExprKind::Assign {
+                    target: path,
+                    value: Box::new(value),
+                },
+                l,
+                r,
+            ),
+            ExprKind::Error => self.node(ExprKind::Error, l, r),
+            _ => {
+                self.error(
+                    Diagnostic::error(
+                        "invalid_assignment_target",
+                        "the left side of `:=` must be a reference",
+                    )
+                    .with_primary(target.span, "not a reference")
+                    .with_note("assign to a port or local variable: `${name} := ...`"),
+                );
+                self.node(ExprKind::Error, l, r)
+            }
+        }
+    }
+
+    pub(crate) fn number(&self, n: &str, l: usize, r: usize) -> Expr {
+        match parse_number(n) {
+            Ok(v) => self.node(ExprKind::Literal(v), l, r),
+            Err(msg) => {
+                self.error(
+                    Diagnostic::error("invalid_literal", format!("invalid number: {msg}"))
+                        .with_primary(self.span(l, r), "invalid number"),
+                );
+                self.node(ExprKind::Error, l, r)
+            }
+        }
+    }
+
+    /// A 64-bit word of a bitset literal.
+    pub(crate) fn word(&self, n: &str, l: usize, r: usize) -> Option<u64> {
+        let parsed = if let Some(hex) = n.strip_prefix("0x").or_else(|| n.strip_prefix("0X")) {
+            u64::from_str_radix(hex, 16).ok()
+        } else if n.bytes().all(|b| b.is_ascii_digit()) {
+            n.parse().ok()
+        } else {
+            match parse_number(n) {
+                Ok(Value::Int(i)) => u64::try_from(i).ok(),
+                Ok(Value::Long(i)) => u64::try_from(i).ok(),
+                Ok(Value::UInt(i)) => Some(u64::from(i)),
+                Ok(Value::ULong(i)) => Some(i),
+                _ => None,
+            }
+        };
+        if parsed.is_none() {
+            self.error(
+                Diagnostic::error("invalid_literal", format!("invalid bitset word `{n}`"))
+                    .with_primary(self.span(l, r), "expected an unsigned 64-bit number")
+                    .with_note("a bitset literal is `{w0 w1 ...}`, least significant word first"),
+            );
+        }
+        parsed
+    }
+
+    /// A byte of a bytearray literal: `0..=255`, or `-128..=-1` (two's complement).
+    pub(crate) fn byte(&self, neg: bool, n: &str, l: usize, r: usize) -> Option<u8> {
+        let v: Option<i64> = n.parse().ok();
+        let b = match (neg, v) {
+            (false, Some(v @ 0..=255)) => Some(v as u8),
+            (true, Some(v @ 0..=128)) => Some((-v) as i8 as u8),
+            _ => None,
+        };
+        if b.is_none() {
+            self.error(
+                Diagnostic::error(
+                    "invalid_literal",
+                    format!("invalid byte `{}`", self.src(l, r)),
+                )
+                .with_primary(self.span(l, r), "expected a number from 0 to 255"),
+            );
+        }
+        b
+    }
+
+    pub(crate) fn bitset(&self, ws: Vec<Option<u64>>, l: usize, r: usize) -> Expr {
+        match ws.into_iter().collect::<Option<Vec<u64>>>() {
+            Some(words) => self.node(ExprKind::Literal(Value::Bitset(Bitset { words })), l, r),
+            None => self.node(ExprKind::Error, l, r),
+        }
+    }
+
+    pub(crate) fn bytearray(&self, bs: Vec<Option<u8>>, l: usize, r: usize) -> Expr {
+        match bs.into_iter().collect::<Option<Vec<u8>>>() {
+            Some(bytes) => self.node(ExprKind::Literal(Value::Bytearray(bytes)), l, r),
+            None => self.node(ExprKind::Error, l, r),
+        }
+    }
+
+    /// An element of `List`, `Set`, `Map` or `Struct`: must be a literal.
+    pub(crate) fn element(&self, e: Expr) -> Expr {
+        if !is_literal(&e) {
+            self.error(
+                Diagnostic::error(
+                    "non_literal_element",
+                    "elements of `List`, `Set`, `Map` and `Struct` literals must be literals",
+                )
+                .with_primary(e.span, "not a literal")
+                .with_note("build containers from expressions with `stack_push`, `set_insert`, `map_assign` or assignments to fields"),
+            );
+        }
+        e
+    }
+
+    pub(crate) fn structure(&self, fs: Vec<(Ident, Expr)>, l: usize, r: usize) -> Expr {
+        for (i, (f, _)) in fs.iter().enumerate() {
+            if let Some((g, _)) = fs[..i].iter().find(|(g, _)| g.name == f.name) {
+                self.error(
+                    Diagnostic::error("duplicate_field", format!("duplicate field `{}`", f.name))
+                        .with_primary(f.span, "given again here")
+                        .with_secondary(g.span, "first given here"),
+                );
+            }
+        }
+        self.node(ExprKind::Struct(fs), l, r)
+    }
+
+    pub(crate) fn ident(&self, l: usize, r: usize) -> Ident {
+        Ident {
+            name: self.src(l, r).to_string(),
+            span: self.span(l, r),
+        }
+    }
+
+    pub(crate) fn unknown_function(&self, f: Ident, call: bool, l: usize, r: usize) -> Expr {
+        let d = if call {
+            Diagnostic::error("unknown_function", format!("unknown function `{}`", f.name))
+                .with_primary(f.span, "not a built-in function")
+        } else {
+            Diagnostic::error("unknown_function", format!("unknown name `{}`", f.name))
+                .with_primary(f.span, "not a built-in function, constant or keyword")
+                .with_note(format!(
+                    "a reference to a port or variable is written `${{{}}}`",
+                    f.name
+                ))
+        };
+        self.error(d);
+        self.node(ExprKind::Error, l, r)
+    }
+
+    /// An error recovered by the grammar (`!`): reports it (unless this statement already has
+    /// a syntax error) and returns an `Error` node covering the skipped text.
+    pub(crate) fn recover(
+        &self,
+        e: ErrorRecovery<usize, Tok<'a>, ()>,
+        l: usize,
+        r: usize,
+        statement: bool,
+    ) -> Expr {
+        let at = match &e.error {
+            ParseError::UnrecognizedToken {
+                token: (s, _, _), ..
+            } => *s,
+            ParseError::UnrecognizedEof { location, .. } => *location,
+            _ => l,
+        };
+        let already = statement
+            && self
+                .syntax_errors
+                .borrow()
+                .iter()
+                .any(|&o| o >= l && o <= at);
+        if !already {
+            self.syntax_errors.borrow_mut().push(at);
+            let d = self.parse_error(e.error);
+            self.error(d);
+        }
+        self.node(ExprKind::Error, l, r.max(l))
+    }
+
+    fn parse_error(&self, e: ParseError<usize, Tok<'a>, ()>) -> Diagnostic {
+        fn expected_note(expected: &[String]) -> Option<String> {
+            // Terminals that start an expression: listed as "an expression".
+            const STARTS: &[&str] = &[
+                "\"-\"",
+                "\"!\"",
+                "\"(\"",
+                "\"{\"",
+                "\"[\"",
+                "\"true\"",
+                "\"false\"",
+                "\"pi\"",
+                "\"e\"",
+                "\"List\"",
+                "\"Set\"",
+                "\"Map\"",
+                "\"Struct\"",
+                "\"y\"",
+                "Num",
+                "Lit",
+                "Ref",
+                "Fn1",
+                "Fn2",
+                "Fn3",
+                "Shared",
+                "UnknownCall",
+                "Unknown",
+                "Invalid",
+            ];
+            let mut names: Vec<String> = Vec::new();
+            let starts_expr = expected.iter().any(|e| e == "Num");
+            if starts_expr {
+                names.push("an expression".into());
+            }
+            // Binary operators: listed as "an operator".
+            const OPERATORS: &[&str] = &[
+                "OrOp", "AndOp", "CmpOp", "\"+\"", "\"-\"", "MulOp", "\"div\"", "ModOp", "\"mod\"",
+                "PowOp",
+            ];
+            let after_operand = expected.iter().any(|e| e == "CmpOp");
+            if after_operand {
+                names.push("an operator".into());
+            }
+            for e in expected {
+                if starts_expr && STARTS.contains(&e.as_str())
+                    || after_operand && OPERATORS.contains(&e.as_str())
+                {
+                    continue;
+                }
+                let d = Tok::describe_terminal(e);
+                if !names.contains(&d) {
+                    names.push(d);
+                }
+            }
+            match names.len() {
+                0 => None,
+                1 => Some(format!("expected {}", names[0])),
+                _ => Some(format!("expected one of {}", names.join(", "))),
+            }
+        }
+        match e {
+            ParseError::UnrecognizedToken {
+                token: (s, _, t),
+                expected,
+            } => {
+                let d = Diagnostic::error(
+                    "unexpected_token",
+                    format!("unexpected `{}`", self.src(s, t)),
+                )
+                .with_primary(self.span(s, t), "unexpected here");
+                match expected_note(&expected) {
+                    Some(n) => d.with_note(n),
+                    None => d,
+                }
+            }
+            ParseError::UnrecognizedEof { location, expected } => {
+                let d = Diagnostic::error("unexpected_end", "unexpected end of expression")
+                    .with_primary(self.span(location, location), "the expression ends here");
+                match expected_note(&expected) {
+                    Some(n) => d.with_note(n),
+                    None => d,
+                }
+            }
+            ParseError::InvalidToken { location } => {
+                Diagnostic::error("unexpected_token", "invalid token")
+                    .with_primary(self.span(location, location), "here")
+            }
+            ParseError::ExtraToken { token: (s, _, t) } => Diagnostic::error(
+                "unexpected_token",
+                format!("unexpected `{}`", self.src(s, t)),
+            )
+            .with_primary(self.span(s, t), "unexpected here"),
+            ParseError::User { .. } => Diagnostic::error("unexpected_token", "syntax error")
+                .with_primary(self.text.whole(), "here"),
+        }
+    }
+}
+
+/// Whether `e` is a literal as allowed inside container literals: a literal value, a negated
+/// numeric literal, a container literal, `shared_P (..)` or an error (already reported).
+fn is_literal(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Literal(_)
+        | ExprKind::List(_)
+        | ExprKind::Set(_)
+        | ExprKind::Map(_)
+        | ExprKind::Struct(_)
+        | ExprKind::Shared(..)
+        | ExprKind::Error => true,
+        ExprKind::Unary(UnOp::Neg, inner) => matches!(
+            inner.kind,
+            ExprKind::Literal(
+                Value::Int(_)
+                    | Value::Long(_)
+                    | Value::Float(_)
+                    | Value::Double(_)
+                    | Value::Bigint(_)
+            )
+        ),
+        _ => false,
+    }
+}

@@ -1,0 +1,311 @@
+//! Benchmarks of the interpreter and the engine, with hand-built bytecode (no compiler).
+//!
+//! `cargo run --release -p pnet-vm --bin pnet-vm-bench [-- quick]`
+//!
+//! Prints one line per figure: `name value unit`.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use pnet_bundle::{
+    Body, Bundle, Code, CodeId, ConnectKind, Connection, Function, FunctionId, Instr, Net, OpTy,
+    Place, PlaceId, Port, PortDir, PortId, Slot, SlotKind, SourceSpan, Transition,
+};
+use pnet_stdlib::{BinOp, Type, Value};
+use pnet_vm::{Engine, Interpreter, RunConfig, Step};
+
+struct Counting;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator and only counts bytes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) };
+        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                let now = CURRENT.fetch_add(new_size - layout.size(), Ordering::Relaxed)
+                    + (new_size - layout.size());
+                // A moving realloc holds both blocks for a moment.
+                PEAK.fetch_max(now + layout.size(), Ordering::Relaxed);
+            } else {
+                CURRENT.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn code(name: &str, instrs: Vec<Instr>, consts: Vec<Value>, slots: &[(&str, Type)]) -> Code {
+    let reads = instrs
+        .iter()
+        .filter_map(|i| match i {
+            Instr::Load(s) => Some(*s),
+            _ => None,
+        })
+        .collect();
+    Code {
+        name: name.to_string(),
+        spans: vec![SourceSpan::default(); instrs.len()],
+        instrs,
+        consts,
+        paths: Vec::new(),
+        slots: slots
+            .iter()
+            .map(|(n, t)| Slot {
+                name: n.to_string(),
+                kind: SlotKind::Port,
+                ty: t.clone(),
+            })
+            .collect(),
+        reads,
+        result: Type::Any,
+        span: SourceSpan::default(),
+    }
+}
+
+fn function(name: &str, ports: Vec<Port>, body: Body) -> Function {
+    Function {
+        name: Some(name.to_string()),
+        ports,
+        body,
+        requires: Vec::new(),
+        properties: Vec::new(),
+        memory_buffers: Vec::new(),
+        memory_transfers: Vec::new(),
+        span: SourceSpan::default(),
+    }
+}
+
+fn port(name: &str, dir: PortDir, place: Option<u32>) -> Port {
+    Port {
+        name: name.into(),
+        dir,
+        ty: Type::Long,
+        place: place.map(PlaceId),
+        span: SourceSpan::default(),
+    }
+}
+
+fn place(name: &str, tokens: Vec<Value>) -> Place {
+    Place {
+        name: name.into(),
+        ty: Type::Long,
+        is_virtual: false,
+        put_token: false,
+        shared_sink: false,
+        generator: false,
+        tokens,
+        properties: Vec::new(),
+        span: SourceSpan::default(),
+    }
+}
+
+fn conn(kind: ConnectKind, port: u32, place: u32) -> Connection {
+    Connection {
+        kind,
+        port: PortId(port),
+        place: PlaceId(place),
+        span: SourceSpan::default(),
+    }
+}
+
+fn transition(
+    name: &str,
+    function: u32,
+    connections: Vec<Connection>,
+    condition: u32,
+) -> Transition {
+    Transition {
+        name: name.into(),
+        priority: 0,
+        function: FunctionId(function),
+        connections,
+        responses: Vec::new(),
+        eureka_ports: Vec::new(),
+        condition: Some(CodeId(condition)),
+        place_map: Vec::new(),
+        requires: Vec::new(),
+        properties: Vec::new(),
+        produce_shared: false,
+        consume_shared: false,
+        passthrough_shared: false,
+        span: SourceSpan::default(),
+    }
+}
+
+/// One place `n` of long; `dec` consumes n > 0 and puts n - 1. If `spill`, it also puts n on
+/// place `out` (to fill a place with tokens).
+fn countdown(n: i64, spill: bool) -> Bundle {
+    let slots = [("n", Type::Long), ("o", Type::Long)];
+    let cond = code(
+        "condition of dec",
+        vec![
+            Instr::Load(0),
+            Instr::Const(0),
+            Instr::Binary(BinOp::Gt, OpTy::Long),
+        ],
+        vec![Value::Long(0)],
+        &slots,
+    );
+    let mut body = vec![
+        Instr::Load(0),
+        Instr::Const(0),
+        Instr::Binary(BinOp::Sub, OpTy::Long),
+    ];
+    if spill {
+        body.extend([Instr::Load(0), Instr::Store(1)]);
+    }
+    body.push(Instr::Store(0));
+    let expr = code("expression of dec", body, vec![Value::Long(1)], &slots);
+    let mut connections = vec![conn(ConnectKind::In, 0, 0), conn(ConnectKind::Out, 0, 0)];
+    if spill {
+        connections.push(conn(ConnectKind::Out, 1, 1));
+    }
+    let root = function(
+        "main",
+        vec![
+            port("n", PortDir::Out, Some(0)),
+            port("out", PortDir::Out, Some(1)),
+        ],
+        Body::Net(Net {
+            places: vec![place("n", vec![Value::Long(n)]), place("out", Vec::new())],
+            transitions: vec![transition("dec", 1, connections, 0)],
+        }),
+    );
+    let dec = function(
+        "dec",
+        vec![
+            port("n", PortDir::InOut, None),
+            port("o", PortDir::Out, None),
+        ],
+        Body::Expression(CodeId(1)),
+    );
+    Bundle {
+        root: FunctionId(0),
+        functions: vec![root, dec],
+        codes: vec![cond, expr],
+        structs: Vec::new(),
+        files: Vec::new(),
+    }
+}
+
+/// On-CPU time of this thread in seconds (Linux `schedstat`), to see through a loaded machine.
+fn cpu_seconds() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .map(|ns| ns / 1e9)
+        .unwrap_or(f64::NAN)
+}
+
+fn run_to_end(engine: &mut Engine) {
+    loop {
+        match engine.step().expect("run") {
+            Step::Fired => {}
+            Step::Done => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "quick");
+
+    // (a) The condition `${a} :lt: ${b}` on longs.
+    let lt = code(
+        "a < b",
+        vec![
+            Instr::Load(0),
+            Instr::Load(1),
+            Instr::Binary(BinOp::Lt, OpTy::Long),
+        ],
+        Vec::new(),
+        &[("a", Type::Long), ("b", Type::Long)],
+    );
+    let mut interp = Interpreter::new();
+    let mut frame = vec![Some(Value::Long(0)), Some(Value::Long(500))];
+    let n: i64 = if quick { 1_000_000 } else { 50_000_000 };
+    let mut trues = 0u64;
+    let before = CURRENT.load(Ordering::Relaxed);
+    let t = Instant::now();
+    let c = cpu_seconds();
+    for i in 0..n {
+        frame[0] = Some(Value::Long(i & 1023));
+        if interp.run_bool(&lt, &mut frame).expect("eval") {
+            trues += 1;
+        }
+    }
+    let dt = t.elapsed().as_secs_f64();
+    let dc = cpu_seconds() - c;
+    let leaked = CURRENT.load(Ordering::Relaxed) as isize - before as isize;
+    println!(
+        "interp_lt_evals_per_sec {:.0} evals/s wall, {:.0} evals/s cpu (n={n}, true={trues}, bytes_allocated_delta={leaked})",
+        n as f64 / dt,
+        n as f64 / dc
+    );
+
+    // (b) Countdown firings.
+    let sizes: &[i64] = if quick {
+        &[100_000]
+    } else {
+        &[100_000, 1_000_000, 10_000_000]
+    };
+    for &n in sizes {
+        let bundle = countdown(n, false);
+        let mut engine = Engine::new(&bundle, &RunConfig::default()).expect("engine");
+        let t = Instant::now();
+        let c = cpu_seconds();
+        run_to_end(&mut engine);
+        let dt = t.elapsed().as_secs_f64();
+        let dc = cpu_seconds() - c;
+        let firings = engine.stats().firings;
+        assert_eq!(firings, n as u64);
+        println!(
+            "countdown_firings_per_sec n={n} {:.0} firings/s wall, {:.0} firings/s cpu ({:.3} s wall, {:.3} s cpu)",
+            firings as f64 / dt,
+            firings as f64 / dc,
+            dt,
+            dc
+        );
+    }
+
+    // (c) Memory of 10^6 long tokens on one place (made by the net itself).
+    let tokens: i64 = if quick { 100_000 } else { 1_000_000 };
+    let bundle = countdown(tokens, true);
+    let base = CURRENT.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let mut engine = Engine::new(&bundle, &RunConfig::default()).expect("engine");
+    run_to_end(&mut engine);
+    let live = CURRENT.load(Ordering::Relaxed) - base;
+    let peak = PEAK.load(Ordering::Relaxed) - base;
+    let on_place = engine.tokens(PlaceId(1)).len();
+    assert_eq!(on_place as i64, tokens);
+    println!(
+        "memory_long_tokens n={tokens} live {:.1} bytes/token, peak {:.1} bytes/token",
+        live as f64 / tokens as f64,
+        peak as f64 / tokens as f64
+    );
+}

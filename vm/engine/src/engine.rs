@@ -1,0 +1,1432 @@
+//! The single-process net engine: marking, incremental enabling, firing, child nets, tasks.
+//!
+//! The engine does no I/O. [`Engine::step`] fires one transition (or hands out a module call
+//! as a [`Task`]); a driver serves tasks and injects their results with
+//! [`Engine::complete_task`] or fails the job with [`Engine::fail_task`].
+//!
+//! Marking: one `VecDeque<Value>` per place of each net instance (32 bytes a token, FIFO:
+//! unconstrained takes are from the front, puts go to the back; a condition-chosen token is
+//! removed by swapping the front into its slot). Enabling: per transition an `enabled` flag
+//! and a cached binding (token indices); a change of a place marks only the transitions
+//! adjacent to it dirty, and only dirty transitions are re-examined before the next choice.
+//! Enabled transitions sit in one indexable set per priority group; the engine picks an
+//! instance with enabled transitions, its highest non-empty group, and a transition in it,
+//! at random from a seeded PRNG.
+
+use std::collections::{HashMap, VecDeque};
+
+use num_bigint::BigInt;
+use pnet_bundle::{
+    Body, Bundle, ConnectKind, FunctionId, Instr, Module, Net, PlaceId, PortId, TransitionId,
+};
+use pnet_stdlib::{Type, Value};
+
+use crate::error::{RunError, RunErrorKind};
+use crate::hook::{CodeRunner, CodeRunnerFactory};
+use crate::interp::Interpreter;
+use crate::rng::{DEFAULT_SEED, Rng};
+use crate::shared::{self, SharedTable};
+use crate::validate::validate;
+
+/// How to run a job.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// Seed of the random choice among enabled transitions.
+    pub seed: u64,
+    /// Stop with an error before firing more than this many transitions.
+    pub max_firings: Option<u64>,
+    /// Runs expressions and conditions instead of the interpreter (the JIT); `None`: interpret.
+    pub runner: Option<std::sync::Arc<dyn CodeRunnerFactory>>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            seed: DEFAULT_SEED,
+            max_firings: None,
+            runner: None,
+        }
+    }
+}
+
+/// Counters of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Every firing: expressions, module calls handed out, child nets started.
+    pub firings: u64,
+    pub expressions: u64,
+    pub tasks: u64,
+    pub child_nets: u64,
+}
+
+/// The result of a job: the tokens on the places behind the root's out ports, by port name,
+/// in port order; each port's tokens in the order they sit on the place.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunResult {
+    pub outputs: Vec<(String, Vec<Value>)>,
+    pub stats: Stats,
+}
+
+/// Identifies a task handed out by [`Engine::step`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId(pub u64);
+
+/// A module call to run: the function (its body is `Module` or `Modules`) and the values of
+/// its input ports.
+#[derive(Clone, Debug)]
+pub struct Task {
+    pub id: TaskId,
+    pub function: FunctionId,
+    pub transition: TransitionId,
+    /// The transition's name.
+    pub name: String,
+    /// `file:line:col` of the transition.
+    pub location: String,
+    pub inputs: Vec<(PortId, Value)>,
+}
+
+/// What one step did.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// An expression transition fired or a child net started.
+    Fired,
+    /// A module call to serve.
+    Task(Task),
+    /// Nothing is enabled, but tasks are running: wait for a result.
+    Waiting,
+    /// The job has ended.
+    Done,
+}
+
+/// Runs a job to its end with a driver that serves no module calls (the first module call
+/// stops the job with an error naming the module and the transition's location).
+pub fn run(
+    bundle: &Bundle,
+    inputs: &[(String, Vec<Value>)],
+    config: &RunConfig,
+) -> Result<RunResult, RunError> {
+    let mut engine = Engine::new(bundle, config)?;
+    engine.put_inputs(inputs)?;
+    loop {
+        match engine.step()? {
+            Step::Fired => {}
+            Step::Task(task) => {
+                let f = bundle.function(task.function);
+                let (module, function) = match &f.body {
+                    Body::Module(m) => module_names(m),
+                    Body::Modules { modules, .. } => {
+                        modules.first().map(module_names).unwrap_or_default()
+                    }
+                    _ => Default::default(),
+                };
+                let mut e = RunError::new(RunErrorKind::ModuleCall { module, function });
+                e.transition = Some(task.name);
+                e.transition_at = Some(task.location);
+                return Err(e);
+            }
+            Step::Waiting => {
+                return Err(RunError::new(RunErrorKind::Bundle(
+                    "waiting for tasks that no one runs".into(),
+                )));
+            }
+            Step::Done => return Ok(engine.result()),
+        }
+    }
+}
+
+fn module_names(m: &Module) -> (String, String) {
+    (m.name.clone(), m.signature.function.clone())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Static information per net, computed once.
+
+#[derive(Debug)]
+struct Program<'b> {
+    bundle: &'b Bundle,
+    /// Per function id: the net information if its body is a net.
+    nets: Vec<Option<NetInfo>>,
+}
+
+#[derive(Debug)]
+struct NetInfo {
+    /// Per place: the transitions to re-examine when it changes.
+    adj: Vec<Vec<Adj>>,
+    /// Per place: whether its tokens hold shared references.
+    tracks: Vec<bool>,
+    trans: Vec<TransInfo>,
+    groups: usize,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Adj {
+    t: u32,
+    /// The transition sees the place's count (number-of-tokens), so any change matters.
+    count: bool,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Expr(usize),
+    Module,
+    Child(FunctionId),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Take {
+    port: PortId,
+    place: usize,
+    consume: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Out {
+    port: PortId,
+    place: usize,
+    many: bool,
+    /// Last use of this port's value among the outputs (so it can be moved).
+    last: bool,
+}
+
+#[derive(Debug)]
+struct TransInfo {
+    group: usize,
+    kind: Kind,
+    takes: Vec<Take>,
+    /// Distinct places of `takes` with the number of tokens needed.
+    need: Vec<(usize, u32)>,
+    /// Some place is taken from more than once.
+    multi: bool,
+    counts: Vec<(PortId, usize)>,
+    outs: Vec<Out>,
+    condition: Option<usize>,
+    /// Indices into `takes` of those whose port the condition reads.
+    enumerated: Vec<usize>,
+    /// Some input port is connected to no place: the transition can never fire (as in
+    /// GPI-Space, where such a port never receives a token).
+    dead: bool,
+}
+
+impl<'b> Program<'b> {
+    fn new(bundle: &'b Bundle) -> Result<Program<'b>, RunError> {
+        validate(bundle).map_err(RunError::bundle)?;
+        let uses_shared = bundle_uses_shared(bundle);
+        let nets = bundle
+            .functions
+            .iter()
+            .map(|f| match &f.body {
+                Body::Net(net) => Some(NetInfo::new(bundle, net, uses_shared)),
+                _ => None,
+            })
+            .collect();
+        Ok(Program { bundle, nets })
+    }
+
+    fn net(&self, f: FunctionId) -> &NetInfo {
+        // Instances exist only for functions with net bodies.
+        self.nets[f.index()]
+            .as_ref()
+            .expect("instance of a net function")
+    }
+
+    fn net_ir(&self, f: FunctionId) -> &'b Net {
+        match &self.bundle.function(f).body {
+            Body::Net(n) => n,
+            _ => unreachable!("instance of a net function"),
+        }
+    }
+}
+
+fn bundle_uses_shared(bundle: &Bundle) -> bool {
+    let code = bundle.codes.iter().any(|c| {
+        c.instrs.iter().any(|i| matches!(i, Instr::MakeShared(_)))
+            || c.consts.iter().any(shared::holds_shared)
+    });
+    let types = bundle.functions.iter().any(|f| {
+        f.ports.iter().any(|p| shared::mentions_shared(&p.ty))
+            || match &f.body {
+                Body::Net(n) => n.places.iter().any(|p| {
+                    shared::mentions_shared(&p.ty) || p.tokens.iter().any(shared::holds_shared)
+                }),
+                _ => false,
+            }
+    });
+    code || types
+}
+
+impl NetInfo {
+    fn new(bundle: &Bundle, net: &Net, uses_shared: bool) -> NetInfo {
+        let mut prios: Vec<u16> = net.transitions.iter().map(|t| t.priority).collect();
+        prios.sort_unstable_by(|a, b| b.cmp(a));
+        prios.dedup();
+        let mut adj = vec![Vec::new(); net.places.len()];
+        let mut trans = Vec::with_capacity(net.transitions.len());
+        for (ti, t) in net.transitions.iter().enumerate() {
+            let f = bundle.function(t.function);
+            let kind = match &f.body {
+                Body::Expression(c) => Kind::Expr(c.index()),
+                Body::Module(_) | Body::Modules { .. } => Kind::Module,
+                Body::Net(_) => Kind::Child(t.function),
+            };
+            let mut takes = Vec::new();
+            let mut counts = Vec::new();
+            let mut outs: Vec<Out> = Vec::new();
+            for c in &t.connections {
+                let place = c.place.index();
+                match c.kind {
+                    ConnectKind::In | ConnectKind::Read => takes.push(Take {
+                        port: c.port,
+                        place,
+                        consume: c.kind == ConnectKind::In,
+                    }),
+                    ConnectKind::NumberOfTokens => counts.push((c.port, place)),
+                    ConnectKind::Out | ConnectKind::OutMany => outs.push(Out {
+                        port: c.port,
+                        place,
+                        many: c.kind == ConnectKind::OutMany,
+                        last: true,
+                    }),
+                }
+            }
+            for i in 0..outs.len() {
+                let p = outs[i].port;
+                outs[i].last = !outs[i + 1..].iter().any(|o| o.port == p);
+            }
+            let mut need: Vec<(usize, u32)> = Vec::new();
+            for tk in &takes {
+                match need.iter_mut().find(|(p, _)| *p == tk.place) {
+                    Some((_, n)) => *n += 1,
+                    None => need.push((tk.place, 1)),
+                }
+            }
+            let multi = need.iter().any(|&(_, n)| n > 1);
+            let dead = f.ports.iter().enumerate().any(|(pi, port)| {
+                port.dir.is_input()
+                    && !takes.iter().any(|tk| tk.port.index() == pi)
+                    && !counts.iter().any(|(cp, _)| cp.index() == pi)
+            });
+            let condition = t.condition.map(|c| c.index());
+            let enumerated = match condition {
+                Some(c) => {
+                    let reads = &bundle.codes[c].reads;
+                    (0..takes.len())
+                        .filter(|&i| reads.contains(&(takes[i].port.0 as u16)))
+                        .collect()
+                }
+                None => Vec::new(),
+            };
+            for &(p, _) in &need {
+                adj[p].push(Adj {
+                    t: ti as u32,
+                    count: false,
+                });
+            }
+            for &(_, p) in &counts {
+                match adj[p].iter_mut().find(|a: &&mut Adj| a.t == ti as u32) {
+                    Some(a) => a.count = true,
+                    None => adj[p].push(Adj {
+                        t: ti as u32,
+                        count: true,
+                    }),
+                }
+            }
+            let group = prios.iter().position(|&p| p == t.priority).unwrap_or(0);
+            trans.push(TransInfo {
+                group,
+                kind,
+                takes,
+                need,
+                multi,
+                counts,
+                outs,
+                condition,
+                enumerated,
+                dead,
+            });
+        }
+        let tracks = net
+            .places
+            .iter()
+            .map(|p| uses_shared && !p.shared_sink && shared::may_hold_shared(&p.ty))
+            .collect();
+        NetInfo {
+            adj,
+            tracks,
+            trans,
+            groups: prios.len().max(1),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dynamic state.
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Debug)]
+struct Instance {
+    func: FunctionId,
+    marking: Vec<VecDeque<Value>>,
+    /// Per place: tokens consumed by tasks and child nets still running.
+    in_flight: Vec<u64>,
+    /// Per place: index of the next generator value.
+    gen_next: Vec<u128>,
+    enabled: Vec<bool>,
+    /// Per transition: the token index of each take (valid while enabled and not dirty).
+    binding: Vec<Vec<u32>>,
+    dirty_flag: Vec<bool>,
+    dirty: Vec<u32>,
+    /// Per priority group (0 = highest): enabled transitions.
+    groups: Vec<Vec<u32>>,
+    /// Per transition: position in its group, or `NONE`.
+    pos: Vec<u32>,
+    n_enabled: usize,
+    /// Running tasks and child nets started here.
+    pending: u32,
+    parent: Option<ParentLink>,
+    ready_pos: u32,
+    in_dirty: bool,
+}
+
+#[derive(Debug)]
+struct ParentLink {
+    instance: u32,
+    transition: TransitionId,
+    consumed: Vec<usize>,
+}
+
+#[derive(Debug)]
+struct TaskRecord {
+    instance: u32,
+    transition: TransitionId,
+    consumed: Vec<usize>,
+    release: Vec<Value>,
+}
+
+#[derive(Debug)]
+struct State {
+    instances: Vec<Option<Instance>>,
+    free: Vec<u32>,
+    ready: Vec<u32>,
+    dirty_instances: Vec<u32>,
+    rng: Rng,
+    interp: Interpreter,
+    runner: Option<Box<dyn CodeRunner>>,
+    frame: Vec<Option<Value>>,
+    vals: Vec<(PortId, Value)>,
+    idx: Vec<u32>,
+    release: Vec<Value>,
+    dead: Vec<Value>,
+    shared: SharedTable,
+    tasks: HashMap<u64, TaskRecord>,
+    next_task: u64,
+    stats: Stats,
+    max_firings: Option<u64>,
+}
+
+/// A running job.
+#[derive(Debug)]
+pub struct Engine<'b> {
+    prog: Program<'b>,
+    st: State,
+}
+
+const ROOT: u32 = 0;
+
+impl<'b> Engine<'b> {
+    /// Validates the bundle and sets up the root net with its initial tokens.
+    pub fn new(bundle: &'b Bundle, config: &RunConfig) -> Result<Engine<'b>, RunError> {
+        let prog = Program::new(bundle)?;
+        if prog.nets[bundle.root.index()].is_none() {
+            return Err(RunError::bundle("the root function has no net body"));
+        }
+        let mut st = State {
+            instances: Vec::new(),
+            free: Vec::new(),
+            ready: Vec::new(),
+            dirty_instances: Vec::new(),
+            rng: Rng::new(config.seed),
+            interp: Interpreter::new(),
+            runner: config.runner.as_ref().map(|f| f.runner(bundle)),
+            frame: Vec::new(),
+            vals: Vec::new(),
+            idx: Vec::new(),
+            release: Vec::new(),
+            dead: Vec::new(),
+            shared: SharedTable::default(),
+            tasks: HashMap::new(),
+            next_task: 0,
+            stats: Stats::default(),
+            max_firings: config.max_firings,
+        };
+        let root = st.new_instance(&prog, bundle.root, None)?;
+        debug_assert_eq!(root, ROOT);
+        Ok(Engine { prog, st })
+    }
+
+    /// Puts the job's inputs on the places bound to the root's in ports.
+    pub fn put_inputs(&mut self, inputs: &[(String, Vec<Value>)]) -> Result<(), RunError> {
+        let f = self.prog.bundle.function(self.prog.bundle.root);
+        for (name, values) in inputs {
+            let port = f
+                .port_by_name(name)
+                .map(|p| f.port(p))
+                .filter(|p| p.dir.is_input())
+                .ok_or_else(|| input_error(format!("the net has no in port `{name}`")))?;
+            let place = port
+                .place
+                .ok_or_else(|| input_error(format!("in port `{name}` is bound to no place")))?;
+            for v in values {
+                if !fits(v, &port.ty) {
+                    return Err(input_error(format!(
+                        "value {v} for port `{name}` is not of type {}",
+                        port.ty
+                    )));
+                }
+                self.st.put(&self.prog, ROOT, place.index(), v.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts a token on a `put_token="true"` place of the root net (a client's `put_token`).
+    pub fn put_token(&mut self, place: &str, value: Value) -> Result<(), RunError> {
+        let net = self.prog.net_ir(self.prog.bundle.root);
+        let p = net
+            .place_by_name(place)
+            .filter(|p| net.place(*p).put_token)
+            .ok_or_else(|| input_error(format!("no put_token place `{place}`")))?;
+        if !fits(&value, &net.place(p).ty) {
+            return Err(input_error(format!(
+                "value {value} for place `{place}` is not of type {}",
+                net.place(p).ty
+            )));
+        }
+        self.st.put(&self.prog, ROOT, p.index(), value);
+        Ok(())
+    }
+
+    /// Fires one transition (or hands out one task).
+    pub fn step(&mut self) -> Result<Step, RunError> {
+        self.st.refresh(&self.prog)?;
+        let st = &mut self.st;
+        let n = st.ready.len();
+        if n == 0 {
+            return Ok(if st.instance(ROOT).pending == 0 {
+                Step::Done
+            } else {
+                Step::Waiting
+            });
+        }
+        let i = if n == 1 {
+            st.ready[0]
+        } else {
+            st.ready[st.rng.below(n)]
+        };
+        let inst = st.instances[i as usize].as_ref().expect("live instance");
+        let Some(group) = inst.groups.iter().find(|g| !g.is_empty()) else {
+            return Err(RunError::bundle(
+                "internal: ready instance without enabled transitions",
+            ));
+        };
+        let t = if group.len() == 1 {
+            group[0]
+        } else {
+            group[st.rng.below(group.len())]
+        };
+        st.fire(&self.prog, i, t as usize)
+            .map_err(|e| self.prog.context(e, i, &st.instances, t))
+    }
+
+    /// Injects the outputs of a finished task (values of its out ports).
+    pub fn complete_task(
+        &mut self,
+        id: TaskId,
+        outputs: Vec<(PortId, Value)>,
+    ) -> Result<(), RunError> {
+        let rec = self
+            .st
+            .tasks
+            .remove(&id.0)
+            .ok_or_else(|| RunError::bundle(format!("unknown task {}", id.0)))?;
+        let (i, t) = (rec.instance, rec.transition.index() as u32);
+        self.st
+            .complete(&self.prog, rec, outputs)
+            .map_err(|e| self.prog.context(e, i, &self.st.instances, t))
+    }
+
+    /// Fails the job because a task failed; gives the error naming the module and transition.
+    pub fn fail_task(&mut self, id: TaskId, message: &str) -> RunError {
+        let Some(rec) = self.st.tasks.remove(&id.0) else {
+            return RunError::bundle(format!("unknown task {}", id.0));
+        };
+        let inst = self.st.instance(rec.instance);
+        let net = self.prog.net_ir(inst.func);
+        let t = net.transition(rec.transition);
+        let module = match &self.prog.bundle.function(t.function).body {
+            Body::Module(m) => m.name.clone(),
+            Body::Modules { modules, .. } => {
+                modules.first().map(|m| m.name.clone()).unwrap_or_default()
+            }
+            _ => String::new(),
+        };
+        let e = RunError::new(RunErrorKind::TaskFailed {
+            module,
+            message: message.to_string(),
+        });
+        self.prog.context(
+            e,
+            rec.instance,
+            &self.st.instances,
+            rec.transition.index() as u32,
+        )
+    }
+
+    /// Number of tasks handed out and not yet completed.
+    pub fn running_tasks(&self) -> usize {
+        self.st.tasks.len()
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.st.stats
+    }
+
+    /// The tokens on a root place, in order (for tests and inspection).
+    pub fn tokens(&self, place: PlaceId) -> Vec<Value> {
+        self.st
+            .instance(ROOT)
+            .marking
+            .get(place.index())
+            .map(|m| m.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The job's result: the tokens behind the root's out ports.
+    pub fn result(&self) -> RunResult {
+        let f = self.prog.bundle.function(self.prog.bundle.root);
+        let root = self.st.instance(ROOT);
+        let outputs = f
+            .ports
+            .iter()
+            .filter(|p| p.dir.is_output())
+            .map(|p| {
+                let tokens = p
+                    .place
+                    .and_then(|pl| root.marking.get(pl.index()))
+                    .map(|m| m.iter().cloned().collect())
+                    .unwrap_or_default();
+                (p.name.clone(), tokens)
+            })
+            .collect();
+        RunResult {
+            outputs,
+            stats: self.st.stats.clone(),
+        }
+    }
+}
+
+fn input_error(m: String) -> RunError {
+    RunError::new(RunErrorKind::Input(m))
+}
+
+impl Program<'_> {
+    /// Adds the transition's name and location (and the failing instruction's location).
+    fn context(&self, e: RunError, i: u32, instances: &[Option<Instance>], t: u32) -> RunError {
+        match instances.get(i as usize) {
+            Some(Some(inst)) => self.context_in(e, inst.func, t as usize),
+            _ => e,
+        }
+    }
+
+    fn context_in(&self, mut e: RunError, func: FunctionId, t: usize) -> RunError {
+        if let Some(span) = e.span
+            && e.at.is_none()
+        {
+            e.at = Some(self.bundle.location(span));
+        }
+        if e.transition.is_none()
+            && let Some(tr) = self.net_ir(func).transitions.get(t)
+        {
+            e.transition = Some(tr.name.clone());
+            e.transition_at = Some(self.bundle.location(tr.span));
+        }
+        e
+    }
+}
+
+/// `Value::fits` with fast paths for scalars.
+#[inline]
+fn fits(v: &Value, ty: &Type) -> bool {
+    match (v, ty) {
+        (_, Type::Any)
+        | (Value::Long(_), Type::Long)
+        | (Value::Int(_), Type::Int)
+        | (Value::ULong(_), Type::ULong)
+        | (Value::UInt(_), Type::UInt)
+        | (Value::Bool(_), Type::Bool)
+        | (Value::Control, Type::Control)
+        | (Value::Char(_), Type::Char)
+        | (Value::Float(_), Type::Float)
+        | (Value::Double(_), Type::Double)
+        | (Value::Bigint(_), Type::Bigint)
+        | (Value::String(_), Type::String) => true,
+        _ => v.fits(ty),
+    }
+}
+
+/// The `n`-th value of a generator place of type `ty`, or `None` when the type runs out.
+pub(crate) fn generator_value(ty: &Type, n: u128) -> Option<Value> {
+    Some(match ty {
+        Type::Int => Value::Int(i32::try_from(n).ok()?),
+        Type::Long => Value::Long(i64::try_from(n).ok()?),
+        Type::UInt => Value::UInt(u32::try_from(n).ok()?),
+        Type::ULong => Value::ULong(u64::try_from(n).ok()?),
+        Type::Char => Value::Char(i8::try_from(n.checked_add(b'a' as u128)?).ok()?),
+        Type::String => {
+            let mut m = n.checked_add(1)?;
+            let mut s = Vec::new();
+            while m > 0 {
+                m -= 1;
+                s.push(b'a' + (m % 26) as u8);
+                m /= 26;
+            }
+            s.reverse();
+            Value::string(std::str::from_utf8(&s).ok()?)
+        }
+        Type::Bigint => Value::bigint(BigInt::from(n)),
+        _ => return None,
+    })
+}
+
+fn type_name(ty: &Type) -> String {
+    match ty {
+        Type::Int => "int".into(),
+        Type::Long => "long".into(),
+        Type::UInt => "unsigned int".into(),
+        Type::ULong => "unsigned long".into(),
+        Type::Char => "char".into(),
+        Type::String => "string".into(),
+        Type::Bigint => "bigint".into(),
+        _ => format!("{ty:?}"),
+    }
+}
+
+impl State {
+    fn instance(&self, i: u32) -> &Instance {
+        self.instances[i as usize].as_ref().expect("live instance")
+    }
+
+    fn new_instance(
+        &mut self,
+        prog: &Program,
+        func: FunctionId,
+        parent: Option<ParentLink>,
+    ) -> Result<u32, RunError> {
+        let info = prog.net(func);
+        let net = prog.net_ir(func);
+        let nt = info.trans.len();
+        let inst = Instance {
+            func,
+            marking: vec![VecDeque::new(); net.places.len()],
+            in_flight: vec![0; net.places.len()],
+            gen_next: vec![0; net.places.len()],
+            enabled: vec![false; nt],
+            binding: info.trans.iter().map(|t| vec![0; t.takes.len()]).collect(),
+            dirty_flag: vec![true; nt],
+            dirty: (0..nt as u32).collect(),
+            groups: vec![Vec::new(); info.groups],
+            pos: vec![NONE; nt],
+            n_enabled: 0,
+            pending: 0,
+            parent,
+            ready_pos: NONE,
+            in_dirty: false,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.instances[i as usize] = Some(inst);
+                i
+            }
+            None => {
+                self.instances.push(Some(inst));
+                (self.instances.len() - 1) as u32
+            }
+        };
+        self.touch(i);
+        for (p, place) in net.places.iter().enumerate() {
+            for v in &place.tokens {
+                self.put(prog, i, p, v.clone());
+            }
+            if place.generator {
+                self.put_generated(prog, i, p)?;
+            }
+        }
+        Ok(i)
+    }
+
+    fn inst_mut(&mut self, i: u32) -> &mut Instance {
+        self.instances[i as usize].as_mut().expect("live instance")
+    }
+
+    /// Queues an instance for re-examination (dirty transitions, completion).
+    fn touch(&mut self, i: u32) {
+        let inst = self.instances[i as usize].as_mut().expect("live instance");
+        if !inst.in_dirty {
+            inst.in_dirty = true;
+            self.dirty_instances.push(i);
+        }
+    }
+
+    /// Puts a token, counting its shareds if the place tracks them.
+    fn put(&mut self, prog: &Program, i: u32, p: usize, v: Value) {
+        let inst = self.instances[i as usize].as_mut().expect("live instance");
+        let info = prog.net(inst.func);
+        if info.tracks[p] {
+            self.shared.acquire(&v);
+        }
+        inst.marking[p].push_back(v);
+        let mut any = false;
+        for a in &info.adj[p] {
+            let t = a.t as usize;
+            if (a.count || !inst.enabled[t]) && !inst.dirty_flag[t] {
+                inst.dirty_flag[t] = true;
+                inst.dirty.push(a.t);
+                any = true;
+            }
+        }
+        if any {
+            self.touch(i);
+        }
+    }
+
+    /// Marks every transition adjacent to `p` dirty (after a take or a count change).
+    fn changed(&mut self, prog: &Program, i: u32, p: usize, only_count: bool) {
+        let inst = self.instances[i as usize].as_mut().expect("live instance");
+        let info = prog.net(inst.func);
+        let mut any = false;
+        for a in &info.adj[p] {
+            let t = a.t as usize;
+            if (a.count || !only_count) && !inst.dirty_flag[t] {
+                inst.dirty_flag[t] = true;
+                inst.dirty.push(a.t);
+                any = true;
+            }
+        }
+        if any {
+            self.touch(i);
+        }
+    }
+
+    fn put_generated(&mut self, prog: &Program, i: u32, p: usize) -> Result<(), RunError> {
+        let inst = self.inst_mut(i);
+        let n = inst.gen_next[p];
+        let place = prog
+            .net_ir(inst.func)
+            .places
+            .get(p)
+            .expect("validated place");
+        let v = generator_value(&place.ty, n).ok_or_else(|| {
+            RunError::new(RunErrorKind::GeneratorExhausted {
+                place: place.name.clone(),
+                ty: type_name(&place.ty),
+            })
+        })?;
+        inst.gen_next[p] = n + 1;
+        self.put(prog, i, p, v);
+        Ok(())
+    }
+
+    /// Re-examines dirty transitions and finishes child nets that are done.
+    fn refresh(&mut self, prog: &Program) -> Result<(), RunError> {
+        while let Some(i) = self.dirty_instances.pop() {
+            let Some(inst) = self.instances[i as usize].as_mut() else {
+                continue;
+            };
+            inst.in_dirty = false;
+            while let Some(t) = inst.dirty.pop() {
+                inst.dirty_flag[t as usize] = false;
+                let on = enabled(
+                    prog,
+                    inst,
+                    t as usize,
+                    Eval {
+                        interp: &mut self.interp,
+                        runner: &mut self.runner,
+                    },
+                    &mut self.frame,
+                    &mut self.idx,
+                )
+                .map_err(|e| prog.context_in(e, inst.func, t as usize))?;
+                let t = t as usize;
+                if on != inst.enabled[t] {
+                    inst.enabled[t] = on;
+                    let g = prog.net(inst.func).trans[t].group;
+                    if on {
+                        inst.pos[t] = inst.groups[g].len() as u32;
+                        inst.groups[g].push(t as u32);
+                        inst.n_enabled += 1;
+                    } else {
+                        let k = inst.pos[t] as usize;
+                        inst.groups[g].swap_remove(k);
+                        if let Some(&moved) = inst.groups[g].get(k) {
+                            inst.pos[moved as usize] = k as u32;
+                        }
+                        inst.pos[t] = NONE;
+                        inst.n_enabled -= 1;
+                    }
+                }
+            }
+            let (n_enabled, pending, is_child) =
+                (inst.n_enabled, inst.pending, inst.parent.is_some());
+            if n_enabled > 0 {
+                if inst.ready_pos == NONE {
+                    inst.ready_pos = self.ready.len() as u32;
+                    self.ready.push(i);
+                }
+            } else {
+                if inst.ready_pos != NONE {
+                    let k = inst.ready_pos as usize;
+                    inst.ready_pos = NONE;
+                    self.ready.swap_remove(k);
+                    if let Some(&moved) = self.ready.get(k) {
+                        self.inst_mut(moved).ready_pos = k as u32;
+                    }
+                }
+                if pending == 0 && is_child {
+                    self.finish_child(prog, i)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn fire(&mut self, prog: &Program, i: u32, t: usize) -> Result<Step, RunError> {
+        if let Some(max) = self.max_firings
+            && self.stats.firings >= max
+        {
+            return Err(RunError::new(RunErrorKind::MaxFirings(max)));
+        }
+        self.stats.firings += 1;
+        let inst = self.instances[i as usize].as_mut().expect("live instance");
+        let func = inst.func;
+        let info = &prog.net(func).trans[t];
+        let net = prog.net_ir(func);
+        let tr = &net.transitions[t];
+        let tf = prog.bundle.function(tr.function);
+
+        // The binding: cached for conditions, else the front tokens.
+        if info.condition.is_none() {
+            default_binding(info, &mut inst.binding[t], &[]);
+        }
+        // Counts before consuming.
+        self.vals.clear();
+        for &(port, p) in &info.counts {
+            let n = inst.marking[p].len() as u64 + inst.in_flight[p];
+            self.vals.push((port, Value::ULong(n)));
+        }
+        let n_counts = self.vals.len();
+        // Read and consume.
+        let binding = &inst.binding[t];
+        for (k, tk) in info.takes.iter().enumerate() {
+            let v = if tk.consume {
+                if info.multi {
+                    Value::Control // placeholder, filled below
+                } else {
+                    let q = &mut inst.marking[tk.place];
+                    let j = binding[k] as usize;
+                    let v = if j == 0 {
+                        q.pop_front()
+                    } else {
+                        q.swap_remove_front(j)
+                    };
+                    v.ok_or_else(|| RunError::bundle("internal: stale binding"))?
+                }
+            } else {
+                inst.marking[tk.place]
+                    .get(binding[k] as usize)
+                    .cloned()
+                    .ok_or_else(|| RunError::bundle("internal: stale binding"))?
+            };
+            self.vals.push((tk.port, v));
+        }
+        if info.multi {
+            // Remove from the back so that indices stay valid.
+            let mut order: Vec<usize> = (0..info.takes.len())
+                .filter(|&k| info.takes[k].consume)
+                .collect();
+            order.sort_by(|&a, &b| binding[b].cmp(&binding[a]));
+            for k in order {
+                let tk = info.takes[k];
+                let v = inst.marking[tk.place]
+                    .remove(binding[k] as usize)
+                    .ok_or_else(|| RunError::bundle("internal: stale binding"))?;
+                self.vals[n_counts + k].1 = v;
+            }
+        }
+        // Shareds of consumed tokens, generator refills, dirty marks.
+        self.release.clear();
+        let ninfo = prog.net(func);
+        for (k, tk) in info.takes.iter().enumerate() {
+            if !tk.consume {
+                continue;
+            }
+            if ninfo.tracks[tk.place] {
+                shared::collect(&self.vals[n_counts + k].1, &mut self.release);
+            }
+        }
+        let consumed: Vec<usize> = match info.kind {
+            Kind::Expr(_) => Vec::new(),
+            _ => info
+                .takes
+                .iter()
+                .filter(|tk| tk.consume)
+                .map(|tk| tk.place)
+                .collect(),
+        };
+        for tk in &info.takes {
+            if tk.consume {
+                self.changed(prog, i, tk.place, false);
+                if net.places[tk.place].generator {
+                    self.put_generated(prog, i, tk.place)?;
+                }
+            }
+        }
+
+        match info.kind {
+            Kind::Expr(id) => {
+                self.stats.expressions += 1;
+                let code = &prog.bundle.codes[id];
+                let n = code.slots.len().max(tf.ports.len());
+                crate::interp::reset_frame(&mut self.frame, n);
+                for (port, v) in self.vals.drain(..) {
+                    self.frame[port.index()] = Some(v);
+                }
+                Eval {
+                    interp: &mut self.interp,
+                    runner: &mut self.runner,
+                }
+                .run(pnet_bundle::CodeId::from(id), code, &mut self.frame)?;
+                for o in &info.outs {
+                    let slot = &mut self.frame[o.port.index()];
+                    let v = if o.last { slot.take() } else { slot.clone() };
+                    let port = &tf.ports[o.port.index()];
+                    let v = v.ok_or_else(|| missing(&port.name))?;
+                    self.output(prog, i, o, port, v)?;
+                }
+                self.release_consumed(prog, i)?;
+                Ok(Step::Fired)
+            }
+            Kind::Module => {
+                self.stats.tasks += 1;
+                let inst = self.inst_mut(i);
+                inst.pending += 1;
+                for &p in &consumed {
+                    inst.in_flight[p] += 1;
+                }
+                for &p in &consumed {
+                    self.changed(prog, i, p, true);
+                }
+                let id = self.next_task;
+                self.next_task += 1;
+                self.tasks.insert(
+                    id,
+                    TaskRecord {
+                        instance: i,
+                        transition: TransitionId(t as u32),
+                        consumed,
+                        release: std::mem::take(&mut self.release),
+                    },
+                );
+                Ok(Step::Task(Task {
+                    id: TaskId(id),
+                    function: tr.function,
+                    transition: TransitionId(t as u32),
+                    name: tr.name.clone(),
+                    location: prog.bundle.location(tr.span),
+                    inputs: std::mem::take(&mut self.vals),
+                }))
+            }
+            Kind::Child(cf) => {
+                self.stats.child_nets += 1;
+                if !tr.place_map.is_empty() {
+                    return Err(RunError::bundle(
+                        "place-map of a non-inlined child net is not supported yet",
+                    ));
+                }
+                let inst = self.inst_mut(i);
+                inst.pending += 1;
+                for &p in &consumed {
+                    inst.in_flight[p] += 1;
+                }
+                for &p in &consumed {
+                    self.changed(prog, i, p, true);
+                }
+                let link = ParentLink {
+                    instance: i,
+                    transition: TransitionId(t as u32),
+                    consumed,
+                };
+                let c = self.new_instance(prog, cf, Some(link))?;
+                let vals = std::mem::take(&mut self.vals);
+                for (port, v) in vals {
+                    if let Some(p) = tf.ports[port.index()].place {
+                        self.put(prog, c, p.index(), v);
+                    }
+                }
+                self.release_consumed(prog, i)?;
+                Ok(Step::Fired)
+            }
+        }
+    }
+
+    /// Puts an output port's value (out: the value; out-many: each list element).
+    fn output(
+        &mut self,
+        prog: &Program,
+        i: u32,
+        o: &Out,
+        port: &pnet_bundle::Port,
+        v: Value,
+    ) -> Result<(), RunError> {
+        if !fits(&v, &port.ty) {
+            return Err(RunError::new(RunErrorKind::TypeMismatch {
+                port: port.name.clone(),
+                value: v.to_string(),
+                ty: port.ty.to_string(),
+            }));
+        }
+        if o.many {
+            let Value::List(xs) = v else {
+                return Err(RunError::new(RunErrorKind::TypeMismatch {
+                    port: port.name.clone(),
+                    value: v.to_string(),
+                    ty: "list".into(),
+                }));
+            };
+            let func = self.instance(i).func;
+            let pty = &prog.net_ir(func).places[o.place].ty;
+            for x in xs {
+                if !fits(&x, pty) {
+                    return Err(RunError::new(RunErrorKind::TypeMismatch {
+                        port: port.name.clone(),
+                        value: x.to_string(),
+                        ty: pty.to_string(),
+                    }));
+                }
+                self.put(prog, i, o.place, x);
+            }
+        } else {
+            self.put(prog, i, o.place, v);
+        }
+        Ok(())
+    }
+
+    /// Releases the shareds in `self.release` and puts the clean-up values of those that died.
+    fn release_consumed(&mut self, prog: &Program, i: u32) -> Result<(), RunError> {
+        if self.release.is_empty() {
+            return Ok(());
+        }
+        let release = std::mem::take(&mut self.release);
+        self.dead.clear();
+        for v in &release {
+            self.shared.release(v, &mut self.dead);
+        }
+        self.release = release;
+        self.release.clear();
+        let dead = std::mem::take(&mut self.dead);
+        for d in &dead {
+            let Value::Shared(s) = d else { continue };
+            // The sink: a shared_sink place of that name here or in an enclosing net.
+            let mut at = Some(i);
+            let mut found = None;
+            while let Some(k) = at {
+                let inst = self.instance(k);
+                let net = prog.net_ir(inst.func);
+                if let Some(p) = net
+                    .places
+                    .iter()
+                    .position(|p| p.shared_sink && *p.name == *s.place)
+                {
+                    found = Some((k, p));
+                    break;
+                }
+                at = inst.parent.as_ref().map(|l| l.instance);
+            }
+            let (k, p) = found.ok_or_else(|| {
+                RunError::new(RunErrorKind::NoSharedSink {
+                    place: s.place.to_string(),
+                })
+            })?;
+            self.put(prog, k, p, s.value.clone());
+        }
+        self.dead = dead;
+        self.dead.clear();
+        Ok(())
+    }
+
+    fn complete(
+        &mut self,
+        prog: &Program,
+        rec: TaskRecord,
+        mut outputs: Vec<(PortId, Value)>,
+    ) -> Result<(), RunError> {
+        let i = rec.instance;
+        let func = self.instance(i).func;
+        let net = prog.net_ir(func);
+        let tr = &net.transitions[rec.transition.index()];
+        let tf = prog.bundle.function(tr.function);
+        let info = &prog.net(func).trans[rec.transition.index()];
+        let inst = self.inst_mut(i);
+        inst.pending -= 1;
+        for &p in &rec.consumed {
+            inst.in_flight[p] -= 1;
+        }
+        for &p in &rec.consumed {
+            self.changed(prog, i, p, true);
+        }
+        self.touch(i);
+        for o in &info.outs {
+            let port = tf.ports.get(o.port.index()).ok_or_else(|| missing("?"))?;
+            let k = outputs
+                .iter()
+                .position(|(p, _)| *p == o.port)
+                .ok_or_else(|| missing(&port.name))?;
+            let v = if o.last {
+                outputs.swap_remove(k).1
+            } else {
+                outputs[k].1.clone()
+            };
+            self.output(prog, i, o, port, v)?;
+        }
+        self.release = rec.release;
+        self.release_consumed(prog, i)
+    }
+
+    /// A child net is done: its out ports' tokens go out through the parent's connections.
+    fn finish_child(&mut self, prog: &Program, c: u32) -> Result<(), RunError> {
+        let Some(mut child) = self.instances[c as usize].take() else {
+            return Ok(());
+        };
+        self.free.push(c);
+        let Some(link) = child.parent.take() else {
+            return Ok(());
+        };
+        let i = link.instance;
+        let cinfo = prog.net(child.func);
+        // Every token of the child held its shareds; release them after the outputs are put.
+        let mut release = Vec::new();
+        for (p, m) in child.marking.iter().enumerate() {
+            if cinfo.tracks[p] {
+                m.iter().for_each(|v| shared::collect(v, &mut release));
+            }
+        }
+        let func = self.instance(i).func;
+        let net = prog.net_ir(func);
+        let t = link.transition.index();
+        let tf = prog.bundle.function(net.transitions[t].function);
+        let info = &prog.net(func).trans[t];
+        let inst = self.inst_mut(i);
+        inst.pending -= 1;
+        for &p in &link.consumed {
+            inst.in_flight[p] -= 1;
+        }
+        for &p in &link.consumed {
+            self.changed(prog, i, p, true);
+        }
+        self.touch(i);
+        let ctx = |e: RunError| prog.context_in(e, func, t);
+        for o in &info.outs {
+            let port = &tf.ports[o.port.index()];
+            let cp = port.place.ok_or_else(|| ctx(missing(&port.name)))?;
+            let tokens: Vec<Value> = if o.last {
+                child.marking[cp.index()].drain(..).collect()
+            } else {
+                child.marking[cp.index()].iter().cloned().collect()
+            };
+            for v in tokens {
+                self.output(prog, i, o, port, v).map_err(ctx)?;
+            }
+        }
+        self.release = release;
+        self.release_consumed(prog, i)
+    }
+}
+
+fn missing(port: &str) -> RunError {
+    RunError::new(RunErrorKind::MissingBinding {
+        port: port.to_string(),
+    })
+}
+
+/// Whether a transition is enabled; for conditions, also finds and caches the binding.
+fn enabled(
+    prog: &Program,
+    inst: &mut Instance,
+    t: usize,
+    mut eval: Eval,
+    frame: &mut Vec<Option<Value>>,
+    idx: &mut Vec<u32>,
+) -> Result<bool, RunError> {
+    let info = &prog.net(inst.func).trans[t];
+    if info.dead {
+        return Ok(false);
+    }
+    for &(p, n) in &info.need {
+        if (inst.marking[p].len() as u64) < n as u64 {
+            return Ok(false);
+        }
+    }
+    let Some(c) = info.condition else {
+        return Ok(true);
+    };
+    let code = &prog.bundle.codes[c];
+    crate::interp::reset_frame(frame, code.slots.len());
+    for &(port, p) in &info.counts {
+        let n = inst.marking[p].len() as u64 + inst.in_flight[p];
+        if let Some(s) = frame.get_mut(port.index()) {
+            *s = Some(Value::ULong(n));
+        }
+    }
+    let e = &info.enumerated;
+    idx.clear();
+    idx.resize(e.len(), 0);
+    loop {
+        // Distinct tokens for takes from the same place.
+        let distinct = !info.multi
+            || (0..e.len()).all(|a| {
+                (0..a).all(|b| info.takes[e[a]].place != info.takes[e[b]].place || idx[a] != idx[b])
+            });
+        if distinct {
+            for (k, &ti) in e.iter().enumerate() {
+                let tk = info.takes[ti];
+                frame[tk.port.index()] = inst.marking[tk.place]
+                    .get(idx[k] as usize)
+                    .map(crate::interp::fast_clone);
+            }
+            if eval.run_bool(pnet_bundle::CodeId::from(c), code, frame)? {
+                let binding = &mut inst.binding[t];
+                for (k, &ti) in e.iter().enumerate() {
+                    binding[ti] = idx[k];
+                }
+                let fixed: Vec<(usize, u32)> = if info.multi {
+                    e.iter().map(|&ti| (ti, binding[ti])).collect()
+                } else {
+                    Vec::new()
+                };
+                default_binding(info, binding, &fixed);
+                return Ok(true);
+            }
+        }
+        // Next combination (the last enumerated take varies fastest).
+        let mut k = e.len();
+        loop {
+            if k == 0 {
+                return Ok(false);
+            }
+            k -= 1;
+            idx[k] += 1;
+            if (idx[k] as usize) < inst.marking[info.takes[e[k]].place].len() {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+}
+
+/// Gives every take not in `fixed` (take index, token index) the lowest token index of its
+/// place that no other take uses.
+fn default_binding(info: &TransInfo, binding: &mut [u32], fixed: &[(usize, u32)]) {
+    if !info.multi {
+        for (k, b) in binding.iter_mut().enumerate() {
+            if !info.enumerated.contains(&k) {
+                *b = 0;
+            }
+        }
+        return;
+    }
+    for k in 0..info.takes.len() {
+        if fixed.iter().any(|&(f, _)| f == k) {
+            continue;
+        }
+        let p = info.takes[k].place;
+        let mut j = 0u32;
+        while (0..k).any(|o| info.takes[o].place == p && binding[o] == j)
+            || fixed
+                .iter()
+                .any(|&(f, b)| info.takes[f].place == p && b == j)
+        {
+            j += 1;
+        }
+        binding[k] = j;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generator_values() {
+        let s: Vec<String> = [0u128, 1, 25, 26, 27, 51, 52, 701, 702]
+            .iter()
+            .map(|&n| match generator_value(&Type::String, n) {
+                Some(Value::String(s)) => s.to_string(),
+                _ => "?".into(),
+            })
+            .collect();
+        expect_test::expect![[r#"["a", "b", "z", "aa", "ab", "az", "ba", "zz", "aaa"]"#]]
+            .assert_eq(&format!("{s:?}"));
+        assert!(matches!(
+            generator_value(&Type::Char, 0),
+            Some(Value::Char(97))
+        ));
+        assert!(matches!(
+            generator_value(&Type::Char, 30),
+            Some(Value::Char(127))
+        ));
+        assert!(generator_value(&Type::Char, 31).is_none());
+        assert!(matches!(
+            generator_value(&Type::Int, i32::MAX as u128),
+            Some(Value::Int(i32::MAX))
+        ));
+        assert!(generator_value(&Type::Int, i32::MAX as u128 + 1).is_none());
+        assert!(generator_value(&Type::Bool, 0).is_none());
+    }
+}
+
+/// The evaluator of codes: the runner (JIT) if there is one, else the interpreter.
+struct Eval<'a> {
+    interp: &'a mut Interpreter,
+    runner: &'a mut Option<Box<dyn CodeRunner>>,
+}
+
+impl Eval<'_> {
+    #[inline]
+    fn run(
+        &mut self,
+        id: pnet_bundle::CodeId,
+        code: &pnet_bundle::Code,
+        frame: &mut [Option<Value>],
+    ) -> Result<Value, RunError> {
+        match self.runner {
+            Some(r) => r.run(id, code, frame, self.interp),
+            None => self.interp.run(code, frame),
+        }
+    }
+
+    #[inline]
+    fn run_bool(
+        &mut self,
+        id: pnet_bundle::CodeId,
+        code: &pnet_bundle::Code,
+        frame: &mut [Option<Value>],
+    ) -> Result<bool, RunError> {
+        match self.runner {
+            Some(_) => {
+                let v = self.run(id, code, frame)?;
+                crate::interp::condition_value(code, v)
+            }
+            None => self.interp.run_bool(code, frame),
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! The VM: a bytecode interpreter for expressions and conditions, and the single-process net
+//! engine (marking, enabling, firing). The engine's core does no I/O.
+//!
+//! Entry points: [`run`] runs a bundle to its end (module calls are an error there); an
+//! [`Engine`] can be driven step by step, handing module calls out as [`Task`]s.
+
+pub mod engine;
+pub mod error;
+pub mod hook;
+pub mod interp;
+pub mod rng;
+mod shared;
+pub mod validate;
+
+#[cfg(test)]
+mod tests;
+
+pub use engine::{Engine, RunConfig, RunResult, Stats, Step, Task, TaskId, run};
+pub use error::{RunError, RunErrorData, RunErrorKind};
+pub use hook::{CodeRunner, CodeRunnerFactory};
+pub use interp::{Interpreter, condition_value, eval};
+pub use rng::DEFAULT_SEED;
+pub use validate::validate;

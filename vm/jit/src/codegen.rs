@@ -1,0 +1,840 @@
+//! Translation of one [`Code`] (with its [`Plan`]) to Cranelift IR.
+//!
+//! The generated function is `extern "C" fn(buf: *mut u64) -> i32`. `buf` holds, one word
+//! each: the native slots' values, their "has a value" flags, the field inputs, and the result
+//! (see [`Plan::buf_len`]); values sit in the low bytes of their word (little-endian). The
+//! return value is 0 on success, else `pc + 1` of the failing instruction (the error itself
+//! is recorded by a helper in the thread's [`crate::rt::Rt`]).
+//!
+//! Native scalars live in Cranelift variables (one per stack position and type, one per
+//! native slot); dynamic values live on the helpers' value stack at their stack position.
+
+use std::collections::HashMap;
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    AbiParam, Block, BlockArg, Function, InstBuilder, MemFlagsData, SigRef, Signature, Value, types,
+};
+use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use pnet_bundle::{Code, Instr};
+use pnet_stdlib::{BinOp, Builtin, UnOp};
+
+use crate::analysis::{Plan, native_binary, native_call, native_unary};
+use crate::rt;
+use crate::types::{K, Nt};
+
+#[derive(Clone, Copy)]
+enum E {
+    N(Nt, Value),
+    D,
+}
+
+pub(crate) struct Target {
+    pub ptr: types::Type,
+    pub call_conv: CallConv,
+    pub frontend: TargetFrontendConfig,
+}
+
+/// Builds the IR of `code` into `func` (whose signature is set here).
+pub(crate) fn translate(
+    func: &mut Function,
+    fctx: &mut FunctionBuilderContext,
+    code: &Code,
+    plan: &Plan,
+    target: &Target,
+) {
+    let mut sig = Signature::new(target.call_conv);
+    sig.params.push(AbiParam::new(target.ptr));
+    sig.returns.push(AbiParam::new(types::I32));
+    func.signature = sig;
+    let b = FunctionBuilder::new(func, fctx);
+    let mut g = Gen {
+        b,
+        code,
+        plan,
+        ptr: target.ptr,
+        call_conv: target.call_conv,
+        buf: Value::from_u32(0),
+        exit: Block::from_u32(0),
+        blocks: HashMap::new(),
+        stack_vars: HashMap::new(),
+        slot_val: Vec::new(),
+        slot_def: Vec::new(),
+        fields: Vec::new(),
+        sigs: HashMap::new(),
+    };
+    g.body();
+    g.b.seal_all_blocks();
+    g.b.finalize(target.frontend);
+}
+
+struct Gen<'a, 'c> {
+    b: FunctionBuilder<'a>,
+    code: &'c Code,
+    plan: &'c Plan,
+    ptr: types::Type,
+    call_conv: CallConv,
+    buf: Value,
+    exit: Block,
+    blocks: HashMap<usize, Block>,
+    stack_vars: HashMap<(usize, Nt), Variable>,
+    slot_val: Vec<Variable>,
+    slot_def: Vec<Variable>,
+    fields: Vec<Value>,
+    sigs: HashMap<(Vec<types::Type>, Option<types::Type>), SigRef>,
+}
+
+fn mem() -> MemFlagsData {
+    MemFlagsData::trusted()
+}
+
+impl Gen<'_, '_> {
+    fn body(&mut self) {
+        let n = self.code.instrs.len();
+        let entry = self.b.create_block();
+        self.b.append_block_params_for_function_params(entry);
+        self.b.switch_to_block(entry);
+        self.buf = self.b.block_params(entry)[0];
+        self.exit = self.b.create_block();
+        self.b.append_block_param(self.exit, types::I32);
+        for pc in 0..=n {
+            if self.plan.block_start[pc] || pc == n {
+                let blk = self.b.create_block();
+                self.blocks.insert(pc, blk);
+            }
+        }
+        // Entry: native slots and field inputs into variables.
+        let nn = self.plan.natives.len();
+        for j in 0..nn {
+            let t = self.plan.natives[j].ty;
+            let v = self.b.declare_var(t.clif());
+            let d = self.b.declare_var(types::I8);
+            let x = self.b.ins().load(t.clif(), mem(), self.buf, (8 * j) as i32);
+            let f = self
+                .b
+                .ins()
+                .load(types::I8, mem(), self.buf, (8 * (nn + j)) as i32);
+            self.b.def_var(v, x);
+            self.b.def_var(d, f);
+            self.slot_val.push(v);
+            self.slot_def.push(d);
+        }
+        for (k, f) in self.plan.fields.iter().enumerate() {
+            let x = self
+                .b
+                .ins()
+                .load(f.ty.clif(), mem(), self.buf, (8 * (2 * nn + k)) as i32);
+            self.fields.push(x);
+        }
+        let mut stack: Vec<E> = Vec::new();
+        let mut open = true;
+        for pc in 0..n {
+            if let Some(&blk) = self.blocks.get(&pc) {
+                if open {
+                    self.edge(&stack, pc);
+                    self.b.ins().jump(blk, &[]);
+                }
+                // A block without a state is unreachable: it stays empty (and is dropped).
+                match &self.plan.states[pc] {
+                    Some(st) => {
+                        self.b.switch_to_block(blk);
+                        stack = self.enter(st);
+                        open = true;
+                    }
+                    None => open = false,
+                }
+            }
+            if !open || self.plan.states[pc].is_none() {
+                continue;
+            }
+            open = self.instr(pc, &mut stack);
+        }
+        // The end.
+        let end = self.blocks[&n];
+        if open {
+            self.edge(&stack, n);
+            self.b.ins().jump(end, &[]);
+        }
+        if let Some(st) = &self.plan.states[n] {
+            self.b.switch_to_block(end);
+            let stack = self.enter(st);
+                if let Some(E::N(_, v)) = stack.last() {
+                    let off = (8 * self.plan.result_word()) as i32;
+                    self.b.ins().store(mem(), *v, self.buf, off);
+                }
+                let ok = self.b.ins().iconst(types::I32, 0);
+                self.b.ins().jump(self.exit, &[BlockArg::Value(ok)]);
+        }
+        // Exit: write back the native locals.
+        self.b.switch_to_block(self.exit);
+        let status = self.b.block_params(self.exit)[0];
+        for j in 0..nn {
+            if self.plan.natives[j].local {
+                let v = self.b.use_var(self.slot_val[j]);
+                let d = self.b.use_var(self.slot_def[j]);
+                self.b.ins().store(mem(), v, self.buf, (8 * j) as i32);
+                self.b
+                    .ins()
+                    .store(mem(), d, self.buf, (8 * (nn + j)) as i32);
+            }
+        }
+        self.b.ins().return_(&[status]);
+    }
+
+    fn var(&mut self, pos: usize, t: Nt) -> Variable {
+        if let Some(v) = self.stack_vars.get(&(pos, t)) {
+            return *v;
+        }
+        let v = self.b.declare_var(t.clif());
+        self.stack_vars.insert((pos, t), v);
+        v
+    }
+
+    /// Makes `stack` fit the state at `to` (boxing natives where it wants dynamic values)
+    /// and hands the natives over in variables.
+    fn edge(&mut self, stack: &[E], to: usize) {
+        let Some(st) = self.plan.states[to].clone() else {
+            return;
+        };
+        for (i, (e, k)) in stack.iter().zip(st.iter()).enumerate() {
+            match (*e, *k) {
+                (E::N(t, v), K::N(_)) => {
+                    let var = self.var(i, t);
+                    self.b.def_var(var, v);
+                }
+                (E::N(t, v), K::D) => self.box_at(i, t, v),
+                _ => {}
+            }
+        }
+    }
+
+    fn enter(&mut self, st: &[K]) -> Vec<E> {
+        let st = st.to_vec();
+        st.iter()
+            .enumerate()
+            .map(|(i, k)| match *k {
+                K::N(t) => {
+                    let var = self.var(i, t);
+                    E::N(t, self.b.use_var(var))
+                }
+                K::D => E::D,
+            })
+            .collect()
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Calls and error paths.
+
+    fn sig(&mut self, params: &[types::Type], ret: Option<types::Type>) -> SigRef {
+        let key = (params.to_vec(), ret);
+        if let Some(s) = self.sigs.get(&key) {
+            return *s;
+        }
+        let mut sig = Signature::new(self.call_conv);
+        for p in params {
+            sig.params.push(AbiParam::new(*p));
+        }
+        if let Some(r) = ret {
+            sig.returns.push(AbiParam::new(r));
+        }
+        let s = self.b.import_signature(sig);
+        self.sigs.insert(key, s);
+        s
+    }
+
+    /// Calls the helper at `addr` with `args`; returns its result, if any.
+    fn call(&mut self, addr: usize, args: &[Value], ret: Option<types::Type>) -> Option<Value> {
+        let params: Vec<types::Type> = args.iter().map(|a| self.b.func.dfg.value_type(*a)).collect();
+        let sig = self.sig(&params, ret);
+        let callee = self.b.ins().iconst(self.ptr, addr as i64);
+        let inst = self.b.ins().call_indirect(sig, callee, args);
+        self.b.inst_results(inst).first().copied()
+    }
+
+    fn u32c(&mut self, x: u32) -> Value {
+        self.b.ins().iconst(types::I32, i64::from(x))
+    }
+
+    /// Calls a helper that returns a status; a non-zero status ends the run with an error at
+    /// `pc`.
+    fn call_checked(&mut self, pc: usize, addr: usize, args: &[Value]) {
+        let st = self.call(addr, args, Some(types::I32)).expect("status");
+        self.fail_if(st, pc, |_| {});
+    }
+
+    /// If `cond` (non-zero) holds, runs `record` (which records the error) and ends the run
+    /// with an error at `pc`.
+    fn fail_if(&mut self, cond: Value, pc: usize, record: impl FnOnce(&mut Self)) {
+        let err = self.b.create_block();
+        let ok = self.b.create_block();
+        self.b.set_cold_block(err);
+        self.b.ins().brif(cond, err, &[], ok, &[]);
+        self.b.switch_to_block(err);
+        record(self);
+        let st = self.b.ins().iconst(types::I32, (pc + 1) as i64);
+        self.b.ins().jump(self.exit, &[BlockArg::Value(st)]);
+        self.b.switch_to_block(ok);
+    }
+
+    fn bits(&mut self, t: Nt, v: Value) -> Value {
+        match t {
+            Nt::Bool | Nt::Char | Nt::Int | Nt::UInt => self.b.ins().uextend(types::I64, v),
+            Nt::Long | Nt::ULong => v,
+            Nt::Float => {
+                let i = self.b.ins().bitcast(types::I32, MemFlagsData::new(), v);
+                self.b.ins().uextend(types::I64, i)
+            }
+            Nt::Double => self.b.ins().bitcast(types::I64, MemFlagsData::new(), v),
+        }
+    }
+
+    fn box_at(&mut self, pos: usize, t: Nt, v: Value) {
+        let bits = self.bits(t, v);
+        let p = self.u32c(pos as u32);
+        let tag = self.u32c(t.tag());
+        self.call(rt::h_box as *const () as usize, &[p, tag, bits], Some(types::I32));
+    }
+
+    /// Boxes the native entries among the top `n` of `stack` (for a helper on them).
+    fn box_top(&mut self, stack: &mut [E], n: usize) {
+        let len = stack.len();
+        for i in len - n..len {
+            if let E::N(t, v) = stack[i] {
+                self.box_at(i, t, v);
+                stack[i] = E::D;
+            }
+        }
+    }
+
+    fn fail_binary(&mut self, cond: Value, pc: usize, op: BinOp, t: Nt, a: Value, b: Value) {
+        self.fail_if(cond, pc, |g| {
+            let op = g.u32c(rt::binop_index(op));
+            let tag = g.u32c(t.tag());
+            let a = g.bits(t, a);
+            let b = g.bits(t, b);
+            g.call(rt::h_fail_binary as *const () as usize, &[op, tag, a, b], Some(types::I32));
+        });
+    }
+
+    fn fail_call(&mut self, cond: Value, pc: usize, f: Builtin, t: Nt, a: Value) {
+        self.fail_if(cond, pc, |g| {
+            let f = g.u32c(rt::builtin_index(f));
+            let tag = g.u32c(t.tag());
+            let a = g.bits(t, a);
+            g.call(rt::h_fail_call as *const () as usize, &[f, tag, a], Some(types::I32));
+        });
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Instructions.
+
+    /// Emits instruction `pc`; returns whether control falls through.
+    fn instr(&mut self, pc: usize, stack: &mut Vec<E>) -> bool {
+        let instr = self.code.instrs[pc];
+        let n = self.code.instrs.len();
+        let pos = stack.len();
+        match instr {
+            Instr::Const(c) => {
+                let v = &self.code.consts[c as usize];
+                match Nt::of_value(v) {
+                    Some(t) => {
+                        let bits = rt::bits_of(t, v).unwrap_or(0);
+                        let x = match t {
+                            Nt::Float => self.b.ins().f32const(f32::from_bits(bits as u32)),
+                            Nt::Double => self.b.ins().f64const(f64::from_bits(bits)),
+                            _ => self.b.ins().iconst(t.clif(), bits as i64),
+                        };
+                        stack.push(E::N(t, x));
+                    }
+                    None => {
+                        let (p, c) = (self.u32c(pos as u32), self.u32c(c));
+                        self.call_checked(pc, rt::h_const as *const () as usize, &[p, c]);
+                        stack.push(E::D);
+                    }
+                }
+            }
+            Instr::Load(s) => match self.plan.native_of[usize::from(s)] {
+                Some(j) => {
+                    let ns = &self.plan.natives[j];
+                    let t = ns.ty;
+                    if ns.local {
+                        let d = self.b.use_var(self.slot_def[j]);
+                        let none = self.b.ins().icmp_imm_s(IntCC::Equal, d, 0);
+                        self.fail_if(none, pc, |g| {
+                            let s = g.u32c(u32::from(s));
+                            g.call(rt::h_unbound as *const () as usize, &[s], Some(types::I32));
+                        });
+                    }
+                    let v = self.b.use_var(self.slot_val[j]);
+                    stack.push(E::N(t, v));
+                }
+                None => {
+                    let (p, s) = (self.u32c(pos as u32), self.u32c(u32::from(s)));
+                    self.call_checked(pc, rt::h_load as *const () as usize, &[p, s]);
+                    stack.push(E::D);
+                }
+            },
+            Instr::LoadPath(s, path) => match self.plan.field(s, path) {
+                Some(k) => {
+                    let t = self.plan.fields[k].ty;
+                    stack.push(E::N(t, self.fields[k]));
+                }
+                None => {
+                    let p = self.u32c(pos as u32);
+                    let s = self.u32c(u32::from(s));
+                    let path = self.u32c(path);
+                    self.call_checked(pc, rt::h_load_path as *const () as usize, &[p, s, path]);
+                    stack.push(E::D);
+                }
+            },
+            Instr::Store(s) => match self.plan.native_of[usize::from(s)] {
+                Some(j) => {
+                    let Some(E::N(_, v)) = stack.pop() else {
+                        return false;
+                    };
+                    self.b.def_var(self.slot_val[j], v);
+                    let one = self.b.ins().iconst(types::I8, 1);
+                    self.b.def_var(self.slot_def[j], one);
+                }
+                None => {
+                    self.box_top(stack, 1);
+                    stack.pop();
+                    let p = self.u32c((pos - 1) as u32);
+                    let s = self.u32c(u32::from(s));
+                    self.call_checked(pc, rt::h_store as *const () as usize, &[p, s]);
+                }
+            },
+            Instr::StorePath(s, path) => {
+                self.box_top(stack, 1);
+                stack.pop();
+                let p = self.u32c((pos - 1) as u32);
+                let s = self.u32c(u32::from(s));
+                let path = self.u32c(path);
+                self.call_checked(pc, rt::h_store_path as *const () as usize, &[p, s, path]);
+            }
+            Instr::Dup => match stack.last().copied() {
+                Some(E::N(t, v)) => stack.push(E::N(t, v)),
+                _ => {
+                    let p = self.u32c((pos - 1) as u32);
+                    self.call_checked(pc, rt::h_dup as *const () as usize, &[p]);
+                    stack.push(E::D);
+                }
+            },
+            Instr::Pop => {
+                stack.pop();
+            }
+            Instr::Unary(op, _) => {
+                let r = match stack.last().copied() {
+                    Some(E::N(t, v)) if native_unary(op, t).is_some() => Some(self.unary(op, t, v)),
+                    _ => None,
+                };
+                match r {
+                    Some(r) => {
+                        stack.pop();
+                        stack.push(r);
+                    }
+                    None => {
+                        self.box_top(stack, 1);
+                        let p = self.u32c((pos - 1) as u32);
+                        let op = self.u32c(rt::unop_index(op));
+                        self.call_checked(pc, rt::h_unary as *const () as usize, &[p, op]);
+                    }
+                }
+            }
+            Instr::Binary(op, _) => {
+                let (a, b) = (stack[pos - 2], stack[pos - 1]);
+                match (a, b) {
+                    (E::N(x, va), E::N(y, vb)) if x == y && native_binary(op, x).is_some() => {
+                        let r = self.binary(pc, op, x, va, vb);
+                        stack.truncate(pos - 2);
+                        stack.push(r);
+                    }
+                    _ => {
+                        self.box_top(stack, 2);
+                        let p = self.u32c((pos - 2) as u32);
+                        let o = self.u32c(rt::binop_index(op));
+                        self.call_checked(pc, rt::h_binary as *const () as usize, &[p, o]);
+                        stack.truncate(pos - 2);
+                        stack.push(E::D);
+                    }
+                }
+            }
+            Instr::Call(f) => {
+                let k = f.arity();
+                let args: Option<Vec<(Nt, Value)>> = stack[pos - k..]
+                    .iter()
+                    .map(|e| match *e {
+                        E::N(t, v) => Some((t, v)),
+                        E::D => None,
+                    })
+                    .collect();
+                let native = args.as_ref().and_then(|a| {
+                    let ts: Vec<Nt> = a.iter().map(|x| x.0).collect();
+                    native_call(f, &ts)
+                });
+                match (native, args) {
+                    (Some(rt_), Some(args)) => {
+                        let r = self.builtin(pc, f, &args, rt_);
+                        stack.truncate(pos - k);
+                        stack.push(E::N(rt_, r));
+                    }
+                    _ => {
+                        self.box_top(stack, k);
+                        let p = self.u32c((pos - k) as u32);
+                        let fi = self.u32c(rt::builtin_index(f));
+                        self.call_checked(pc, rt::h_call as *const () as usize, &[p, fi]);
+                        stack.truncate(pos - k);
+                        stack.push(E::D);
+                    }
+                }
+            }
+            Instr::MakeShared(c) => {
+                self.box_top(stack, 1);
+                let p = self.u32c((pos - 1) as u32);
+                let c = self.u32c(c);
+                self.call_checked(pc, rt::h_shared as *const () as usize, &[p, c]);
+            }
+            Instr::Jump(t) => {
+                let to = (t as usize).min(n);
+                self.edge(stack, to);
+                let blk = self.blocks[&to];
+                self.b.ins().jump(blk, &[]);
+                return false;
+            }
+            Instr::JumpIfFalseElsePop(t) | Instr::JumpIfTrueElsePop(t) => {
+                let on = matches!(instr, Instr::JumpIfTrueElsePop(_));
+                let to = (t as usize).min(n);
+                let cond = match stack.last().copied() {
+                    Some(E::N(_, v)) => v,
+                    _ => {
+                        let p = self.u32c((pos - 1) as u32);
+                        let o = self.u32c(u32::from(on));
+                        let truth = self
+                            .call(rt::h_truth as *const () as usize, &[p, o], Some(types::I32))
+                            .expect("truth");
+                        let bad = self.b.ins().icmp_imm_s(IntCC::Equal, truth, 2);
+                        self.fail_if(bad, pc, |_| {});
+                        truth
+                    }
+                };
+                // Jump when cond == on.
+                self.edge(stack, to);
+                let mut rest = stack.clone();
+                rest.pop();
+                self.edge(&rest, pc + 1);
+                let (jump_blk, next_blk) = (self.blocks[&to], self.blocks[&(pc + 1)]);
+                if on {
+                    self.b.ins().brif(cond, jump_blk, &[], next_blk, &[]);
+                } else {
+                    self.b.ins().brif(cond, next_blk, &[], jump_blk, &[]);
+                }
+                return false;
+            }
+        }
+        true
+    }
+
+    fn unary(&mut self, op: UnOp, t: Nt, v: Value) -> E {
+        let r = match (op, t) {
+            (UnOp::Neg, Nt::Float | Nt::Double) => self.b.ins().fneg(v),
+            (UnOp::Neg, _) => self.b.ins().ineg(v),
+            (UnOp::Not, _) => self.b.ins().bxor_imm_u(v, 1),
+        };
+        E::N(t, r)
+    }
+
+    fn binary(&mut self, pc: usize, op: BinOp, t: Nt, a: Value, b: Value) -> E {
+        use BinOp::*;
+        if let Some(cc) = cmp_cc(op, t) {
+            let r = match cc {
+                Cc::I(cc) => self.b.ins().icmp(cc, a, b),
+                Cc::F(cc) => self.b.ins().fcmp(cc, a, b),
+            };
+            return E::N(Nt::Bool, r);
+        }
+        let r = if t.is_float() {
+            match op {
+                Add => self.b.ins().fadd(a, b),
+                Sub => self.b.ins().fsub(a, b),
+                Mul => self.b.ins().fmul(a, b),
+                Div => {
+                    let ab = self.b.ins().fabs(b);
+                    let min = match t {
+                        Nt::Float => self.b.ins().f32const(f32::MIN_POSITIVE),
+                        _ => self.b.ins().f64const(f64::MIN_POSITIVE),
+                    };
+                    let small = self.b.ins().fcmp(FloatCC::LessThan, ab, min);
+                    self.fail_binary(small, pc, op, t, a, b);
+                    self.b.ins().fdiv(a, b)
+                }
+                _ => {
+                    let (h, ty) = match t {
+                        Nt::Float => (rt::h_powf32 as *const () as usize, types::F32),
+                        _ => (rt::h_powf64 as *const () as usize, types::F64),
+                    };
+                    self.call(h, &[a, b], Some(ty)).expect("pow")
+                }
+            }
+        } else if t == Nt::Bool {
+            match op {
+                Or => self.b.ins().bor(a, b),
+                _ => self.b.ins().band(a, b),
+            }
+        } else {
+            let signed = t.is_signed_int();
+            match op {
+                Add => self.b.ins().iadd(a, b),
+                Mul => self.b.ins().imul(a, b),
+                BitOr => self.b.ins().bor(a, b),
+                BitAnd => self.b.ins().band(a, b),
+                Sub => {
+                    if !signed {
+                        let under = self.b.ins().icmp(IntCC::UnsignedLessThan, a, b);
+                        self.fail_binary(under, pc, op, t, a, b);
+                    }
+                    self.b.ins().isub(a, b)
+                }
+                IntDiv | Mod => {
+                    let zero = self.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
+                    self.fail_binary(zero, pc, op, t, a, b);
+                    if signed {
+                        // x div -1 wraps to -x; x mod -1 is 0 (no trap on MIN / -1).
+                        let m1 = self.b.ins().icmp_imm_s(IntCC::Equal, b, -1);
+                        let one = self.b.ins().iconst(t.clif(), 1);
+                        let safe = self.b.ins().select(m1, one, b);
+                        if op == IntDiv {
+                            let q = self.b.ins().sdiv(a, safe);
+                            let neg = self.b.ins().ineg(a);
+                            self.b.ins().select(m1, neg, q)
+                        } else {
+                            self.b.ins().srem(a, safe)
+                        }
+                    } else if op == IntDiv {
+                        self.b.ins().udiv(a, b)
+                    } else {
+                        self.b.ins().urem(a, b)
+                    }
+                }
+                _ => {
+                    // IntPow
+                    if signed {
+                        let neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, b, 0);
+                        self.fail_binary(neg, pc, op, t, a, b);
+                    }
+                    let e = if t.clif() == types::I64 {
+                        b
+                    } else {
+                        self.b.ins().uextend(types::I64, b)
+                    };
+                    let (h, ty) = if t.clif() == types::I64 {
+                        (rt::h_pow64 as *const () as usize, types::I64)
+                    } else {
+                        (rt::h_pow32 as *const () as usize, types::I32)
+                    };
+                    self.call(h, &[a, e], Some(ty)).expect("pow")
+                }
+            }
+        };
+        E::N(t, r)
+    }
+
+    fn f64_of(&mut self, t: Nt, v: Value) -> Value {
+        if t == Nt::Float {
+            self.b.ins().fpromote(types::F64, v)
+        } else {
+            v
+        }
+    }
+
+    fn builtin(&mut self, pc: usize, f: Builtin, args: &[(Nt, Value)], rt_: Nt) -> Value {
+        use Builtin::*;
+        let (t, a) = args[0];
+        match f {
+            Abs if t.is_float() => self.b.ins().fabs(a),
+            Abs => {
+                let neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, a, 0);
+                let na = self.b.ins().ineg(a);
+                self.b.ins().select(neg, na, a)
+            }
+            Min | Max => {
+                let b = args[1].1;
+                // min: b when a > b; max: b when a < b (NaN: a).
+                let pick_b = match (f, cmp_cc(if f == Min { BinOp::Gt } else { BinOp::Lt }, t)) {
+                    (_, Some(Cc::I(cc))) => self.b.ins().icmp(cc, a, b),
+                    (_, Some(Cc::F(cc))) => self.b.ins().fcmp(cc, a, b),
+                    (_, None) => self.b.ins().iconst(types::I8, 0),
+                };
+                self.b.ins().select(pick_b, b, a)
+            }
+            Sqrt | Log => {
+                let zero = if t == Nt::Float {
+                    self.b.ins().f32const(0.0)
+                } else {
+                    self.b.ins().f64const(0.0)
+                };
+                let cc = if f == Sqrt {
+                    FloatCC::LessThan
+                } else {
+                    FloatCC::LessThanOrEqual
+                };
+                let bad = self.b.ins().fcmp(cc, a, zero);
+                self.fail_call(bad, pc, f, t, a);
+                let x = self.f64_of(t, a);
+                let r = if f == Sqrt {
+                    self.b.ins().sqrt(x)
+                } else {
+                    let fi = self.u32c(rt::builtin_index(f));
+                    self.call(rt::h_math as *const () as usize, &[fi, x], Some(types::F64))
+                        .expect("math")
+                };
+                self.demote_to(t, r)
+            }
+            Floor | Ceil | Round | Sin | Cos => {
+                let x = self.f64_of(t, a);
+                let fi = self.u32c(rt::builtin_index(f));
+                let r = self
+                    .call(rt::h_math as *const () as usize, &[fi, x], Some(types::F64))
+                    .expect("math");
+                self.demote_to(t, r)
+            }
+            _ => self.cast(pc, f, t, a, rt_),
+        }
+    }
+
+    fn demote_to(&mut self, t: Nt, r: Value) -> Value {
+        if t == Nt::Float {
+            self.b.ins().fdemote(types::F32, r)
+        } else {
+            r
+        }
+    }
+
+    /// A range-checked cast between native number types (see `pnet_stdlib::builtins::cast`).
+    fn cast(&mut self, pc: usize, f: Builtin, from: Nt, a: Value, to: Nt) -> Value {
+        if from.is_float() {
+            let x = self.f64_of(from, a);
+            return match to {
+                Nt::Double => x,
+                Nt::Float => {
+                    // A finite value that becomes infinite fails.
+                    let r = self.b.ins().fdemote(types::F32, x);
+                    let ax = self.b.ins().fabs(x);
+                    let inf = self.b.ins().f64const(f64::INFINITY);
+                    let finite = self.b.ins().fcmp(FloatCC::LessThan, ax, inf);
+                    let ar = self.b.ins().fabs(r);
+                    let finf = self.b.ins().f32const(f32::INFINITY);
+                    let rinf = self.b.ins().fcmp(FloatCC::Equal, ar, finf);
+                    let bad = self.b.ins().band(finite, rinf);
+                    self.fail_call(bad, pc, f, from, a);
+                    r
+                }
+                _ => {
+                    // trunc(x) in [lo, hi] <=> x > lo - 1 && x < hi + 1 (exact bounds).
+                    let (lo, lo_incl, hi) = match to {
+                        Nt::Int => (-2147483649.0, false, 2147483648.0),
+                        Nt::UInt => (-1.0, false, 4294967296.0),
+                        Nt::Long => (-9223372036854775808.0, true, 9223372036854775808.0),
+                        _ => (-1.0, false, 18446744073709551616.0),
+                    };
+                    let lo_c = self.b.ins().f64const(lo);
+                    let hi_c = self.b.ins().f64const(hi);
+                    let cc_lo = if lo_incl {
+                        FloatCC::GreaterThanOrEqual
+                    } else {
+                        FloatCC::GreaterThan
+                    };
+                    let above = self.b.ins().fcmp(cc_lo, x, lo_c);
+                    let below = self.b.ins().fcmp(FloatCC::LessThan, x, hi_c);
+                    let inr = self.b.ins().band(above, below);
+                    let bad = self.b.ins().icmp_imm_s(IntCC::Equal, inr, 0);
+                    self.fail_call(bad, pc, f, from, a);
+                    if to.is_signed_int() {
+                        self.b.ins().fcvt_to_sint_sat(to.clif(), x)
+                    } else {
+                        self.b.ins().fcvt_to_uint_sat(to.clif(), x)
+                    }
+                }
+            };
+        }
+        // From an integer.
+        let signed = from.is_signed_int();
+        if to.is_float() {
+            return if signed {
+                self.b.ins().fcvt_from_sint(to.clif(), a)
+            } else {
+                self.b.ins().fcvt_from_uint(to.clif(), a)
+            };
+        }
+        if from == to {
+            return a;
+        }
+        // Widen to i64 (the value as a mathematical integer fits i64 except a large ulong).
+        let w = if from.clif() == types::I64 {
+            a
+        } else if signed {
+            self.b.ins().sextend(types::I64, a)
+        } else {
+            self.b.ins().uextend(types::I64, a)
+        };
+        let bad = match (from, to) {
+            // ulong: values above i64::MAX look negative in `w`.
+            (Nt::ULong, Nt::Long) => self.b.ins().icmp_imm_s(IntCC::SignedLessThan, w, 0),
+            (Nt::ULong, Nt::Int) => self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThan, w, i64::from(i32::MAX)),
+            (Nt::ULong, Nt::UInt) => self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThan, w, i64::from(u32::MAX)),
+            (_, Nt::Long) => self.b.ins().iconst(types::I8, 0),
+            (_, Nt::ULong) => self.b.ins().icmp_imm_s(IntCC::SignedLessThan, w, 0),
+            (_, Nt::Int) => {
+                let lo = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, w, i64::from(i32::MIN));
+                let hi = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, w, i64::from(i32::MAX));
+                self.b.ins().bor(lo, hi)
+            }
+            _ => {
+                // to UInt
+                let lo = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, w, 0);
+                let hi = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, w, i64::from(u32::MAX));
+                self.b.ins().bor(lo, hi)
+            }
+        };
+        self.fail_call(bad, pc, f, from, a);
+        if to.clif() == types::I64 {
+            w
+        } else {
+            self.b.ins().ireduce(types::I32, w)
+        }
+    }
+}
+
+enum Cc {
+    I(IntCC),
+    F(FloatCC),
+}
+
+/// The condition code of a comparison operator on `t` (`None`: not a comparison, or `==`/`!=`
+/// on floats, which fail).
+fn cmp_cc(op: BinOp, t: Nt) -> Option<Cc> {
+    use BinOp::*;
+    if t.is_float() {
+        return Some(Cc::F(match op {
+            Lt => FloatCC::LessThan,
+            Le => FloatCC::LessThanOrEqual,
+            Gt => FloatCC::GreaterThan,
+            Ge => FloatCC::GreaterThanOrEqual,
+            _ => return None,
+        }));
+    }
+    let signed = matches!(t, Nt::Int | Nt::Long | Nt::Char);
+    Some(Cc::I(match (op, signed) {
+        (Eq, _) => IntCC::Equal,
+        (Ne, _) => IntCC::NotEqual,
+        (Lt, true) => IntCC::SignedLessThan,
+        (Le, true) => IntCC::SignedLessThanOrEqual,
+        (Gt, true) => IntCC::SignedGreaterThan,
+        (Ge, true) => IntCC::SignedGreaterThanOrEqual,
+        (Lt, false) => IntCC::UnsignedLessThan,
+        (Le, false) => IntCC::UnsignedLessThanOrEqual,
+        (Gt, false) => IntCC::UnsignedGreaterThan,
+        (Ge, false) => IntCC::UnsignedGreaterThanOrEqual,
+        _ => return None,
+    }))
+}

@@ -1,0 +1,311 @@
+//! A Cranelift JIT for the bytecode of expressions and conditions.
+//!
+//! What is compiled natively: every operation on the scalar types (bool, int, long, unsigned
+//! int, unsigned long, float, double, char) whose operand types the bytecode fixes — arithmetic
+//! with the interpreter's checks (unsigned underflow, division by zero, negative exponents,
+//! float division by a subnormal), comparisons, casts with their range checks, `abs`, `min`,
+//! `max`, `sqrt`; slots of scalar type live in registers; scalar struct fields of slots that
+//! the code does not assign (`${p.x}`) are loaded straight into registers. Everything else
+//! (strings, bigints, bitsets, collections, structs, values of a type unknown at compile time,
+//! and the math library) calls the stdlib through the helpers of [`rt`]; failing native
+//! checks call the stdlib too, to record exactly the interpreter's error.
+//!
+//! [`Jit`] owns one `JITModule` and reuses one Cranelift context for every compilation; many
+//! codes go into one module and are finalized together. [`Jit::run`] marshals the frame in and
+//! out; the generated code is called in exactly one place, [`Jit::call_native`].
+//!
+//! [`JitFactory`] plugs the JIT into the engine ([`pnet_vm::CodeRunnerFactory`]), in one of the
+//! [`JitMode`]s.
+
+mod analysis;
+mod codegen;
+mod rt;
+mod runner;
+mod types;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::FunctionBuilderContext;
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{Module, default_libcall_names};
+use pnet_bundle::Code;
+use pnet_stdlib::Value;
+use pnet_vm::{RunError, RunErrorKind};
+
+pub use analysis::Plan;
+pub use runner::{JitFactory, JitMode, JitStats};
+pub use types::{K, Nt};
+
+use crate::rt::{Fault, RT, bits_of, value_of};
+
+/// Identifies a code compiled by a [`Jit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FnId(u32);
+
+struct Compiled {
+    /// Address of the finalized function in `Jit::module`.
+    addr: usize,
+    plan: Plan,
+    code: Arc<Code>,
+}
+
+/// A JIT: one Cranelift module with the compiled codes, and the reused contexts.
+pub struct Jit {
+    module: JITModule,
+    ctx: cranelift_codegen::Context,
+    fctx: FunctionBuilderContext,
+    target: codegen::Target,
+    fns: Vec<Compiled>,
+    compile_time: Duration,
+}
+
+impl std::fmt::Debug for Jit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Jit")
+            .field("compiled", &self.fns.len())
+            .field("compile_time", &self.compile_time)
+            .finish()
+    }
+}
+
+/// Why a [`Jit`] could not be made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JitError(pub String);
+
+impl std::fmt::Display for JitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "jit: {}", self.0)
+    }
+}
+
+impl std::error::Error for JitError {}
+
+impl Jit {
+    /// A JIT for the host machine (little-endian hosts only: generated code and [`Jit::run`]
+    /// share scalars in the low bytes of 64-bit words).
+    pub fn new() -> Result<Jit, JitError> {
+        if cfg!(target_endian = "big") {
+            return Err(JitError("big-endian hosts are not supported".into()));
+        }
+        let e = |m: &dyn std::fmt::Display| JitError(m.to_string());
+        let mut flags = settings::builder();
+        flags.set("use_colocated_libcalls", "false").map_err(|x| e(&x))?;
+        flags.set("is_pic", "false").map_err(|x| e(&x))?;
+        flags.set("opt_level", "speed").map_err(|x| e(&x))?;
+        let isa = cranelift_native::builder()
+            .map_err(|x| e(&x))?
+            .finish(settings::Flags::new(flags))
+            .map_err(|x| e(&x))?;
+        let target = codegen::Target {
+            ptr: isa.pointer_type(),
+            call_conv: isa.default_call_conv(),
+            frontend: isa.frontend_config(),
+        };
+        let module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+        let ctx = module.make_context();
+        Ok(Jit {
+            module,
+            ctx,
+            fctx: FunctionBuilderContext::new(),
+            target,
+            fns: Vec::new(),
+            compile_time: Duration::ZERO,
+        })
+    }
+
+    /// Compiles `codes` into the module and finalizes them together; `None` for a code that
+    /// is not compiled (it breaks the bytecode's invariants, or Cranelift refused it).
+    pub fn compile(&mut self, codes: &[&Code]) -> Vec<Option<FnId>> {
+        let start = Instant::now();
+        let mut declared = Vec::with_capacity(codes.len());
+        for code in codes {
+            declared.push(self.define(code));
+        }
+        let ok = self.module.finalize_definitions().is_ok();
+        let out = declared
+            .into_iter()
+            .map(|d| {
+                let (func, plan, code) = d?;
+                if !ok {
+                    return None;
+                }
+                let addr = self.module.get_finalized_function(func) as usize;
+                let id = FnId(self.fns.len() as u32);
+                self.fns.push(Compiled { addr, plan, code });
+                Some(id)
+            })
+            .collect();
+        self.compile_time += start.elapsed();
+        out
+    }
+
+    fn define(&mut self, code: &Code) -> Option<(cranelift_module::FuncId, Plan, Arc<Code>)> {
+        let plan = analysis::analyse(code)?;
+        self.module.clear_context(&mut self.ctx);
+        codegen::translate(&mut self.ctx.func, &mut self.fctx, code, &plan, &self.target);
+        let mut sig = self.module.make_signature();
+        sig.params.push(cranelift_codegen::ir::AbiParam::new(self.target.ptr));
+        sig.returns
+            .push(cranelift_codegen::ir::AbiParam::new(cranelift_codegen::ir::types::I32));
+        let func = self
+            .module
+            .declare_anonymous_function(&sig)
+            .ok()?;
+        let r = self.module.define_function(func, &mut self.ctx);
+        self.module.clear_context(&mut self.ctx);
+        r.ok()?;
+        Some((func, plan, Arc::new(code.clone())))
+    }
+
+    /// The analysis of a compiled code.
+    pub fn plan(&self, id: FnId) -> Option<&Plan> {
+        self.fns.get(id.0 as usize).map(|c| &c.plan)
+    }
+
+    /// Time spent compiling so far.
+    pub fn compile_time(&self) -> Duration {
+        self.compile_time
+    }
+
+    /// Runs compiled code `id` (compiled from `code`) over `frame`: the interpreter's value,
+    /// frame and error. `None` when the frame does not meet what the code was compiled for (a
+    /// scalar slot or field holding no value or a value of another type, a short frame): run
+    /// the interpreter then; nothing was changed. `buf` is scratch space, reused across runs.
+    pub fn run(
+        &self,
+        id: FnId,
+        code: &Code,
+        frame: &mut [Option<Value>],
+        buf: &mut Vec<u64>,
+    ) -> Option<Result<Value, RunError>> {
+        let c = self.fns.get(id.0 as usize)?;
+        let plan = &c.plan;
+        if frame.len() < code.slots.len() {
+            return None;
+        }
+        let nn = plan.natives.len();
+        buf.clear();
+        buf.resize(plan.buf_len(), 0);
+        for (j, ns) in plan.natives.iter().enumerate() {
+            match frame.get(usize::from(ns.slot))? {
+                Some(v) => {
+                    buf[j] = bits_of(ns.ty, v)?;
+                    buf[nn + j] = 1;
+                }
+                None if ns.local => {}
+                None => return None,
+            }
+        }
+        for (k, f) in plan.fields.iter().enumerate() {
+            let mut v = frame.get(usize::from(f.slot))?.as_ref()?;
+            for name in code.paths.get(f.path as usize)? {
+                v = rt::field_of(v, name)?;
+            }
+            buf[2 * nn + k] = bits_of(f.ty, v)?;
+        }
+        let status = if plan.uses_dyn {
+            let installed = RT.try_with(|rt| {
+                let Ok(mut rt) = rt.try_borrow_mut() else {
+                    return false;
+                };
+                rt.code = Some(c.code.clone());
+                rt.frame.clear();
+                rt.frame.extend(frame.iter_mut().map(Option::take));
+                rt.stack.clear();
+                rt.stack.resize(plan.max_depth + 1, Value::Control);
+                rt.err = None;
+                true
+            });
+            if installed != Ok(true) {
+                return None;
+            }
+            let status = self.call_native(c, buf);
+            let _ = RT.try_with(|rt| {
+                if let Ok(mut rt) = rt.try_borrow_mut() {
+                    for (dst, src) in frame.iter_mut().zip(rt.frame.drain(..)) {
+                        *dst = src;
+                    }
+                    rt.code = None;
+                }
+            });
+            status
+        } else {
+            self.call_native(c, buf)
+        };
+        // Native locals back into the frame.
+        for (j, ns) in plan.natives.iter().enumerate() {
+            if ns.local && buf[nn + j] as u8 != 0 {
+                frame[usize::from(ns.slot)] = Some(value_of(ns.ty, buf[j]));
+            }
+        }
+        let end = plan.end_state();
+        let result = if status == 0 {
+            Ok(match end.and_then(|st| st.last()) {
+                None => Value::Control,
+                Some(K::N(t)) => value_of(*t, buf[plan.result_word()]),
+                Some(K::D) => {
+                    let pos = end.map_or(0, |st| st.len() - 1);
+                    take_dyn(pos)
+                }
+            })
+        } else {
+            let pc = (status as usize).wrapping_sub(1);
+            let kind = match take_fault() {
+                Some(Fault::Kind(k)) => k,
+                Some(Fault::Unbound(s)) => RunErrorKind::Unbound(rt::slot_name(code, s)),
+                None => RunErrorKind::BadCode(format!("jit: error {status} without a cause")),
+            };
+            Err(RunError::with_span(
+                kind,
+                code.spans.get(pc).copied().unwrap_or(code.span),
+            ))
+        };
+        if plan.uses_dyn {
+            let _ = RT.try_with(|rt| {
+                if let Ok(mut rt) = rt.try_borrow_mut() {
+                    rt.stack.clear();
+                }
+            });
+        }
+        Some(result)
+    }
+
+    /// The one place that runs generated code.
+    fn call_native(&self, c: &Compiled, buf: &mut [u64]) -> i32 {
+        if buf.len() < c.plan.buf_len() {
+            return -1;
+        }
+        let ptr = c.addr as *const u8;
+        // SAFETY: `c` is one of `self.fns`, so `c.addr` is the address of a function that
+        // `self.module` compiled and finalized (`Jit::compile`) and still owns: the module
+        // lives as long as `self`, which is borrowed for this call, and never frees code. The
+        // function was built by `codegen::translate` with exactly the signature
+        // `extern "C" fn(*mut u64) -> i32` (one pointer parameter, an i32 result, the host's
+        // default calling convention, which is the C one). It reads and writes only the words
+        // `0..c.plan.buf_len()` of its argument, and `buf` (checked above) has at least that
+        // many: the pointer is valid for the whole call, which borrows `buf` mutably. It
+        // calls only the helpers of `rt`, which take plain integers and floats, never unwind
+        // (they catch panics) and never call back into generated code.
+        let entry = unsafe { std::mem::transmute::<*const u8, extern "C" fn(*mut u64) -> i32>(ptr) };
+        entry(buf.as_mut_ptr())
+    }
+}
+
+fn take_dyn(pos: usize) -> Value {
+    RT.try_with(|rt| {
+        rt.try_borrow_mut()
+            .ok()
+            .and_then(|mut rt| rt.stack.get_mut(pos).map(|v| std::mem::replace(v, Value::Control)))
+    })
+    .ok()
+    .flatten()
+    .unwrap_or(Value::Control)
+}
+
+fn take_fault() -> Option<Fault> {
+    RT.try_with(|rt| rt.try_borrow_mut().ok().and_then(|mut rt| rt.err.take()))
+        .ok()
+        .flatten()
+}

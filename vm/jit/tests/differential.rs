@@ -1,0 +1,76 @@
+//! Differential tests: random well-typed programs give the same value, the same frame and the
+//! same error (kind and span) through the JIT and through the interpreter.
+//!
+//! `PNET_JIT_CASES=N` sets the number of (program, frame) cases (default 120,000);
+//! `PNET_JIT_SEED=S` the seed.
+
+mod common;
+
+use common::{Gen, Rng, frame};
+use pnet_jit::Jit;
+use pnet_vm::Interpreter;
+
+const FRAMES_PER_CODE: usize = 24;
+const CODES_PER_MODULE: usize = 250;
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+fn jit_and_interpreter_agree_on_random_programs() {
+    let cases = env("PNET_JIT_CASES", 120_000);
+    let seed = env("PNET_JIT_SEED", 0x5eed);
+    let mut r = Rng::new(seed);
+    let mut jit = Jit::new().expect("a JIT for this host");
+    let mut interp = Interpreter::new();
+    let mut buf = Vec::new();
+    let (mut done, mut native, mut fallbacks, mut errors, mut not_compiled) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    while done < cases {
+        let codes: Vec<_> = (0..CODES_PER_MODULE)
+            .map(|_| {
+                let depth = 1 + r.below(5) as u32;
+                Gen::new(&mut r).program(depth)
+            })
+            .collect();
+        let refs: Vec<&_> = codes.iter().collect();
+        let ids = jit.compile(&refs);
+        for (code, id) in codes.iter().zip(ids) {
+            let Some(id) = id else {
+                not_compiled += 1;
+                continue;
+            };
+            for _ in 0..FRAMES_PER_CODE {
+                let f0 = frame(&mut r);
+                let mut fi = f0.clone();
+                let want = interp.run(code, &mut fi);
+                let mut fj = f0.clone();
+                done += 1;
+                match jit.run(id, code, &mut fj, &mut buf) {
+                    None => {
+                        fallbacks += 1;
+                        assert_eq!(fj, f0, "a fallback changed the frame\n{code}");
+                    }
+                    Some(got) => {
+                        native += 1;
+                        errors += u64::from(got.is_err());
+                        assert_eq!(got, want, "JIT and interpreter differ\n{code}\nframe {f0:?}");
+                        assert_eq!(fj, fi, "frames differ after the run\n{code}\nframe {f0:?}");
+                    }
+                }
+            }
+        }
+    }
+    eprintln!(
+        "differential: {done} cases ({native} through compiled code, {errors} of them errors; \
+         {fallbacks} fallbacks to the interpreter); {not_compiled} programs not compiled; \
+         compile time {:?}",
+        jit.compile_time()
+    );
+    assert!(native * 10 >= done * 8, "too few cases ran compiled code: {native} of {done}");
+    assert!(errors > 0 && errors < native, "errors and values both occur");
+    assert_eq!(not_compiled, 0, "every generated program compiles");
+}

@@ -1,0 +1,143 @@
+//! The `pnetv` command line on PNML and coloured nets: reports, JSON, traces, exit codes.
+
+use std::process::Command;
+
+const MCC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus/mcc");
+const NETS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/nets");
+const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+
+fn pnetv(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pnetv")).args(args).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+fn json(args: &[&str]) -> (i32, serde_json::Value) {
+    let mut a = vec!["--json"];
+    a.extend_from_slice(args);
+    let (code, out, err) = pnetv(&a);
+    (code, serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}")))
+}
+
+#[test]
+fn philosophers_deadlock_with_trace_file() {
+    let model = format!("{MCC}/Philosophers-PT-000005/model.pnml");
+    let trace = std::env::temp_dir().join(format!("pnetv-trace-{}.json", std::process::id()));
+    let (code, j) = json(&[&model, "--trace-out", trace.to_str().unwrap()]);
+    assert_eq!(code, 3, "a deadlock is a violation");
+    assert_eq!(j["states"], 243);
+    assert_eq!(j["edges"], 945);
+    assert_eq!(j["deadlock"], true);
+    assert_eq!(j["one_safe"], true);
+    assert_eq!(j["terminates"], false);
+    assert_eq!(j["liveness"]["live"], false);
+    assert_eq!(j["structurally_bounded"], true);
+    let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    std::fs::remove_file(&trace).ok();
+    assert_eq!(t["format"], "pnet-trace");
+    assert_eq!(t["kind"], "deadlock");
+    let names = t["transitions"].as_array().unwrap();
+    assert_eq!(names.len(), 5, "every philosopher takes one fork");
+    assert!(names.iter().all(|n| n.as_str().unwrap().starts_with("FF1")));
+    assert!(t["steps"][0]["location"].as_str().unwrap().contains("model.pnml:"));
+}
+
+#[test]
+fn verified_net_exits_zero_and_text_report() {
+    let model = format!("{MCC}/DatabaseWithMutex-PT-02/model.pnml");
+    let (code, out, _) = pnetv(&[&model]);
+    assert_eq!(code, 0);
+    assert!(out.contains("state space: 153 states, 312 edges"), "{out}");
+    assert!(out.contains("deadlock: none"), "{out}");
+    assert!(out.contains("live: yes"), "{out}");
+    let (code, j) = json(&[&model, "--stubborn"]);
+    assert_eq!(code, 0);
+    assert_eq!(j["deadlock"], false);
+    assert!(j["states"].as_u64().unwrap() <= 153);
+}
+
+#[test]
+fn limits_exit_four() {
+    let model = format!("{MCC}/Dekker-PT-010/model.pnml");
+    let (code, j) = json(&[&model, "--max-states", "100"]);
+    assert_eq!(code, 4);
+    assert_eq!(j["complete"], false);
+    assert_eq!(j["deadlock"], serde_json::Value::Null);
+    assert_eq!(j["states"], 100);
+}
+
+#[test]
+fn malformed_pnml_and_usage_errors() {
+    let bad = std::env::temp_dir().join(format!("pnetv-bad-{}.pnml", std::process::id()));
+    std::fs::write(&bad, "<pnml><net id='n'>\n<arc id='a' source='x' target='y'/></net></pnml>").unwrap();
+    let (code, _, err) = pnetv(&[bad.to_str().unwrap()]);
+    std::fs::remove_file(&bad).ok();
+    assert_eq!(code, 1);
+    assert!(err.contains(".pnml:2:1: arc `a`: unknown source `x`"), "{err}");
+    assert_eq!(pnetv(&[]).0, 2);
+    assert_eq!(pnetv(&["--bogus", "x.pnml"]).0, 2);
+    assert_eq!(pnetv(&["--max-states", "many", "x.pnml"]).0, 2);
+    let (code, out, _) = pnetv(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("--trace-out FILE"));
+    assert_eq!(pnetv(&["/nonexistent/net.pnml"]).0, 1);
+}
+
+#[test]
+fn coloured_countdown_ends_properly() {
+    let net = format!("{EXAMPLES}/countdown/countdown.xpnet");
+    let (code, j) = json(&[&net, "-p", "n=5L"]);
+    assert_eq!(code, 0, "{j}");
+    assert_eq!(j["kind"], "coloured net");
+    assert_eq!(j["states"], 7);
+    assert_eq!(j["edges"], 6);
+    assert_eq!(j["deadlock"], false);
+    assert_eq!(j["proper_ends"], 1);
+    assert_eq!(j["terminates"], true);
+    assert_eq!(j["exact_state_space"], true);
+}
+
+#[test]
+fn coloured_join_deadlocks_when_an_input_is_missing() {
+    let net = format!("{NETS}/join.xpnet");
+    let (code, j) = json(&[&net, "-p", "a=1L"]);
+    assert_eq!(code, 3);
+    assert_eq!(j["deadlock"], true);
+    assert_eq!(j["traces"][0]["kind"], "deadlock");
+    assert_eq!(j["traces"][0]["transitions"], serde_json::json!([]));
+    assert_eq!(j["traces"][0]["exact"], true);
+    let (code, j) = json(&[&net, "-p", "a=1L", "-p", "b=2L"]);
+    assert_eq!(code, 0);
+    assert_eq!(j["dead_transitions"], serde_json::json!([]));
+    let (_, out, _) = pnetv(&[&net, "-p", "a=1L"]);
+    assert!(out.contains("tokens stuck on a"), "{out}");
+}
+
+#[test]
+fn coloured_module_outputs_abstracted_or_assumed() {
+    let net = format!("{NETS}/module.xpnet");
+    // Unknown output: both accept and reject may fire (maybe edges). The marking right after
+    // `compute` may be dead (both conditions are maybes), and the reject path gets stuck on
+    // `failed` (no budget): possible deadlocks, flagged as possibly spurious.
+    let (code, j) = json(&[&net, "-p", "job=1L", "--traces", "5"]);
+    assert_eq!(code, 3);
+    assert_eq!(j["exact_state_space"], false);
+    assert_eq!(j["deadlock"], true);
+    let dls: Vec<&serde_json::Value> = j["traces"].as_array().unwrap().iter().filter(|t| t["kind"] == "deadlock").collect();
+    assert!(dls.iter().all(|t| t["exact"] == false));
+    let paths: Vec<&serde_json::Value> = dls.iter().map(|t| &t["transitions"]).collect();
+    assert_eq!(paths, vec![&serde_json::json!(["compute"]), &serde_json::json!(["compute", "reject"])]);
+    assert_eq!(j["terminates"], true);
+    // Assumed non-negative outputs: exact, and no deadlock.
+    let (code, j) = json(&[&net, "-p", "job=1L", "--assume", "compute.y=0L,7L"]);
+    assert_eq!(code, 0, "{j}");
+    assert_eq!(j["exact_state_space"], true);
+    assert_eq!(j["deadlock"], false);
+    assert_eq!(j["dead_transitions"], serde_json::json!(["reject", "again"]));
+    // A negative one is a real deadlock now.
+    let (code, j) = json(&[&net, "-p", "job=1L", "--assume", "compute.y=-1L"]);
+    assert_eq!(code, 3);
+    assert_eq!(j["traces"][0]["exact"], true);
+    let (code, _, err) = pnetv(&[&net, "--assume", "nothere.y=1L"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no module call `nothere`"), "{err}");
+}
