@@ -27,6 +27,7 @@ use pnet_syntax::xml::{
 use pnet_syntax::{Diagnostic, FileId, Span};
 
 use crate::db::{self, Elaborated, Parsed, Workspace};
+use crate::facts::{Facts, Reference, Scope, Symbol, SymbolKind};
 use crate::expr::{Env, Mode, PortSig};
 use crate::warnings::canonical;
 
@@ -40,11 +41,21 @@ pub fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
     let parsed: Vec<&Parsed> = inputs.iter().map(|f| db::parse(db, *f)).collect();
     let mut links = HashMap::new();
     let mut diags = Vec::new();
+    let mut facts = Facts::default();
     for p in &parsed {
         diags.extend(p.diagnostics.iter().cloned().map(|d| (d, None)));
     }
     for l in ws.links(db) {
         links.insert((l.from, l.href.as_str()), l.target);
+        if let Some(t) = l.target {
+            facts.references.push(Reference {
+                kind: SymbolKind::File,
+                name: l.href.clone(),
+                span: l.span,
+                target: Span::new(t, 0, 0),
+                ty: None,
+            });
+        }
         if l.target.is_none() {
             diags.push((
                 Diagnostic::error("file_not_found", format!("cannot find file `{}`", l.href))
@@ -66,6 +77,8 @@ pub fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
         structs: Vec::new(),
         diags,
         externals: Vec::new(),
+        facts,
+        net_places: Vec::new(),
     };
     let files = inputs
         .iter()
@@ -81,6 +94,7 @@ pub fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
             files,
         },
         diagnostics: e.diags,
+        facts: e.facts,
     }
 }
 
@@ -94,6 +108,9 @@ struct Elab<'a> {
     structs: Vec<StructType>,
     diags: Vec<(Diagnostic, Option<bool>)>,
     externals: Vec<External>,
+    facts: Facts,
+    /// The place symbols of the net elaborated last.
+    net_places: Vec<Symbol>,
 }
 
 /// A module function seen so far, to find duplicates.
@@ -171,6 +188,7 @@ struct TemplateEntry<'a> {
 
 struct SpecEntry<'a> {
     name: String,
+    span: Span,
     template: Option<TemplateEntry<'a>>,
     subst: Rc<Subst>,
 }
@@ -182,6 +200,8 @@ struct ElabFn<'a> {
     overrides: Rc<Vec<(&'static str, bool)>>,
     /// `(port, binds its input side, binds its output side, place)` of the function's net.
     bindings: Vec<(PortId, bool, bool, PlaceId)>,
+    /// The span of each port's name (same order as the function's ports).
+    port_names: Vec<Span>,
     _ctx: std::marker::PhantomData<&'a ()>,
 }
 
@@ -507,6 +527,12 @@ impl<'a> Elab<'a> {
                     .with_primary(fname.span, "names match [A-Za-z_][A-Za-z0-9_]*"),
                 );
             }
+            self.facts.symbols.push(Symbol {
+                kind: SymbolKind::Field,
+                name: fname.text.clone(),
+                span: fname.span,
+                ty: Some(ty.clone()),
+            });
             fields.push((Arc::from(fname.text.as_str()), ty));
             spans.push(fname.span);
         }
@@ -517,7 +543,14 @@ impl<'a> Elab<'a> {
         if !self.structs.contains(&st) {
             self.structs.push(st.clone());
         }
-        Type::Struct(Arc::new(st))
+        let t = Type::Struct(Arc::new(st));
+        self.facts.symbols.push(Symbol {
+            kind: SymbolKind::Struct,
+            name: def.name.text.clone(),
+            span: def.name.span,
+            ty: Some(t.clone()),
+        });
+        t
     }
 
     fn resolve_type_in(&mut self, ty: &Name, scope: &Rc<StructScope<'a>>, subst: &Subst) -> Type {
@@ -526,7 +559,15 @@ impl<'a> Elab<'a> {
             return t;
         }
         if let Some((s, i)) = find_struct(scope, n) {
-            return self.resolve_entry(&s, i);
+            let t = self.resolve_entry(&s, i);
+            self.facts.references.push(Reference {
+                kind: SymbolKind::Struct,
+                name: n.to_string(),
+                span: ty.span,
+                target: s.entries[i].def.name.span,
+                ty: Some(t.clone()),
+            });
+            return t;
         }
         let msg = if n == ty.text {
             format!("unknown type `{n}`")
@@ -803,6 +844,12 @@ impl<'a> Elab<'a> {
         let mut place_refs: Vec<(usize, bool, bool, &'a Name)> = Vec::new();
         for p in &d.ports {
             let ty = self.resolve_type(&ctx, &p.ty);
+            self.facts.symbols.push(Symbol {
+                kind: SymbolKind::Port,
+                name: p.name.text.clone(),
+                span: p.name.span,
+                ty: Some(ty.clone()),
+            });
             if !valid_name(&p.name.text) {
                 self.error(
                     Diagnostic::error(
@@ -987,6 +1034,7 @@ impl<'a> Elab<'a> {
         let (conditions, _) = self.parse_conditions(&d.conditions);
 
         let mut bindings = Vec::new();
+        let mut scope_places = Vec::new();
         let body = match &d.body {
             Some(DefunBody::Expression(text)) => {
                 let (e, bad) = self.parse_expr(text);
@@ -1022,6 +1070,7 @@ impl<'a> Elab<'a> {
             }
             Some(DefunBody::Net(n)) => {
                 let net = self.net(&ctx, n);
+                scope_places = self.net_places.clone();
                 let by_name: HashMap<&str, usize> = net
                     .places
                     .iter()
@@ -1032,6 +1081,15 @@ impl<'a> Elab<'a> {
                 for &(idx, i, o, place) in &place_refs {
                     match by_name.get(place.text.as_str()) {
                         Some(&pi) => {
+                            if let Some(sym) = self.net_places.get(pi) {
+                                self.facts.references.push(Reference {
+                                    kind: SymbolKind::Place,
+                                    name: place.text.clone(),
+                                    span: place.span,
+                                    target: sym.span,
+                                    ty: sym.ty.clone(),
+                                });
+                            }
                             let port = &mut ports[idx];
                             if port.ty != net.places[pi].ty
                                 && port.ty != Type::Any
@@ -1126,6 +1184,44 @@ impl<'a> Elab<'a> {
             }
             None => Body::Net(Net::default()),
         };
+        let mut scope_structs = Vec::new();
+        let mut sc = Some(ctx.structs.clone());
+        while let Some(x) = sc {
+            for e in &x.entries {
+                if !scope_structs.iter().any(|s: &Symbol| s.name == e.name) {
+                    scope_structs.push(Symbol {
+                        kind: SymbolKind::Struct,
+                        name: e.name.clone(),
+                        span: e.def.name.span,
+                        ty: None,
+                    });
+                }
+            }
+            sc = x.parent.clone();
+        }
+        self.facts.scopes.push(Scope {
+            span: d.span,
+            ports: ports
+                .iter()
+                .zip(&port_spans)
+                .map(|(p, &span)| Symbol {
+                    kind: SymbolKind::Port,
+                    name: p.name.clone(),
+                    span,
+                    ty: Some(p.ty.clone()),
+                })
+                .collect(),
+            places: scope_places,
+            structs: scope_structs,
+        });
+        if let Some(n) = &d.name {
+            self.facts.symbols.push(Symbol {
+                kind: SymbolKind::Defun,
+                name: n.text.clone(),
+                span: n.span,
+                ty: None,
+            });
+        }
         let function = Function {
             name: d.name.as_ref().map(|n| n.text.clone()),
             ports,
@@ -1141,6 +1237,7 @@ impl<'a> Elab<'a> {
             conditions,
             overrides: ctx.overrides.clone(),
             bindings,
+            port_names: port_spans,
             _ctx: std::marker::PhantomData,
         }
     }
@@ -1377,6 +1474,12 @@ impl<'a> Elab<'a> {
                     .with_primary(name.span, "this template"),
                 );
             }
+            self.facts.symbols.push(Symbol {
+                kind: SymbolKind::Template,
+                name: name.text.clone(),
+                span: name.span,
+                ty: None,
+            });
             templates.push(TemplateEntry {
                 name: name.text.clone(),
                 template: t,
@@ -1404,6 +1507,15 @@ impl<'a> Elab<'a> {
                 .find(|t| t.name == s.use_.text)
                 .cloned()
                 .or_else(|| lookup_template(ctx.fns.as_ref(), &s.use_.text));
+            if let Some(tn) = template.as_ref().and_then(|t| t.template.name.as_ref()) {
+                self.facts.references.push(Reference {
+                    kind: SymbolKind::Template,
+                    name: s.use_.text.clone(),
+                    span: s.use_.span,
+                    target: tn.span,
+                    ty: None,
+                });
+            }
             if template.is_none() {
                 self.error(
                     Diagnostic::error(
@@ -1489,8 +1601,15 @@ impl<'a> Elab<'a> {
                     .with_primary(s.name.span, "this specialization"),
                 );
             }
+            self.facts.symbols.push(Symbol {
+                kind: SymbolKind::Specialize,
+                name: s.name.text.clone(),
+                span: s.name.span,
+                ty: None,
+            });
             specs.push(SpecEntry {
                 name: s.name.text.clone(),
+                span: s.name.span,
                 template,
                 subst,
             });
@@ -1512,6 +1631,7 @@ impl<'a> Elab<'a> {
         let mut net = Net::default();
         let mut place_spans: Vec<Span> = Vec::new();
         let mut by_name: HashMap<String, usize> = HashMap::new();
+        let mut place_syms: Vec<Symbol> = Vec::new();
         for p in &n.places {
             self.check_user_name(&p.name, "place");
             if let Some(&i) = by_name.get(&p.name.text) {
@@ -1589,6 +1709,14 @@ impl<'a> Elab<'a> {
             let properties = self.properties(&ctx, &p.properties);
             by_name.insert(p.name.text.clone(), net.places.len());
             place_spans.push(p.name.span);
+            let sym = Symbol {
+                kind: SymbolKind::Place,
+                name: p.name.text.clone(),
+                span: p.name.span,
+                ty: Some(ty.clone()),
+            };
+            self.facts.symbols.push(sym.clone());
+            place_syms.push(sym);
             net.places.push(Place {
                 name: p.name.text.clone(),
                 ty,
@@ -1605,10 +1733,10 @@ impl<'a> Elab<'a> {
         let _ = generators;
 
         // transitions
-        let mut trans_spans: Vec<(String, Span)> = Vec::new();
+        let mut trans_spans: HashMap<&str, Span> = HashMap::new();
         for t in &n.transitions {
             self.check_user_name(&t.name, "transition");
-            if let Some((_, first)) = trans_spans.iter().find(|(n, _)| *n == t.name.text) {
+            if let Some(first) = trans_spans.get(t.name.text.as_str()) {
                 let fs = *first;
                 self.error(
                     Diagnostic::error(
@@ -1620,9 +1748,16 @@ impl<'a> Elab<'a> {
                 );
                 continue;
             }
-            trans_spans.push((t.name.text.clone(), t.name.span));
+            trans_spans.insert(t.name.text.as_str(), t.name.span);
+            self.facts.symbols.push(Symbol {
+                kind: SymbolKind::Transition,
+                name: t.name.text.clone(),
+                span: t.name.span,
+                ty: None,
+            });
             self.transition(&ctx, t, &mut net, &by_name, &place_spans);
         }
+        self.net_places = place_syms;
         net
     }
 
@@ -1654,6 +1789,13 @@ impl<'a> Elab<'a> {
         let mut scope = ctx.fns.clone();
         while let Some(s) = scope {
             if let Some(sp) = s.specializes.iter().find(|x| x.name == name.text) {
+                self.facts.references.push(Reference {
+                    kind: SymbolKind::Specialize,
+                    name: name.text.clone(),
+                    span: name.span,
+                    target: sp.span,
+                    ty: None,
+                });
                 let t = sp.template.as_ref()?;
                 let d = t.template.defun.as_deref()?;
                 let c = Ctx {
@@ -1667,6 +1809,15 @@ impl<'a> Elab<'a> {
                 return Some((d, c));
             }
             if let Some(t) = s.templates.iter().find(|x| x.name == name.text) {
+                if let Some(tn) = &t.template.name {
+                    self.facts.references.push(Reference {
+                        kind: SymbolKind::Template,
+                        name: name.text.clone(),
+                        span: name.span,
+                        target: tn.span,
+                        ty: None,
+                    });
+                }
                 let d = t.template.defun.as_deref()?;
                 let c = Ctx {
                     structs: s.structs.clone(),
@@ -1828,6 +1979,15 @@ impl<'a> Elab<'a> {
                 continue;
             };
             let port = f.port(pid);
+            if let Some(&target) = ef.port_names.get(pid.index()) {
+                self.facts.references.push(Reference {
+                    kind: SymbolKind::Port,
+                    name: port.name.clone(),
+                    span: port_name.span,
+                    target,
+                    ty: Some(port.ty.clone()),
+                });
+            }
             match c.kind {
                 ConnectKindDecl::Response => {
                     out_connected[pid.index()] = true;
@@ -1899,6 +2059,13 @@ impl<'a> Elab<'a> {
             };
             let place_id = PlaceId::from(pl);
             let place = net.place(place_id);
+            self.facts.references.push(Reference {
+                kind: SymbolKind::Place,
+                name: place.name.clone(),
+                span: place_name.span,
+                target: place_spans[pl],
+                ty: Some(place.ty.clone()),
+            });
             // types
             match c.kind {
                 ConnectKindDecl::NumberOfTokens => {

@@ -1361,39 +1361,6 @@ fn default_binding(info: &TransInfo, binding: &mut [u32], fixed: &[(usize, u32)]
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn generator_values() {
-        let s: Vec<String> = [0u128, 1, 25, 26, 27, 51, 52, 701, 702]
-            .iter()
-            .map(|&n| match generator_value(&Type::String, n) {
-                Some(Value::String(s)) => s.to_string(),
-                _ => "?".into(),
-            })
-            .collect();
-        expect_test::expect![[r#"["a", "b", "z", "aa", "ab", "az", "ba", "zz", "aaa"]"#]]
-            .assert_eq(&format!("{s:?}"));
-        assert!(matches!(
-            generator_value(&Type::Char, 0),
-            Some(Value::Char(97))
-        ));
-        assert!(matches!(
-            generator_value(&Type::Char, 30),
-            Some(Value::Char(127))
-        ));
-        assert!(generator_value(&Type::Char, 31).is_none());
-        assert!(matches!(
-            generator_value(&Type::Int, i32::MAX as u128),
-            Some(Value::Int(i32::MAX))
-        ));
-        assert!(generator_value(&Type::Int, i32::MAX as u128 + 1).is_none());
-        assert!(generator_value(&Type::Bool, 0).is_none());
-    }
-}
-
 /// The evaluator of codes: the runner (JIT) if there is one, else the interpreter.
 struct Eval<'a> {
     interp: &'a mut Interpreter,
@@ -1428,5 +1395,38 @@ impl Eval<'_> {
             }
             None => self.interp.run_bool(code, frame),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generator_values() {
+        let s: Vec<String> = [0u128, 1, 25, 26, 27, 51, 52, 701, 702]
+            .iter()
+            .map(|&n| match generator_value(&Type::String, n) {
+                Some(Value::String(s)) => s.to_string(),
+                _ => "?".into(),
+            })
+            .collect();
+        expect_test::expect![[r#"["a", "b", "z", "aa", "ab", "az", "ba", "zz", "aaa"]"#]]
+            .assert_eq(&format!("{s:?}"));
+        assert!(matches!(
+            generator_value(&Type::Char, 0),
+            Some(Value::Char(97))
+        ));
+        assert!(matches!(
+            generator_value(&Type::Char, 30),
+            Some(Value::Char(127))
+        ));
+        assert!(generator_value(&Type::Char, 31).is_none());
+        assert!(matches!(
+            generator_value(&Type::Int, i32::MAX as u128),
+            Some(Value::Int(i32::MAX))
+        ));
+        assert!(generator_value(&Type::Int, i32::MAX as u128 + 1).is_none());
+        assert!(generator_value(&Type::Bool, 0).is_none());
     }
 }

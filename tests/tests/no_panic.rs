@@ -1,0 +1,107 @@
+//! The whole compiler (XML front end, expression parser, sema, lowering) never panics: random
+//! inputs and mutated corpus nets give diagnostics, never a crash.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use pnet_sema::Options;
+use pnet_tests::{gpispace, net_files};
+use proptest::prelude::*;
+
+fn corpus_texts() -> &'static Vec<String> {
+    static TEXTS: OnceLock<Vec<String>> = OnceLock::new();
+    TEXTS.get_or_init(|| {
+        net_files(&gpispace().join("share/doc/example"))
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .collect()
+    })
+}
+
+fn compile(text: &str) {
+    let out = pnet_sema::compile_source(Path::new("fuzz.xpnet"), text, &Options::default());
+    // A bundle exists exactly when there is no error.
+    assert_eq!(out.bundle.is_some(), !out.has_errors());
+    for d in &out.diagnostics {
+        for l in &d.labels {
+            let f = &out.files[l.span.file.0 as usize];
+            assert!(l.span.start <= l.span.end && l.span.end as usize <= f.text.len(), "{d:?}");
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Mutation {
+    Delete(usize, usize),
+    Insert(usize, String),
+    Duplicate(usize, usize),
+    Truncate(usize),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    let fragment = prop_oneof![
+        Just("<".to_string()),
+        Just("\"".to_string()),
+        Just("${".to_string()),
+        Just("</net>".to_string()),
+        Just("<transition name=\"x\">".to_string()),
+        Just(" := ".to_string()),
+        Just("&amp;".to_string()),
+        "[ -~]{0,12}",
+    ];
+    prop_oneof![
+        (any::<usize>(), 0usize..40).prop_map(|(a, n)| Mutation::Delete(a, n)),
+        (any::<usize>(), fragment).prop_map(|(a, s)| Mutation::Insert(a, s)),
+        (any::<usize>(), 0usize..80).prop_map(|(a, n)| Mutation::Duplicate(a, n)),
+        any::<usize>().prop_map(Mutation::Truncate),
+    ]
+}
+
+fn apply(text: &str, ms: &[Mutation]) -> String {
+    let mut b = text.as_bytes().to_vec();
+    for m in ms {
+        let len = b.len().max(1);
+        match m {
+            Mutation::Delete(a, n) => {
+                let a = a % len;
+                let e = (a + n).min(b.len());
+                if a < e {
+                    b.drain(a..e);
+                }
+            }
+            Mutation::Insert(a, s) => {
+                let a = (a % len).min(b.len());
+                b.splice(a..a, s.bytes());
+            }
+            Mutation::Duplicate(a, n) => {
+                let a = (a % len).min(b.len());
+                let e = (a + n).min(b.len());
+                let piece = b[a..e].to_vec();
+                b.splice(e..e, piece);
+            }
+            Mutation::Truncate(a) => b.truncate(a % len),
+        }
+    }
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_text_never_panics(s in "\\PC{0,300}") {
+        compile(&s);
+    }
+
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        compile(&String::from_utf8_lossy(&bytes));
+    }
+
+    #[test]
+    fn mutated_corpus_nets_never_panic(i in any::<usize>(), ms in proptest::collection::vec(mutation(), 1..6)) {
+        let texts = corpus_texts();
+        prop_assume!(!texts.is_empty());
+        compile(&apply(&texts[i % texts.len()], &ms));
+    }
+}
