@@ -143,6 +143,8 @@ fn defun_hrefs(d: &xml::Defun, out: &mut Vec<(String, Span)>) {
 pub struct Elaborated {
     pub bundle: pnet_bundle::Bundle,
     pub diagnostics: Vec<(Diagnostic, Option<bool>)>,
+    /// Name-resolution facts for tools.
+    pub facts: crate::facts::Facts,
 }
 
 /// Elaborates the root file (file 0) of the workspace.

@@ -27,8 +27,8 @@ use pnet_syntax::xml::{
 use pnet_syntax::{Diagnostic, FileId, Span};
 
 use crate::db::{self, Elaborated, Parsed, Workspace};
-use crate::facts::{Facts, Reference, Scope, Symbol, SymbolKind};
 use crate::expr::{Env, Mode, PortSig};
+use crate::facts::{Facts, Reference, Scope, Symbol, SymbolKind};
 use crate::warnings::canonical;
 
 type Subst = HashMap<String, String>;

@@ -8,6 +8,7 @@
 pub mod db;
 mod elab;
 pub mod expr;
+pub mod facts;
 pub mod signature;
 mod warnings;
 
@@ -18,7 +19,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use warnings::{WARNINGS, canonical as canonical_warning};
+pub use warnings::{WARNINGS, apply as apply_warnings, canonical as canonical_warning};
 
 use pnet_bundle::Bundle;
 use pnet_syntax::{Diagnostic, FileId};
@@ -104,8 +105,49 @@ pub fn compile_source(path: &Path, text: &str, options: &Options) -> Output {
 /// The driver: loads the root and, transitively, every included file as inputs, resolving
 /// each `href` against the including file's folder first and then each search path.
 pub fn load(db: &mut db::Database, path: &Path, text: &str, options: &Options) -> db::Workspace {
-    let root = db::SourceInput::new(db, FileId(0), path.to_path_buf(), Arc::from(text));
-    let mut files = vec![root];
+    let root = path.to_path_buf();
+    let text = text.to_string();
+    reload(db, None, path, options, &mut |p: &Path| {
+        if p == root {
+            Some(text.clone())
+        } else {
+            std::fs::read_to_string(p).ok()
+        }
+    })
+}
+
+/// The incremental driver (used by the language server): like [`load`], but file texts come
+/// from `read` (an editor's unsaved buffers first, then the disk), and the inputs of `previous`
+/// are reused where the same file keeps its `FileId`: a text is only set when it changed, and
+/// the workspace's file list and links only when they changed, so that salsa re-runs only
+/// the queries that read what changed. `read` is asked for the root as well.
+pub fn reload(
+    db: &mut db::Database,
+    previous: Option<db::Workspace>,
+    path: &Path,
+    options: &Options,
+    read: &mut dyn FnMut(&Path) -> Option<String>,
+) -> db::Workspace {
+    use salsa::Setter;
+    let old: Vec<db::SourceInput> = previous.map(|w| w.files(db).clone()).unwrap_or_default();
+    let mut files: Vec<db::SourceInput> = Vec::new();
+    let add =
+        |db: &mut db::Database, files: &mut Vec<db::SourceInput>, p: PathBuf, text: String| {
+            let id = FileId(files.len() as u32);
+            let input = match old.get(id.0 as usize) {
+                Some(&f) if *f.path(db) == p => {
+                    if **f.text(db) != *text {
+                        f.set_text(db).to(Arc::from(text.as_str()));
+                    }
+                    f
+                }
+                _ => db::SourceInput::new(db, id, p, Arc::from(text.as_str())),
+            };
+            files.push(input);
+            id
+        };
+    let root_text = read(path).unwrap_or_default();
+    add(db, &mut files, path.to_path_buf(), root_text);
     let mut by_path: HashMap<PathBuf, FileId> = HashMap::new();
     by_path.insert(identity(path), FileId(0));
     let mut links = Vec::new();
@@ -133,9 +175,8 @@ pub fn load(db: &mut db::Database, path: &Path, text: &str, options: &Options) -
                     target = Some(id);
                     break;
                 }
-                if let Ok(text) = std::fs::read_to_string(&cand) {
-                    let id = FileId(files.len() as u32);
-                    files.push(db::SourceInput::new(db, id, cand, Arc::from(text.as_str())));
+                if let Some(text) = read(&cand) {
+                    let id = add(db, &mut files, cand, text);
                     by_path.insert(key, id);
                     target = Some(id);
                     break;
@@ -149,13 +190,31 @@ pub fn load(db: &mut db::Database, path: &Path, text: &str, options: &Options) -
             });
         }
     }
-    db::Workspace::new(
-        db,
-        files,
-        links,
-        options.no_inline,
-        options.synthesize_virtual_places,
-    )
+    match previous {
+        Some(ws) => {
+            if *ws.files(db) != files {
+                ws.set_files(db).to(files);
+            }
+            if *ws.links(db) != links {
+                ws.set_links(db).to(links);
+            }
+            if *ws.no_inline(db) != options.no_inline {
+                ws.set_no_inline(db).to(options.no_inline);
+            }
+            if *ws.synthesize_virtual_places(db) != options.synthesize_virtual_places {
+                ws.set_synthesize_virtual_places(db)
+                    .to(options.synthesize_virtual_places);
+            }
+            ws
+        }
+        None => db::Workspace::new(
+            db,
+            files,
+            links,
+            options.no_inline,
+            options.synthesize_virtual_places,
+        ),
+    }
 }
 
 fn identity(path: &Path) -> PathBuf {

@@ -28,7 +28,8 @@ Options:
       --max-firings N      stop with an error after N firings (a guard against runaway nets)
       --jit MODE           how to run expressions and conditions: auto (default: compile to
                            native code what pays off once it is hot, interpret the rest), on
-                           (compile everything at load), off (interpret everything)
+                           (compile everything at load), off (interpret everything); without
+                           this option, the environment variable PNET_JIT, if set
       --emit jit-stats     print what the JIT compiled and ran to stderr after the run
   -V, --version            print the version
   -h, --help               print this help
@@ -76,7 +77,10 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
     let mut json = false;
     let mut config = pnet_vm::RunConfig::default();
     let mut compile = pnet_sema::Options::default();
-    let mut jit = pnet_jit::JitMode::Auto;
+    let mut jit = match std::env::var("PNET_JIT") {
+        Ok(v) => pnet_jit::JitMode::parse(&v).ok_or_else(|| usage_error(&format!("PNET_JIT: '{v}' is not one of auto, on, off")))?,
+        Err(_) => pnet_jit::JitMode::Auto,
+    };
     let mut jit_stats = false;
     let mut i = 0;
     while i < argv.len() {

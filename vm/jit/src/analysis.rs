@@ -19,13 +19,17 @@ pub struct NativeSlot {
     pub local: bool,
 }
 
-/// A struct field loaded straight into a register: `${slot.path}` with a scalar type, in a
-/// slot that the code never assigns.
+/// A struct field held in a register: `${slot.path}` with a scalar type, where the slot is
+/// never assigned as a whole and, if any of its fields is assigned, only ever accessed through
+/// scalar fields. It is loaded when the code starts (the path must exist then) and, if the
+/// code assigns it, written back in place at the end.
 #[derive(Clone, Debug)]
 pub struct FieldInput {
     pub slot: u16,
-    pub path: u32,
+    /// The path indices that name this field (equal paths).
+    pub paths: Vec<u32>,
     pub ty: Nt,
+    pub stored: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -50,7 +54,7 @@ pub struct Plan {
 impl Plan {
     /// The field input for `LoadPath(s, p)`, if it is one.
     pub fn field(&self, s: u16, p: u32) -> Option<usize> {
-        self.fields.iter().position(|f| f.slot == s && f.path == p)
+        find_field(&self.fields, s, p)
     }
 
     /// Words of the buffer shared with generated code: native slot values, their "has a
@@ -119,6 +123,49 @@ pub fn native_call(f: Builtin, args: &[Nt]) -> Option<Nt> {
     }
 }
 
+fn find_field(fields: &[FieldInput], s: u16, p: u32) -> Option<usize> {
+    fields
+        .iter()
+        .position(|f| f.slot == s && f.paths.contains(&p))
+}
+
+/// The fields held in registers, for the slots whose fields may be (`unpack`).
+fn build_fields(code: &Code, unpack: &[bool]) -> Vec<FieldInput> {
+    let mut fields: Vec<FieldInput> = Vec::new();
+    for i in &code.instrs {
+        let (Instr::LoadPath(s, p) | Instr::StorePath(s, p)) = *i else {
+            continue;
+        };
+        let su = usize::from(s);
+        if !unpack[su] {
+            continue;
+        }
+        let path = &code.paths[p as usize];
+        let Some(ty) = path_type(&code.slots[su].ty, path).and_then(Nt::of_type) else {
+            continue;
+        };
+        let stored = matches!(i, Instr::StorePath(..));
+        match fields
+            .iter_mut()
+            .find(|f| f.slot == s && code.paths[f.paths[0] as usize] == *path)
+        {
+            Some(f) => {
+                if !f.paths.contains(&p) {
+                    f.paths.push(p);
+                }
+                f.stored |= stored;
+            }
+            None => fields.push(FieldInput {
+                slot: s,
+                paths: vec![p],
+                ty,
+                stored,
+            }),
+        }
+    }
+    fields
+}
+
 /// The static type of `${slot.path}` when the slot's type is a struct type.
 fn path_type<'t>(mut t: &'t Type, path: &[String]) -> Option<&'t Type> {
     for name in path {
@@ -174,20 +221,25 @@ pub fn analyse(code: &Code) -> Option<Plan> {
             return None;
         }
     }
-    // Field inputs: scalar fields of slots that the code never assigns.
-    let mut fields: Vec<FieldInput> = Vec::new();
+    // Slots whose scalar fields may live in registers: never assigned as a whole; if a field
+    // is assigned, only accessed through scalar fields.
+    let mut unpack: Vec<bool> = (0..nslots).map(|s| !stored[s]).collect();
     for i in &code.instrs {
-        if let Instr::LoadPath(s, p) = *i {
-            let su = usize::from(s);
-            if stored[su] || path_stored[su] || fields.iter().any(|f| f.slot == s && f.path == p) {
-                continue;
+        match *i {
+            Instr::Load(s) if path_stored[usize::from(s)] => unpack[usize::from(s)] = false,
+            Instr::LoadPath(s, p) | Instr::StorePath(s, p) if path_stored[usize::from(s)] => {
+                let su = usize::from(s);
+                if path_type(&code.slots[su].ty, &code.paths[p as usize])
+                    .and_then(Nt::of_type)
+                    .is_none()
+                {
+                    unpack[su] = false;
+                }
             }
-            let ty = path_type(&code.slots[su].ty, &code.paths[p as usize]).and_then(Nt::of_type);
-            if let Some(ty) = ty {
-                fields.push(FieldInput { slot: s, path: p, ty });
-            }
+            _ => {}
         }
     }
+    let mut fields = build_fields(code, &unpack);
     // Iterate: a slot stored with a value of another kind stops being native.
     for _round in 0..=nslots {
         match flow(code, &slot_nt, &fields) {
@@ -223,6 +275,10 @@ pub fn analyse(code: &Code) -> Option<Plan> {
                 });
             }
             Flow::Demote(s) => slot_nt[s] = None,
+            Flow::Pack(s) => {
+                unpack[s] = false;
+                fields = build_fields(code, &unpack);
+            }
             Flow::Reject => return None,
         }
     }
@@ -232,6 +288,8 @@ pub fn analyse(code: &Code) -> Option<Plan> {
 enum Flow {
     Done(Vec<Option<Vec<K>>>, Vec<bool>, usize, (usize, usize)),
     Demote(usize),
+    /// A struct slot whose fields cannot live in registers after all.
+    Pack(usize),
     Reject,
 }
 
@@ -299,12 +357,10 @@ fn flow(code: &Code, slot_nt: &[Option<Nt>], fields: &[FieldInput]) -> Flow {
                 Some(t) => K::N(t),
                 None => K::D,
             }),
-            Instr::LoadPath(s, p) => st.push(
-                match fields.iter().find(|f| f.slot == s && f.path == p) {
-                    Some(f) => K::N(f.ty),
-                    None => K::D,
-                },
-            ),
+            Instr::LoadPath(s, p) => st.push(match find_field(fields, s, p) {
+                Some(f) => K::N(fields[f].ty),
+                None => K::D,
+            }),
             Instr::Store(s) => {
                 let k = pop!();
                 if let Some(t) = slot_nt[usize::from(s)]
@@ -313,7 +369,15 @@ fn flow(code: &Code, slot_nt: &[Option<Nt>], fields: &[FieldInput]) -> Flow {
                     return Flow::Demote(usize::from(s));
                 }
             }
-            Instr::StorePath(..) | Instr::Pop => {
+            Instr::StorePath(s, p) => {
+                let k = pop!();
+                if let Some(f) = find_field(fields, s, p)
+                    && k != K::N(fields[f].ty)
+                {
+                    return Flow::Pack(usize::from(s));
+                }
+            }
+            Instr::Pop => {
                 pop!();
             }
             Instr::Dup => {
@@ -349,10 +413,7 @@ fn flow(code: &Code, slot_nt: &[Option<Nt>], fields: &[FieldInput]) -> Flow {
                         K::D => None,
                     })
                     .collect();
-                st.push(
-                    nts.and_then(|a| native_call(f, &a))
-                        .map_or(K::D, K::N),
-                );
+                st.push(nts.and_then(|a| native_call(f, &a)).map_or(K::D, K::N));
             }
             Instr::MakeShared(c) => {
                 if !matches!(code.consts[c as usize], pnet_stdlib::Value::String(_)) {
@@ -393,19 +454,22 @@ fn flow(code: &Code, slot_nt: &[Option<Nt>], fields: &[FieldInput]) -> Flow {
             continue;
         };
         let native = match code.instrs[pc] {
-            Instr::Const(_) | Instr::Load(_) | Instr::LoadPath(..) | Instr::Unary(..)
-            | Instr::Binary(..) | Instr::Call(_) => {
+            Instr::Const(_)
+            | Instr::Load(_)
+            | Instr::LoadPath(..)
+            | Instr::Unary(..)
+            | Instr::Binary(..)
+            | Instr::Call(_) => {
                 // The result's kind: after this instruction (if it falls through).
                 let _ = after;
                 kind_after(code, pc, st, slot_nt, fields) != K::D
             }
             Instr::Store(s) => slot_nt[usize::from(s)].is_some(),
-            Instr::StorePath(..) | Instr::MakeShared(_) => false,
+            Instr::StorePath(s, p) => find_field(fields, s, p).is_some(),
+            Instr::MakeShared(_) => false,
             Instr::Dup | Instr::Pop => st.last() != Some(&K::D),
             Instr::Jump(_) => true,
-            Instr::JumpIfFalseElsePop(_) | Instr::JumpIfTrueElsePop(_) => {
-                st.last() != Some(&K::D)
-            }
+            Instr::JumpIfFalseElsePop(_) | Instr::JumpIfTrueElsePop(_) => st.last() != Some(&K::D),
         };
         if native {
             ops.0 += 1;
@@ -417,15 +481,18 @@ fn flow(code: &Code, slot_nt: &[Option<Nt>], fields: &[FieldInput]) -> Flow {
 }
 
 /// The kind of the value an instruction pushes, given the stack before it.
-fn kind_after(code: &Code, pc: usize, st: &[K], slot_nt: &[Option<Nt>], fields: &[FieldInput]) -> K {
+fn kind_after(
+    code: &Code,
+    pc: usize,
+    st: &[K],
+    slot_nt: &[Option<Nt>],
+    fields: &[FieldInput],
+) -> K {
     let top = |k: usize| st.get(st.len().wrapping_sub(k)).copied().unwrap_or(K::D);
     match code.instrs[pc] {
         Instr::Const(c) => Nt::of_value(&code.consts[c as usize]).map_or(K::D, K::N),
         Instr::Load(s) => slot_nt[usize::from(s)].map_or(K::D, K::N),
-        Instr::LoadPath(s, p) => fields
-            .iter()
-            .find(|f| f.slot == s && f.path == p)
-            .map_or(K::D, |f| K::N(f.ty)),
+        Instr::LoadPath(s, p) => find_field(fields, s, p).map_or(K::D, |f| K::N(fields[f].ty)),
         Instr::Unary(op, _) => match top(1) {
             K::N(t) => native_unary(op, t).map_or(K::D, K::N),
             K::D => K::D,

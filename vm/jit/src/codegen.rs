@@ -81,7 +81,7 @@ struct Gen<'a, 'c> {
     stack_vars: HashMap<(usize, Nt), Variable>,
     slot_val: Vec<Variable>,
     slot_def: Vec<Variable>,
-    fields: Vec<Value>,
+    fields: Vec<Variable>,
     sigs: HashMap<(Vec<types::Type>, Option<types::Type>), SigRef>,
 }
 
@@ -125,7 +125,9 @@ impl Gen<'_, '_> {
                 .b
                 .ins()
                 .load(f.ty.clif(), mem(), self.buf, (8 * (2 * nn + k)) as i32);
-            self.fields.push(x);
+            let v = self.b.declare_var(f.ty.clif());
+            self.b.def_var(v, x);
+            self.fields.push(v);
         }
         let mut stack: Vec<E> = Vec::new();
         let mut open = true;
@@ -159,12 +161,12 @@ impl Gen<'_, '_> {
         if let Some(st) = &self.plan.states[n] {
             self.b.switch_to_block(end);
             let stack = self.enter(st);
-                if let Some(E::N(_, v)) = stack.last() {
-                    let off = (8 * self.plan.result_word()) as i32;
-                    self.b.ins().store(mem(), *v, self.buf, off);
-                }
-                let ok = self.b.ins().iconst(types::I32, 0);
-                self.b.ins().jump(self.exit, &[BlockArg::Value(ok)]);
+            if let Some(E::N(_, v)) = stack.last() {
+                let off = (8 * self.plan.result_word()) as i32;
+                self.b.ins().store(mem(), *v, self.buf, off);
+            }
+            let ok = self.b.ins().iconst(types::I32, 0);
+            self.b.ins().jump(self.exit, &[BlockArg::Value(ok)]);
         }
         // Exit: write back the native locals.
         self.b.switch_to_block(self.exit);
@@ -177,6 +179,14 @@ impl Gen<'_, '_> {
                 self.b
                     .ins()
                     .store(mem(), d, self.buf, (8 * (nn + j)) as i32);
+            }
+        }
+        for k in 0..self.plan.fields.len() {
+            if self.plan.fields[k].stored {
+                let v = self.b.use_var(self.fields[k]);
+                self.b
+                    .ins()
+                    .store(mem(), v, self.buf, (8 * (2 * nn + k)) as i32);
             }
         }
         self.b.ins().return_(&[status]);
@@ -245,7 +255,10 @@ impl Gen<'_, '_> {
 
     /// Calls the helper at `addr` with `args`; returns its result, if any.
     fn call(&mut self, addr: usize, args: &[Value], ret: Option<types::Type>) -> Option<Value> {
-        let params: Vec<types::Type> = args.iter().map(|a| self.b.func.dfg.value_type(*a)).collect();
+        let params: Vec<types::Type> = args
+            .iter()
+            .map(|a| self.b.func.dfg.value_type(*a))
+            .collect();
         let sig = self.sig(&params, ret);
         let callee = self.b.ins().iconst(self.ptr, addr as i64);
         let inst = self.b.ins().call_indirect(sig, callee, args);
@@ -293,16 +306,20 @@ impl Gen<'_, '_> {
         let bits = self.bits(t, v);
         let p = self.u32c(pos as u32);
         let tag = self.u32c(t.tag());
-        self.call(rt::h_box as *const () as usize, &[p, tag, bits], Some(types::I32));
+        self.call(
+            rt::h_box as *const () as usize,
+            &[p, tag, bits],
+            Some(types::I32),
+        );
     }
 
     /// Boxes the native entries among the top `n` of `stack` (for a helper on them).
     fn box_top(&mut self, stack: &mut [E], n: usize) {
-        let len = stack.len();
-        for i in len - n..len {
-            if let E::N(t, v) = stack[i] {
+        let from = stack.len() - n;
+        for (i, e) in stack.iter_mut().enumerate().skip(from) {
+            if let E::N(t, v) = *e {
                 self.box_at(i, t, v);
-                stack[i] = E::D;
+                *e = E::D;
             }
         }
     }
@@ -313,7 +330,11 @@ impl Gen<'_, '_> {
             let tag = g.u32c(t.tag());
             let a = g.bits(t, a);
             let b = g.bits(t, b);
-            g.call(rt::h_fail_binary as *const () as usize, &[op, tag, a, b], Some(types::I32));
+            g.call(
+                rt::h_fail_binary as *const () as usize,
+                &[op, tag, a, b],
+                Some(types::I32),
+            );
         });
     }
 
@@ -322,7 +343,11 @@ impl Gen<'_, '_> {
             let f = g.u32c(rt::builtin_index(f));
             let tag = g.u32c(t.tag());
             let a = g.bits(t, a);
-            g.call(rt::h_fail_call as *const () as usize, &[f, tag, a], Some(types::I32));
+            g.call(
+                rt::h_fail_call as *const () as usize,
+                &[f, tag, a],
+                Some(types::I32),
+            );
         });
     }
 
@@ -378,7 +403,8 @@ impl Gen<'_, '_> {
             Instr::LoadPath(s, path) => match self.plan.field(s, path) {
                 Some(k) => {
                     let t = self.plan.fields[k].ty;
-                    stack.push(E::N(t, self.fields[k]));
+                    let v = self.b.use_var(self.fields[k]);
+                    stack.push(E::N(t, v));
                 }
                 None => {
                     let p = self.u32c(pos as u32);
@@ -405,6 +431,13 @@ impl Gen<'_, '_> {
                     self.call_checked(pc, rt::h_store as *const () as usize, &[p, s]);
                 }
             },
+            Instr::StorePath(s, path) if self.plan.field(s, path).is_some() => {
+                let k = self.plan.field(s, path).unwrap_or(0);
+                let Some(E::N(_, v)) = stack.pop() else {
+                    return false;
+                };
+                self.b.def_var(self.fields[k], v);
+            }
             Instr::StorePath(s, path) => {
                 self.box_top(stack, 1);
                 stack.pop();
@@ -780,19 +813,36 @@ impl Gen<'_, '_> {
         let bad = match (from, to) {
             // ulong: values above i64::MAX look negative in `w`.
             (Nt::ULong, Nt::Long) => self.b.ins().icmp_imm_s(IntCC::SignedLessThan, w, 0),
-            (Nt::ULong, Nt::Int) => self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThan, w, i64::from(i32::MAX)),
-            (Nt::ULong, Nt::UInt) => self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThan, w, i64::from(u32::MAX)),
+            (Nt::ULong, Nt::Int) => {
+                self.b
+                    .ins()
+                    .icmp_imm_s(IntCC::UnsignedGreaterThan, w, i64::from(i32::MAX))
+            }
+            (Nt::ULong, Nt::UInt) => {
+                self.b
+                    .ins()
+                    .icmp_imm_s(IntCC::UnsignedGreaterThan, w, i64::from(u32::MAX))
+            }
             (_, Nt::Long) => self.b.ins().iconst(types::I8, 0),
             (_, Nt::ULong) => self.b.ins().icmp_imm_s(IntCC::SignedLessThan, w, 0),
             (_, Nt::Int) => {
-                let lo = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, w, i64::from(i32::MIN));
-                let hi = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, w, i64::from(i32::MAX));
+                let lo = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedLessThan, w, i64::from(i32::MIN));
+                let hi = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThan, w, i64::from(i32::MAX));
                 self.b.ins().bor(lo, hi)
             }
             _ => {
                 // to UInt
                 let lo = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, w, 0);
-                let hi = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, w, i64::from(u32::MAX));
+                let hi = self
+                    .b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThan, w, i64::from(u32::MAX));
                 self.b.ins().bor(lo, hi)
             }
         };

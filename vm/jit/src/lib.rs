@@ -49,6 +49,18 @@ struct Compiled {
     addr: usize,
     plan: Plan,
     code: Arc<Code>,
+    /// Where the value ends up.
+    result: Res,
+    /// Whether anything is written back (native locals, assigned fields).
+    writes_back: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Res {
+    Control,
+    Native(Nt),
+    /// On the helpers' value stack at this position.
+    Dyn(usize),
 }
 
 /// A JIT: one Cranelift module with the compiled codes, and the reused contexts.
@@ -91,7 +103,9 @@ impl Jit {
         }
         let e = |m: &dyn std::fmt::Display| JitError(m.to_string());
         let mut flags = settings::builder();
-        flags.set("use_colocated_libcalls", "false").map_err(|x| e(&x))?;
+        flags
+            .set("use_colocated_libcalls", "false")
+            .map_err(|x| e(&x))?;
         flags.set("is_pic", "false").map_err(|x| e(&x))?;
         flags.set("opt_level", "speed").map_err(|x| e(&x))?;
         let isa = cranelift_native::builder()
@@ -133,7 +147,23 @@ impl Jit {
                 }
                 let addr = self.module.get_finalized_function(func) as usize;
                 let id = FnId(self.fns.len() as u32);
-                self.fns.push(Compiled { addr, plan, code });
+                let result = match plan.end_state() {
+                    Some(st) => match st.last() {
+                        None => Res::Control,
+                        Some(K::N(t)) => Res::Native(*t),
+                        Some(K::D) => Res::Dyn(st.len() - 1),
+                    },
+                    None => Res::Control,
+                };
+                let writes_back =
+                    plan.natives.iter().any(|n| n.local) || plan.fields.iter().any(|f| f.stored);
+                self.fns.push(Compiled {
+                    addr,
+                    plan,
+                    code,
+                    result,
+                    writes_back,
+                });
                 Some(id)
             })
             .collect();
@@ -144,15 +174,20 @@ impl Jit {
     fn define(&mut self, code: &Code) -> Option<(cranelift_module::FuncId, Plan, Arc<Code>)> {
         let plan = analysis::analyse(code)?;
         self.module.clear_context(&mut self.ctx);
-        codegen::translate(&mut self.ctx.func, &mut self.fctx, code, &plan, &self.target);
+        codegen::translate(
+            &mut self.ctx.func,
+            &mut self.fctx,
+            code,
+            &plan,
+            &self.target,
+        );
         let mut sig = self.module.make_signature();
-        sig.params.push(cranelift_codegen::ir::AbiParam::new(self.target.ptr));
-        sig.returns
-            .push(cranelift_codegen::ir::AbiParam::new(cranelift_codegen::ir::types::I32));
-        let func = self
-            .module
-            .declare_anonymous_function(&sig)
-            .ok()?;
+        sig.params
+            .push(cranelift_codegen::ir::AbiParam::new(self.target.ptr));
+        sig.returns.push(cranelift_codegen::ir::AbiParam::new(
+            cranelift_codegen::ir::types::I32,
+        ));
+        let func = self.module.declare_anonymous_function(&sig).ok()?;
         let r = self.module.define_function(func, &mut self.ctx);
         self.module.clear_context(&mut self.ctx);
         r.ok()?;
@@ -173,6 +208,7 @@ impl Jit {
     /// frame and error. `None` when the frame does not meet what the code was compiled for (a
     /// scalar slot or field holding no value or a value of another type, a short frame): run
     /// the interpreter then; nothing was changed. `buf` is scratch space, reused across runs.
+    #[inline]
     pub fn run(
         &self,
         id: FnId,
@@ -200,7 +236,7 @@ impl Jit {
         }
         for (k, f) in plan.fields.iter().enumerate() {
             let mut v = frame.get(usize::from(f.slot))?.as_ref()?;
-            for name in code.paths.get(f.path as usize)? {
+            for name in code.paths.get(f.paths[0] as usize)? {
                 v = rt::field_of(v, name)?;
             }
             buf[2 * nn + k] = bits_of(f.ty, v)?;
@@ -234,21 +270,14 @@ impl Jit {
         } else {
             self.call_native(c, buf)
         };
-        // Native locals back into the frame.
-        for (j, ns) in plan.natives.iter().enumerate() {
-            if ns.local && buf[nn + j] as u8 != 0 {
-                frame[usize::from(ns.slot)] = Some(value_of(ns.ty, buf[j]));
-            }
+        if c.writes_back {
+            write_back(plan, code, frame, buf);
         }
-        let end = plan.end_state();
         let result = if status == 0 {
-            Ok(match end.and_then(|st| st.last()) {
-                None => Value::Control,
-                Some(K::N(t)) => value_of(*t, buf[plan.result_word()]),
-                Some(K::D) => {
-                    let pos = end.map_or(0, |st| st.len() - 1);
-                    take_dyn(pos)
-                }
+            Ok(match c.result {
+                Res::Control => Value::Control,
+                Res::Native(t) => value_of(t, buf[plan.result_word()]),
+                Res::Dyn(pos) => take_dyn(pos),
             })
         } else {
             let pc = (status as usize).wrapping_sub(1);
@@ -288,16 +317,39 @@ impl Jit {
         // many: the pointer is valid for the whole call, which borrows `buf` mutably. It
         // calls only the helpers of `rt`, which take plain integers and floats, never unwind
         // (they catch panics) and never call back into generated code.
-        let entry = unsafe { std::mem::transmute::<*const u8, extern "C" fn(*mut u64) -> i32>(ptr) };
+        let entry =
+            unsafe { std::mem::transmute::<*const u8, extern "C" fn(*mut u64) -> i32>(ptr) };
         entry(buf.as_mut_ptr())
+    }
+}
+
+/// Native locals and assigned struct fields back into the frame.
+fn write_back(plan: &Plan, code: &Code, frame: &mut [Option<Value>], buf: &[u64]) {
+    let nn = plan.natives.len();
+    for (j, ns) in plan.natives.iter().enumerate() {
+        if ns.local && buf[nn + j] as u8 != 0 {
+            frame[usize::from(ns.slot)] = Some(value_of(ns.ty, buf[j]));
+        }
+    }
+    // Assigned struct fields in place (their paths exist: checked on entry).
+    for (k, f) in plan.fields.iter().enumerate() {
+        if f.stored
+            && let Some(path) = code.paths.get(f.paths[0] as usize)
+            && let Some(Some(root)) = frame.get_mut(usize::from(f.slot))
+            && let Some(v) = rt::field_mut(root, path)
+        {
+            *v = value_of(f.ty, buf[2 * nn + k]);
+        }
     }
 }
 
 fn take_dyn(pos: usize) -> Value {
     RT.try_with(|rt| {
-        rt.try_borrow_mut()
-            .ok()
-            .and_then(|mut rt| rt.stack.get_mut(pos).map(|v| std::mem::replace(v, Value::Control)))
+        rt.try_borrow_mut().ok().and_then(|mut rt| {
+            rt.stack
+                .get_mut(pos)
+                .map(|v| std::mem::replace(v, Value::Control))
+        })
     })
     .ok()
     .flatten()

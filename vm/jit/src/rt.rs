@@ -126,7 +126,9 @@ fn put(rt: &mut Rt, pos: u32, v: Value) -> Result<(), Fault> {
 }
 
 fn get(rt: &Rt, pos: u32) -> Result<&Value, Fault> {
-    rt.stack.get(pos as usize).ok_or_else(|| bad("stack position"))
+    rt.stack
+        .get(pos as usize)
+        .ok_or_else(|| bad("stack position"))
 }
 
 /// A scalar value from its bits (the low bits of `bits` hold the value).
@@ -329,7 +331,10 @@ pub(crate) extern "C" fn h_fail_binary(op: u32, tag: u32, a: u64, b: u64) -> i32
 }
 
 pub(crate) extern "C" fn h_fail_call(f: u32, tag: u32, a: u64) -> i32 {
-    let f = Builtin::ALL.get(f as usize).copied().unwrap_or(Builtin::Abs);
+    let f = Builtin::ALL
+        .get(f as usize)
+        .copied()
+        .unwrap_or(Builtin::Abs);
     record(f.eval(&[value_of(nt(tag), a)]))
 }
 
@@ -391,6 +396,20 @@ pub(crate) fn field_of<'v>(v: &'v Value, name: &str) -> Option<&'v Value> {
         Value::Struct(fields) => fields.iter().find(|(n, _)| &**n == name).map(|(_, v)| v),
         _ => None,
     }
+}
+
+/// The field at `path` inside `v`, for writing.
+pub(crate) fn field_mut<'v>(mut v: &'v mut Value, path: &[String]) -> Option<&'v mut Value> {
+    for name in path {
+        let Value::Struct(fields) = v else {
+            return None;
+        };
+        v = fields
+            .iter_mut()
+            .find(|(n, _)| &**n == name.as_str())
+            .map(|(_, x)| x)?;
+    }
+    Some(v)
 }
 
 pub(crate) fn slot_name(code: &Code, s: u16) -> String {

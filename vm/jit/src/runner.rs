@@ -122,7 +122,12 @@ impl JitFactory {
 
 impl CodeRunnerFactory for JitFactory {
     fn runner(&self, bundle: &Bundle) -> Box<dyn CodeRunner> {
-        Box::new(JitRunner::new(bundle, self.mode, self.hot_threshold, self.stats.clone()))
+        Box::new(JitRunner::new(
+            bundle,
+            self.mode,
+            self.hot_threshold,
+            self.stats.clone(),
+        ))
     }
 }
 
@@ -225,7 +230,7 @@ impl JitRunner {
                             if p.fields.is_empty() {
                                 String::new()
                             } else {
-                                format!(", {} struct fields loaded directly", p.fields.len())
+                                format!(", {} struct fields in registers", p.fields.len())
                             }
                         ),
                         None => "compiled".into(),

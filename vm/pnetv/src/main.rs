@@ -14,10 +14,10 @@ use pnet_bundle::Bundle;
 use pnet_driver::args::{COMPILER_OPTIONS_HELP, take_compiler_option};
 use pnet_driver::{ColorMode, render_diagnostics};
 use pnet_stdlib::Value;
+use pnet_verify::Reduction;
 use pnet_verify::coloured::{ColouredOptions, analyse_bundle};
 use pnet_verify::pt::{PtAnalysis, analyse_pt};
 use pnet_verify::report::Report;
-use pnet_verify::Reduction;
 
 const USAGE: &str = "\
 pnetv: verify a Petri net by exploring its state space
@@ -80,8 +80,13 @@ fn usage_error(msg: &str) -> ExitCode {
 }
 
 fn parse_value(what: &str, value: &str) -> Result<Value, String> {
-    pnet_stdlib::literal::parse_literal(value)
-        .map_err(|e| format!("{what}: '{value}' is not a value: {} (at character {})", e.message, e.offset + 1))
+    pnet_stdlib::literal::parse_literal(value).map_err(|e| {
+        format!(
+            "{what}: '{value}' is not a value: {} (at character {})",
+            e.message,
+            e.offset + 1
+        )
+    })
 }
 
 fn parse_put(s: &str) -> Result<(String, Value), String> {
@@ -97,10 +102,14 @@ fn parse_put(s: &str) -> Result<(String, Value), String> {
 
 fn parse_assume(s: &str) -> Result<(String, String, Vec<Value>), String> {
     let Some((lhs, values)) = s.split_once('=') else {
-        return Err(format!("--assume '{s}': expected TRANSITION.PORT=V1,V2,..."));
+        return Err(format!(
+            "--assume '{s}': expected TRANSITION.PORT=V1,V2,..."
+        ));
     };
     let Some((t, port)) = lhs.rsplit_once('.') else {
-        return Err(format!("--assume '{s}': expected TRANSITION.PORT before '='"));
+        return Err(format!(
+            "--assume '{s}': expected TRANSITION.PORT before '='"
+        ));
     };
     // Values are literals separated by commas at nesting depth 0 (outside brackets, quotes).
     let mut vals = Vec::new();
@@ -165,9 +174,14 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
                 return Ok(v.clone());
             }
             *i += 1;
-            argv.get(*i).cloned().ok_or_else(|| usage_error(&format!("{flag} needs a value")))
+            argv.get(*i)
+                .cloned()
+                .ok_or_else(|| usage_error(&format!("{flag} needs a value")))
         };
-        let number = |v: &str| -> Result<u64, ExitCode> { v.parse().map_err(|_| usage_error(&format!("{flag}: '{v}' is not a number"))) };
+        let number = |v: &str| -> Result<u64, ExitCode> {
+            v.parse()
+                .map_err(|_| usage_error(&format!("{flag}: '{v}' is not a number")))
+        };
         match flag {
             "-h" | "--help" => {
                 println!("{USAGE}\n{COMPILER_OPTIONS_HELP}");
@@ -183,10 +197,12 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
             }
             "--assume" => {
                 let v = take_value(&mut i)?;
-                a.assume.push(parse_assume(&v).map_err(|m| usage_error(&m))?);
+                a.assume
+                    .push(parse_assume(&v).map_err(|m| usage_error(&m))?);
             }
             _ if arg.starts_with("--assume=") => {
-                a.assume.push(parse_assume(&arg["--assume=".len()..]).map_err(|m| usage_error(&m))?);
+                a.assume
+                    .push(parse_assume(&arg["--assume=".len()..]).map_err(|m| usage_error(&m))?);
             }
             "--json" => a.json = true,
             "--max-states" => a.max_states = Some(number(&take_value(&mut i)?)?),
@@ -199,9 +215,12 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
             "--time" => a.time = true,
             "--trace-out" => a.trace_out = Some(take_value(&mut i)?),
             _ if arg.starts_with("-p") && arg.len() > 2 => {
-                a.puts.push(parse_put(&arg[2..]).map_err(|m| usage_error(&m))?);
+                a.puts
+                    .push(parse_put(&arg[2..]).map_err(|m| usage_error(&m))?);
             }
-            _ if arg.starts_with('-') && arg != "-" => return Err(usage_error(&format!("unknown option '{arg}'"))),
+            _ if arg.starts_with('-') && arg != "-" => {
+                return Err(usage_error(&format!("unknown option '{arg}'")));
+            }
             _ => {
                 if net.is_some() {
                     return Err(usage_error(&format!("more than one net ('{arg}')")));
@@ -230,7 +249,8 @@ fn fail(msg: String) -> ExitCode {
 
 fn load(args: &Args) -> Result<Input, ExitCode> {
     let path = Path::new(&args.net);
-    let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?;
     if bytes.starts_with(pnet_bundle::MAGIC) {
         return pnet_bundle::format::decode(&bytes)
             .map(Input::Bundle)
@@ -238,7 +258,10 @@ fn load(args: &Args) -> Result<Input, ExitCode> {
     }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let text = String::from_utf8_lossy(&bytes);
-    let looks_pnml = ext.eq_ignore_ascii_case("pnml") || text.get(..4096.min(text.len())).is_some_and(|h| h.contains("<pnml"));
+    let looks_pnml = ext.eq_ignore_ascii_case("pnml")
+        || text
+            .get(..4096.min(text.len()))
+            .is_some_and(|h| h.contains("<pnml"));
     if looks_pnml {
         return match pnet_verify::parse_pnml(&text) {
             Ok(net) => Ok(Input::Pnml(net)),
@@ -246,7 +269,10 @@ fn load(args: &Args) -> Result<Input, ExitCode> {
                 for e in &errors {
                     eprintln!("{}:{e}", path.display());
                 }
-                Err(fail(format!("{} is not a valid P/T net in PNML", path.display())))
+                Err(fail(format!(
+                    "{} is not a valid P/T net in PNML",
+                    path.display()
+                )))
             }
         };
     }
@@ -265,7 +291,11 @@ fn analyse(args: &Args, input: &Input) -> Result<Report, String> {
                 return Err("-p/--put and --assume apply to coloured nets only".into());
             }
             let cfg = PtAnalysis {
-                explore: pnet_verify::PtOptions { max_states: args.max_states, max_tokens: args.max_tokens, reduction: args.reduction },
+                explore: pnet_verify::PtOptions {
+                    max_states: args.max_states,
+                    max_tokens: args.max_tokens,
+                    reduction: args.reduction,
+                },
                 traces: args.traces,
                 graph: args.scc,
                 invariants: args.invariants,
@@ -284,7 +314,9 @@ fn analyse(args: &Args, input: &Input) -> Result<Report, String> {
                 }
             }
             let opts = ColouredOptions {
-                max_states: args.max_states.unwrap_or(ColouredOptions::default().max_states),
+                max_states: args
+                    .max_states
+                    .unwrap_or(ColouredOptions::default().max_states),
                 max_tokens: args.max_tokens,
                 traces: args.traces,
                 assume: args.assume.clone(),

@@ -7,15 +7,25 @@ const NETS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/nets");
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
 
 fn pnetv(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_pnetv")).args(args).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out = Command::new(env!("CARGO_BIN_EXE_pnetv"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 fn json(args: &[&str]) -> (i32, serde_json::Value) {
     let mut a = vec!["--json"];
     a.extend_from_slice(args);
     let (code, out, err) = pnetv(&a);
-    (code, serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}")))
+    (
+        code,
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}")),
+    )
 }
 
 #[test]
@@ -31,14 +41,20 @@ fn philosophers_deadlock_with_trace_file() {
     assert_eq!(j["terminates"], false);
     assert_eq!(j["liveness"]["live"], false);
     assert_eq!(j["structurally_bounded"], true);
-    let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
     std::fs::remove_file(&trace).ok();
     assert_eq!(t["format"], "pnet-trace");
     assert_eq!(t["kind"], "deadlock");
     let names = t["transitions"].as_array().unwrap();
     assert_eq!(names.len(), 5, "every philosopher takes one fork");
     assert!(names.iter().all(|n| n.as_str().unwrap().starts_with("FF1")));
-    assert!(t["steps"][0]["location"].as_str().unwrap().contains("model.pnml:"));
+    assert!(
+        t["steps"][0]["location"]
+            .as_str()
+            .unwrap()
+            .contains("model.pnml:")
+    );
 }
 
 #[test]
@@ -68,11 +84,18 @@ fn limits_exit_four() {
 #[test]
 fn malformed_pnml_and_usage_errors() {
     let bad = std::env::temp_dir().join(format!("pnetv-bad-{}.pnml", std::process::id()));
-    std::fs::write(&bad, "<pnml><net id='n'>\n<arc id='a' source='x' target='y'/></net></pnml>").unwrap();
+    std::fs::write(
+        &bad,
+        "<pnml><net id='n'>\n<arc id='a' source='x' target='y'/></net></pnml>",
+    )
+    .unwrap();
     let (code, _, err) = pnetv(&[bad.to_str().unwrap()]);
     std::fs::remove_file(&bad).ok();
     assert_eq!(code, 1);
-    assert!(err.contains(".pnml:2:1: arc `a`: unknown source `x`"), "{err}");
+    assert!(
+        err.contains(".pnml:2:1: arc `a`: unknown source `x`"),
+        "{err}"
+    );
     assert_eq!(pnetv(&[]).0, 2);
     assert_eq!(pnetv(&["--bogus", "x.pnml"]).0, 2);
     assert_eq!(pnetv(&["--max-states", "many", "x.pnml"]).0, 2);
@@ -122,17 +145,31 @@ fn coloured_module_outputs_abstracted_or_assumed() {
     assert_eq!(code, 3);
     assert_eq!(j["exact_state_space"], false);
     assert_eq!(j["deadlock"], true);
-    let dls: Vec<&serde_json::Value> = j["traces"].as_array().unwrap().iter().filter(|t| t["kind"] == "deadlock").collect();
+    let dls: Vec<&serde_json::Value> = j["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["kind"] == "deadlock")
+        .collect();
     assert!(dls.iter().all(|t| t["exact"] == false));
     let paths: Vec<&serde_json::Value> = dls.iter().map(|t| &t["transitions"]).collect();
-    assert_eq!(paths, vec![&serde_json::json!(["compute"]), &serde_json::json!(["compute", "reject"])]);
+    assert_eq!(
+        paths,
+        vec![
+            &serde_json::json!(["compute"]),
+            &serde_json::json!(["compute", "reject"])
+        ]
+    );
     assert_eq!(j["terminates"], true);
     // Assumed non-negative outputs: exact, and no deadlock.
     let (code, j) = json(&[&net, "-p", "job=1L", "--assume", "compute.y=0L,7L"]);
     assert_eq!(code, 0, "{j}");
     assert_eq!(j["exact_state_space"], true);
     assert_eq!(j["deadlock"], false);
-    assert_eq!(j["dead_transitions"], serde_json::json!(["reject", "again"]));
+    assert_eq!(
+        j["dead_transitions"],
+        serde_json::json!(["reject", "again"])
+    );
     // A negative one is a real deadlock now.
     let (code, j) = json(&[&net, "-p", "job=1L", "--assume", "compute.y=-1L"]);
     assert_eq!(code, 3);

@@ -55,7 +55,12 @@ pub struct ColouredOptions {
 
 impl Default for ColouredOptions {
     fn default() -> Self {
-        ColouredOptions { max_states: 1_000_000, max_tokens: None, traces: 1, assume: Vec::new() }
+        ColouredOptions {
+            max_states: 1_000_000,
+            max_tokens: None,
+            traces: 1,
+            assume: Vec::new(),
+        }
     }
 }
 
@@ -107,7 +112,12 @@ struct Explorer<'b> {
 }
 
 /// Analyses the root net of a bundle with the given job inputs (`port -> tokens`).
-pub fn analyse_bundle(bundle: &Bundle, file: &str, inputs: &[(String, Vec<Value>)], opts: &ColouredOptions) -> Result<Report, String> {
+pub fn analyse_bundle(
+    bundle: &Bundle,
+    file: &str,
+    inputs: &[(String, Vec<Value>)],
+    opts: &ColouredOptions,
+) -> Result<Report, String> {
     pnet_vm::validate(bundle)?;
     let root = bundle.function(bundle.root);
     let Body::Net(net) = &root.body else {
@@ -152,7 +162,11 @@ pub fn analyse_bundle(bundle: &Bundle, file: &str, inputs: &[(String, Vec<Value>
             ports.dedup();
             for port in ports {
                 let pname = &f.port(port).name;
-                let vals = opts.assume.iter().find(|(tn, pn, _)| *tn == t.name && pn == pname).map(|a| a.2.clone());
+                let vals = opts
+                    .assume
+                    .iter()
+                    .find(|(tn, pn, _)| *tn == t.name && pn == pname)
+                    .map(|a| a.2.clone());
                 ti.assumed.push((port, vals));
             }
         }
@@ -160,37 +174,67 @@ pub fn analyse_bundle(bundle: &Bundle, file: &str, inputs: &[(String, Vec<Value>
     }
     for (tn, pn, _) in &opts.assume {
         let ok = net.transitions.iter().zip(&info).any(|(t, i)| {
-            t.name == *tn && matches!(i.kind, Kind::Module) && bundle.function(t.function).port_by_name(pn).is_some()
+            t.name == *tn
+                && matches!(i.kind, Kind::Module)
+                && bundle.function(t.function).port_by_name(pn).is_some()
         });
         if !ok {
-            return Err(format!("--assume {tn}.{pn}: no module call `{tn}` with an output port `{pn}`"));
+            return Err(format!(
+                "--assume {tn}.{pn}: no module call `{tn}` with an output port `{pn}`"
+            ));
         }
     }
     let mut prios: Vec<u16> = info.iter().map(|i| i.prio).collect();
     prios.sort_unstable_by(|a, b| b.cmp(a));
     prios.dedup();
-    let groups = prios.iter().map(|&p| (0..info.len()).filter(|&t| info[t].prio == p).collect()).collect();
+    let groups = prios
+        .iter()
+        .map(|&p| (0..info.len()).filter(|&t| info[t].prio == p).collect())
+        .collect();
 
     // The initial marking: place tokens and job inputs.
-    let mut m0: Marking = net.places.iter().map(|p| p.tokens.iter().cloned().map(Tok::Val).collect()).collect();
+    let mut m0: Marking = net
+        .places
+        .iter()
+        .map(|p| p.tokens.iter().cloned().map(Tok::Val).collect())
+        .collect();
     for (name, values) in inputs {
         let port = root
             .port_by_name(name)
             .map(|p| root.port(p))
             .filter(|p| p.dir.is_input())
             .ok_or_else(|| format!("the net has no in port `{name}`"))?;
-        let place = port.place.ok_or_else(|| format!("in port `{name}` is bound to no place"))?;
+        let place = port
+            .place
+            .ok_or_else(|| format!("in port `{name}` is bound to no place"))?;
         for v in values {
             if !v.fits(&port.ty) {
-                return Err(format!("value {v} for port `{name}` is not of type {}", port.ty));
+                return Err(format!(
+                    "value {v} for port `{name}` is not of type {}",
+                    port.ty
+                ));
             }
             m0[place.index()].push(Tok::Val(v.clone()));
         }
     }
     m0.iter_mut().for_each(|p| p.sort());
 
-    let mut x = Explorer { bundle, info, groups, interp: Interpreter::new(), frame: Vec::new(), unknown_many: false, produced_unknown: false };
-    let consumed: Vec<bool> = (0..net.places.len()).map(|p| x.info.iter().any(|i| i.takes.iter().any(|tk| tk.1 == p && tk.2))).collect();
+    let mut x = Explorer {
+        bundle,
+        info,
+        groups,
+        interp: Interpreter::new(),
+        frame: Vec::new(),
+        unknown_many: false,
+        produced_unknown: false,
+    };
+    let consumed: Vec<bool> = (0..net.places.len())
+        .map(|p| {
+            x.info
+                .iter()
+                .any(|i| i.takes.iter().any(|tk| tk.1 == p && tk.2))
+        })
+        .collect();
     let monotone = x.groups.len() <= 1 && x.info.iter().all(|i| i.counts.is_empty());
 
     let mut r = Report::new(file, "coloured net");
@@ -198,7 +242,11 @@ pub fn analyse_bundle(bundle: &Bundle, file: &str, inputs: &[(String, Vec<Value>
     r.transitions = net
         .transitions
         .iter()
-        .map(|t| TransitionInfo { id: t.name.clone(), name: t.name.clone(), location: bundle.location(t.span) })
+        .map(|t| TransitionInfo {
+            id: t.name.clone(),
+            name: t.name.clone(),
+            location: bundle.location(t.span),
+        })
         .collect();
 
     // Breadth-first exploration.
@@ -242,7 +290,9 @@ pub fn analyse_bundle(bundle: &Bundle, file: &str, inputs: &[(String, Vec<Value>
             }
         };
         if succs.is_empty() || maybe_dead {
-            let stuck: Vec<usize> = (0..m.len()).filter(|&p| !m[p].is_empty() && consumed[p]).collect();
+            let stuck: Vec<usize> = (0..m.len())
+                .filter(|&p| !m[p].is_empty() && consumed[p])
+                .collect();
             if stuck.is_empty() {
                 ends += 1;
             } else {
@@ -274,8 +324,12 @@ pub fn analyse_bundle(bundle: &Bundle, file: &str, inputs: &[(String, Vec<Value>
                         let mut a = s;
                         loop {
                             let am = &states[a as usize];
-                            if covers(&sc.marking, am) && sum > am.iter().map(|p| p.len() as u64).sum() {
-                                let grow = (0..am.len()).filter(|&p| sc.marking[p].len() > am[p].len()).collect();
+                            if covers(&sc.marking, am)
+                                && sum > am.iter().map(|p| p.len() as u64).sum()
+                            {
+                                let grow = (0..am.len())
+                                    .filter(|&p| sc.marking[p].len() > am[p].len())
+                                    .collect();
                                 unbounded = Some((a, id, grow));
                                 break;
                             }
@@ -289,12 +343,16 @@ pub fn analyse_bundle(bundle: &Bundle, file: &str, inputs: &[(String, Vec<Value>
                     states.push(sc.marking);
                     if unbounded.is_some() {
                         stop = Some("the net is unbounded (infinite state space)".into());
-                        adj.last_mut().map(|v| v.push((id, sc.t as u32)));
+                        if let Some(v) = adj.last_mut() {
+                            v.push((id, sc.t as u32));
+                        }
                         break 'outer;
                     }
                     if states.len() as u64 >= opts.max_states {
                         stop = Some(format!("stopped at --max-states {}", opts.max_states));
-                        adj.last_mut().map(|v| v.push((id, sc.t as u32)));
+                        if let Some(v) = adj.last_mut() {
+                            v.push((id, sc.t as u32));
+                        }
                         break 'outer;
                     }
                     id
@@ -311,7 +369,9 @@ pub fn analyse_bundle(bundle: &Bundle, file: &str, inputs: &[(String, Vec<Value>
     r.states = states.len() as u64;
     r.edges = edges;
     r.complete = complete;
-    r.incomplete_reason = stop.clone().or_else(|| (cut > 0).then(|| format!("{cut} marking(s) above --max-tokens were not expanded")));
+    r.incomplete_reason = stop.clone().or_else(|| {
+        (cut > 0).then(|| format!("{cut} marking(s) above --max-tokens were not expanded"))
+    });
     r.place_bounds = place_max.clone();
     r.max_tokens_in_place = place_max.iter().copied().max().unwrap_or(0);
     r.max_tokens_per_marking = marking_max;
@@ -343,10 +403,15 @@ pub fn analyse_bundle(bundle: &Bundle, file: &str, inputs: &[(String, Vec<Value>
     };
     if complete {
         r.dead_transitions = Some((0..fired.len()).filter(|&t| !fired[t]).collect());
-        let facts = crate::graph::analyse(states.len(), fired.len(), &mut |v, out| out.extend_from_slice(&adj[v as usize]));
+        let facts = crate::graph::analyse(states.len(), fired.len(), &mut |v, out| {
+            out.extend_from_slice(&adj[v as usize])
+        });
         r.terminates = Verdict::from_bool(facts.cycle_state.is_none());
         if let Some(c) = facts.cycle_state {
-            let cycle = crate::graph::path_between(c, c, &mut |v, out| out.extend_from_slice(&adj[v as usize])).unwrap_or_default();
+            let cycle = crate::graph::path_between(c, c, &mut |v, out| {
+                out.extend_from_slice(&adj[v as usize])
+            })
+            .unwrap_or_default();
             r.traces.push(Trace {
                 kind: "nontermination",
                 path: path_to(&parents, c),
@@ -392,7 +457,10 @@ pub fn analyse_bundle(bundle: &Bundle, file: &str, inputs: &[(String, Vec<Value>
             path: prefix,
             marking: render(net, &states[*c as usize]),
             exact: parents[*c as usize].3,
-            note: format!("each repetition of the loop adds tokens to {}", names.join(", ")),
+            note: format!(
+                "each repetition of the loop adds tokens to {}",
+                names.join(", ")
+            ),
         });
     }
     for (s, t, msg) in errors.iter().take(opts.traces.max(1)) {
@@ -406,7 +474,10 @@ pub fn analyse_bundle(bundle: &Bundle, file: &str, inputs: &[(String, Vec<Value>
         });
     }
     if !errors.is_empty() {
-        r.notes.push(format!("{} marking(s) where a firing fails (the job would fail there)", errors.len()));
+        r.notes.push(format!(
+            "{} marking(s) where a firing fails (the job would fail there)",
+            errors.len()
+        ));
     }
     if x.produced_unknown {
         r.notes.push(
@@ -456,14 +527,21 @@ fn render(net: &Net, m: &Marking) -> String {
         .enumerate()
         .filter(|(_, t)| !t.is_empty())
         .map(|(p, toks)| {
-            let ts: Vec<String> = toks.iter().map(|t| match t {
-                Tok::Val(v) => v.to_string(),
-                Tok::Unknown => "?".into(),
-            }).collect();
+            let ts: Vec<String> = toks
+                .iter()
+                .map(|t| match t {
+                    Tok::Val(v) => v.to_string(),
+                    Tok::Unknown => "?".into(),
+                })
+                .collect();
             format!("{} = [{}]", net.places[p].name, ts.join(", "))
         })
         .collect();
-    if parts.is_empty() { "(empty)".into() } else { parts.join("; ") }
+    if parts.is_empty() {
+        "(empty)".into()
+    } else {
+        parts.join("; ")
+    }
 }
 
 fn is_unbound(e: &RunError) -> bool {
@@ -493,7 +571,12 @@ impl Explorer<'_> {
 
     /// Appends the successors by every binding of `t`; `Ok(true)` if some binding is surely
     /// enabled; `Err(message)` if an evaluation fails.
-    fn bindings(&mut self, m: &Marking, t: usize, out: &mut Vec<Succ>) -> Result<Result<bool, String>, String> {
+    fn bindings(
+        &mut self,
+        m: &Marking,
+        t: usize,
+        out: &mut Vec<Succ>,
+    ) -> Result<Result<bool, String>, String> {
         let info = &self.info[t];
         let takes = info.takes.clone();
         if takes.iter().any(|&(_, p, _)| m[p].is_empty()) {
@@ -503,9 +586,14 @@ impl Explorer<'_> {
         let mut seen: BTreeSet<Vec<Tok>> = BTreeSet::new();
         let mut definite = false;
         loop {
-            let distinct = (0..takes.len()).all(|a| (0..a).all(|b| takes[a].1 != takes[b].1 || idx[a] != idx[b]));
+            let distinct = (0..takes.len())
+                .all(|a| (0..a).all(|b| takes[a].1 != takes[b].1 || idx[a] != idx[b]));
             if distinct {
-                let vals: Vec<Tok> = takes.iter().zip(&idx).map(|(&(_, p, _), &i)| m[p][i].clone()).collect();
+                let vals: Vec<Tok> = takes
+                    .iter()
+                    .zip(&idx)
+                    .map(|(&(_, p, _), &i)| m[p][i].clone())
+                    .collect();
                 if seen.insert(vals.clone()) {
                     match self.fire_binding(m, t, &takes, &idx, &vals, out) {
                         Ok(Some(d)) => definite |= d,
@@ -548,7 +636,14 @@ impl Explorer<'_> {
         let mut exact = true;
         if let Some(c) = info.condition {
             let code = &self.bundle.codes[c];
-            fill_frame(&mut self.frame, code.slots.len().max(nslots), m, &info.counts, takes, vals);
+            fill_frame(
+                &mut self.frame,
+                code.slots.len().max(nslots),
+                m,
+                &info.counts,
+                takes,
+                vals,
+            );
             match self.interp.run_bool(code, &mut self.frame) {
                 Ok(true) => {}
                 Ok(false) => return Ok(None),
@@ -558,7 +653,12 @@ impl Explorer<'_> {
         }
         // Consume.
         let mut base = m.clone();
-        let mut rm: Vec<(usize, usize)> = takes.iter().zip(idx).filter(|(tk, _)| tk.2).map(|(tk, &i)| (tk.1, i)).collect();
+        let mut rm: Vec<(usize, usize)> = takes
+            .iter()
+            .zip(idx)
+            .filter(|(tk, _)| tk.2)
+            .map(|(tk, &i)| (tk.1, i))
+            .collect();
         rm.sort_by(|a, b| b.cmp(a));
         for (p, i) in rm {
             base[p].remove(i);
@@ -568,14 +668,26 @@ impl Explorer<'_> {
         match info.kind {
             Kind::Expr(c) => {
                 let code = &self.bundle.codes[c];
-                fill_frame(&mut self.frame, code.slots.len().max(nslots), m, &info.counts, takes, vals);
+                fill_frame(
+                    &mut self.frame,
+                    code.slots.len().max(nslots),
+                    m,
+                    &info.counts,
+                    takes,
+                    vals,
+                );
                 let mut outs = Vec::new();
                 match self.interp.run(code, &mut self.frame) {
                     Ok(_) => {
                         for &(port, _, _) in &info.outs {
                             match self.frame.get(port.index()).cloned().flatten() {
                                 Some(v) => outs.push((port, Tok::Val(v))),
-                                None => return Err(format!("missing_binding: output port `{}` has no value", f.port(port).name)),
+                                None => {
+                                    return Err(format!(
+                                        "missing_binding: output port `{}` has no value",
+                                        f.port(port).name
+                                    ));
+                                }
                             }
                         }
                     }
@@ -613,7 +725,9 @@ impl Explorer<'_> {
         for alt in alternatives {
             let mut next = base.clone();
             for &(port, place, many) in &info.outs {
-                let Some((_, tok)) = alt.iter().find(|(p, _)| *p == port) else { continue };
+                let Some((_, tok)) = alt.iter().find(|(p, _)| *p == port) else {
+                    continue;
+                };
                 let pty = &f.port(port).ty;
                 match (tok, many) {
                     (Tok::Val(Value::List(xs)), true) => {
@@ -621,14 +735,22 @@ impl Explorer<'_> {
                             next[place].push(Tok::Val(x.clone()));
                         }
                     }
-                    (Tok::Val(v), true) => return Err(format!("connect-out-many: port `{}` holds {v}, not a list", f.port(port).name)),
+                    (Tok::Val(v), true) => {
+                        return Err(format!(
+                            "connect-out-many: port `{}` holds {v}, not a list",
+                            f.port(port).name
+                        ));
+                    }
                     (Tok::Unknown, true) => {
                         self.unknown_many = true;
                         next[place].push(Tok::Unknown);
                     }
                     (Tok::Val(v), false) => {
                         if !v.fits(pty) {
-                            return Err(format!("value {v} of port `{}` is not of type {pty}", f.port(port).name));
+                            return Err(format!(
+                                "value {v} of port `{}` is not of type {pty}",
+                                f.port(port).name
+                            ));
                         }
                         next[place].push(tok.clone());
                     }
@@ -638,14 +760,24 @@ impl Explorer<'_> {
             for p in &mut next {
                 p.sort();
             }
-            out.push(Succ { t, marking: next, exact });
+            out.push(Succ {
+                t,
+                marking: next,
+                exact,
+            });
         }
         Ok(Some(exact))
     }
-
 }
 
-fn fill_frame(frame: &mut Vec<Option<Value>>, n: usize, m: &Marking, counts: &[(PortId, usize)], takes: &[(PortId, usize, bool)], vals: &[Tok]) {
+fn fill_frame(
+    frame: &mut Vec<Option<Value>>,
+    n: usize,
+    m: &Marking,
+    counts: &[(PortId, usize)],
+    takes: &[(PortId, usize, bool)],
+    vals: &[Tok],
+) {
     frame.clear();
     frame.resize(n, None);
     for (&(port, _, _), v) in takes.iter().zip(vals) {

@@ -31,7 +31,11 @@ pub struct PtOptions {
 
 impl Default for PtOptions {
     fn default() -> Self {
-        PtOptions { max_states: None, max_tokens: None, reduction: Reduction::None }
+        PtOptions {
+            max_states: None,
+            max_tokens: None,
+            reduction: Reduction::None,
+        }
     }
 }
 
@@ -91,14 +95,24 @@ impl Compiled {
             let mut delta = vec![0i64; 0];
             let mut idx: Vec<u32> = Vec::new();
             for &(p, w) in &tr.pre {
-                let w32 = u32::try_from(w).map_err(|_| format!("transition `{}`: arc weight {w} is too large (at most 2^32-1)", tr.name))?;
+                let w32 = u32::try_from(w).map_err(|_| {
+                    format!(
+                        "transition `{}`: arc weight {w} is too large (at most 2^32-1)",
+                        tr.name
+                    )
+                })?;
                 c.pre.push((p.0, w32));
                 c.consumers[p.index()].push(t as u32);
                 idx.push(p.0);
                 delta.push(-(w as i64));
             }
             for &(p, w) in &tr.post {
-                u32::try_from(w).map_err(|_| format!("transition `{}`: arc weight {w} is too large (at most 2^32-1)", tr.name))?;
+                u32::try_from(w).map_err(|_| {
+                    format!(
+                        "transition `{}`: arc weight {w} is too large (at most 2^32-1)",
+                        tr.name
+                    )
+                })?;
                 match idx.iter().position(|&q| q == p.0) {
                     Some(k) => delta[k] += w as i64,
                     None => {
@@ -123,7 +137,10 @@ impl Compiled {
         }
         for p in &net.places {
             if p.initial > u32::MAX as u64 {
-                return Err(format!("place `{}`: initial marking {} is too large (at most 2^32-1)", p.name, p.initial));
+                return Err(format!(
+                    "place `{}`: initial marking {} is too large (at most 2^32-1)",
+                    p.name, p.initial
+                ));
             }
         }
         Ok(c)
@@ -167,7 +184,14 @@ impl Compiled {
     /// "enabled t: add every transition consuming from a place t consumes from" and
     /// "disabled t: add every transition that increases a place that lacks tokens for t
     /// (the one with the fewest such transitions)".
-    pub fn stubborn(&self, m: &[u32], enabled: &[u32], in_set: &mut Vec<bool>, work: &mut Vec<u32>, out: &mut Vec<u32>) {
+    pub fn stubborn(
+        &self,
+        m: &[u32],
+        enabled: &[u32],
+        in_set: &mut Vec<bool>,
+        work: &mut Vec<u32>,
+        out: &mut Vec<u32>,
+    ) {
         out.clear();
         in_set.clear();
         in_set.resize(self.transitions, false);
@@ -175,7 +199,12 @@ impl Compiled {
         let start = enabled
             .iter()
             .copied()
-            .min_by_key(|&t| self.pre(t as usize).iter().map(|&(p, _)| self.consumers[p as usize].len()).sum::<usize>())
+            .min_by_key(|&t| {
+                self.pre(t as usize)
+                    .iter()
+                    .map(|&(p, _)| self.consumers[p as usize].len())
+                    .sum::<usize>()
+            })
             .unwrap_or(enabled[0]);
         work.clear();
         work.push(start);
@@ -271,7 +300,9 @@ impl PtExploration {
 
     /// BFS depth of a state.
     pub fn depth(&self, s: u32) -> usize {
-        self.levels.partition_point(|&start| start <= s).saturating_sub(1)
+        self.levels
+            .partition_point(|&start| start <= s)
+            .saturating_sub(1)
     }
 }
 
@@ -280,10 +311,18 @@ enum Restart {
 }
 
 /// Explores the state space of `net`. `traces` bounds the number of dead states remembered.
-pub fn explore(net: &PtNet, c: &Compiled, opts: &PtOptions, p_invariants: Option<&[Vec<u64>]>, traces: usize) -> PtExploration {
+pub fn explore(
+    net: &PtNet,
+    c: &Compiled,
+    opts: &PtOptions,
+    p_invariants: Option<&[Vec<u64>]>,
+    traces: usize,
+) -> PtExploration {
     let m0 = net.initial_marking();
     let bounds = p_invariants.map(|inv| invariants::place_bounds(inv, &m0));
-    let structurally_bounded = bounds.as_ref().is_some_and(|b| b.iter().all(Option::is_some));
+    let structurally_bounded = bounds
+        .as_ref()
+        .is_some_and(|b| b.iter().all(Option::is_some));
     let start_max = match (&bounds, structurally_bounded) {
         (Some(b), true) => b.iter().map(|x| x.unwrap_or(0)).max().unwrap_or(0),
         _ => m0.iter().copied().max().unwrap_or(0).max(1),
@@ -291,7 +330,16 @@ pub fn explore(net: &PtNet, c: &Compiled, opts: &PtOptions, p_invariants: Option
     let mut packing = Packing::for_max(c.places, start_max.min(u32::MAX as u64));
     let mut restarts = 0;
     loop {
-        match explore_with(c, &m0, opts, packing, !structurally_bounded, traces) {
+        let fast = packing.bits == 1
+            && structurally_bounded
+            && opts.reduction == Reduction::None
+            && opts.max_tokens.is_none();
+        let r = if fast {
+            explore_bits(c, &m0, opts, packing, traces)
+        } else {
+            explore_with(c, &m0, opts, packing, !structurally_bounded, traces)
+        };
+        match r {
             Ok(mut e) => {
                 e.restarts = restarts;
                 e.structurally_bounded = structurally_bounded;
@@ -348,7 +396,11 @@ fn explore_with(
     if let Some(p) = init.iter().position(|&v| v > 1) {
         e.first_unsafe = Some((0, PlaceId::from(p)));
     }
-    let mut min_sum: Vec<u64> = if coverability { vec![e.marking_max] } else { Vec::new() };
+    let mut min_sum: Vec<u64> = if coverability {
+        vec![e.marking_max]
+    } else {
+        Vec::new()
+    };
     let max_states = opts.max_states.unwrap_or(u64::MAX).max(1);
     let max_tokens = opts.max_tokens.unwrap_or(u64::MAX);
     let pmax = pk.max_value();
@@ -400,7 +452,9 @@ fn explore_with(
                 let v = (cur[p as usize] as i64 + d) as u64;
                 if v > pmax {
                     if pk.bits == 32 {
-                        e.stop = Some(Stop::Capacity(format!("more than {pmax} tokens on a place")));
+                        e.stop = Some(Stop::Capacity(format!(
+                            "more than {pmax} tokens on a place"
+                        )));
                         break 'outer;
                     }
                     return Err(Restart::Widen);
@@ -467,6 +521,171 @@ fn explore_with(
     Ok(e)
 }
 
+/// Bit masks of a transition for markings of one bit per place.
+struct BitTrans {
+    /// Can never fire at one bit per place (an input weight above 1).
+    never: bool,
+    /// Firing always puts a second token somewhere.
+    overflow: bool,
+    pre: Vec<u64>,
+    clear: Vec<u64>,
+    set: Vec<u64>,
+}
+
+/// The exploration of nets whose markings fit one bit per place (1-safe by their invariants):
+/// enabledness and firing are word-wide mask operations, and the successors of a state are
+/// hashed and prefetched together before they are looked up.
+fn explore_bits(
+    c: &Compiled,
+    m0: &[u64],
+    opts: &PtOptions,
+    pk: Packing,
+    traces: usize,
+) -> Result<PtExploration, Restart> {
+    let w = c.places.div_ceil(64).max(1);
+    let stride = pk.stride();
+    let mut bt: Vec<BitTrans> = Vec::with_capacity(c.transitions);
+    for t in 0..c.transitions {
+        let mut b = BitTrans {
+            never: false,
+            overflow: false,
+            pre: vec![0; w],
+            clear: vec![0; w],
+            set: vec![0; w],
+        };
+        for &(p, wt) in c.pre(t) {
+            b.never |= wt > 1;
+            b.pre[p as usize / 64] |= 1 << (p % 64);
+        }
+        for &(p, d) in c.eff(t) {
+            let in_pre = b.pre[p as usize / 64] & (1 << (p % 64)) != 0;
+            match d {
+                -1 => b.clear[p as usize / 64] |= 1 << (p % 64),
+                1 if !in_pre => b.set[p as usize / 64] |= 1 << (p % 64),
+                _ => b.overflow = true,
+            }
+        }
+        bt.push(b);
+    }
+    // Flat masks: per transition `pre`, `clear`, `set`, `w` words each.
+    let masks: Vec<u64> = bt
+        .iter()
+        .flat_map(|b| b.pre.iter().chain(&b.clear).chain(&b.set).copied())
+        .collect();
+    let mut store = StateStore::new(stride);
+    let init: Vec<u32> = m0.iter().map(|&v| v as u32).collect();
+    if init.iter().any(|&v| v > 1) {
+        return Err(Restart::Widen);
+    }
+    let mut buf = vec![0u8; stride];
+    pk.pack(&init, &mut buf);
+    store.insert(&buf);
+    let mut e = PtExploration {
+        packing: pk,
+        store,
+        levels: vec![0],
+        parents: None,
+        edges: 0,
+        stop: None,
+        dead_count: 0,
+        dead: Vec::new(),
+        fired: vec![false; c.transitions],
+        place_max: m0.to_vec(),
+        marking_max: m0.iter().sum(),
+        first_unsafe: None,
+        unbounded: None,
+        cut: 0,
+        first_cut: None,
+        reduction: Reduction::None,
+        restarts: 0,
+        structurally_bounded: true,
+    };
+    let max_states = opts.max_states.unwrap_or(u64::MAX).max(1);
+    let mut sw = vec![0u64; w];
+    let mut seen = vec![0u64; w];
+    let mut bytes = vec![0u8; w * 8];
+    let mut batch: Vec<u8> = Vec::new();
+    let mut hashes: Vec<u64> = Vec::new();
+    let mut ts: Vec<u32> = Vec::new();
+    let mut head = 0usize;
+    let mut level_end = 1usize;
+    'outer: while head < e.store.len() {
+        if head == level_end {
+            e.levels.push(head as u32);
+            level_end = e.store.len();
+        }
+        let s = head as u32;
+        head += 1;
+        bytes.fill(0);
+        bytes[..stride].copy_from_slice(e.store.get(s));
+        for (k, x) in sw.iter_mut().enumerate() {
+            *x = u64::from_le_bytes(bytes[k * 8..k * 8 + 8].try_into().unwrap_or_default());
+        }
+        batch.clear();
+        hashes.clear();
+        ts.clear();
+        for t in 0..bt.len() {
+            let m = &masks[t * 3 * w..(t + 1) * 3 * w];
+            let (pre, rest) = m.split_at(w);
+            let (clear, set) = rest.split_at(w);
+            if !sw.iter().zip(pre).all(|(x, m)| x & m == *m) || bt[t].never {
+                continue;
+            }
+            if bt[t].overflow || sw.iter().zip(set).any(|(x, m)| x & m != 0) {
+                return Err(Restart::Widen);
+            }
+            for k in 0..w {
+                let nx = (sw[k] & !clear[k]) | set[k];
+                bytes[k * 8..k * 8 + 8].copy_from_slice(&nx.to_le_bytes());
+            }
+            let start = batch.len();
+            batch.extend_from_slice(&bytes[..stride]);
+            let h = crate::store::hash(&batch[start..]);
+            e.store.prefetch(h);
+            hashes.push(h);
+            ts.push(t as u32);
+        }
+        if ts.is_empty() {
+            e.dead_count += 1;
+            if e.dead.len() < traces {
+                e.dead.push(s);
+            }
+            continue;
+        }
+        for (k, &t) in ts.iter().enumerate() {
+            e.fired[t as usize] = true;
+            e.edges += 1;
+            let key = &batch[k * stride..(k + 1) * stride];
+            let Some((_, new)) = e.store.insert_hashed(key, hashes[k]) else {
+                e.stop = Some(Stop::Capacity("more than 2^32-2 states".into()));
+                break 'outer;
+            };
+            if new {
+                let mut ones = 0u64;
+                for (j, chunk) in key.chunks(8).enumerate() {
+                    let mut b8 = [0u8; 8];
+                    b8[..chunk.len()].copy_from_slice(chunk);
+                    let x = u64::from_le_bytes(b8);
+                    ones += x.count_ones() as u64;
+                    seen[j] |= x;
+                }
+                e.marking_max = e.marking_max.max(ones);
+                if e.store.len() as u64 >= max_states && head < e.store.len() {
+                    e.stop = Some(Stop::StateLimit);
+                    break 'outer;
+                }
+            }
+        }
+    }
+    for p in 0..c.places {
+        if seen[p / 64] & (1 << (p % 64)) != 0 {
+            e.place_max[p] = 1;
+        }
+    }
+    e.levels.push(e.store.len() as u32);
+    Ok(e)
+}
+
 /// A shortest firing sequence from the initial marking to state `target`.
 pub fn trace_to(c: &Compiled, e: &PtExploration, target: u32) -> Vec<TransitionId> {
     let mut path = Vec::new();
@@ -514,7 +733,15 @@ pub fn trace_to(c: &Compiled, e: &PtExploration, target: u32) -> Vec<TransitionI
 }
 
 /// The successors (state id, transition) of a state among the explored ones, full firing rule.
-pub fn successors(c: &Compiled, e: &PtExploration, s: u32, m: &mut Vec<u32>, en: &mut Vec<u32>, buf: &mut Vec<u8>, out: &mut Vec<(u32, u32)>) {
+pub fn successors(
+    c: &Compiled,
+    e: &PtExploration,
+    s: u32,
+    m: &mut Vec<u32>,
+    en: &mut Vec<u32>,
+    buf: &mut Vec<u8>,
+    out: &mut Vec<(u32, u32)>,
+) {
     e.packing.unpack(e.store.get(s), m);
     c.enabled(m, en);
     buf.resize(e.store.stride(), 0);

@@ -20,11 +20,14 @@ pub struct GraphFacts {
     pub not_live_witness: Vec<Option<u32>>,
 }
 
+/// The successor callback: appends the edges `(target state, transition)` of a state.
+pub type Successors<'a> = dyn FnMut(u32, &mut Vec<(u32, u32)>) + 'a;
+
 const UNVISITED: u32 = u32::MAX;
 
 /// Tarjan's algorithm, iterative, over the states reachable from state 0 (ids below `n`).
 /// `succ(s, out)` appends the edges `(target, transition)` of `s`.
-pub fn analyse(n: usize, transitions: usize, succ: &mut dyn FnMut(u32, &mut Vec<(u32, u32)>)) -> GraphFacts {
+pub fn analyse(n: usize, transitions: usize, succ: &mut Successors<'_>) -> GraphFacts {
     let mut facts = GraphFacts {
         live: vec![true; transitions],
         not_live_witness: vec![None; transitions],
@@ -92,8 +95,8 @@ pub fn analyse(n: usize, transitions: usize, succ: &mut dyn FnMut(u32, &mut Vec<
                         fires[tr as usize] = true;
                     }
                 }
-                for tr in 0..transitions {
-                    if !fires[tr] && facts.live[tr] {
+                for (tr, &f) in fires.iter().enumerate() {
+                    if !f && facts.live[tr] {
                         facts.live[tr] = false;
                         facts.not_live_witness[tr] = Some(v);
                     }
@@ -124,7 +127,7 @@ struct Tarjan {
 }
 
 impl Tarjan {
-    fn visit(&mut self, v: u32, succ: &mut dyn FnMut(u32, &mut Vec<(u32, u32)>)) {
+    fn visit(&mut self, v: u32, succ: &mut Successors<'_>) {
         self.index[v as usize] = self.next_index;
         self.low[v as usize] = self.next_index;
         self.next_index += 1;
@@ -138,11 +141,7 @@ impl Tarjan {
 
 /// A shortest path of edges from `from` back to `to` (breadth-first over `succ`), as
 /// transitions; `None` if `to` is unreachable from `from`.
-pub fn path_between(
-    from: u32,
-    to: u32,
-    succ: &mut dyn FnMut(u32, &mut Vec<(u32, u32)>),
-) -> Option<Vec<u32>> {
+pub fn path_between(from: u32, to: u32, succ: &mut Successors<'_>) -> Option<Vec<u32>> {
     use std::collections::HashMap;
     let mut parent: HashMap<u32, (u32, u32)> = HashMap::new();
     let mut queue = std::collections::VecDeque::new();
@@ -177,7 +176,9 @@ mod tests {
     use super::*;
 
     fn run(adj: &[Vec<(u32, u32)>], transitions: usize) -> GraphFacts {
-        analyse(adj.len(), transitions, &mut |s, out| out.extend_from_slice(&adj[s as usize]))
+        analyse(adj.len(), transitions, &mut |s, out| {
+            out.extend_from_slice(&adj[s as usize])
+        })
     }
 
     #[test]
@@ -197,7 +198,7 @@ mod tests {
         assert_eq!(g.sccs, 2);
         assert_eq!(g.bottom_sccs, 1);
         assert_eq!(g.live, vec![false, true, true]);
-        assert_eq!(g.not_live_witness[0].is_some(), true);
+        assert!(g.not_live_witness[0].is_some());
         let p = path_between(1, 1, &mut |s, out| out.extend_from_slice(&adj[s as usize]));
         assert_eq!(p, Some(vec![1, 2]));
     }

@@ -21,7 +21,11 @@ pub fn farkas(matrix: &[Vec<i64>], columns: usize, limit: usize) -> Option<Vec<V
             comb[i] = 1;
             let mut support = vec![0u64; words];
             support[i / 64] |= 1 << (i % 64);
-            Row { a: matrix[i].clone(), comb, support }
+            Row {
+                a: matrix[i].clone(),
+                comb,
+                support,
+            }
         })
         .collect();
     for j in 0..columns {
@@ -33,13 +37,26 @@ pub fn farkas(matrix: &[Vec<i64>], columns: usize, limit: usize) -> Option<Vec<V
                 let (cp, cq) = (-q.a[j], p.a[j]);
                 let mut a = Vec::with_capacity(p.a.len());
                 for k in 0..p.a.len() {
-                    a.push(p.a[k].checked_mul(cp)?.checked_add(q.a[k].checked_mul(cq)?)?);
+                    a.push(
+                        p.a[k]
+                            .checked_mul(cp)?
+                            .checked_add(q.a[k].checked_mul(cq)?)?,
+                    );
                 }
                 let mut comb = Vec::with_capacity(n);
                 for k in 0..n {
-                    comb.push(p.comb[k].checked_mul(cp)?.checked_add(q.comb[k].checked_mul(cq)?)?);
+                    comb.push(
+                        p.comb[k]
+                            .checked_mul(cp)?
+                            .checked_add(q.comb[k].checked_mul(cq)?)?,
+                    );
                 }
-                let support = p.support.iter().zip(&q.support).map(|(x, y)| x | y).collect();
+                let support = p
+                    .support
+                    .iter()
+                    .zip(&q.support)
+                    .map(|(x, y)| x | y)
+                    .collect();
                 let mut r = Row { a, comb, support };
                 r.normalize();
                 next.push(r);
@@ -50,7 +67,11 @@ pub fn farkas(matrix: &[Vec<i64>], columns: usize, limit: usize) -> Option<Vec<V
         }
         rows = minimal(next);
     }
-    Some(rows.into_iter().map(|r| r.comb.into_iter().map(|x| x.max(0) as u64).collect()).collect())
+    Some(
+        rows.into_iter()
+            .map(|r| r.comb.into_iter().map(|x| x.max(0) as u64).collect())
+            .collect(),
+    )
 }
 
 struct Row {
@@ -61,10 +82,17 @@ struct Row {
 
 impl Row {
     fn normalize(&mut self) {
-        let g = self.a.iter().chain(&self.comb).fold(0u64, |g, &x| gcd(g, x.unsigned_abs()));
+        let g = self
+            .a
+            .iter()
+            .chain(&self.comb)
+            .fold(0u64, |g, &x| gcd(g, x.unsigned_abs()));
         if g > 1 {
             let g = g as i64;
-            self.a.iter_mut().chain(self.comb.iter_mut()).for_each(|x| *x /= g);
+            self.a
+                .iter_mut()
+                .chain(self.comb.iter_mut())
+                .for_each(|x| *x /= g);
         }
     }
 }
@@ -105,7 +133,9 @@ pub const FARKAS_LIMIT: usize = 20_000;
 
 pub fn invariants(c: &[Vec<i64>], transitions: usize) -> Invariants {
     let p = farkas(c, transitions, FARKAS_LIMIT);
-    let ct: Vec<Vec<i64>> = (0..transitions).map(|t| c.iter().map(|row| row[t]).collect()).collect();
+    let ct: Vec<Vec<i64>> = (0..transitions)
+        .map(|t| c.iter().map(|row| row[t]).collect())
+        .collect();
     let t = farkas(&ct, c.len(), FARKAS_LIMIT);
     Invariants { p, t }
 }
@@ -148,6 +178,9 @@ mod tests {
         let c = vec![vec![-2, 2], vec![1, -1]];
         let inv = invariants(&c, 2);
         assert_eq!(inv.p.clone().unwrap(), vec![vec![1, 2]]);
-        assert_eq!(place_bounds(&inv.p.unwrap(), &[4, 0]), vec![Some(4), Some(2)]);
+        assert_eq!(
+            place_bounds(&inv.p.unwrap(), &[4, 0]),
+            vec![Some(4), Some(2)]
+        );
     }
 }

@@ -39,12 +39,18 @@ pub fn parse_pnml(text: &str) -> Result<PtNet, Vec<PnmlError>> {
         Err(e) => {
             let p = e.pos();
             return Err(vec![PnmlError {
-                pos: Pos { line: p.row, col: p.col },
+                pos: Pos {
+                    line: p.row,
+                    col: p.col,
+                },
                 message: format!("malformed XML: {e}"),
             }]);
         }
     };
-    let mut r = Reader { doc: &doc, errors: Vec::new() };
+    let mut r = Reader {
+        doc: &doc,
+        errors: Vec::new(),
+    };
     let net = r.read();
     if r.errors.is_empty() {
         Ok(net)
@@ -68,19 +74,31 @@ struct Reader<'a, 'i> {
 impl<'a, 'i> Reader<'a, 'i> {
     fn pos(&self, n: Node) -> Pos {
         let p = self.doc.text_pos_at(n.range().start);
-        Pos { line: p.row, col: p.col }
+        Pos {
+            line: p.row,
+            col: p.col,
+        }
     }
 
     fn error(&mut self, n: Node, message: impl Into<String>) {
         let pos = self.pos(n);
-        self.errors.push(PnmlError { pos, message: message.into() });
+        self.errors.push(PnmlError {
+            pos,
+            message: message.into(),
+        });
     }
 
     fn read(&mut self) -> PtNet {
         let root = self.doc.root_element();
         let mut net = PtNet::default();
         if root.tag_name().name() != "pnml" {
-            self.error(root, format!("expected a <pnml> document, found <{}>", root.tag_name().name()));
+            self.error(
+                root,
+                format!(
+                    "expected a <pnml> document, found <{}>",
+                    root.tag_name().name()
+                ),
+            );
             return net;
         }
         let nets: Vec<Node> = root.children().filter(|n| n.has_tag_name("net")).collect();
@@ -89,7 +107,10 @@ impl<'a, 'i> Reader<'a, 'i> {
             return net;
         };
         if nets.len() > 1 {
-            self.error(nets[1], "more than one <net> in the document (only one is analysed)");
+            self.error(
+                nets[1],
+                "more than one <net> in the document (only one is analysed)",
+            );
         }
         let ty = n.attribute("type").unwrap_or("");
         if !ty.is_empty() && !ty.to_ascii_lowercase().contains("ptnet") {
@@ -139,17 +160,35 @@ impl<'a, 'i> Reader<'a, 'i> {
                             }
                         },
                     };
-                    let name = child_text(c, "name").map(|s| s.trim().to_string()).unwrap_or_else(|| id.clone());
+                    let name = child_text(c, "name")
+                        .map(|s| s.trim().to_string())
+                        .unwrap_or_else(|| id.clone());
                     let pos = self.pos(c);
-                    net.places.push(PtPlace { id: id.clone(), name, initial, pos });
+                    net.places.push(PtPlace {
+                        id: id.clone(),
+                        name,
+                        initial,
+                        pos,
+                    });
                     (id, Node2::Place(PlaceId::from(net.places.len() - 1)))
                 }
                 "transition" => {
                     let Some(id) = self.id(c) else { continue };
-                    let name = child_text(c, "name").map(|s| s.trim().to_string()).unwrap_or_else(|| id.clone());
+                    let name = child_text(c, "name")
+                        .map(|s| s.trim().to_string())
+                        .unwrap_or_else(|| id.clone());
                     let pos = self.pos(c);
-                    net.transitions.push(PtTransition { id: id.clone(), name, pre: Vec::new(), post: Vec::new(), pos });
-                    (id, Node2::Transition(TransitionId::from(net.transitions.len() - 1)))
+                    net.transitions.push(PtTransition {
+                        id: id.clone(),
+                        name,
+                        pre: Vec::new(),
+                        post: Vec::new(),
+                        pos,
+                    });
+                    (
+                        id,
+                        Node2::Transition(TransitionId::from(net.transitions.len() - 1)),
+                    )
                 }
                 "referencePlace" | "referenceTransition" => {
                     let Some(id) = self.id(c) else { continue };
@@ -166,10 +205,14 @@ impl<'a, 'i> Reader<'a, 'i> {
                 }
                 _ => continue,
             };
-            if ids.contains_key(&entry.0) {
-                self.error(c, format!("duplicate id `{}`", entry.0));
-            } else {
-                ids.insert(entry.0, entry.1);
+            match ids.entry(entry.0) {
+                std::collections::hash_map::Entry::Occupied(o) => {
+                    let msg = format!("duplicate id `{}`", o.key());
+                    self.error(c, msg);
+                }
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(entry.1);
+                }
             }
         }
     }
@@ -185,7 +228,11 @@ impl<'a, 'i> Reader<'a, 'i> {
     }
 
     /// Resolves an id (following references) to a place or a transition.
-    fn resolve(&self, ids: &HashMap<String, Node2>, id: &str) -> Option<Result<PlaceId, TransitionId>> {
+    fn resolve(
+        &self,
+        ids: &HashMap<String, Node2>,
+        id: &str,
+    ) -> Option<Result<PlaceId, TransitionId>> {
         let mut cur = id;
         for _ in 0..=ids.len() {
             match ids.get(cur)? {
@@ -207,7 +254,13 @@ impl<'a, 'i> Reader<'a, 'i> {
             None => 1,
             Some(t) => match parse_nat(t) {
                 Some(0) | None => {
-                    self.error(a, format!("arc `{aid}`: inscription `{}` is not a positive natural number", t.trim()));
+                    self.error(
+                        a,
+                        format!(
+                            "arc `{aid}`: inscription `{}` is not a positive natural number",
+                            t.trim()
+                        ),
+                    );
                     return;
                 }
                 Some(w) => w,
@@ -216,7 +269,11 @@ impl<'a, 'i> Reader<'a, 'i> {
         let kind = a
             .children()
             .find(|c| c.has_tag_name("type"))
-            .and_then(|t| t.attribute("value").map(str::to_string).or_else(|| child_text(t, "text").map(|s| s.trim().to_string())))
+            .and_then(|t| {
+                t.attribute("value")
+                    .map(str::to_string)
+                    .or_else(|| child_text(t, "text").map(|s| s.trim().to_string()))
+            })
             .unwrap_or_else(|| "normal".to_string());
         let read = match kind.as_str() {
             "normal" | "" => false,
@@ -247,13 +304,22 @@ impl<'a, 'i> Reader<'a, 'i> {
             }
             (Err(t), Ok(p)) => {
                 if read {
-                    self.error(a, format!("arc `{aid}`: a test arc must go from a place to a transition"));
+                    self.error(
+                        a,
+                        format!("arc `{aid}`: a test arc must go from a place to a transition"),
+                    );
                     return;
                 }
                 PtNet::add_arc(&mut net.transitions[t.index()].post, p, weight);
             }
-            (Ok(_), Ok(_)) => self.error(a, format!("arc `{aid}` connects two places (`{src}` -> `{dst}`)")),
-            (Err(_), Err(_)) => self.error(a, format!("arc `{aid}` connects two transitions (`{src}` -> `{dst}`)")),
+            (Ok(_), Ok(_)) => self.error(
+                a,
+                format!("arc `{aid}` connects two places (`{src}` -> `{dst}`)"),
+            ),
+            (Err(_), Err(_)) => self.error(
+                a,
+                format!("arc `{aid}` connects two transitions (`{src}` -> `{dst}`)"),
+            ),
         }
     }
 }
@@ -300,14 +366,27 @@ mod tests {
     }
 
     fn errors(text: &str) -> Vec<String> {
-        parse_pnml(text).unwrap_err().iter().map(|e| e.to_string()).collect()
+        parse_pnml(text)
+            .unwrap_err()
+            .iter()
+            .map(|e| e.to_string())
+            .collect()
     }
 
     #[test]
     fn malformed_inputs_are_located_errors() {
-        assert_eq!(errors("<pnml><net>"), vec!["1:1: malformed XML: the root node was opened but never closed".to_string()]);
-        assert_eq!(errors("<foo/>"), vec!["1:1: expected a <pnml> document, found <foo>".to_string()]);
-        assert_eq!(errors("<pnml/>"), vec!["1:1: the document has no <net>".to_string()]);
+        assert_eq!(
+            errors("<pnml><net>"),
+            vec!["1:1: malformed XML: the root node was opened but never closed".to_string()]
+        );
+        assert_eq!(
+            errors("<foo/>"),
+            vec!["1:1: expected a <pnml> document, found <foo>".to_string()]
+        );
+        assert_eq!(
+            errors("<pnml/>"),
+            vec!["1:1: the document has no <net>".to_string()]
+        );
         let e = errors(
             "<pnml><net id='n'><page id='x'>\n<place id='p'><initialMarking><text>-1</text></initialMarking></place>\n<place id='p'/>\n<arc id='a' source='p' target='zz'/>\n<arc id='b' source='p' target='p'/></page></net></pnml>",
         );
@@ -320,9 +399,18 @@ mod tests {
                 "5:1: arc `b` connects two places (`p` -> `p`)",
             ]
         );
-        let e = errors("<pnml><net id='n' type='http://www.pnml.org/version-2009/grammar/symmetricnet'/></pnml>");
+        let e = errors(
+            "<pnml><net id='n' type='http://www.pnml.org/version-2009/grammar/symmetricnet'/></pnml>",
+        );
         assert!(e[0].starts_with("1:7: net type"), "{e:?}");
-        let e = errors("<pnml><net id='n'><place id='p'/><transition id='t'/><arc id='a' source='p' target='t'><type value='inhibitor'/></arc></net></pnml>");
-        assert_eq!(e, vec!["1:54: arc `a`: arcs of type `inhibitor` are not supported (only normal and test arcs)"]);
+        let e = errors(
+            "<pnml><net id='n'><place id='p'/><transition id='t'/><arc id='a' source='p' target='t'><type value='inhibitor'/></arc></net></pnml>",
+        );
+        assert_eq!(
+            e,
+            vec![
+                "1:54: arc `a`: arcs of type `inhibitor` are not supported (only normal and test arcs)"
+            ]
+        );
     }
 }

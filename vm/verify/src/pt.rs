@@ -20,7 +20,12 @@ pub struct PtAnalysis {
 
 impl Default for PtAnalysis {
     fn default() -> Self {
-        PtAnalysis { explore: PtOptions::default(), traces: 1, graph: true, invariants: true }
+        PtAnalysis {
+            explore: PtOptions::default(),
+            traces: 1,
+            graph: true,
+            invariants: true,
+        }
     }
 }
 
@@ -32,9 +37,17 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
     r.transitions = net
         .transitions
         .iter()
-        .map(|t| TransitionInfo { id: t.id.clone(), name: t.name.clone(), location: format!("{file}:{}:{}", t.pos.line, t.pos.col) })
+        .map(|t| TransitionInfo {
+            id: t.id.clone(),
+            name: t.name.clone(),
+            location: format!("{file}:{}:{}", t.pos.line, t.pos.col),
+        })
         .collect();
-    let inv = if cfg.invariants { invariants::invariants(&net.incidence(), net.transitions.len()) } else { Default::default() };
+    let inv = if cfg.invariants {
+        invariants::invariants(&net.incidence(), net.transitions.len())
+    } else {
+        Default::default()
+    };
     let e = explore::explore(net, &c, &cfg.explore, inv.p.as_deref(), cfg.traces);
     r.p_invariants = inv.p.clone();
     r.t_invariants = inv.t.clone();
@@ -48,7 +61,10 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
         Some(Stop::StateLimit) => Some(format!("stopped at --max-states {}", e.states())),
         Some(Stop::Unbounded) => Some("the net is unbounded (infinite state space)".into()),
         Some(Stop::Capacity(why)) => Some(why.clone()),
-        None if e.cut > 0 => Some(format!("{} marking(s) above --max-tokens were not expanded", e.cut)),
+        None if e.cut > 0 => Some(format!(
+            "{} marking(s) above --max-tokens were not expanded",
+            e.cut
+        )),
         None => None,
     };
     r.packing_bits = Some(e.packing.bits);
@@ -94,7 +110,11 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
         incomplete()
     };
     if full && r.complete {
-        r.dead_transitions = Some((0..net.transitions.len()).filter(|&t| !e.fired[t]).collect());
+        r.dead_transitions = Some(
+            (0..net.transitions.len())
+                .filter(|&t| !e.fired[t])
+                .collect(),
+        );
     }
 
     // Counterexamples.
@@ -115,7 +135,11 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
             cycle: Vec::new(),
             marking: render(net, &e.marking(s)),
             exact: true,
-            note: format!("{} tokens on {}", e.marking(s)[p.index()], net.place(p).name),
+            note: format!(
+                "{} tokens on {}",
+                e.marking(s)[p.index()],
+                net.place(p).name
+            ),
         });
     }
     if let Some((anc, cov, grow)) = &e.unbounded {
@@ -129,7 +153,10 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
             cycle: pump,
             marking: render(net, &e.marking(*cov)),
             exact: true,
-            note: format!("each repetition of the loop adds tokens to {}", names.join(", ")),
+            note: format!(
+                "each repetition of the loop adds tokens to {}",
+                names.join(", ")
+            ),
         });
         r.terminates = Verdict::No;
     }
@@ -150,7 +177,8 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
         // Already decided: not terminating.
     } else if no_t_invariant {
         r.terminates = Verdict::Yes;
-        r.notes.push("no semi-positive T-invariant: the net terminates from every marking".into());
+        r.notes
+            .push("no semi-positive T-invariant: the net terminates from every marking".into());
     } else if !full {
         r.terminates = reduced();
     } else if !r.complete {
@@ -163,7 +191,8 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
         }
         if let Some(s) = facts.cycle_state {
             let prefix = ids(explore::trace_to(&c, &e, s));
-            let cycle = graph::path_between(s, s, &mut |v, out| succ(&c, &e, v, out)).unwrap_or_default();
+            let cycle =
+                graph::path_between(s, s, &mut |v, out| succ(&c, &e, v, out)).unwrap_or_default();
             r.traces.push(Trace {
                 kind: "nontermination",
                 path: prefix,
@@ -174,7 +203,10 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
             });
         }
         r.live = Some(facts.live);
-        r.notes.push(format!("{} strongly connected component(s), {} bottom", facts.sccs, facts.bottom_sccs));
+        r.notes.push(format!(
+            "{} strongly connected component(s), {} bottom",
+            facts.sccs, facts.bottom_sccs
+        ));
     } else if full && r.complete && !no_t_invariant {
         r.terminates = Verdict::Unknown("SCC pass skipped".into());
     }
@@ -182,13 +214,18 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
         r.notes.push("stubborn-set reduction: states and edges are those of the reduced graph; deadlocks are exact, traces are valid but not necessarily shortest".into());
     }
     if e.restarts > 0 {
-        r.notes.push(format!("exploration restarted {} time(s) for a wider packing", e.restarts));
+        r.notes.push(format!(
+            "exploration restarted {} time(s) for a wider packing",
+            e.restarts
+        ));
     }
     Ok(r)
 }
 
 fn scc(c: &Compiled, e: &PtExploration) -> graph::GraphFacts {
-    graph::analyse(e.store.len(), c.transitions, &mut |v, out| succ(c, e, v, out))
+    graph::analyse(e.store.len(), c.transitions, &mut |v, out| {
+        succ(c, e, v, out)
+    })
 }
 
 fn succ(c: &Compiled, e: &PtExploration, v: u32, out: &mut Vec<(u32, u32)>) {
@@ -206,7 +243,17 @@ pub fn render(net: &PtNet, m: &[u32]) -> String {
         .iter()
         .enumerate()
         .filter(|(_, v)| **v > 0)
-        .map(|(p, v)| if *v == 1 { net.places[p].name.clone() } else { format!("{}={v}", net.places[p].name) })
+        .map(|(p, v)| {
+            if *v == 1 {
+                net.places[p].name.clone()
+            } else {
+                format!("{}={v}", net.places[p].name)
+            }
+        })
         .collect();
-    if parts.is_empty() { "(empty)".into() } else { parts.join(" ") }
+    if parts.is_empty() {
+        "(empty)".into()
+    } else {
+        parts.join(" ")
+    }
 }

@@ -179,7 +179,13 @@ impl Report {
         if !trace.cycle.is_empty() {
             let names: Vec<&str> = trace.cycle.iter().map(|&t| self.tname(t)).collect();
             doc["loop"] = json!(names);
-            doc["loop_steps"] = json!(trace.cycle.iter().map(|&t| self.step_json(t)).collect::<Vec<_>>());
+            doc["loop_steps"] = json!(
+                trace
+                    .cycle
+                    .iter()
+                    .map(|&t| self.step_json(t))
+                    .collect::<Vec<_>>()
+            );
         }
         doc
     }
@@ -192,9 +198,17 @@ impl Report {
     }
 
     pub fn to_json(&self) -> Json {
-        let names = |v: &[usize]| v.iter().map(|&t| self.tname(t).to_string()).collect::<Vec<_>>();
-        let place_bounds: serde_json::Map<String, Json> =
-            self.places.iter().zip(&self.place_bounds).map(|(p, b)| (p.clone(), json!(b))).collect();
+        let names = |v: &[usize]| {
+            v.iter()
+                .map(|&t| self.tname(t).to_string())
+                .collect::<Vec<_>>()
+        };
+        let place_bounds: serde_json::Map<String, Json> = self
+            .places
+            .iter()
+            .zip(&self.place_bounds)
+            .map(|(p, b)| (p.clone(), json!(b)))
+            .collect();
         let live = self.live.as_ref().map(|l| {
             json!({
                 "live": l.iter().all(|&x| x),
@@ -205,8 +219,12 @@ impl Report {
             v.as_ref().map(|v| {
                 v.iter()
                     .map(|y| {
-                        let m: serde_json::Map<String, Json> =
-                            y.iter().enumerate().filter(|(_, w)| **w > 0).map(|(i, w)| (names(i), json!(w))).collect();
+                        let m: serde_json::Map<String, Json> = y
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, w)| **w > 0)
+                            .map(|(i, w)| (names(i), json!(w)))
+                            .collect();
                         Json::Object(m)
                     })
                     .collect::<Vec<_>>()
@@ -249,8 +267,19 @@ impl Report {
     pub fn to_text(&self) -> String {
         let mut s = String::new();
         let w = &mut s;
-        let _ = writeln!(w, "{}: {} with {} places, {} transitions", self.net, self.kind, self.places.len(), self.transitions.len());
-        let _ = write!(w, "state space: {} states, {} edges", self.states, self.edges);
+        let _ = writeln!(
+            w,
+            "{}: {} with {} places, {} transitions",
+            self.net,
+            self.kind,
+            self.places.len(),
+            self.transitions.len()
+        );
+        let _ = write!(
+            w,
+            "state space: {} states, {} edges",
+            self.states, self.edges
+        );
         if self.reduction != "none" {
             let _ = write!(w, " (reduced: {})", self.reduction);
         }
@@ -259,31 +288,59 @@ impl Report {
         }
         let _ = writeln!(w);
         if let Some(r) = &self.incomplete_reason {
-            let _ = writeln!(w, "  INCOMPLETE: {r}; verdicts below that need the whole state space are unknown");
+            let _ = writeln!(
+                w,
+                "  INCOMPLETE: {r}; verdicts below that need the whole state space are unknown"
+            );
         }
         if !self.exact_state_space {
-            let _ = writeln!(w, "  over-approximation: module outputs are abstracted (see notes)");
+            let _ = writeln!(
+                w,
+                "  over-approximation: module outputs are abstracted (see notes)"
+            );
         }
-        let _ = writeln!(w, "max tokens: {} in a place, {} in a marking", self.max_tokens_in_place, self.max_tokens_per_marking);
+        let _ = writeln!(
+            w,
+            "max tokens: {} in a place, {} in a marking",
+            self.max_tokens_in_place, self.max_tokens_per_marking
+        );
         let bounded = match &self.bounded {
             Verdict::Yes => format!("bounded ({}-bounded)", self.max_tokens_in_place),
             Verdict::No => {
-                let ps: Vec<&str> = self.unbounded_places.iter().map(|&p| self.places[p].as_str()).collect();
+                let ps: Vec<&str> = self
+                    .unbounded_places
+                    .iter()
+                    .map(|&p| self.places[p].as_str())
+                    .collect();
                 format!("UNBOUNDED: {}", ps.join(", "))
             }
             Verdict::Unknown(why) => format!("unknown ({why})"),
         };
         let _ = writeln!(w, "boundedness: {bounded}");
         if self.places.len() <= 40 && self.bounded != Verdict::No {
-            let bounds: Vec<String> = self.places.iter().zip(&self.place_bounds).map(|(p, b)| format!("{p}<={b}")).collect();
+            let bounds: Vec<String> = self
+                .places
+                .iter()
+                .zip(&self.place_bounds)
+                .map(|(p, b)| format!("{p}<={b}"))
+                .collect();
             let _ = writeln!(w, "  per place: {}", bounds.join(" "));
         }
         let _ = writeln!(w, "1-safe: {}", self.one_safe.text("yes", "NO"));
         let dl = match &self.deadlock {
-            Verdict::Yes => format!("FOUND ({} dead marking(s), {} proper end(s))", self.dead_markings, self.proper_ends),
+            Verdict::Yes => format!(
+                "FOUND ({} dead marking(s), {} proper end(s))",
+                self.dead_markings, self.proper_ends
+            ),
             Verdict::No if self.dead_markings == 0 => "none (no dead marking)".to_string(),
-            Verdict::No => format!("none ({} dead marking(s), all proper ends)", self.dead_markings),
-            Verdict::Unknown(why) => format!("unknown ({why}; {} dead marking(s) seen)", self.dead_markings),
+            Verdict::No => format!(
+                "none ({} dead marking(s), all proper ends)",
+                self.dead_markings
+            ),
+            Verdict::Unknown(why) => format!(
+                "unknown ({why}; {} dead marking(s) seen)",
+                self.dead_markings
+            ),
         };
         let _ = writeln!(w, "deadlock: {dl}");
         match &self.dead_transitions {
@@ -298,14 +355,28 @@ impl Report {
                 let _ = writeln!(w, "dead transitions: unknown");
             }
         }
-        let _ = writeln!(w, "terminates: {}", self.terminates.text("yes", "NO (an infinite firing sequence exists)"));
+        let _ = writeln!(
+            w,
+            "terminates: {}",
+            self.terminates
+                .text("yes", "NO (an infinite firing sequence exists)")
+        );
         if let Some(l) = &self.live {
-            let not: Vec<&str> = l.iter().enumerate().filter(|(_, x)| !**x).map(|(t, _)| self.tname(t)).collect();
+            let not: Vec<&str> = l
+                .iter()
+                .enumerate()
+                .filter(|(_, x)| !**x)
+                .map(|(t, _)| self.tname(t))
+                .collect();
             if not.is_empty() {
                 let _ = writeln!(w, "live: yes (every transition can always fire again)");
             } else {
                 let shown: Vec<&str> = not.iter().take(10).copied().collect();
-                let more = if not.len() > 10 { format!(", ... ({} in all)", not.len()) } else { String::new() };
+                let more = if not.len() > 10 {
+                    format!(", ... ({} in all)", not.len())
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(w, "live: no; not live: {}{more}", shown.join(", "));
             }
         }
@@ -316,14 +387,24 @@ impl Report {
                     "invariants: {} P-invariant(s), {} T-invariant(s); {}",
                     p.len(),
                     t.len(),
-                    if self.structurally_bounded { "P-invariants cover every place: structurally bounded" } else { "P-invariants do not cover every place" }
+                    if self.structurally_bounded {
+                        "P-invariants cover every place: structurally bounded"
+                    } else {
+                        "P-invariants do not cover every place"
+                    }
                 );
                 for y in p.iter().take(8) {
                     let terms: Vec<String> = y
                         .iter()
                         .enumerate()
                         .filter(|(_, c)| **c > 0)
-                        .map(|(i, c)| if *c == 1 { self.places[i].clone() } else { format!("{c}*{}", self.places[i]) })
+                        .map(|(i, c)| {
+                            if *c == 1 {
+                                self.places[i].clone()
+                            } else {
+                                format!("{c}*{}", self.places[i])
+                            }
+                        })
                         .collect();
                     let _ = writeln!(w, "  P: {}", terms.join(" + "));
                 }
@@ -345,7 +426,11 @@ impl Report {
                 t.kind,
                 if t.exact { "" } else { ", possibly spurious" },
                 t.path.len(),
-                if t.note.is_empty() { String::new() } else { format!(" - {}", t.note) }
+                if t.note.is_empty() {
+                    String::new()
+                } else {
+                    format!(" - {}", t.note)
+                }
             );
             for (i, &tr) in t.path.iter().enumerate() {
                 let x = &self.transitions[tr];

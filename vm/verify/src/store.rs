@@ -24,7 +24,10 @@ impl Packing {
 
     /// The next wider packing, if any.
     pub fn wider(self) -> Option<Packing> {
-        (self.bits < 32).then_some(Packing { bits: self.bits * 2, places: self.places })
+        (self.bits < 32).then_some(Packing {
+            bits: self.bits * 2,
+            places: self.places,
+        })
     }
 
     pub fn max_value(self) -> u64 {
@@ -96,7 +99,13 @@ pub struct StateStore {
 
 impl StateStore {
     pub fn new(stride: usize) -> StateStore {
-        StateStore { stride, chunks: Vec::new(), len: 0, table: vec![EMPTY; 1024], mask: 1023 }
+        StateStore {
+            stride,
+            chunks: Vec::new(),
+            len: 0,
+            table: vec![EMPTY; 1024],
+            mask: 1023,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -148,10 +157,23 @@ impl StateStore {
         }
     }
 
+    /// Hints the CPU to load the index slot of a hash (see [`hash`]); lets several lookups
+    /// wait for memory at once.
+    #[inline]
+    pub fn prefetch(&self, h: u64) {
+        let i = h as usize & self.mask;
+        prefetch_read(&self.table[i]);
+    }
+
     /// Inserts a marking: its id and whether it is new. `None` when 2^32 - 1 states are held.
     #[inline]
     pub fn insert(&mut self, s: &[u8]) -> Option<(u32, bool)> {
-        let h = hash(s);
+        self.insert_hashed(s, hash(s))
+    }
+
+    /// [`StateStore::insert`] with the hash already computed.
+    #[inline]
+    pub fn insert_hashed(&mut self, s: &[u8], h: u64) -> Option<(u32, bool)> {
         let tag = h >> 32;
         let mut i = h as usize & self.mask;
         loop {
@@ -182,7 +204,8 @@ impl StateStore {
     fn push(&mut self, s: &[u8]) {
         let i = self.len;
         if i / CHUNK_STATES == self.chunks.len() {
-            self.chunks.push(vec![0u8; CHUNK_STATES * self.stride].into_boxed_slice());
+            self.chunks
+                .push(vec![0u8; CHUNK_STATES * self.stride].into_boxed_slice());
         }
         let off = (i % CHUNK_STATES) * self.stride;
         self.chunks[i / CHUNK_STATES][off..off + self.stride].copy_from_slice(s);
@@ -204,6 +227,18 @@ impl StateStore {
         self.table = table;
         self.mask = mask;
     }
+}
+
+#[inline(always)]
+fn prefetch_read<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: prefetching is a hint; it never faults and the pointer comes from a reference.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(r as *const T as *const i8) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
 }
 
 /// A fast 64-bit hash of a byte string (8-byte words, multiply-xorshift, final avalanche).

@@ -11,7 +11,9 @@ fn expected(out: &str, key: &str) -> String {
         .find_map(|l| {
             let w: Vec<&str> = l.split_whitespace().collect();
             match w.as_slice() {
-                ["STATE_SPACE", k, v, ..] | ["FORMULA", k, v, ..] if *k == key => Some(v.to_string()),
+                ["STATE_SPACE", k, v, ..] | ["FORMULA", k, v, ..] if *k == key => {
+                    Some(v.to_string())
+                }
                 _ => None,
             }
         })
@@ -20,7 +22,10 @@ fn expected(out: &str, key: &str) -> String {
 
 #[test]
 fn mcc_models_match_their_state_space_out() {
-    let mut dirs: Vec<_> = std::fs::read_dir(CORPUS).expect("corpus").map(|d| d.unwrap().path()).collect();
+    let mut dirs: Vec<_> = std::fs::read_dir(CORPUS)
+        .expect("corpus")
+        .map(|d| d.unwrap().path())
+        .collect();
     dirs.sort();
     assert_eq!(dirs.len(), 6);
     for dir in dirs {
@@ -30,17 +35,40 @@ fn mcc_models_match_their_state_space_out() {
         let net = pnet_verify::parse_pnml(&text).unwrap();
         let r = analyse_pt(&net, "model.pnml", &PtAnalysis::default()).unwrap();
         assert!(r.complete, "{name}");
-        assert_eq!(r.states.to_string(), expected(&out, "STATES"), "{name} states");
-        assert_eq!(r.edges.to_string(), expected(&out, "TRANSITIONS"), "{name} edges");
-        assert_eq!(r.max_tokens_in_place.to_string(), expected(&out, "MAX_TOKEN_IN_PLACE"), "{name}");
-        assert_eq!(r.max_tokens_per_marking.to_string(), expected(&out, "MAX_TOKEN_PER_MARKING"), "{name}");
+        assert_eq!(
+            r.states.to_string(),
+            expected(&out, "STATES"),
+            "{name} states"
+        );
+        assert_eq!(
+            r.edges.to_string(),
+            expected(&out, "TRANSITIONS"),
+            "{name} edges"
+        );
+        assert_eq!(
+            r.max_tokens_in_place.to_string(),
+            expected(&out, "MAX_TOKEN_IN_PLACE"),
+            "{name}"
+        );
+        assert_eq!(
+            r.max_tokens_per_marking.to_string(),
+            expected(&out, "MAX_TOKEN_PER_MARKING"),
+            "{name}"
+        );
         let b = |v: &Verdict| match v {
             Verdict::Yes => "TRUE",
             Verdict::No => "FALSE",
             Verdict::Unknown(_) => "UNKNOWN",
         };
-        assert_eq!(b(&r.deadlock), expected(&out, "ReachabilityDeadlock"), "{name} deadlock");
+        assert_eq!(
+            b(&r.deadlock),
+            expected(&out, "ReachabilityDeadlock"),
+            "{name} deadlock"
+        );
         assert_eq!(b(&r.one_safe), expected(&out, "OneSafe"), "{name} one-safe");
-        eprintln!("{name}: {} states, {} edges, {:?}", r.states, r.edges, r.terminates);
+        eprintln!(
+            "{name}: {} states, {} edges, {:?}",
+            r.states, r.edges, r.terminates
+        );
     }
 }

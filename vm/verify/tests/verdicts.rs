@@ -8,10 +8,14 @@ use pnet_verify::{PtOptions, Reduction};
 /// `places`: `name=tokens` or `name`; `transitions`: `name: a + 2*b -> c` (either side may be
 /// empty).
 fn pnml(places: &[&str], transitions: &[&str]) -> String {
-    let mut s = String::from("<?xml version=\"1.0\"?>\n<pnml><net id=\"n\" type=\"http://www.pnml.org/version-2009/grammar/ptnet\"><page id=\"pg\">\n");
+    let mut s = String::from(
+        "<?xml version=\"1.0\"?>\n<pnml><net id=\"n\" type=\"http://www.pnml.org/version-2009/grammar/ptnet\"><page id=\"pg\">\n",
+    );
     for p in places {
         let (name, m) = p.split_once('=').unwrap_or((p, "0"));
-        s += &format!("<place id=\"{name}\"><name><text>{name}</text></name><initialMarking><text>{m}</text></initialMarking></place>\n");
+        s += &format!(
+            "<place id=\"{name}\"><name><text>{name}</text></name><initialMarking><text>{m}</text></initialMarking></place>\n"
+        );
     }
     let mut arcs = String::new();
     for (k, t) in transitions.iter().enumerate() {
@@ -19,10 +23,17 @@ fn pnml(places: &[&str], transitions: &[&str]) -> String {
         let (pre, post) = rest.split_once("->").unwrap();
         s += &format!("<transition id=\"{name}\"><name><text>{name}</text></name></transition>\n");
         for (side, list) in [(0, pre), (1, post)] {
-            for (j, term) in list.split('+').map(str::trim).filter(|x| !x.is_empty()).enumerate() {
+            for (j, term) in list
+                .split('+')
+                .map(str::trim)
+                .filter(|x| !x.is_empty())
+                .enumerate()
+            {
                 let (w, p) = term.split_once('*').unwrap_or(("1", term));
                 let (src, dst) = if side == 0 { (p, name) } else { (name, p) };
-                arcs += &format!("<arc id=\"a{k}_{side}_{j}\" source=\"{src}\" target=\"{dst}\"><inscription><text>{w}</text></inscription></arc>\n");
+                arcs += &format!(
+                    "<arc id=\"a{k}_{side}_{j}\" source=\"{src}\" target=\"{dst}\"><inscription><text>{w}</text></inscription></arc>\n"
+                );
             }
         }
     }
@@ -39,7 +50,9 @@ fn analyse(places: &[&str], transitions: &[&str]) -> Report {
 }
 
 fn names(r: &Report, path: &[usize]) -> Vec<String> {
-    path.iter().map(|&t| r.transitions[t].name.clone()).collect()
+    path.iter()
+        .map(|&t| r.transitions[t].name.clone())
+        .collect()
 }
 
 #[test]
@@ -52,7 +65,10 @@ fn cycle_with_three_tokens_is_3_bounded_live_and_not_1_safe() {
     assert_eq!(r.max_tokens_per_marking, 3);
     assert_eq!(r.one_safe, Verdict::No);
     let unsafe_trace = r.traces.iter().find(|t| t.kind == "unsafe").unwrap();
-    assert!(unsafe_trace.path.is_empty(), "the initial marking is already unsafe");
+    assert!(
+        unsafe_trace.path.is_empty(),
+        "the initial marking is already unsafe"
+    );
     assert_eq!(r.deadlock, Verdict::No);
     assert_eq!(r.dead_transitions, Some(vec![]));
     assert_eq!(r.terminates, Verdict::No);
@@ -65,7 +81,10 @@ fn cycle_with_three_tokens_is_3_bounded_live_and_not_1_safe() {
 #[test]
 fn unbounded_net_ends_with_a_coverability_witness() {
     // `gen` puts a token on q every time; `stop` may end it all.
-    let r = analyse(&["p=1", "q", "done"], &["gen: p -> p + q", "stop: p -> done"]);
+    let r = analyse(
+        &["p=1", "q", "done"],
+        &["gen: p -> p + q", "stop: p -> done"],
+    );
     assert_eq!(r.bounded, Verdict::No);
     assert_eq!(r.unbounded_places, vec![1]);
     assert!(!r.complete);
@@ -81,7 +100,10 @@ fn unbounded_net_ends_with_a_coverability_witness() {
 #[test]
 fn unbounded_after_a_prefix_with_a_longer_pump() {
     // a -> b -> a moves one token around and `b` also drops one on `sink` via `leak`.
-    let r = analyse(&["init=1", "a", "b", "sink"], &["start: init -> a", "ab: a -> b", "ba: b -> a + sink"]);
+    let r = analyse(
+        &["init=1", "a", "b", "sink"],
+        &["start: init -> a", "ab: a -> b", "ba: b -> a + sink"],
+    );
     assert_eq!(r.bounded, Verdict::No);
     let w = r.traces.iter().find(|t| t.kind == "unbounded").unwrap();
     assert_eq!(names(&r, &w.path), vec!["start"]);
@@ -119,7 +141,13 @@ fn deadlock_that_needs_a_long_trace() {
     assert_eq!(r.terminates, Verdict::No);
     assert_eq!(r.live.as_ref().map(|l| l.iter().any(|&x| x)), Some(false));
     // The stubborn-set search finds the same deadlock in far fewer states.
-    let cfg = PtAnalysis { explore: PtOptions { reduction: Reduction::Stubborn, ..Default::default() }, ..Default::default() };
+    let cfg = PtAnalysis {
+        explore: PtOptions {
+            reduction: Reduction::Stubborn,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let s = analyse_with(&p, &t, &cfg);
     assert_eq!(s.deadlock, Verdict::Yes);
     assert_eq!(s.dead_markings, 2);
@@ -129,7 +157,10 @@ fn deadlock_that_needs_a_long_trace() {
 
 #[test]
 fn dead_transitions_and_termination() {
-    let r = analyse(&["a=1", "b", "never"], &["go: a -> b", "ghost: never -> a", "back: b + never -> a"]);
+    let r = analyse(
+        &["a=1", "b", "never"],
+        &["go: a -> b", "ghost: never -> a", "back: b + never -> a"],
+    );
     assert_eq!(r.dead_transitions, Some(vec![1, 2]));
     assert_eq!(r.terminates, Verdict::Yes);
     assert_eq!(r.deadlock, Verdict::Yes);
@@ -138,13 +169,22 @@ fn dead_transitions_and_termination() {
 }
 
 #[test]
-fn terminating_net_with_t_invariant_is_decided_by_the_graph() {
-    // A T-invariant exists (t + u) but the tokens run out: the graph is acyclic.
+fn termination_without_t_invariant_and_with_one() {
+    // The fuel runs out: no semi-positive T-invariant, so no cycle is possible.
     let r = analyse(&["p=1", "q", "fuel=2"], &["t: p + fuel -> q", "u: q -> p"]);
-    assert_eq!(r.t_invariants.as_ref().map(Vec::len), Some(0).or(r.t_invariants.as_ref().map(Vec::len)));
+    assert_eq!(r.t_invariants, Some(vec![]));
     assert_eq!(r.terminates, Verdict::Yes);
     assert_eq!(r.deadlock, Verdict::Yes);
     assert_eq!((r.states, r.edges), (5, 4));
+    // t + u is a T-invariant, yet the SCC pass shows the graph is acyclic: `u` reads `key`,
+    // which is never marked.
+    let r = analyse(
+        &["p=1", "q", "key"],
+        &["t: p -> q", "u: q + key -> p + key"],
+    );
+    assert_eq!(r.t_invariants.as_ref().map(Vec::len), Some(1));
+    assert_eq!(r.terminates, Verdict::Yes);
+    assert_eq!((r.states, r.edges), (2, 1));
 }
 
 #[test]
@@ -164,7 +204,13 @@ fn stubborn_sets_on_independent_chains_keep_every_deadlock() {
     let full = analyse(&p, &t);
     assert_eq!(full.states, 15625);
     assert_eq!(full.dead_markings, 1);
-    let cfg = PtAnalysis { explore: PtOptions { reduction: Reduction::Stubborn, ..Default::default() }, ..Default::default() };
+    let cfg = PtAnalysis {
+        explore: PtOptions {
+            reduction: Reduction::Stubborn,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let red = analyse_with(&p, &t, &cfg);
     assert_eq!(red.deadlock, Verdict::Yes);
     assert_eq!(red.dead_markings, 1);
@@ -174,7 +220,13 @@ fn stubborn_sets_on_independent_chains_keep_every_deadlock() {
 
 #[test]
 fn limits_make_verdicts_unknown() {
-    let cfg = PtAnalysis { explore: PtOptions { max_states: Some(3), ..Default::default() }, ..Default::default() };
+    let cfg = PtAnalysis {
+        explore: PtOptions {
+            max_states: Some(3),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let r = analyse_with(&["p=3", "q"], &["t: p -> q", "u: q -> p"], &cfg);
     assert!(!r.complete);
     assert!(matches!(r.deadlock, Verdict::Unknown(_)));
@@ -182,7 +234,13 @@ fn limits_make_verdicts_unknown() {
 
     // --max-tokens stops an unbounded net that the coverability check would also catch; the
     // check runs first here, so use a net whose growth is not a cover: tokens move upward.
-    let cfg = PtAnalysis { explore: PtOptions { max_tokens: Some(2), ..Default::default() }, ..Default::default() };
+    let cfg = PtAnalysis {
+        explore: PtOptions {
+            max_tokens: Some(2),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let r = analyse_with(&["p=5", "q"], &["t: p -> q", "u: q -> "], &cfg);
     assert!(!r.complete);
     assert!(r.traces.iter().any(|t| t.kind == "token-limit"));
@@ -194,7 +252,11 @@ fn packing_widens_when_counts_outgrow_it() {
     let r = analyse(&["p=200", "q"], &["t: p -> 2*q", "u: q -> "]);
     assert_eq!(r.place_bounds, vec![200, 400]);
     assert_eq!(r.packing_bits, Some(16));
-    assert!(r.notes.iter().any(|n| n.contains("restarted")), "{:?}", r.notes);
+    assert!(
+        r.notes.iter().any(|n| n.contains("restarted")),
+        "{:?}",
+        r.notes
+    );
     assert_eq!(r.bounded, Verdict::Yes);
     assert!(!r.structurally_bounded);
 }

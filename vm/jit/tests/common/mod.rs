@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use num_bigint::BigInt;
-use pnet_bundle::{Code, Instr, OpTy, SourceFileId, SourceSpan, Slot, SlotKind};
+use pnet_bundle::{Code, Instr, OpTy, Slot, SlotKind, SourceFileId, SourceSpan};
 use pnet_stdlib::{BinOp, Bitset, Builtin, StructType, Type, UnOp, Value};
 
 /// xorshift64*: cheap and deterministic.
@@ -264,11 +264,7 @@ pub fn value(r: &mut Rng, t: T) -> Value {
             3 => BigInt::from(i64::MIN),
             _ => BigInt::from(raw as i64 % 1000),
         }),
-        T::List => Value::List(
-            (0..k % 4)
-                .map(|_| value(r, T::Long))
-                .collect(),
-        ),
+        T::List => Value::List((0..k % 4).map(|_| value(r, T::Long)).collect()),
         T::Set => Value::Set(
             (0..k % 4)
                 .map(|i| Value::Int(i as i32 - 1))
@@ -417,7 +413,8 @@ impl<'r> Gen<'r> {
         let d = depth - 1;
         // Assignments to locals and struct fields.
         if self.r.chance(8) {
-            if let Some(s) = local_of(t) {
+            let to_field = matches!(t, T::Long | T::Double) && self.r.chance(50);
+            if let Some(s) = local_of(t).filter(|_| !to_field) {
                 self.expr(t, d);
                 self.emit(Instr::Dup);
                 self.emit(Instr::Store(s));
@@ -530,9 +527,9 @@ impl<'r> Gen<'r> {
                     self.emit(Instr::Call(f));
                 }
                 1 => {
-                    let f = self
-                        .r
-                        .pick(&[Builtin::BitsetOr, Builtin::BitsetAnd, Builtin::BitsetXor]);
+                    let f =
+                        self.r
+                            .pick(&[Builtin::BitsetOr, Builtin::BitsetAnd, Builtin::BitsetXor]);
                     self.expr(T::Bitset, d);
                     self.expr(T::Bitset, d);
                     self.emit(Instr::Call(f));
@@ -557,9 +554,7 @@ impl<'r> Gen<'r> {
         match self.r.below(9) {
             0 | 1 => {
                 let t = self.r.pick(&ALL[..10]);
-                let op = self
-                    .r
-                    .pick(&[BinOp::Lt, BinOp::Le, BinOp::Gt, BinOp::Ge]);
+                let op = self.r.pick(&[BinOp::Lt, BinOp::Le, BinOp::Gt, BinOp::Ge]);
                 self.expr(t, d);
                 self.expr(t, d);
                 self.emit(Instr::Binary(op, op_ty(t)));

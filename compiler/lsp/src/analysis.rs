@@ -1,0 +1,250 @@
+//! The server's state: one salsa database shared by every open document, one sema
+//! `Workspace` per open document (that document as the root), and the editor's buffers as
+//! an overlay over the disk. An edit sets one input text; salsa re-runs what reads it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use pnet_sema::db::{self, Database, Workspace};
+use pnet_sema::facts::Facts;
+use pnet_sema::{Options, WarningConfig};
+use pnet_syntax::{Diagnostic, FileId};
+
+use crate::line_index::LineIndex;
+
+/// An open document.
+#[derive(Debug)]
+pub struct Doc {
+    pub text: Arc<str>,
+    pub index: LineIndex,
+    pub version: i32,
+}
+
+pub struct Analysis {
+    db: Database,
+    pub options: Options,
+    pub docs: BTreeMap<PathBuf, Doc>,
+    roots: HashMap<PathBuf, Workspace>,
+}
+
+/// A diagnostic located in one file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileDiagnostic {
+    pub path: PathBuf,
+    pub diagnostic: Diagnostic,
+}
+
+/// Where a file sits in some analysed workspace.
+#[derive(Clone, Copy, Debug)]
+pub struct Located {
+    pub ws: Workspace,
+    pub file: FileId,
+}
+
+impl Default for Analysis {
+    fn default() -> Self {
+        Analysis::new(Options::default())
+    }
+}
+
+impl Analysis {
+    pub fn new(options: Options) -> Analysis {
+        Analysis {
+            db: Database::default(),
+            options,
+            docs: BTreeMap::new(),
+            roots: HashMap::new(),
+        }
+    }
+
+    pub fn db(&self) -> &Database {
+        &self.db
+    }
+
+    pub fn set_options(&mut self, options: Options) {
+        self.options = options;
+        self.refresh();
+    }
+
+    pub fn open(&mut self, path: PathBuf, text: &str, version: i32) {
+        self.set_doc(path, text, version);
+    }
+
+    pub fn change(&mut self, path: PathBuf, text: &str, version: i32) {
+        self.set_doc(path, text, version);
+    }
+
+    fn set_doc(&mut self, path: PathBuf, text: &str, version: i32) {
+        self.docs.insert(
+            path,
+            Doc {
+                text: Arc::from(text),
+                index: LineIndex::new(text),
+                version,
+            },
+        );
+        self.refresh();
+    }
+
+    pub fn close(&mut self, path: &Path) {
+        self.docs.remove(path);
+        self.roots.remove(path);
+        self.refresh();
+    }
+
+    /// Re-loads every open document's workspace (texts from the open buffers, else the
+    /// disk). Unchanged inputs are left alone, so salsa keeps what they derived.
+    pub fn refresh(&mut self) {
+        let paths: Vec<PathBuf> = self.docs.keys().cloned().collect();
+        for path in paths {
+            let previous = self.roots.get(&path).copied();
+            let docs = &self.docs;
+            let mut read = |p: &Path| -> Option<String> {
+                match docs.get(p) {
+                    Some(d) => Some(d.text.to_string()),
+                    None => std::fs::read_to_string(p).ok(),
+                }
+            };
+            let ws = pnet_sema::reload(&mut self.db, previous, &path, &self.options, &mut read);
+            self.roots.insert(path, ws);
+        }
+    }
+
+    /// Every place an open file appears in: as a root of its own workspace, and inside the
+    /// workspaces of the open documents that include it (those first).
+    pub fn locate(&self, path: &Path) -> Vec<Located> {
+        let mut out = Vec::new();
+        let mut own = None;
+        for (root, &ws) in &self.roots {
+            for f in ws.files(&self.db) {
+                if f.path(&self.db) == path {
+                    let l = Located {
+                        ws,
+                        file: *f.id(&self.db),
+                    };
+                    if root == path {
+                        own = Some(l);
+                    } else {
+                        out.push(l);
+                    }
+                }
+            }
+        }
+        out.extend(own);
+        out
+    }
+
+    pub fn path_of(&self, ws: Workspace, file: FileId) -> Option<&Path> {
+        ws.files(&self.db)
+            .get(file.0 as usize)
+            .map(|f| f.path(&self.db).as_path())
+    }
+
+    pub fn text_of(&self, ws: Workspace, file: FileId) -> Option<Arc<str>> {
+        ws.files(&self.db)
+            .get(file.0 as usize)
+            .map(|f| f.text(&self.db).clone())
+    }
+
+    pub fn facts(&self, ws: Workspace) -> &Facts {
+        &db::elaborate(&self.db, ws).facts
+    }
+
+    pub fn parsed(&self, l: Located) -> Option<&db::Parsed> {
+        let f = *ws_file(&self.db, l.ws, l.file)?;
+        Some(db::parse(&self.db, f))
+    }
+
+    /// The diagnostics of each open document: those found in it by the workspaces it is
+    /// part of (its own and those of the open documents including it), without duplicates.
+    pub fn diagnostics(&self) -> BTreeMap<PathBuf, Vec<Diagnostic>> {
+        let mut out: BTreeMap<PathBuf, Vec<Diagnostic>> =
+            self.docs.keys().map(|p| (p.clone(), Vec::new())).collect();
+        for (root, &ws) in &self.roots {
+            let elaborated = db::elaborate(&self.db, ws);
+            let root_is_defun = ws
+                .files(&self.db)
+                .first()
+                .map(|f| {
+                    matches!(
+                        db::parse(&self.db, *f).ast.root,
+                        Some(pnet_syntax::xml::Root::Defun(_)) | None
+                    )
+                })
+                .unwrap_or(true);
+            let diags =
+                pnet_sema::apply_warnings(&self.options.warnings, elaborated.diagnostics.clone());
+            for d in diags {
+                if d.code == "root_not_defun" && !root_is_defun {
+                    continue;
+                }
+                let file = d.primary_span().map_or(FileId(0), |s| s.file);
+                let Some(path) = self.path_of(ws, file) else {
+                    continue;
+                };
+                // a file only included by this root reports through its own document only
+                // when it is open
+                if path != root.as_path() && !self.docs.contains_key(path) {
+                    continue;
+                }
+                if let Some(list) = out.get_mut(path)
+                    && !list.contains(&d)
+                {
+                    list.push(d);
+                }
+            }
+        }
+        out
+    }
+}
+
+fn ws_file(db: &Database, ws: Workspace, file: FileId) -> Option<&db::SourceInput> {
+    ws.files(db).get(file.0 as usize)
+}
+
+/// Options from the LSP `initializationOptions` (also accepted as the `pnet` section of a
+/// `workspace/didChangeConfiguration`):
+/// `{ "searchPaths": ["..."], "warnings": ["all", "error", "no-unused-field", "unused-field=false"] }`.
+pub fn options_from_json(v: &serde_json::Value) -> Options {
+    let v = v.get("pnet").unwrap_or(v);
+    let mut options = Options::default();
+    if let Some(paths) = v.get("searchPaths").and_then(|p| p.as_array()) {
+        options.search_paths = paths
+            .iter()
+            .filter_map(|p| p.as_str())
+            .map(PathBuf::from)
+            .collect();
+    }
+    let mut w = WarningConfig::default();
+    if let Some(flags) = v.get("warnings").and_then(|p| p.as_array()) {
+        for f in flags.iter().filter_map(|f| f.as_str()) {
+            let f = f
+                .trim_start_matches("--")
+                .trim_start_matches("-W")
+                .trim_start_matches('W');
+            match f {
+                "all" => w.all = true,
+                "error" => w.error = true,
+                _ => {
+                    let (name, on) = match f.split_once('=') {
+                        Some((n, b)) => (n, matches!(b, "true" | "1" | "yes" | "on")),
+                        None => match f.strip_prefix("no-") {
+                            Some(n) => (n, false),
+                            None => (f, true),
+                        },
+                    };
+                    let name = pnet_sema::canonical_warning(name).unwrap_or(name);
+                    w.settings.push((name.to_string(), on));
+                }
+            }
+        }
+    }
+    options.warnings = w;
+    options.no_inline = v.get("noInline").and_then(|b| b.as_bool()).unwrap_or(false);
+    options.synthesize_virtual_places = v
+        .get("synthesizeVirtualPlaces")
+        .and_then(|b| b.as_bool())
+        .unwrap_or(false);
+    options
+}

@@ -1,0 +1,587 @@
+//! The answers to requests, from sema's facts (resolution, types, scopes) and the AST.
+
+use std::path::{Path, PathBuf};
+
+use lsp_types::{
+    CompletionItem, CompletionItemKind, DocumentSymbol, Position, Range, SymbolKind as LspKind,
+};
+use pnet_sema::facts::{Reference, Scope, Symbol, SymbolKind};
+use pnet_stdlib::{Builtin, Type};
+use pnet_syntax::xml::{self, DefunBody, Root, TransitionBody};
+use pnet_syntax::{FileId, Span};
+
+use crate::analysis::{Analysis, Located};
+use crate::line_index::LineIndex;
+
+/// A location in some file, as a byte span.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loc {
+    pub path: PathBuf,
+    pub start: u32,
+    pub end: u32,
+}
+
+const BUILTIN_TYPES: &[&str] = &[
+    "control",
+    "bool",
+    "int",
+    "long",
+    "unsigned int",
+    "unsigned long",
+    "float",
+    "double",
+    "char",
+    "string",
+    "bitset",
+    "bytearray",
+    "bigint",
+    "list",
+    "set",
+    "map",
+    "stack",
+];
+
+fn contains(s: Span, file: FileId, offset: u32) -> bool {
+    s.file == file && s.start <= offset && offset <= s.end
+}
+
+fn kind_word(k: SymbolKind) -> &'static str {
+    match k {
+        SymbolKind::Place => "place",
+        SymbolKind::Port => "port",
+        SymbolKind::Struct => "struct",
+        SymbolKind::Field => "field",
+        SymbolKind::Template => "template",
+        SymbolKind::Specialize => "specialize",
+        SymbolKind::Transition => "transition",
+        SymbolKind::Defun => "defun",
+        SymbolKind::File => "file",
+    }
+}
+
+fn describe_type(ty: &Type) -> String {
+    match ty {
+        Type::Struct(st) => {
+            let mut s = format!("struct {} {{", st.name);
+            for (i, (n, t)) in st.fields.iter().enumerate() {
+                if i > 0 {
+                    s.push(',');
+                }
+                s.push_str(&format!(" {n}: {t}"));
+            }
+            s.push_str(" }");
+            s
+        }
+        t => t.to_string(),
+    }
+}
+
+fn loc_of(a: &Analysis, l: Located, span: Span) -> Option<Loc> {
+    Some(Loc {
+        path: a.path_of(l.ws, span.file)?.to_path_buf(),
+        start: span.start,
+        end: span.end,
+    })
+}
+
+/// The reference or declaration under the cursor, in the first workspace that has one.
+fn item_at(a: &Analysis, path: &Path, offset: u32) -> Option<(Located, Item)> {
+    for l in a.locate(path) {
+        let facts = a.facts(l.ws);
+        if let Some(r) = facts
+            .references
+            .iter()
+            .filter(|r| contains(r.span, l.file, offset))
+            .min_by_key(|r| r.span.end - r.span.start)
+        {
+            return Some((l, Item::Ref(r.clone())));
+        }
+        if let Some(s) = facts
+            .symbols
+            .iter()
+            .find(|s| contains(s.span, l.file, offset))
+        {
+            return Some((l, Item::Sym(s.clone())));
+        }
+    }
+    None
+}
+
+enum Item {
+    Ref(Reference),
+    Sym(Symbol),
+}
+
+/// The `${a.b.c}` reference around `offset`: the path up to and including the segment under
+/// the cursor.
+fn dollar_path_at(text: &str, offset: usize) -> Option<Vec<String>> {
+    let before = &text[..offset.min(text.len())];
+    let open = before.rfind("${")?;
+    if before[open..].contains('}') {
+        return None;
+    }
+    let rest = &text[open + 2..];
+    let close = rest.find('}').unwrap_or(rest.len());
+    let inner = &rest[..close];
+    let rel = offset - (open + 2);
+    if rel > inner.len() {
+        return None;
+    }
+    let end = inner[rel..].find('.').map_or(inner.len(), |i| rel + i);
+    Some(
+        inner[..end]
+            .split('.')
+            .map(|s| s.trim().to_string())
+            .collect(),
+    )
+}
+
+fn word_at(text: &str, offset: usize) -> &str {
+    let b = text.as_bytes();
+    let ok = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut s = offset.min(b.len());
+    while s > 0 && ok(b[s - 1]) {
+        s -= 1;
+    }
+    let mut e = offset.min(b.len());
+    while e < b.len() && ok(b[e]) {
+        e += 1;
+    }
+    &text[s..e]
+}
+
+fn path_type(scope: &Scope, path: &[String]) -> Option<Type> {
+    let port = scope.ports.iter().find(|p| Some(&p.name) == path.first())?;
+    let mut ty = port.ty.clone()?;
+    for seg in &path[1..] {
+        ty = match &ty {
+            Type::Struct(st) => st.fields.iter().find(|(n, _)| **n == **seg)?.1.clone(),
+            _ => return None,
+        };
+    }
+    Some(ty)
+}
+
+/// Hover text (markdown) and the span it is about.
+pub fn hover(a: &Analysis, path: &Path, offset: u32) -> Option<(String, Option<(u32, u32)>)> {
+    let doc = a.docs.get(path)?;
+    let text = &*doc.text;
+    if let Some((_, item)) = item_at(a, path, offset) {
+        let (kind, name, ty, span) = match &item {
+            Item::Ref(r) => (r.kind, &r.name, &r.ty, r.span),
+            Item::Sym(s) => (s.kind, &s.name, &s.ty, s.span),
+        };
+        let body = match (kind, ty) {
+            (SymbolKind::Struct, Some(t)) => describe_type(t),
+            (_, Some(t)) => format!("{} {name}: {}", kind_word(kind), describe_type(t)),
+            (_, None) => format!("{} {name}", kind_word(kind)),
+        };
+        return Some((format!("```\n{body}\n```"), Some((span.start, span.end))));
+    }
+    if let Some(p) = dollar_path_at(text, offset as usize) {
+        for l in a.locate(path) {
+            if let Some(scope) = a.facts(l.ws).scope_at(Span::new(l.file, offset, offset))
+                && let Some(ty) = path_type(scope, &p)
+            {
+                let what = if p.len() == 1 { "port" } else { "field" };
+                return Some((
+                    format!(
+                        "```\n{what} ${{{}}}: {}\n```",
+                        p.join("."),
+                        describe_type(&ty)
+                    ),
+                    None,
+                ));
+            }
+        }
+        return None;
+    }
+    let w = word_at(text, offset as usize);
+    if let Some(b) = Builtin::from_name(w) {
+        return Some((
+            format!("```\n{}\n```\nbuilt-in function", b.signature()),
+            None,
+        ));
+    }
+    None
+}
+
+/// Where the name under the cursor is declared.
+pub fn definition(a: &Analysis, path: &Path, offset: u32) -> Vec<Loc> {
+    match item_at(a, path, offset) {
+        Some((l, Item::Ref(r))) => loc_of(a, l, r.target).into_iter().collect(),
+        Some((l, Item::Sym(s))) => loc_of(a, l, s.span).into_iter().collect(),
+        None => Vec::new(),
+    }
+}
+
+/// Every use of the declaration under the cursor (or that the name under it refers to),
+/// across the open documents' workspaces.
+pub fn references(a: &Analysis, path: &Path, offset: u32, include_decl: bool) -> Vec<Loc> {
+    let Some((l, item)) = item_at(a, path, offset) else {
+        return Vec::new();
+    };
+    let target = match &item {
+        Item::Ref(r) => r.target,
+        Item::Sym(s) => s.span,
+    };
+    let Some(decl) = loc_of(a, l, target) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if include_decl {
+        out.push(decl.clone());
+    }
+    let paths: Vec<PathBuf> = a.docs.keys().cloned().collect();
+    for p in paths {
+        for l in a.locate(&p) {
+            for r in &a.facts(l.ws).references {
+                if loc_of(a, l, r.target).as_ref() == Some(&decl)
+                    && let Some(x) = loc_of(a, l, r.span)
+                    && !out.contains(&x)
+                {
+                    out.push(x);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn item(label: &str, kind: CompletionItemKind, detail: Option<String>) -> CompletionItem {
+    CompletionItem {
+        label: label.to_string(),
+        kind: Some(kind),
+        detail,
+        ..CompletionItem::default()
+    }
+}
+
+/// The attribute whose value the cursor is in (`place` in `place="p|`), if any.
+fn attribute_at(text: &str, offset: usize) -> Option<&str> {
+    let before = &text[..offset.min(text.len())];
+    let lt = before.rfind('<')?;
+    let tag = &before[lt..];
+    if tag.contains('>') || tag.matches('"').count().is_multiple_of(2) {
+        return None;
+    }
+    let q = tag.rfind('"')?;
+    let eq = tag[..q].trim_end().strip_suffix('=')?;
+    let name_start = eq.rfind(|c: char| c.is_whitespace()).map_or(0, |i| i + 1);
+    Some(&eq[name_start..])
+}
+
+/// Whether the cursor is in the text of an element holding an expression.
+fn in_expression(text: &str, offset: usize) -> bool {
+    let before = &text[..offset.min(text.len())];
+    let Some(lt) = before.rfind('<') else {
+        return false;
+    };
+    let tag = &before[lt + 1..];
+    let name: String = tag
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    matches!(
+        name.as_str(),
+        "expression" | "condition" | "value" | "size" | "alignment" | "global" | "local"
+    ) && tag.contains('>')
+}
+
+/// The ports of the transition around `offset` (its inline defun), if any.
+fn transition_ports(a: &Analysis, l: Located, offset: u32) -> Vec<Symbol> {
+    let Some(parsed) = a.parsed(l) else {
+        return Vec::new();
+    };
+    let mut found: Option<Span> = None;
+    if let Some(Root::Defun(d)) = &parsed.ast.root {
+        find_transition_defun(d, offset, &mut found);
+    }
+    let Some(span) = found else {
+        return Vec::new();
+    };
+    a.facts(l.ws)
+        .scopes
+        .iter()
+        .find(|s| s.span == span)
+        .map(|s| s.ports.clone())
+        .unwrap_or_default()
+}
+
+fn find_transition_defun(d: &xml::Defun, offset: u32, out: &mut Option<Span>) {
+    if let Some(DefunBody::Net(n)) = &d.body {
+        for t in &n.transitions {
+            if t.span.start <= offset
+                && offset <= t.span.end
+                && let Some(TransitionBody::Defun(inner)) = &t.body
+            {
+                if inner.span.start <= offset && offset <= inner.span.end {
+                    find_transition_defun(inner, offset, out);
+                } else {
+                    *out = Some(inner.span);
+                }
+            }
+        }
+    }
+}
+
+pub fn completion(a: &Analysis, path: &Path, offset: u32) -> Vec<CompletionItem> {
+    let Some(doc) = a.docs.get(path) else {
+        return Vec::new();
+    };
+    let text = &*doc.text;
+    let off = offset as usize;
+    let mut out: Vec<CompletionItem> = Vec::new();
+    let mut push = |c: CompletionItem| {
+        if !out.iter().any(|x| x.label == c.label) {
+            out.push(c)
+        }
+    };
+    let located = a.locate(path);
+    let here = |l: &Located| Span::new(l.file, offset, offset);
+    if let Some(p) = dollar_path_at(text, off) {
+        for l in &located {
+            let Some(scope) = a.facts(l.ws).scope_at(here(l)) else {
+                continue;
+            };
+            if p.len() == 1 {
+                for port in &scope.ports {
+                    let detail = port.ty.as_ref().map(|t| t.to_string());
+                    push(item(&port.name, CompletionItemKind::VARIABLE, detail));
+                }
+            } else if let Some(Type::Struct(st)) = path_type(scope, &p[..p.len() - 1]) {
+                for (n, t) in &st.fields {
+                    push(item(n, CompletionItemKind::FIELD, Some(t.to_string())));
+                }
+            }
+        }
+        return out;
+    }
+    if let Some(attr) = attribute_at(text, off) {
+        for l in &located {
+            let facts = a.facts(l.ws);
+            let scope = facts.scope_at(here(l));
+            match attr {
+                "place" | "real" | "virtual" => {
+                    for pl in scope.map(|s| s.places.as_slice()).unwrap_or_default() {
+                        let detail = pl.ty.as_ref().map(|t| t.to_string());
+                        push(item(&pl.name, CompletionItemKind::VARIABLE, detail));
+                    }
+                }
+                "port" | "to" => {
+                    for p in transition_ports(a, *l, offset) {
+                        let detail = p.ty.as_ref().map(|t| t.to_string());
+                        push(item(&p.name, CompletionItemKind::FIELD, detail));
+                    }
+                }
+                "type" | "replace" | "with" => {
+                    for t in BUILTIN_TYPES {
+                        push(item(t, CompletionItemKind::KEYWORD, None));
+                    }
+                    for s in scope.map(|s| s.structs.as_slice()).unwrap_or_default() {
+                        push(item(&s.name, CompletionItemKind::STRUCT, None));
+                    }
+                    for s in facts
+                        .symbols
+                        .iter()
+                        .filter(|s| s.kind == SymbolKind::Struct)
+                    {
+                        push(item(&s.name, CompletionItemKind::STRUCT, None));
+                    }
+                }
+                "name" | "use" => {
+                    for s in facts
+                        .symbols
+                        .iter()
+                        .filter(|s| matches!(s.kind, SymbolKind::Template | SymbolKind::Specialize))
+                    {
+                        push(item(
+                            &s.name,
+                            CompletionItemKind::FUNCTION,
+                            Some(kind_word(s.kind).to_string()),
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        return out;
+    }
+    if in_expression(text, off) {
+        for b in Builtin::ALL {
+            push(item(
+                b.name(),
+                CompletionItemKind::FUNCTION,
+                Some(b.signature().to_string()),
+            ));
+        }
+        for l in &located {
+            if let Some(scope) = a.facts(l.ws).scope_at(here(l)) {
+                for port in &scope.ports {
+                    let mut c = item(
+                        &format!("${{{}}}", port.name),
+                        CompletionItemKind::VARIABLE,
+                        port.ty.as_ref().map(|t| t.to_string()),
+                    );
+                    c.filter_text = Some(port.name.clone());
+                    push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The outline: defuns, their ports, structs, places, transitions, templates.
+pub fn document_symbols(a: &Analysis, path: &Path) -> Vec<DocumentSymbol> {
+    let Some(doc) = a.docs.get(path) else {
+        return Vec::new();
+    };
+    let Some(l) = a.locate(path).into_iter().next() else {
+        return Vec::new();
+    };
+    let Some(parsed) = a.parsed(l) else {
+        return Vec::new();
+    };
+    let cx = Cx {
+        text: &doc.text,
+        index: &doc.index,
+    };
+    match &parsed.ast.root {
+        Some(Root::Defun(d)) => vec![cx.defun(d, "defun")],
+        Some(Root::Template(t)) => cx.template(t).into_iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+struct Cx<'a> {
+    text: &'a str,
+    index: &'a LineIndex,
+}
+
+impl Cx<'_> {
+    fn range(&self, s: Span) -> Range {
+        self.index.range(self.text, s.start, s.end)
+    }
+
+    #[allow(deprecated)]
+    fn sym(
+        &self,
+        name: &str,
+        detail: Option<String>,
+        kind: LspKind,
+        whole: Span,
+        sel: Span,
+        children: Vec<DocumentSymbol>,
+    ) -> DocumentSymbol {
+        let range = self.range(whole);
+        let mut selection_range = self.range(sel);
+        if !(range.start <= selection_range.start && selection_range.end <= range.end) {
+            selection_range = range;
+        }
+        DocumentSymbol {
+            name: if name.is_empty() {
+                "?".into()
+            } else {
+                name.into()
+            },
+            detail,
+            kind,
+            tags: None,
+            deprecated: None,
+            range,
+            selection_range,
+            children: (!children.is_empty()).then_some(children),
+        }
+    }
+
+    fn defun(&self, d: &xml::Defun, fallback: &str) -> DocumentSymbol {
+        let mut children = Vec::new();
+        for p in &d.ports {
+            children.push(self.sym(
+                &p.name.text,
+                Some(p.ty.text.clone()),
+                LspKind::FIELD,
+                p.span,
+                p.name.span,
+                Vec::new(),
+            ));
+        }
+        if let Some(DefunBody::Net(n)) = &d.body {
+            for t in &n.templates {
+                if let xml::TemplateItem::Inline(t) = t {
+                    children.extend(self.template(t));
+                }
+            }
+            for s in &n.specializes {
+                children.push(self.sym(
+                    &s.name.text,
+                    Some(format!("use {}", s.use_.text)),
+                    LspKind::FUNCTION,
+                    s.span,
+                    s.name.span,
+                    Vec::new(),
+                ));
+            }
+            for p in &n.places {
+                children.push(self.sym(
+                    &p.name.text,
+                    Some(p.ty.text.clone()),
+                    LspKind::VARIABLE,
+                    p.span,
+                    p.name.span,
+                    Vec::new(),
+                ));
+            }
+            for t in &n.transitions {
+                let inner = match &t.body {
+                    Some(TransitionBody::Defun(d)) => vec![self.defun(d, "defun")],
+                    _ => Vec::new(),
+                };
+                children.push(self.sym(
+                    &t.name.text,
+                    None,
+                    LspKind::EVENT,
+                    t.span,
+                    t.name.span,
+                    inner,
+                ));
+            }
+        }
+        let name = d.name.as_ref().map_or(fallback, |n| n.text.as_str());
+        let sel = d.name.as_ref().map_or(d.tag, |n| n.span);
+        self.sym(name, None, LspKind::FUNCTION, d.span, sel, children)
+    }
+
+    fn template(&self, t: &xml::Template) -> Option<DocumentSymbol> {
+        let d = t.defun.as_ref()?;
+        let name = t.name.as_ref().map_or("template", |n| n.text.as_str());
+        let sel = t.name.as_ref().map_or(t.tag, |n| n.span);
+        let inner = self.defun(d, "defun");
+        Some(self.sym(
+            name,
+            Some("template".into()),
+            LspKind::CLASS,
+            t.span,
+            sel,
+            vec![inner],
+        ))
+    }
+}
+
+/// LSP range of a byte span of an open document.
+pub fn range_in(a: &Analysis, path: &Path, start: u32, end: u32) -> Range {
+    match a.docs.get(path) {
+        Some(d) => d.index.range(&d.text, start, end),
+        None => {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            LineIndex::new(&text).range(&text, start, end)
+        }
+    }
+}
+
+/// The byte offset of an LSP position in an open document.
+pub fn offset_in(a: &Analysis, path: &Path, pos: Position) -> Option<u32> {
+    let d = a.docs.get(path)?;
+    Some(d.index.offset(&d.text, pos))
+}

@@ -1,0 +1,79 @@
+//! Byte offsets <-> LSP positions (line, UTF-16 column).
+
+use lsp_types::{Position, Range};
+
+#[derive(Clone, Debug, Default)]
+pub struct LineIndex {
+    /// Byte offset of the start of each line.
+    starts: Vec<u32>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        let mut starts = vec![0];
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|&(_, b)| b == b'\n')
+                .map(|(i, _)| i as u32 + 1),
+        );
+        LineIndex { starts }
+    }
+
+    /// The position of byte `offset` (clamped to the text, and back to a char boundary).
+    pub fn position(&self, text: &str, offset: u32) -> Position {
+        let mut offset = (offset as usize).min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.starts.partition_point(|&s| s as usize <= offset) - 1;
+        let start = self.starts[line] as usize;
+        let col: usize = text[start..offset].chars().map(char::len_utf16).sum();
+        Position::new(line as u32, col as u32)
+    }
+
+    pub fn range(&self, text: &str, start: u32, end: u32) -> Range {
+        Range::new(
+            self.position(text, start),
+            self.position(text, end.max(start)),
+        )
+    }
+
+    /// The byte offset of a position (clamped to the line and the text).
+    pub fn offset(&self, text: &str, pos: Position) -> u32 {
+        let Some(&start) = self.starts.get(pos.line as usize) else {
+            return text.len() as u32;
+        };
+        let end = self
+            .starts
+            .get(pos.line as usize + 1)
+            .map_or(text.len(), |&e| e as usize);
+        let line = &text[start as usize..end];
+        let mut units = 0u32;
+        for (i, c) in line.char_indices() {
+            if units >= pos.character || c == '\n' {
+                return start + i as u32;
+            }
+            units += c.len_utf16() as u32;
+        }
+        end as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf16_columns_round_trip() {
+        let text = "ab\nä𝄞x\n";
+        let li = LineIndex::new(text);
+        // 'x' is at byte 3 + 2 + 4 = 9; UTF-16 column 1 + 2 = 3
+        assert_eq!(li.position(text, 9), Position::new(1, 3));
+        assert_eq!(li.offset(text, Position::new(1, 3)), 9);
+        assert_eq!(li.offset(text, Position::new(0, 99)), 2);
+        assert_eq!(li.offset(text, Position::new(9, 0)), text.len() as u32);
+        // inside a multi-byte char: back to its start
+        assert_eq!(li.position(text, 6), Position::new(1, 1));
+    }
+}
