@@ -25,7 +25,10 @@ fn compile(text: &str) {
     for d in &out.diagnostics {
         for l in &d.labels {
             let f = &out.files[l.span.file.0 as usize];
-            assert!(l.span.start <= l.span.end && l.span.end as usize <= f.text.len(), "{d:?}");
+            assert!(
+                l.span.start <= l.span.end && l.span.end as usize <= f.text.len(),
+                "{d:?}"
+            );
         }
     }
 }

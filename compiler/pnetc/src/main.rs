@@ -274,11 +274,11 @@ fn run(args: &Args) -> ExitCode {
             println!("{}", dep.display());
         }
     }
-    if let Some(make) = &args.make {
-        if let Err(e) = write_make_rules(args, make, &output) {
-            eprintln!("pnetc: {e}");
-            return ExitCode::from(1);
-        }
+    if let Some(make) = &args.make
+        && let Err(e) = write_make_rules(args, make, &output)
+    {
+        eprintln!("pnetc: {e}");
+        return ExitCode::from(1);
     }
 
     let errors = output.diagnostics.iter().filter(|d| d.is_error()).count();

@@ -78,7 +78,8 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
     let mut config = pnet_vm::RunConfig::default();
     let mut compile = pnet_sema::Options::default();
     let mut jit = match std::env::var("PNET_JIT") {
-        Ok(v) => pnet_jit::JitMode::parse(&v).ok_or_else(|| usage_error(&format!("PNET_JIT: '{v}' is not one of auto, on, off")))?,
+        Ok(v) => pnet_jit::JitMode::parse(&v)
+            .ok_or_else(|| usage_error(&format!("PNET_JIT: '{v}' is not one of auto, on, off")))?,
         Err(_) => pnet_jit::JitMode::Auto,
     };
     let mut jit_stats = false;
@@ -102,7 +103,9 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
                 return Ok(v.clone());
             }
             *i += 1;
-            argv.get(*i).cloned().ok_or_else(|| usage_error(&format!("{flag} needs a value")))
+            argv.get(*i)
+                .cloned()
+                .ok_or_else(|| usage_error(&format!("{flag} needs a value")))
         };
         match flag {
             "-h" | "--help" => {
@@ -120,17 +123,22 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
             "--json" => json = true,
             "--seed" => {
                 let v = take_value(&mut i)?;
-                config.seed = v.parse().map_err(|_| usage_error(&format!("--seed: '{v}' is not a number")))?;
+                config.seed = v
+                    .parse()
+                    .map_err(|_| usage_error(&format!("--seed: '{v}' is not a number")))?;
             }
             "--max-firings" => {
                 let v = take_value(&mut i)?;
-                let n: u64 = v.parse().map_err(|_| usage_error(&format!("--max-firings: '{v}' is not a number")))?;
+                let n: u64 = v
+                    .parse()
+                    .map_err(|_| usage_error(&format!("--max-firings: '{v}' is not a number")))?;
                 config.max_firings = Some(n);
             }
             "--jit" => {
                 let v = take_value(&mut i)?;
-                jit = pnet_jit::JitMode::parse(&v)
-                    .ok_or_else(|| usage_error(&format!("--jit: '{v}' is not one of auto, on, off")))?;
+                jit = pnet_jit::JitMode::parse(&v).ok_or_else(|| {
+                    usage_error(&format!("--jit: '{v}' is not one of auto, on, off"))
+                })?;
             }
             "--emit" => {
                 let v = take_value(&mut i)?;
@@ -142,7 +150,9 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
             _ if arg.starts_with("-p") && arg.len() > 2 => {
                 puts.push(parse_put(&arg[2..]).map_err(|m| usage_error(&m))?);
             }
-            _ if arg.starts_with('-') => return Err(usage_error(&format!("unknown option '{arg}'"))),
+            _ if arg.starts_with('-') => {
+                return Err(usage_error(&format!("unknown option '{arg}'")));
+            }
             _ => {
                 if net.is_some() {
                     return Err(usage_error(&format!("more than one net ('{arg}')")));
@@ -155,7 +165,15 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
     let Some(net) = net else {
         return Err(usage_error("no net given"));
     };
-    Ok(Args { net, puts, json, config, compile, jit, jit_stats })
+    Ok(Args {
+        net,
+        puts,
+        json,
+        config,
+        compile,
+        jit,
+        jit_stats,
+    })
 }
 
 fn load(args: &Args) -> Result<Bundle, ExitCode> {
@@ -228,7 +246,14 @@ fn main() -> ExitCode {
     let written = if args.json {
         let ports: serde_json::Map<String, serde_json::Value> = outputs
             .iter()
-            .map(|(p, ts)| (p.clone(), ts.iter().map(|t| serde_json::Value::String(t.to_string())).collect()))
+            .map(|(p, ts)| {
+                (
+                    p.clone(),
+                    ts.iter()
+                        .map(|t| serde_json::Value::String(t.to_string()))
+                        .collect(),
+                )
+            })
             .collect();
         let doc = serde_json::json!({ "outputs": ports, "firings": result.stats.firings });
         writeln!(out, "{doc}")

@@ -4,11 +4,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn gspc_run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gspc-run")).args(args).output().expect("run gspc-run")
+    Command::new(env!("CARGO_BIN_EXE_gspc-run"))
+        .args(args)
+        .output()
+        .expect("run gspc-run")
 }
 
 fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name).display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+        .display()
+        .to_string()
 }
 
 fn stdout(o: &Output) -> String {
@@ -30,7 +37,13 @@ fn help_and_usage_errors() {
     let o = gspc_run(&["--help"]);
     assert!(o.status.success());
     assert!(stdout(&o).contains("Usage: gspc-run"));
-    for args in [&[][..], &["--bogus"], &["x.pnet", "-p", "novalue"], &["x.pnet", "-p", "n=1L +"], &["x.pnet", "--seed", "abc"]] {
+    for args in [
+        &[][..],
+        &["--bogus"],
+        &["x.pnet", "-p", "novalue"],
+        &["x.pnet", "-p", "n=1L +"],
+        &["x.pnet", "--seed", "abc"],
+    ] {
         let o = gspc_run(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
     }
@@ -39,12 +52,27 @@ fn help_and_usage_errors() {
 #[test]
 fn examples_run_end_to_end() {
     let cases: &[(&str, &[&str], &str)] = &[
-        ("hello/hello.xpnet", &["-p", "name=\"world\""], "greeting = \"Hello, world!\"\n"),
+        (
+            "hello/hello.xpnet",
+            &["-p", "name=\"world\""],
+            "greeting = \"Hello, world!\"\n",
+        ),
         ("countdown/countdown.xpnet", &["-p", "n=10L"], "done = 0L\n"),
-        ("collatz/collatz.xpnet", &["-p", "start=27UL"], "steps = 111UL\n"),
+        (
+            "collatz/collatz.xpnet",
+            &["-p", "start=27UL"],
+            "steps = 111UL\n",
+        ),
         (
             "points/points.xpnet",
-            &["-p", "points=Struct [x := 1L, y := 2L]", "-p", "points=Struct [x := 3L, y := 4L]", "-p", "scale=10L"],
+            &[
+                "-p",
+                "points=Struct [x := 1L, y := 2L]",
+                "-p",
+                "points=Struct [x := 3L, y := 4L]",
+                "-p",
+                "scale=10L",
+            ],
             "total = Struct [x := 40L, y := 60L]\n",
         ),
     ];
@@ -61,12 +89,20 @@ fn examples_run_end_to_end() {
 #[test]
 fn json_output_and_bundles() {
     let bundle = tmp("countdown.pnet");
-    let o = Command::new(env!("CARGO_BIN_EXE_gspc-run")).arg("--version").output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_gspc-run"))
+        .arg("--version")
+        .output()
+        .unwrap();
     assert!(o.status.success());
     // Compile with the real pnetc when it is built beside us; otherwise run the xpnet directly.
     let pnetc = Path::new(env!("CARGO_BIN_EXE_gspc-run")).with_file_name("pnetc");
     let net = if pnetc.exists() {
-        let o = Command::new(&pnetc).arg(example("countdown/countdown.xpnet")).arg("-o").arg(&bundle).output().unwrap();
+        let o = Command::new(&pnetc)
+            .arg(example("countdown/countdown.xpnet"))
+            .arg("-o")
+            .arg(&bundle)
+            .output()
+            .unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
         bundle.display().to_string()
     } else {
@@ -81,7 +117,13 @@ fn json_output_and_bundles() {
 
 #[test]
 fn runaway_nets_stop_at_max_firings() {
-    let o = gspc_run(&[&example("countdown/countdown.xpnet"), "-p", "n=1000L", "--max-firings", "10"]);
+    let o = gspc_run(&[
+        &example("countdown/countdown.xpnet"),
+        "-p",
+        "n=1000L",
+        "--max-firings",
+        "10",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("10"), "{}", stderr(&o));
 }
