@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use pnet_bundle::Bundle;
 use pnet_driver::args::{COMPILER_OPTIONS_HELP, take_compiler_option};
-use pnet_driver::{ColorMode, render_diagnostics};
+use pnet_driver::{ColorMode, load_net};
 use pnet2dot::{Options, Sources, Trace};
 
 const USAGE: &str = "\
@@ -199,33 +199,18 @@ fn load(args: &Args) -> Result<(Bundle, Sources), ExitCode> {
             }
         }
     };
-    if bytes.starts_with(pnet_bundle::MAGIC) {
-        return match pnet_bundle::format::decode(&bytes) {
-            Ok(b) => {
-                let sources = Sources::read_bundle_files(&b);
-                Ok((b, sources))
-            }
-            Err(e) => {
-                eprintln!("pnet2dot: {}: {e}", path.display());
-                Err(ExitCode::from(1))
-            }
-        };
-    }
-    // Not a bundle: compile it as xpnet.
-    let Ok(text) = String::from_utf8(bytes) else {
-        eprintln!(
-            "pnet2dot: {} is neither a .pnet bundle nor UTF-8 text",
-            path.display()
-        );
-        return Err(ExitCode::from(1));
-    };
-    let out = pnet_sema::compile_source(&path, &text, &args.compile);
-    render_diagnostics(&out.files, &out.diagnostics, ColorMode::Auto);
-    let sources = Sources::new(out.files.iter().map(|f| Some(f.text.to_string())).collect());
-    match out.bundle {
-        Some(b) if !out.has_errors() => Ok((b, sources)),
-        _ => {
-            eprintln!("pnet2dot: {} did not compile", path.display());
+    match load_net(&path, &bytes, &args.compile, ColorMode::Auto) {
+        // A bundle: read its sources from disk when they are still there.
+        Ok((b, files)) if files.is_empty() => {
+            let sources = Sources::read_bundle_files(&b);
+            Ok((b, sources))
+        }
+        Ok((b, files)) => {
+            let sources = Sources::new(files.iter().map(|f| Some(f.text.to_string())).collect());
+            Ok((b, sources))
+        }
+        Err(msg) => {
+            eprintln!("pnet2dot: {msg}");
             Err(ExitCode::from(1))
         }
     }

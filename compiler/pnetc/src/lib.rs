@@ -3,6 +3,8 @@
 //! and the command-line syntax of compiler options (`-I`, `--W<name>[=bool]`, ...).
 
 pub mod args;
+pub mod net;
 pub mod render;
 
+pub use net::{load_net, parse_put, parse_value};
 pub use render::{ColorMode, render_diagnostics};

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use pnet_bundle::Bundle;
 use pnet_driver::args::{COMPILER_OPTIONS_HELP, take_compiler_option};
-use pnet_driver::{ColorMode, render_diagnostics};
+use pnet_driver::{ColorMode, load_net, parse_put};
 use pnet_stdlib::Value;
 
 const USAGE: &str = "\
@@ -51,24 +51,6 @@ struct Args {
 fn usage_error(msg: &str) -> ExitCode {
     eprintln!("gspc-run: {msg}\nTry 'gspc-run --help' for more information.");
     ExitCode::from(2)
-}
-
-fn parse_put(s: &str) -> Result<(String, Value), String> {
-    let Some((port, value)) = s.split_once('=') else {
-        return Err(format!("-p '{s}': expected PORT=VALUE"));
-    };
-    let port = port.trim();
-    if port.is_empty() {
-        return Err(format!("-p '{s}': empty port name"));
-    }
-    match pnet_stdlib::literal::parse_literal(value) {
-        Ok(v) => Ok((port.to_string(), v)),
-        Err(e) => Err(format!(
-            "-p {port}: '{value}' is not a value: {} (at character {})",
-            e.message,
-            e.offset + 1
-        )),
-    }
 }
 
 fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
@@ -178,26 +160,13 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
 
 fn load(args: &Args) -> Result<Bundle, ExitCode> {
     let path = Path::new(&args.net);
-    let bytes = std::fs::read(path).map_err(|e| {
-        eprintln!("gspc-run: cannot read {}: {e}", path.display());
+    let loaded = std::fs::read(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))
+        .and_then(|bytes| load_net(path, &bytes, &args.compile, ColorMode::Auto));
+    loaded.map(|(bundle, _)| bundle).map_err(|msg| {
+        eprintln!("gspc-run: {msg}");
         ExitCode::from(1)
-    })?;
-    if bytes.starts_with(pnet_bundle::MAGIC) {
-        return pnet_bundle::format::decode(&bytes).map_err(|e| {
-            eprintln!("gspc-run: {}: {e}", path.display());
-            ExitCode::from(1)
-        });
-    }
-    // Not a bundle: compile it as xpnet.
-    let out = pnet_sema::compile_path(path, &args.compile);
-    render_diagnostics(&out.files, &out.diagnostics, ColorMode::Auto);
-    match out.bundle {
-        Some(b) if !out.has_errors() => Ok(b),
-        _ => {
-            eprintln!("gspc-run: {} did not compile", path.display());
-            Err(ExitCode::from(1))
-        }
-    }
+    })
 }
 
 fn main() -> ExitCode {

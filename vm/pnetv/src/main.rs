@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use pnet_bundle::Bundle;
 use pnet_driver::args::{COMPILER_OPTIONS_HELP, take_compiler_option};
-use pnet_driver::{ColorMode, render_diagnostics};
+use pnet_driver::{ColorMode, load_net, parse_put, parse_value};
 use pnet_stdlib::Value;
 use pnet_verify::Reduction;
 use pnet_verify::coloured::{ColouredOptions, analyse_bundle};
@@ -77,27 +77,6 @@ struct Args {
 fn usage_error(msg: &str) -> ExitCode {
     eprintln!("pnetv: {msg}\nTry 'pnetv --help' for more information.");
     ExitCode::from(2)
-}
-
-fn parse_value(what: &str, value: &str) -> Result<Value, String> {
-    pnet_stdlib::literal::parse_literal(value).map_err(|e| {
-        format!(
-            "{what}: '{value}' is not a value: {} (at character {})",
-            e.message,
-            e.offset + 1
-        )
-    })
-}
-
-fn parse_put(s: &str) -> Result<(String, Value), String> {
-    let Some((port, value)) = s.split_once('=') else {
-        return Err(format!("-p '{s}': expected PORT=VALUE"));
-    };
-    let port = port.trim();
-    if port.is_empty() {
-        return Err(format!("-p '{s}': empty port name"));
-    }
-    Ok((port.to_string(), parse_value(&format!("-p {port}"), value)?))
 }
 
 fn parse_assume(s: &str) -> Result<(String, String, Vec<Value>), String> {
@@ -251,11 +230,6 @@ fn load(args: &Args) -> Result<Input, ExitCode> {
     let path = Path::new(&args.net);
     let bytes =
         std::fs::read(path).map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?;
-    if bytes.starts_with(pnet_bundle::MAGIC) {
-        return pnet_bundle::format::decode(&bytes)
-            .map(Input::Bundle)
-            .map_err(|e| fail(format!("{}: {e}", path.display())));
-    }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let text = String::from_utf8_lossy(&bytes);
     let looks_pnml = ext.eq_ignore_ascii_case("pnml")
@@ -276,12 +250,9 @@ fn load(args: &Args) -> Result<Input, ExitCode> {
             }
         };
     }
-    let out = pnet_sema::compile_path(path, &args.compile);
-    render_diagnostics(&out.files, &out.diagnostics, ColorMode::Auto);
-    match out.bundle {
-        Some(b) if !out.has_errors() => Ok(Input::Bundle(b)),
-        _ => Err(fail(format!("{} did not compile", path.display()))),
-    }
+    load_net(path, &bytes, &args.compile, ColorMode::Auto)
+        .map(|(bundle, _)| Input::Bundle(bundle))
+        .map_err(fail)
 }
 
 fn analyse(args: &Args, input: &Input) -> Result<Report, String> {
