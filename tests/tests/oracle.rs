@@ -1,6 +1,7 @@
 //! Runs every case of `../shared/corpus/gpispace/ORACLE.toml` that needs no interaction
 //! (no `needs` field) through the real `pnetc` and `gspc-run` binaries, and compares the
 //! output tokens as multisets (or, for long outputs, by the case's rule and token count).
+//! Every case runs twice: interpreted (`--jit=off`) and JIT-compiled (`--jit=on`).
 //! Prints the tally; fails on any case that does not pass.
 
 use std::collections::BTreeMap;
@@ -109,9 +110,9 @@ fn tokens_by_rule(rule: &str, count: usize) -> Option<Vec<Value>> {
     None
 }
 
-fn run_case(case: &Case, work: &std::path::Path) -> Result<(), String> {
+fn run_case(case: &Case, work: &std::path::Path, jit: &str) -> Result<(), String> {
     let net = gpispace().join(&case.net);
-    let bundle = work.join(format!("{}.pnet", case.name));
+    let bundle = work.join(format!("{}-{jit}.pnet", case.name));
     let o = Command::new(bin("pnetc"))
         .arg("-I")
         .arg(gpispace_lib())
@@ -127,7 +128,7 @@ fn run_case(case: &Case, work: &std::path::Path) -> Result<(), String> {
         ));
     }
     let mut run = Command::new(bin("gspc-run"));
-    run.arg(&bundle).arg("--json");
+    run.arg(&bundle).arg("--json").arg(format!("--jit={jit}"));
     for (port, tokens) in &case.inputs {
         for t in tokens {
             run.arg("-p").arg(format!("{port}={t}"));
@@ -223,14 +224,16 @@ fn oracle_cases_without_interaction_pass() {
             skipped.push(format!("{} (needs {needs})", case.name));
             continue;
         }
-        match run_case(case, &work) {
-            Ok(()) => passed += 1,
-            Err(e) => failed.push(format!("{}: {e}", case.name)),
+        for jit in ["off", "on"] {
+            match run_case(case, &work, jit) {
+                Ok(()) => passed += 1,
+                Err(e) => failed.push(format!("{} (--jit={jit}): {e}", case.name)),
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&work);
     println!(
-        "oracle: {} cases; {passed} passed, {} failed, {} not run here (interaction the runtime issue provides: {})",
+        "oracle: {} cases, each run with --jit=off and --jit=on: {passed} runs passed, {} failed, {} cases not run here (interaction the runtime issue provides: {})",
         all.len(),
         failed.len(),
         skipped.len(),
