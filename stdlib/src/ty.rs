@@ -80,34 +80,7 @@ impl Type {
     /// agree in order and their field types unify (the result keeps `self`'s name), shared
     /// types when they name the same place.
     pub fn unify(&self, other: &Type) -> Option<Type> {
-        match (self, other) {
-            (Type::Any, t) | (t, Type::Any) => Some(t.clone()),
-            (Type::List(a), Type::List(b)) => Some(Type::List(Box::new(a.unify(b)?))),
-            (Type::Set(a), Type::Set(b)) => Some(Type::Set(Box::new(a.unify(b)?))),
-            (Type::Map(k1, v1), Type::Map(k2, v2)) => {
-                Some(Type::Map(Box::new(k1.unify(k2)?), Box::new(v1.unify(v2)?)))
-            }
-            (Type::Struct(a), Type::Struct(b)) => {
-                if a == b {
-                    return Some(self.clone());
-                }
-                if a.fields.len() != b.fields.len() {
-                    return None;
-                }
-                let fields = a
-                    .fields
-                    .iter()
-                    .zip(b.fields.iter())
-                    .map(|((n, t), (m, u))| (n == m).then(|| Some((n.clone(), t.unify(u)?)))?)
-                    .collect::<Option<Vec<_>>>()?;
-                Some(Type::Struct(Arc::new(StructType {
-                    name: a.name.clone(),
-                    fields,
-                })))
-            }
-            (a, b) if a == b => Some(a.clone()),
-            _ => None,
-        }
+        self.merge(other, false)
     }
 
     /// The most precise type that describes both every value of type `self` and every value of
@@ -115,13 +88,20 @@ impl Type {
     /// [`Type::unify`], `Any` wins: `lub(list<any>, list<long>)` is `list<any>`. Used for the
     /// element types of collections built from both (`stack_join`, `stack_push`, ...).
     pub fn lub(&self, other: &Type) -> Option<Type> {
+        self.merge(other, true)
+    }
+
+    /// The walk shared by `unify` (`Any` gives way) and `lub` (`any_wins`).
+    fn merge(&self, other: &Type, any_wins: bool) -> Option<Type> {
         match (self, other) {
-            (Type::Any, _) | (_, Type::Any) => Some(Type::Any),
-            (Type::List(a), Type::List(b)) => Some(Type::List(Box::new(a.lub(b)?))),
-            (Type::Set(a), Type::Set(b)) => Some(Type::Set(Box::new(a.lub(b)?))),
-            (Type::Map(k1, v1), Type::Map(k2, v2)) => {
-                Some(Type::Map(Box::new(k1.lub(k2)?), Box::new(v1.lub(v2)?)))
-            }
+            (Type::Any, _) | (_, Type::Any) if any_wins => Some(Type::Any),
+            (Type::Any, t) | (t, Type::Any) => Some(t.clone()),
+            (Type::List(a), Type::List(b)) => Some(Type::List(Box::new(a.merge(b, any_wins)?))),
+            (Type::Set(a), Type::Set(b)) => Some(Type::Set(Box::new(a.merge(b, any_wins)?))),
+            (Type::Map(k1, v1), Type::Map(k2, v2)) => Some(Type::Map(
+                Box::new(k1.merge(k2, any_wins)?),
+                Box::new(v1.merge(v2, any_wins)?),
+            )),
             (Type::Struct(a), Type::Struct(b)) => {
                 if a == b {
                     return Some(self.clone());
@@ -133,7 +113,9 @@ impl Type {
                     .fields
                     .iter()
                     .zip(b.fields.iter())
-                    .map(|((n, t), (m, u))| (n == m).then(|| Some((n.clone(), t.lub(u)?)))?)
+                    .map(|((n, t), (m, u))| {
+                        (n == m).then(|| Some((n.clone(), t.merge(u, any_wins)?)))?
+                    })
                     .collect::<Option<Vec<_>>>()?;
                 Some(Type::Struct(Arc::new(StructType {
                     name: a.name.clone(),
@@ -147,7 +129,20 @@ impl Type {
 
     /// Whether a value of type `self` may also be of type `other` (`unify` succeeds).
     pub fn compatible(&self, other: &Type) -> bool {
-        self.unify(other).is_some()
+        // The same walk as `unify`, without building the unified type.
+        match (self, other) {
+            (Type::Any, _) | (_, Type::Any) => true,
+            (Type::List(a), Type::List(b)) | (Type::Set(a), Type::Set(b)) => a.compatible(b),
+            (Type::Map(k1, v1), Type::Map(k2, v2)) => k1.compatible(k2) && v1.compatible(v2),
+            (Type::Struct(a), Type::Struct(b)) => {
+                a.fields.len() == b.fields.len()
+                    && a.fields
+                        .iter()
+                        .zip(&b.fields)
+                        .all(|((n, t), (m, u))| n == m && t.compatible(u))
+            }
+            (a, b) => a == b,
+        }
     }
 
     /// Whether this is `Any`.

@@ -13,20 +13,7 @@ use pnet_stdlib::{StructType, Type};
 /// (the struct's name does not matter, so an anonymous `Struct [a := 1L]` literal fits a
 /// declared struct `s { a: long }`). Everything else must be equal; there is no promotion.
 pub fn compatible(actual: &Type, declared: &Type) -> bool {
-    match (actual, declared) {
-        (Type::Any, _) | (_, Type::Any) => true,
-        (Type::List(a), Type::List(d)) | (Type::Set(a), Type::Set(d)) => compatible(a, d),
-        (Type::Map(ak, av), Type::Map(dk, dv)) => compatible(ak, dk) && compatible(av, dv),
-        (Type::Shared(a), Type::Shared(d)) => a == d,
-        (Type::Struct(a), Type::Struct(d)) => {
-            a.fields.len() == d.fields.len()
-                && a.fields
-                    .iter()
-                    .zip(&d.fields)
-                    .all(|((an, at), (dn, dt))| an == dn && compatible(at, dt))
-        }
-        (a, d) => a == d,
-    }
+    actual.compatible(declared)
 }
 
 /// Whether the type mentions `Any` anywhere (it is not fully known).
