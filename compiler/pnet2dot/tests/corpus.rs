@@ -3,36 +3,15 @@
 //! `dot` must accept every graph and produce a non-empty SVG. Prints the tally.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
+
+use pnet_tests::net_files;
 
 const CORPUS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../../shared/corpus/gpispace"
 );
-
-fn net_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("xpnet" | "xml")
-            ) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 fn require_dot() {
     match Command::new("dot").arg("-V").output() {
