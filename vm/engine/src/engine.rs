@@ -83,6 +83,8 @@ pub struct Task {
     /// `file:line:col` of the transition.
     pub location: String,
     pub inputs: Vec<(PortId, Value)>,
+    /// The value of the module's `eureka-group` expression, if it has one.
+    pub eureka_group: Option<String>,
 }
 
 /// What one step did.
@@ -146,6 +148,8 @@ struct Program<'b> {
     bundle: &'b Bundle,
     /// Per function id: the net information if its body is a net.
     nets: Vec<Option<NetInfo>>,
+    /// The root function has the property `drts.wait_for_output` set to true.
+    wait_for_output: bool,
 }
 
 #[derive(Debug)]
@@ -219,7 +223,16 @@ impl<'b> Program<'b> {
                 _ => None,
             })
             .collect();
-        Ok(Program { bundle, nets })
+        let wait_for_output = bundle
+            .function(bundle.root)
+            .properties
+            .iter()
+            .any(|p| p.key == "drts.wait_for_output" && p.value.trim() == "true");
+        Ok(Program {
+            bundle,
+            nets,
+            wait_for_output,
+        })
     }
 
     fn net(&self, f: FunctionId) -> &NetInfo {
@@ -422,6 +435,11 @@ struct State {
     next_task: u64,
     stats: Stats,
     max_firings: Option<u64>,
+    /// Eureka groups named since the last `take_eurekas`.
+    eurekas: Vec<String>,
+    /// Workflow responses answered since the last `take_responses`.
+    responses: Vec<(String, Value)>,
+    next_response: u64,
 }
 
 /// A running job.
@@ -458,6 +476,9 @@ impl<'b> Engine<'b> {
             next_task: 0,
             stats: Stats::default(),
             max_firings: config.max_firings,
+            eurekas: Vec::new(),
+            responses: Vec::new(),
+            next_response: 0,
         };
         let root = st.new_instance(&prog, bundle.root, None)?;
         debug_assert_eq!(root, ROOT);
@@ -580,6 +601,50 @@ impl<'b> Engine<'b> {
             &self.st.instances,
             rec.transition.index() as u32,
         )
+    }
+
+    /// The eureka groups named by `connect-eureka` ports of transitions fired (or tasks
+    /// completed) since the last call. The driver removes pending and interrupts running
+    /// tasks of these groups and calls [`Engine::discard_task`] for each.
+    pub fn take_eurekas(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.st.eurekas)
+    }
+
+    /// Drops a task without outputs (cancelled by a eureka): the tokens it consumed are gone,
+    /// and the number-of-tokens counters of its places go down.
+    pub fn discard_task(&mut self, id: TaskId) -> Result<(), RunError> {
+        let rec = self
+            .st
+            .tasks
+            .remove(&id.0)
+            .ok_or_else(|| RunError::bundle(format!("unknown task {}", id.0)))?;
+        self.st.discard(&self.prog, rec)
+    }
+
+    /// A client's workflow-response request: puts `Struct [value := VALUE, response_id := ID]`
+    /// on the `put_token` place and returns ID; the answer comes out of
+    /// [`Engine::take_responses`] once a transition with `connect-response` fires on it.
+    pub fn request_response(&mut self, place: &str, value: Value) -> Result<String, RunError> {
+        let id = format!("response-{}", self.st.next_response);
+        self.st.next_response += 1;
+        let token = Value::Struct(vec![
+            ("value".into(), value),
+            ("response_id".into(), Value::String(id.as_str().into())),
+        ]);
+        self.put_token(place, token)?;
+        Ok(id)
+    }
+
+    /// The workflow responses answered since the last call: (response id, value).
+    pub fn take_responses(&mut self) -> Vec<(String, Value)> {
+        std::mem::take(&mut self.st.responses)
+    }
+
+    /// Whether the root function has `drts.wait_for_output`: then [`Engine::step`] answers
+    /// [`Step::Waiting`] rather than [`Step::Done`] while an out port's place is empty, so
+    /// that a client can still put tokens.
+    pub fn waits_for_output(&self) -> bool {
+        self.prog.wait_for_output
     }
 
     /// Number of tasks handed out and not yet completed.
@@ -1044,6 +1109,7 @@ impl State {
                     name: tr.name.clone(),
                     location: prog.bundle.location(tr.span),
                     inputs: std::mem::take(&mut self.vals),
+                    eureka_group: None,
                 }))
             }
             Kind::Child(cf) => {
@@ -1198,6 +1264,22 @@ impl State {
             };
             self.output(prog, i, o, port, v)?;
         }
+        self.release = rec.release;
+        self.release_consumed(prog, i)
+    }
+
+    /// A task dropped without outputs.
+    fn discard(&mut self, prog: &Program, rec: TaskRecord) -> Result<(), RunError> {
+        let i = rec.instance;
+        let inst = self.inst_mut(i);
+        inst.pending -= 1;
+        for &p in &rec.consumed {
+            inst.in_flight[p] -= 1;
+        }
+        for &p in &rec.consumed {
+            self.changed(prog, i, p, true);
+        }
+        self.touch(i);
         self.release = rec.release;
         self.release_consumed(prog, i)
     }

@@ -1,0 +1,1 @@
+//! Launchers: local, ssh, slurm. (Being written.)

@@ -1,0 +1,1 @@
+//! The native module SDK. (Being written.)

@@ -1,0 +1,159 @@
+//! Length-delimited postcard frames, over tokio streams (the agent and workers) and over
+//! blocking `std::io` streams (simple clients and tests).
+
+use std::io::{Read, Write};
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use serde::{Serialize, de::DeserializeOwned};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
+
+/// The largest frame accepted (64 MiB).
+pub const MAX_FRAME: usize = 64 << 20;
+
+#[derive(Debug)]
+pub enum FrameError {
+    Io(std::io::Error),
+    /// The frame did not decode as the expected message.
+    Decode(postcard::Error),
+    /// The peer closed the connection.
+    Closed,
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameError::Io(e) => write!(f, "{e}"),
+            FrameError::Decode(e) => write!(f, "malformed message: {e}"),
+            FrameError::Closed => f.write_str("connection closed"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+impl From<std::io::Error> for FrameError {
+    fn from(e: std::io::Error) -> Self {
+        FrameError::Io(e)
+    }
+}
+
+/// The codec used on every connection.
+pub fn codec() -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .max_frame_length(MAX_FRAME)
+        .new_codec()
+}
+
+/// A framed reader over an async stream.
+pub fn reader<R: AsyncRead>(r: R) -> FramedRead<R, LengthDelimitedCodec> {
+    FramedRead::with_capacity(r, codec(), 64 << 10)
+}
+
+/// A framed writer over an async stream. Use `feed` for each message of a batch and one
+/// `flush` at the end, so a batch costs one write.
+pub fn writer<W: AsyncWrite>(w: W) -> FramedWrite<W, LengthDelimitedCodec> {
+    FramedWrite::new(w, codec())
+}
+
+/// Encodes a message into a frame body.
+pub fn encode<T: Serialize>(msg: &T) -> Bytes {
+    Bytes::from(postcard::to_allocvec(msg).expect("protocol messages always serialize"))
+}
+
+/// Sends one message and flushes.
+pub async fn send<W: AsyncWrite + Unpin, T: Serialize>(
+    w: &mut FramedWrite<W, LengthDelimitedCodec>,
+    msg: &T,
+) -> Result<(), FrameError> {
+    w.send(encode(msg)).await.map_err(FrameError::Io)
+}
+
+/// Receives one message.
+pub async fn recv<R: AsyncRead + Unpin, T: DeserializeOwned>(
+    r: &mut FramedRead<R, LengthDelimitedCodec>,
+) -> Result<T, FrameError> {
+    match r.next().await {
+        None => Err(FrameError::Closed),
+        Some(Err(e)) => Err(FrameError::Io(e)),
+        Some(Ok(frame)) => postcard::from_bytes(&frame).map_err(FrameError::Decode),
+    }
+}
+
+/// Writes one message as a frame to a blocking stream.
+pub fn write_msg<W: Write, T: Serialize>(w: &mut W, msg: &T) -> Result<(), FrameError> {
+    let body = postcard::to_allocvec(msg).expect("protocol messages always serialize");
+    w.write_all(&(body.len() as u32).to_be_bytes())?;
+    w.write_all(&body)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// Reads one message from a blocking stream.
+pub fn read_msg<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<T, FrameError> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(FrameError::Closed),
+        Err(e) => return Err(FrameError::Io(e)),
+    }
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(FrameError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes is larger than the limit"),
+        )));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body)?;
+    postcard::from_bytes(&body).map_err(FrameError::Decode)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AgentMsg, TaskRun};
+
+    #[test]
+    fn blocking_round_trip() {
+        let msg = AgentMsg::Run(vec![TaskRun {
+            task: 3,
+            module: 1,
+            inputs: vec![pnet_stdlib::Value::Long(-5)],
+        }]);
+        let mut buf = Vec::new();
+        write_msg(&mut buf, &msg).unwrap();
+        let back: AgentMsg = read_msg(&mut buf.as_slice()).unwrap();
+        assert_eq!(back, msg);
+        let mut empty: &[u8] = &[];
+        assert!(matches!(
+            read_msg::<_, AgentMsg>(&mut empty),
+            Err(FrameError::Closed)
+        ));
+    }
+
+    #[tokio::test]
+    async fn async_round_trip_is_compatible_with_blocking() {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let mut w = writer(a);
+        let mut r = reader(b);
+        send(&mut w, &AgentMsg::Heartbeat).await.unwrap();
+        send(&mut w, &AgentMsg::Cancel { task: 9 }).await.unwrap();
+        assert_eq!(
+            recv::<_, AgentMsg>(&mut r).await.unwrap(),
+            AgentMsg::Heartbeat
+        );
+        assert_eq!(
+            recv::<_, AgentMsg>(&mut r).await.unwrap(),
+            AgentMsg::Cancel { task: 9 }
+        );
+        let mut buf = Vec::new();
+        write_msg(&mut buf, &AgentMsg::Shutdown).unwrap();
+        let mut r2 = reader(buf.as_slice());
+        assert_eq!(
+            recv::<_, AgentMsg>(&mut r2).await.unwrap(),
+            AgentMsg::Shutdown
+        );
+    }
+}

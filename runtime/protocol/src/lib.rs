@@ -1,0 +1,163 @@
+//! The runtime's wire protocol.
+//!
+//! Every connection carries length-delimited frames (a 4-byte big-endian length, then that
+//! many bytes: one message encoded with postcard). A worker opens the connection and sends a
+//! [`Hello`] first; the agent checks its protocol version (read before the rest of the
+//! message, so that a peer of another version gets a clear refusal rather than garbage) and
+//! the per-run secret, then answers [`AgentMsg::Welcome`] or [`AgentMsg::Refused`] and
+//! closes. After the welcome, the agent sends [`AgentMsg::Run`] batches and the worker
+//! answers each task with [`WorkerMsg::Done`], [`WorkerMsg::Failed`] or
+//! [`WorkerMsg::Cancelled`]; both sides send heartbeats.
+//!
+//! Values travel as [`pnet_stdlib::Value`] (postcard); a module's inputs and outputs are in
+//! the port order of its [`ModuleDef`], sent once in the welcome, so a task carries only
+//! values.
+//!
+//! Only this crate (besides the bundle and stdlib) derives `Serialize`.
+
+use std::time::Duration;
+
+use pnet_stdlib::{Type, Value};
+use serde::{Deserialize, Serialize};
+
+pub mod frame;
+pub mod secret;
+
+pub use frame::{FrameError, MAX_FRAME, read_msg, recv, send, write_msg};
+pub use secret::Secret;
+
+/// The protocol version; a peer with another version is refused.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// How often both sides send a heartbeat.
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(250);
+/// A peer silent for this long is considered lost (noticed within 1 to 2 seconds).
+pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// The environment variable through which launchers hand the run's secret to a worker
+/// (as 64 hex digits); a worker started with `--secret-stdin` reads it from its first line
+/// of standard input instead, which keeps it out of `ps` on remote hosts.
+pub const SECRET_ENV: &str = "GSPC_SECRET";
+
+/// The first message of a worker. `protocol` comes first so that it can be decoded alone.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol: u32,
+    pub secret: Secret,
+    /// The worker's name from the plan (for example `compute-1-host1`).
+    pub name: String,
+    pub host: String,
+    pub pid: u32,
+    pub capabilities: Vec<String>,
+    /// The socket it is pinned to, if any.
+    pub socket: Option<u32>,
+}
+
+/// One module implementation a worker may be asked to run: the module (library or command)
+/// name, the function, and the port names and types of its inputs (in and inout ports) and
+/// outputs (out and inout ports), in port order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModuleDef {
+    pub id: u32,
+    pub module: String,
+    pub function: String,
+    /// The `target` of a `modules` alternative.
+    pub target: Option<String>,
+    pub inputs: Vec<(String, Type)>,
+    pub outputs: Vec<(String, Type)>,
+    pub pass_context: bool,
+    /// `file:line:col` of the module element, for messages.
+    pub location: String,
+}
+
+/// One task to run: a module call with its input values, in the order of
+/// [`ModuleDef::inputs`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskRun {
+    pub task: u64,
+    pub module: u32,
+    pub inputs: Vec<Value>,
+}
+
+/// Agent to worker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum AgentMsg {
+    /// The handshake succeeded. `modules` are every module implementation of the job.
+    Welcome {
+        worker: u32,
+        modules: Vec<ModuleDef>,
+        /// Directories searched for native libraries and command modules, in order.
+        module_path: Vec<String>,
+    },
+    /// The handshake failed; the connection closes after this message.
+    Refused {
+        reason: String,
+    },
+    /// Tasks to run, in order (a worker runs one task at a time and queues the rest).
+    Run(Vec<TaskRun>),
+    /// Cancel a queued or running task (eureka, job failure, user cancellation); the worker
+    /// answers [`WorkerMsg::Cancelled`] (or the task's result, if it finished first).
+    Cancel {
+        task: u64,
+    },
+    Heartbeat,
+    /// Stop: cancel everything and exit.
+    Shutdown,
+}
+
+/// Worker to agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum WorkerMsg {
+    Hello(Hello),
+    /// A task finished; outputs in the order of [`ModuleDef::outputs`].
+    Done {
+        task: u64,
+        outputs: Vec<Value>,
+    },
+    /// A task failed (the module reported an error, could not be found, crashed, or gave
+    /// outputs that do not fit); the message says which.
+    Failed {
+        task: u64,
+        message: String,
+    },
+    /// A task was cancelled before it finished.
+    Cancelled {
+        task: u64,
+    },
+    /// Alive; `running` is the task running now.
+    Heartbeat {
+        running: Option<u64>,
+    },
+}
+
+/// Decodes just the protocol version at the front of a [`WorkerMsg::Hello`] frame.
+pub fn hello_protocol(frame: &[u8]) -> Option<u32> {
+    // The enum tag (varint 0 = Hello), then the first field.
+    let (tag, rest) = postcard::take_from_bytes::<u32>(frame).ok()?;
+    if tag != 0 {
+        return None;
+    }
+    postcard::take_from_bytes::<u32>(rest).ok().map(|(v, _)| v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_is_readable_alone() {
+        let hello = WorkerMsg::Hello(Hello {
+            protocol: 77,
+            secret: Secret::from_hex(&"ab".repeat(32)).unwrap(),
+            name: "w".into(),
+            host: "h".into(),
+            pid: 1,
+            capabilities: vec!["A".into()],
+            socket: None,
+        });
+        let bytes = postcard::to_allocvec(&hello).unwrap();
+        assert_eq!(hello_protocol(&bytes), Some(77));
+        let back: WorkerMsg = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!(back, hello);
+    }
+}

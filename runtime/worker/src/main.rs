@@ -1,0 +1,4 @@
+fn main() {
+    eprintln!("gspc-worker: not yet written");
+    std::process::exit(2);
+}
