@@ -414,6 +414,8 @@ struct TaskRecord {
     transition: TransitionId,
     consumed: Vec<usize>,
     release: Vec<Value>,
+    /// `connect-response`: the response port and the id of the response it answers.
+    responses: Vec<(PortId, String)>,
 }
 
 #[derive(Debug)]
@@ -533,11 +535,9 @@ impl<'b> Engine<'b> {
         let st = &mut self.st;
         let n = st.ready.len();
         if n == 0 {
-            return Ok(if st.instance(ROOT).pending == 0 {
-                Step::Done
-            } else {
-                Step::Waiting
-            });
+            let done = st.instance(ROOT).pending == 0
+                && !(self.prog.wait_for_output && self.output_missing());
+            return Ok(if done { Step::Done } else { Step::Waiting });
         }
         let i = if n == 1 {
             st.ready[0]
@@ -645,6 +645,17 @@ impl<'b> Engine<'b> {
     /// that a client can still put tokens.
     pub fn waits_for_output(&self) -> bool {
         self.prog.wait_for_output
+    }
+
+    /// Whether some out port of the root has no token on its place.
+    fn output_missing(&self) -> bool {
+        let f = self.prog.bundle.function(self.prog.bundle.root);
+        let root = self.st.instance(ROOT);
+        f.ports.iter().filter(|p| p.dir.is_output()).any(|p| {
+            p.place
+                .and_then(|pl| root.marking.get(pl.index()))
+                .is_none_or(|m| m.is_empty())
+        })
     }
 
     /// Number of tasks handed out and not yet completed.
@@ -1071,6 +1082,21 @@ impl State {
                     runner: &mut self.runner,
                 }
                 .run(pnet_bundle::CodeId::from(id), code, &mut self.frame)?;
+                if !tr.eureka_ports.is_empty() || !tr.responses.is_empty() {
+                    let frame = &self.frame;
+                    let get = |p: PortId| frame.get(p.index()).and_then(|v| v.as_ref());
+                    for r in &tr.responses {
+                        let id = response_id(get(r.to), &tf.ports[r.to.index()].name)?;
+                        let v = get(r.port)
+                            .cloned()
+                            .ok_or_else(|| missing(&tf.ports[r.port.index()].name))?;
+                        self.responses.push((id, v));
+                    }
+                    for &p in &tr.eureka_ports {
+                        let v = get(p).ok_or_else(|| missing(&tf.ports[p.index()].name))?;
+                        eureka_groups(v, &tf.ports[p.index()].name, &mut self.eurekas)?;
+                    }
+                }
                 for o in &info.outs {
                     let slot = &mut self.frame[o.port.index()];
                     let v = if o.last { slot.take() } else { slot.clone() };
@@ -1083,6 +1109,42 @@ impl State {
             }
             Kind::Module => {
                 self.stats.tasks += 1;
+                let eureka_code = match &tf.body {
+                    Body::Module(m) => m.eureka_group,
+                    Body::Modules { modules, .. } => modules.iter().find_map(|m| m.eureka_group),
+                    _ => None,
+                };
+                let eureka_group = match eureka_code {
+                    Some(c) => {
+                        let code = &prog.bundle.codes[c.index()];
+                        let n = code.slots.len().max(tf.ports.len());
+                        crate::interp::reset_frame(&mut self.frame, n);
+                        for (port, v) in &self.vals {
+                            self.frame[port.index()] = Some(v.clone());
+                        }
+                        let v = Eval {
+                            interp: &mut self.interp,
+                            runner: &mut self.runner,
+                        }
+                        .run(c, code, &mut self.frame)?;
+                        match v {
+                            Value::String(g) => Some(g.to_string()),
+                            other => {
+                                return Err(RunError::new(RunErrorKind::TypeMismatch {
+                                    port: "eureka-group".into(),
+                                    value: other.to_string(),
+                                    ty: "string".into(),
+                                }));
+                            }
+                        }
+                    }
+                    None => None,
+                };
+                let mut responses = Vec::new();
+                for r in &tr.responses {
+                    let v = self.vals.iter().find(|(p, _)| *p == r.to).map(|(_, v)| v);
+                    responses.push((r.port, response_id(v, &tf.ports[r.to.index()].name)?));
+                }
                 let inst = self.inst_mut(i);
                 inst.pending += 1;
                 for &p in &consumed {
@@ -1100,6 +1162,7 @@ impl State {
                         transition: TransitionId(t as u32),
                         consumed,
                         release: std::mem::take(&mut self.release),
+                        responses,
                     },
                 );
                 Ok(Step::Task(Task {
@@ -1109,7 +1172,7 @@ impl State {
                     name: tr.name.clone(),
                     location: prog.bundle.location(tr.span),
                     inputs: std::mem::take(&mut self.vals),
-                    eureka_group: None,
+                    eureka_group,
                 }))
             }
             Kind::Child(cf) => {
@@ -1251,6 +1314,23 @@ impl State {
             self.changed(prog, i, p, true);
         }
         self.touch(i);
+        for (port, id) in rec.responses {
+            let v = outputs
+                .iter()
+                .find(|(p, _)| *p == port)
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| missing(&tf.ports[port.index()].name))?;
+            self.responses.push((id, v));
+        }
+        for &p in &tr.eureka_ports {
+            let name = &tf.ports[p.index()].name;
+            let v = outputs
+                .iter()
+                .find(|(q, _)| *q == p)
+                .map(|(_, v)| v)
+                .ok_or_else(|| missing(name))?;
+            eureka_groups(v, name, &mut self.eurekas)?;
+        }
         for o in &info.outs {
             let port = tf.ports.get(o.port.index()).ok_or_else(|| missing("?"))?;
             let k = outputs
@@ -1444,6 +1524,50 @@ fn default_binding(info: &TransInfo, binding: &mut [u32], fixed: &[(usize, u32)]
 }
 
 /// The evaluator of codes: the runner (JIT) if there is one, else the interpreter.
+/// The id of the response a `connect-response` answers: the `response_id` field of the
+/// value on its `to` port.
+fn response_id(v: Option<&Value>, port: &str) -> Result<String, RunError> {
+    match v {
+        Some(Value::Struct(fields)) => fields
+            .iter()
+            .find(|(n, _)| &**n == "response_id")
+            .and_then(|(_, v)| match v {
+                Value::String(s) => Some(s.to_string()),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                RunError::bundle(format!(
+                    "connect-response: port `{port}` holds no string field `response_id`"
+                ))
+            }),
+        Some(other) => Err(RunError::bundle(format!(
+            "connect-response: port `{port}` holds {other}, not a struct with a `response_id`"
+        ))),
+        None => Err(missing(port)),
+    }
+}
+
+/// The group names of a `connect-eureka` port's value (a set of strings).
+fn eureka_groups(v: &Value, port: &str, out: &mut Vec<String>) -> Result<(), RunError> {
+    let bad = || {
+        RunError::new(RunErrorKind::TypeMismatch {
+            port: port.to_string(),
+            value: v.to_string(),
+            ty: "set of strings (eureka groups)".into(),
+        })
+    };
+    let Value::Set(groups) = v else {
+        return Err(bad());
+    };
+    for g in groups {
+        match g {
+            Value::String(s) => out.push(s.to_string()),
+            _ => return Err(bad()),
+        }
+    }
+    Ok(())
+}
+
 struct Eval<'a> {
     interp: &'a mut Interpreter,
     runner: &'a mut Option<Box<dyn CodeRunner>>,
