@@ -6,6 +6,7 @@
 
 pub mod builtins;
 pub mod error;
+pub mod json;
 pub mod literal;
 pub mod ops;
 pub mod ty;

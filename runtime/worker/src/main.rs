@@ -1,4 +1,126 @@
+//! `gspc-worker`: connects to an agent and runs module calls.
+
+use std::io::{BufRead, Read};
+use std::path::PathBuf;
+
+use clap::Parser;
+use pnet_protocol::{SECRET_ENV, Secret};
+use pnet_worker::{Config, Outcome, exit};
+
+/// Connects to a gspc agent and runs the module calls it is sent (native libraries
+/// `lib<module>.so` and command modules), one at a time. Normally started by the agent's
+/// launcher, not by hand.
+#[derive(Parser, Debug)]
+#[command(name = "gspc-worker", version)]
+struct Args {
+    /// The agent's address.
+    #[arg(long, value_name = "HOST:PORT")]
+    agent: String,
+    /// This worker's name (from the placement plan).
+    #[arg(long)]
+    name: String,
+    /// Capabilities this worker offers, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    capabilities: Vec<String>,
+    /// Pin this process to socket N (hwloc package, logical index).
+    #[arg(long, value_name = "N")]
+    socket: Option<u32>,
+    /// Read the run's secret (64 hex digits) from the first line of standard input
+    /// (else from the environment variable GSPC_SECRET).
+    #[arg(long)]
+    secret_stdin: bool,
+    /// Exit when standard input reaches end of file (launchers pass this, so that workers
+    /// go away with their launcher).
+    #[arg(long)]
+    exit_on_stdin_eof: bool,
+    /// A directory to search for modules (after the agent's; repeatable; then the
+    /// directories in PNET_MODULE_PATH, separated by ':').
+    #[arg(long, value_name = "DIR")]
+    module_path: Vec<PathBuf>,
+}
+
 fn main() {
-    eprintln!("gspc-worker: not yet written");
-    std::process::exit(2);
+    let args = Args::parse();
+    let name = args.name.clone();
+    let code = match start(args) {
+        Ok(outcome) => {
+            match &outcome {
+                Outcome::Refused(reason) => {
+                    eprintln!("gspc-worker {name}: refused by the agent: {reason}")
+                }
+                Outcome::Error(message) => eprintln!("gspc-worker {name}: error: {message}"),
+                _ => {}
+            }
+            outcome.exit_code()
+        }
+        Err(message) => {
+            eprintln!("gspc-worker {name}: error: {message}");
+            exit::ERROR
+        }
+    };
+    std::process::exit(code);
+}
+
+fn start(args: Args) -> Result<Outcome, String> {
+    let secret = if args.secret_stdin {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| format!("cannot read the secret from standard input: {e}"))?;
+        Secret::from_hex(&line)
+            .ok_or("the first line of standard input is not a secret (64 hex digits)")?
+    } else {
+        match std::env::var(SECRET_ENV) {
+            Ok(s) => Secret::from_hex(&s)
+                .ok_or(format!("{SECRET_ENV} is not a secret (64 hex digits)"))?,
+            Err(_) => {
+                return Err(format!(
+                    "no secret: pass --secret-stdin or set {SECRET_ENV}"
+                ));
+            }
+        }
+    };
+    if let Some(socket) = args.socket {
+        pnet_topology::hwloc::bind_current_process_to_socket(socket)?;
+    }
+    let stdin_eof = if args.exit_on_stdin_eof {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("stdin".into())
+            .spawn(move || {
+                let mut buf = [0u8; 1024];
+                let mut stdin = std::io::stdin().lock();
+                loop {
+                    match stdin.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(_) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(_) => break,
+                    }
+                }
+                let _ = tx.send(());
+            })
+            .map_err(|e| format!("cannot start the stdin thread: {e}"))?;
+        Some(rx)
+    } else {
+        None
+    };
+    let config = Config {
+        agent: args.agent,
+        name: args.name,
+        capabilities: args
+            .capabilities
+            .into_iter()
+            .filter(|c| !c.is_empty())
+            .collect(),
+        socket: args.socket,
+        secret,
+        module_path: args.module_path,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    Ok(runtime.block_on(pnet_worker::run(config, stdin_eof)))
 }

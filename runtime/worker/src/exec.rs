@@ -1,0 +1,663 @@
+//! Running tasks: the task queue shared with the connection loop, the executor thread, module
+//! lookup, native calls and command modules.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use pnet_module_sdk::{CallFn, ENTRY_SYMBOL, EntryFn, host};
+use pnet_protocol::{ModuleDef, TaskRun, WorkerMsg};
+use pnet_stdlib::json::{from_json, from_json_at, to_json};
+use serde_json::Value as Json;
+
+/// The largest output (stdout of a command, or what a native call writes) accepted.
+pub const MAX_OUTPUT: usize = pnet_protocol::MAX_FRAME;
+
+/// How many bytes of a failing command's standard error are kept for the message.
+const STDERR_TAIL: usize = 16 << 10;
+/// How many lines of it the message shows.
+const STDERR_LINES: usize = 10;
+
+/// The state shared by the connection loop and the executor thread.
+#[derive(Default)]
+pub struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+    /// Set when the running task is cancelled (reset when a task starts).
+    cancelled: AtomicBool,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<TaskRun>,
+    running: Option<Running>,
+    stop: bool,
+}
+
+struct Running {
+    task: u64,
+    /// The process group of a running command module.
+    child: Option<i32>,
+}
+
+/// What happened to a cancel request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// The task was queued and is dropped: answer `Cancelled` now.
+    Dropped,
+    /// The task is running: it was told (and a command module killed); the executor answers.
+    Signalled,
+    /// The task is unknown (finished already, or never received).
+    Unknown,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the state inconsistent (every update is
+        // a single assignment or queue operation), so a poisoned lock is still usable.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues tasks for the executor.
+    pub fn push(&self, tasks: Vec<TaskRun>) {
+        if tasks.is_empty() {
+            return;
+        }
+        let mut st = self.lock();
+        if st.queue.is_empty() {
+            st.queue = VecDeque::from(tasks);
+        } else {
+            st.queue.extend(tasks);
+        }
+        drop(st);
+        self.wake.notify_one();
+    }
+
+    /// Cancels a queued or running task.
+    pub fn cancel(&self, task: u64) -> CancelOutcome {
+        let mut st = self.lock();
+        if let Some(pos) = st.queue.iter().position(|t| t.task == task) {
+            st.queue.remove(pos);
+            return CancelOutcome::Dropped;
+        }
+        match &st.running {
+            Some(r) if r.task == task => {
+                self.cancelled.store(true, Ordering::SeqCst);
+                if let Some(pgid) = r.child {
+                    kill_group(pgid);
+                }
+                CancelOutcome::Signalled
+            }
+            _ => CancelOutcome::Unknown,
+        }
+    }
+
+    /// The running task, for heartbeats.
+    pub fn running(&self) -> Option<u64> {
+        self.lock().running.as_ref().map(|r| r.task)
+    }
+
+    /// Stops the executor: drops the queue, cancels the running task and kills a running
+    /// command module, then waits (up to `grace`) until that command has been reaped.
+    pub fn stop(&self, grace: std::time::Duration) {
+        let mut st = self.lock();
+        st.stop = true;
+        st.queue.clear();
+        let mut killed = false;
+        if let Some(r) = &st.running {
+            self.cancelled.store(true, Ordering::SeqCst);
+            if let Some(pgid) = r.child {
+                kill_group(pgid);
+                killed = true;
+            }
+        }
+        self.wake.notify_all();
+        if killed {
+            let deadline = std::time::Instant::now() + grace;
+            while st.running.is_some() {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                st = self
+                    .wake
+                    .wait_timeout(st, left)
+                    .map_or_else(|e| e.into_inner().0, |(g, _)| g);
+            }
+        }
+    }
+
+    /// The next task, waiting for one; `None` once stopped.
+    fn next(&self) -> Option<TaskRun> {
+        let mut st = self.lock();
+        loop {
+            if st.stop {
+                return None;
+            }
+            if let Some(t) = st.queue.pop_front() {
+                self.cancelled.store(false, Ordering::SeqCst);
+                st.running = Some(Running {
+                    task: t.task,
+                    child: None,
+                });
+                return Some(t);
+            }
+            st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The running task finished; whether it was cancelled.
+    fn finish(&self) -> bool {
+        let mut st = self.lock();
+        st.running = None;
+        if st.stop {
+            // `stop` may be waiting for this.
+            self.wake.notify_all();
+        }
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Records the process group of the running command; kills it at once if the task was
+    /// cancelled meanwhile.
+    fn set_child(&self, pgid: Option<i32>) {
+        let mut st = self.lock();
+        if let Some(r) = st.running.as_mut() {
+            r.child = pgid;
+        }
+        if let Some(pgid) = pgid
+            && self.cancelled.load(Ordering::SeqCst)
+        {
+            kill_group(pgid);
+        }
+    }
+}
+
+fn kill_group(pgid: i32) {
+    if pgid > 0 {
+        // SAFETY: plain system call; the group exists until its leader is reaped, which the
+        // executor does only after clearing it from the state (under the same lock).
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// A resolved module implementation.
+#[derive(Clone)]
+enum Resolved {
+    Native {
+        call: CallFn,
+        /// Keeps the library loaded.
+        _lib: Arc<Loaded>,
+    },
+    Command {
+        program: PathBuf,
+        /// The function name, for `<module>` executables.
+        arg: Option<String>,
+    },
+}
+
+struct Loaded {
+    _lib: libloading::Library,
+    module: host::Module,
+}
+
+/// Runs tasks: module lookup and calls. Lives on the executor thread.
+pub struct Executor {
+    worker: String,
+    defs: HashMap<u32, ModuleDef>,
+    dirs: Vec<PathBuf>,
+    resolved: HashMap<u32, Resolved>,
+    libs: HashMap<PathBuf, Arc<Loaded>>,
+    input: Vec<u8>,
+    output: Vec<u8>,
+}
+
+impl Executor {
+    pub fn new(worker: String, defs: Vec<ModuleDef>, dirs: Vec<PathBuf>) -> Executor {
+        Executor {
+            worker,
+            defs: defs.into_iter().map(|d| (d.id, d)).collect(),
+            dirs,
+            resolved: HashMap::new(),
+            libs: HashMap::new(),
+            input: Vec::with_capacity(256),
+            output: Vec::with_capacity(256),
+        }
+    }
+
+    /// Runs tasks from `shared` until it is stopped, handing each answer to `answer`.
+    pub fn run_loop(mut self, shared: &Shared, mut answer: impl FnMut(WorkerMsg) -> bool) {
+        while let Some(task) = shared.next() {
+            let result = self.run(shared, &task);
+            let cancelled = shared.finish();
+            let msg = match result {
+                _ if cancelled => WorkerMsg::Cancelled { task: task.task },
+                Ok(outputs) => WorkerMsg::Done {
+                    task: task.task,
+                    outputs,
+                },
+                Err(message) => WorkerMsg::Failed {
+                    task: task.task,
+                    message,
+                },
+            };
+            if !answer(msg) {
+                return;
+            }
+        }
+    }
+
+    /// Runs one task.
+    fn run(&mut self, shared: &Shared, task: &TaskRun) -> Result<Vec<pnet_stdlib::Value>, String> {
+        let Some(def) = self.defs.get(&task.module) else {
+            return Err(format!(
+                "task {} names module implementation {}, which the agent did not announce",
+                task.task, task.module
+            ));
+        };
+        let def = def.clone();
+        self.run_def(shared, task, &def).map_err(|e| {
+            format!(
+                "{}: module {}.{}: {e}",
+                def.location, def.module, def.function
+            )
+        })
+    }
+
+    fn run_def(
+        &mut self,
+        shared: &Shared,
+        task: &TaskRun,
+        def: &ModuleDef,
+    ) -> Result<Vec<pnet_stdlib::Value>, String> {
+        if task.inputs.len() != def.inputs.len() {
+            return Err(format!(
+                "got {} input values for {} input ports",
+                task.inputs.len(),
+                def.inputs.len()
+            ));
+        }
+        self.encode_inputs(def, task);
+        let resolved = match self.resolved.get(&def.id) {
+            Some(r) => r.clone(),
+            None => {
+                let r = self.resolve(def)?;
+                self.resolved.insert(def.id, r.clone());
+                r
+            }
+        };
+        match resolved {
+            Resolved::Native { call, .. } => {
+                // SAFETY: `call` comes from a loaded library (kept alive by `resolved`) whose
+                // descriptor declared ABI version 1.
+                let status = unsafe {
+                    host::call(
+                        call,
+                        &self.worker,
+                        task.task,
+                        &shared.cancelled,
+                        &self.input,
+                        &mut self.output,
+                    )
+                };
+                if status != 0 {
+                    let message = String::from_utf8_lossy(&self.output);
+                    return Err(if message.is_empty() {
+                        format!("failed with status {status}")
+                    } else {
+                        message.into_owned()
+                    });
+                }
+                decode_outputs(def, &self.output)
+            }
+            Resolved::Command { program, arg } => {
+                let out = self.run_command(shared, task, def, &program, arg.as_deref())?;
+                decode_outputs(def, &out)
+            }
+        }
+    }
+
+    /// The JSON object of the inputs into `self.input`.
+    fn encode_inputs(&mut self, def: &ModuleDef, task: &TaskRun) {
+        let buf = &mut self.input;
+        buf.clear();
+        buf.push(b'{');
+        for (i, ((name, _), value)) in def.inputs.iter().zip(&task.inputs).enumerate() {
+            if i > 0 {
+                buf.push(b',');
+            }
+            // Writing to a vector cannot fail, and these values always serialize.
+            let _ = serde_json::to_writer(&mut *buf, name);
+            buf.push(b':');
+            let _ = serde_json::to_writer(&mut *buf, &to_json(value));
+        }
+        buf.push(b'}');
+    }
+
+    /// Finds the implementation of `def` on the module path.
+    fn resolve(&mut self, def: &ModuleDef) -> Result<Resolved, String> {
+        let (m, f) = (def.module.as_str(), def.function.as_str());
+        for name in [m, f] {
+            if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+                return Err(format!("invalid module or function name `{name}`"));
+            }
+        }
+        let lib_name = format!("lib{m}.so");
+        let exe_name = format!("{m}.{f}");
+        for dir in self.dirs.clone() {
+            let lib = dir.join(&lib_name);
+            if lib.is_file() {
+                let loaded = self.load(&lib)?;
+                return match loaded.module.function(f) {
+                    Some(func) => Ok(Resolved::Native {
+                        call: func.call,
+                        _lib: loaded.clone(),
+                    }),
+                    None => {
+                        let names: Vec<&str> = loaded
+                            .module
+                            .functions
+                            .iter()
+                            .map(|f| f.name.as_str())
+                            .collect();
+                        Err(format!(
+                            "{} has no function `{f}` (it has: {})",
+                            lib.display(),
+                            if names.is_empty() {
+                                "none".to_string()
+                            } else {
+                                names.join(", ")
+                            }
+                        ))
+                    }
+                };
+            }
+            let exe = dir.join(&exe_name);
+            if is_executable(&exe) {
+                return Ok(Resolved::Command {
+                    program: exe,
+                    arg: None,
+                });
+            }
+            let exe = dir.join(m);
+            if is_executable(&exe) {
+                return Ok(Resolved::Command {
+                    program: exe,
+                    arg: Some(f.to_string()),
+                });
+            }
+        }
+        let searched = if self.dirs.is_empty() {
+            "the module path is empty (set it with --module-path, PNET_MODULE_PATH or the \
+             agent's module path)"
+                .to_string()
+        } else {
+            format!(
+                "searched {}",
+                self.dirs
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        Err(format!(
+            "not found: no {lib_name}, executable {exe_name} or executable {m}; {searched}"
+        ))
+    }
+
+    fn load(&mut self, path: &Path) -> Result<Arc<Loaded>, String> {
+        let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        if let Some(l) = self.libs.get(&key) {
+            return Ok(l.clone());
+        }
+        // SAFETY: loading a module library runs its initialisers; module libraries are code
+        // the user asked to run.
+        let lib = unsafe { libloading::Library::new(&key) }
+            .map_err(|e| format!("cannot load {}: {e}", path.display()))?;
+        // SAFETY: the symbol has the ABI's entry point type.
+        let entry = unsafe { lib.get::<EntryFn>(ENTRY_SYMBOL.as_bytes()) }.map_err(|_| {
+            format!(
+                "{} is not a pnet module: it does not export `{ENTRY_SYMBOL}`",
+                path.display()
+            )
+        })?;
+        // SAFETY: the entry point returns a descriptor as the ABI describes.
+        let module = unsafe { host::read_descriptor(entry()) }
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let loaded = Arc::new(Loaded { _lib: lib, module });
+        self.libs.insert(key, loaded.clone());
+        Ok(loaded)
+    }
+
+    /// Runs a command module; returns its standard output.
+    fn run_command(
+        &mut self,
+        shared: &Shared,
+        task: &TaskRun,
+        def: &ModuleDef,
+        program: &Path,
+        arg: Option<&str>,
+    ) -> Result<Vec<u8>, String> {
+        let mut cmd = Command::new(program);
+        if let Some(a) = arg {
+            cmd.arg(a);
+        }
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("PNET_MODULE", &def.module)
+            .env("PNET_FUNCTION", &def.function)
+            .env("PNET_TASK", task.task.to_string())
+            .env("PNET_WORKER", &self.worker)
+            .env("PNET_WORKER_PID", std::process::id().to_string())
+            // Its own process group, so that cancelling kills whatever it started too.
+            .process_group(0);
+        let mut child =
+            spawn(&mut cmd).map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+        let pid = i32::try_from(child.id()).unwrap_or(0);
+        shared.set_child(Some(pid));
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let input = &self.input;
+        let (out, err) = std::thread::scope(|s| {
+            if let Some(mut stdin) = stdin {
+                // Small inputs fit in the pipe: no thread needed.
+                if input.len() <= 4096 {
+                    let _ = stdin.write_all(input);
+                } else {
+                    s.spawn(move || {
+                        let _ = stdin.write_all(input);
+                    });
+                }
+            }
+            let err = stderr.map(|e| s.spawn(move || read_tail(e, STDERR_TAIL)));
+            let out = stdout.map(|o| read_limited(o, MAX_OUTPUT));
+            let err = err.and_then(|h| h.join().ok()).unwrap_or_default();
+            (out, err)
+        });
+        // Wait for the exit without reaping, forget the group, then reap: a cancel between
+        // the two cannot signal a recycled process group.
+        wait_no_reap(pid);
+        shared.set_child(None);
+        let status = child
+            .wait()
+            .map_err(|e| format!("cannot wait for {}: {e}", program.display()))?;
+        if !status.success() {
+            let how = match (status.code(), status.signal()) {
+                (Some(code), _) => format!("exited with status {code}"),
+                (None, Some(sig)) => format!("was killed by signal {sig}"),
+                _ => format!("ended with {status}"),
+            };
+            return Err(format!(
+                "{} {how}{}",
+                program.display(),
+                stderr_tail_message(&err)
+            ));
+        }
+        match out {
+            Some(Ok(out)) => Ok(out),
+            Some(Err(e)) => Err(format!("{}: {e}", program.display())),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// Spawns, retrying a few times on ETXTBSY (a script just written, whose write handle a
+/// concurrent fork still holds for a moment).
+fn spawn(cmd: &mut Command) -> std::io::Result<std::process::Child> {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 20 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            r => return r,
+        }
+    }
+}
+
+/// `: last lines of stderr: ...` or nothing.
+fn stderr_tail_message(err: &[u8]) -> String {
+    let text = String::from_utf8_lossy(err);
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let start = lines.len().saturating_sub(STDERR_LINES);
+    format!("; stderr:\n{}", lines[start..].join("\n"))
+}
+
+fn read_limited(mut r: impl Read, limit: usize) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let n = (&mut r)
+        .take(limit as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("cannot read its output: {e}"))?;
+    if n > limit {
+        // Drain the rest so the command does not block on a full pipe.
+        let _ = std::io::copy(&mut r, &mut std::io::sink());
+        return Err(format!("its output is larger than {limit} bytes"));
+    }
+    Ok(out)
+}
+
+/// The last `keep` bytes of a stream, read to its end.
+fn read_tail(mut r: impl Read, keep: usize) -> Vec<u8> {
+    let mut tail = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > 2 * keep {
+                    tail.drain(..tail.len() - keep);
+                }
+            }
+        }
+    }
+    if tail.len() > keep {
+        tail.drain(..tail.len() - keep);
+    }
+    tail
+}
+
+/// Waits until process `pid` (a child) has exited, leaving it to be reaped.
+fn wait_no_reap(pid: i32) {
+    if pid <= 0 {
+        return;
+    }
+    loop {
+        // SAFETY: `info` is a valid out-parameter; waiting for our own child.
+        let rc = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
+}
+
+fn is_executable(p: &Path) -> bool {
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Checks and decodes the JSON object of a module's outputs.
+pub fn decode_outputs(def: &ModuleDef, bytes: &[u8]) -> Result<Vec<pnet_stdlib::Value>, String> {
+    let trimmed = bytes.trim_ascii();
+    if trimmed.is_empty() && def.outputs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let obj = match serde_json::from_slice::<Json>(trimmed) {
+        Ok(Json::Object(obj)) => obj,
+        Ok(other) => {
+            return Err(format!(
+                "outputs: expected a JSON object of the output ports, found {}",
+                short(&other.to_string())
+            ));
+        }
+        Err(e) => {
+            return Err(format!(
+                "outputs: not JSON ({e}): {}",
+                short(&String::from_utf8_lossy(trimmed))
+            ));
+        }
+    };
+    let mut values = Vec::with_capacity(def.outputs.len());
+    for (name, ty) in &def.outputs {
+        let Some(json) = obj.get(name) else {
+            return Err(format!("outputs: missing output port `{name}` ({ty})"));
+        };
+        match from_json(json, ty) {
+            Ok(v) => values.push(v),
+            Err(_) => {
+                return Err(from_json_at(json, ty, &format!("outputs.{name}"))
+                    .err()
+                    .unwrap_or_default());
+            }
+        }
+    }
+    if obj.len() > def.outputs.len()
+        && let Some(extra) = obj
+            .keys()
+            .find(|k| !def.outputs.iter().any(|(n, _)| n == *k))
+    {
+        let known: Vec<&str> = def.outputs.iter().map(|(n, _)| n.as_str()).collect();
+        return Err(format!(
+            "outputs: unknown output port `{extra}` (the output ports are: {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        ));
+    }
+    Ok(values)
+}
+
+fn short(s: &str) -> String {
+    let mut t: String = s.chars().take(200).collect();
+    if t.len() < s.len() {
+        t.push_str("...");
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,848 @@
+//! Integration tests: the real `gspc-worker` binary against a fake agent on 127.0.0.1.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use pnet_protocol::frame::{self, encode};
+use pnet_protocol::{AgentMsg, ModuleDef, PROTOCOL_VERSION, Secret, TaskRun, WorkerMsg};
+use pnet_stdlib::{Type, Value};
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpListener, tcp};
+use tokio::process::{Child, Command};
+
+type Reader =
+    tokio_util::codec::FramedRead<tcp::OwnedReadHalf, tokio_util::codec::LengthDelimitedCodec>;
+type Writer =
+    tokio_util::codec::FramedWrite<tcp::OwnedWriteHalf, tokio_util::codec::LengthDelimitedCodec>;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A fresh directory under the system's temporary directory, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "pnet-worker-it-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn script(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    fn path(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The directory holding the example native modules (`libnoop.so`, `libarith.so`), building
+/// them first if they are missing.
+fn native_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        // target/<profile>/deps/worker-<hash> -> target/<profile>
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+        let missing = ["libnoop.so", "libarith.so"]
+            .iter()
+            .any(|l| !profile_dir.join(l).is_file());
+        if missing {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut cmd = std::process::Command::new(cargo);
+            cmd.args([
+                "build",
+                "-q",
+                "-p",
+                "pnet-example-arith",
+                "-p",
+                "pnet-example-noop",
+            ])
+            .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap());
+            if profile_dir.file_name().is_some_and(|n| n == "release") {
+                cmd.arg("--release");
+            }
+            let status = cmd.status().unwrap();
+            assert!(status.success(), "building the example modules failed");
+        }
+        profile_dir
+    })
+}
+
+fn def(
+    id: u32,
+    module: &str,
+    function: &str,
+    inputs: &[(&str, Type)],
+    outputs: &[(&str, Type)],
+) -> ModuleDef {
+    ModuleDef {
+        id,
+        module: module.into(),
+        function: function.into(),
+        target: None,
+        inputs: inputs
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.clone()))
+            .collect(),
+        outputs: outputs
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.clone()))
+            .collect(),
+        pass_context: false,
+        location: "test.xpnet:1:1".into(),
+    }
+}
+
+struct Agent {
+    listener: TcpListener,
+    secret: Secret,
+}
+
+struct Worker {
+    child: Child,
+    reader: Reader,
+    writer: Writer,
+}
+
+impl Agent {
+    async fn new() -> Agent {
+        Agent {
+            listener: TcpListener::bind("127.0.0.1:0").await.unwrap(),
+            secret: Secret::random().unwrap(),
+        }
+    }
+
+    /// Starts a worker (secret on stdin, `--exit-on-stdin-eof`), with extra arguments.
+    async fn spawn(&self, extra: &[&str]) -> Child {
+        let addr = self.listener.local_addr().unwrap().to_string();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gspc-worker"));
+        cmd.args(["--agent", &addr, "--name", "w-1", "--capabilities", "A,B"])
+            .args(["--secret-stdin", "--exit-on-stdin-eof"])
+            .args(extra)
+            .env_remove("PNET_MODULE_PATH")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().unwrap();
+        let line = format!("{}\n", self.secret.to_hex());
+        let stdin = child.stdin.as_mut().unwrap();
+        tokio::io::AsyncWriteExt::write_all(stdin, line.as_bytes())
+            .await
+            .unwrap();
+        child
+    }
+
+    async fn accept(&self) -> (Reader, Writer) {
+        let (stream, _) = tokio::time::timeout(WAIT, self.listener.accept())
+            .await
+            .expect("the worker did not connect")
+            .unwrap();
+        stream.set_nodelay(true).unwrap();
+        let (r, w) = stream.into_split();
+        (frame::reader(r), frame::writer(w))
+    }
+
+    /// Starts a worker and completes the handshake.
+    async fn worker(&self, modules: Vec<ModuleDef>, module_path: Vec<String>) -> Worker {
+        let child = self.spawn(&[]).await;
+        let (mut reader, mut writer) = self.accept().await;
+        let hello: WorkerMsg = frame::recv(&mut reader).await.unwrap();
+        let WorkerMsg::Hello(hello) = hello else {
+            panic!("expected hello, got {hello:?}");
+        };
+        assert!(hello.secret.matches(&self.secret));
+        frame::send(
+            &mut writer,
+            &AgentMsg::Welcome {
+                worker: 1,
+                modules,
+                module_path,
+            },
+        )
+        .await
+        .unwrap();
+        Worker {
+            child,
+            reader,
+            writer,
+        }
+    }
+}
+
+impl Worker {
+    async fn send(&mut self, msg: AgentMsg) {
+        frame::send(&mut self.writer, &msg).await.unwrap();
+    }
+
+    /// The next message that is not a heartbeat (answering heartbeats meanwhile).
+    async fn next(&mut self) -> WorkerMsg {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let msg: WorkerMsg = tokio::time::timeout(left, frame::recv(&mut self.reader))
+                .await
+                .expect("no answer from the worker")
+                .unwrap();
+            match msg {
+                WorkerMsg::Heartbeat { .. } => self.send(AgentMsg::Heartbeat).await,
+                m => return m,
+            }
+        }
+    }
+
+    async fn run(&mut self, task: u64, module: u32, inputs: Vec<Value>) -> WorkerMsg {
+        self.send(AgentMsg::Run(vec![TaskRun {
+            task,
+            module,
+            inputs,
+        }]))
+        .await;
+        self.next().await
+    }
+
+    /// Waits for the worker to exit; its exit code and standard error.
+    async fn exit(mut self) -> (i32, String) {
+        exit_of(&mut self.child).await
+    }
+}
+
+async fn exit_of(child: &mut Child) -> (i32, String) {
+    // tokio's `wait` closes stdin first: keep it open, so that the worker does not see EOF.
+    let _stdin = child.stdin.take();
+    let status = tokio::time::timeout(WAIT, child.wait())
+        .await
+        .expect("the worker did not exit")
+        .unwrap();
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut err).await.unwrap();
+    }
+    (status.code().unwrap_or(-1), err)
+}
+
+/// Whether process `pid` exists and is not a zombie (a container's init may not reap the
+/// orphans of a killed worker).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[tokio::test]
+async fn handshake_and_shutdown() {
+    let agent = Agent::new().await;
+    let mut child = agent.spawn(&[]).await;
+    let (mut reader, mut writer) = agent.accept().await;
+    let WorkerMsg::Hello(hello) = frame::recv(&mut reader).await.unwrap() else {
+        panic!("expected hello");
+    };
+    assert_eq!(hello.protocol, PROTOCOL_VERSION);
+    assert_eq!(hello.name, "w-1");
+    assert_eq!(hello.capabilities, ["A", "B"]);
+    assert_eq!(hello.pid, child.id().unwrap());
+    assert_eq!(hello.socket, None);
+    assert!(hello.secret.matches(&agent.secret));
+    frame::send(
+        &mut writer,
+        &AgentMsg::Welcome {
+            worker: 4,
+            modules: vec![],
+            module_path: vec![],
+        },
+    )
+    .await
+    .unwrap();
+    // Heartbeats flow, with nothing running.
+    let hb: WorkerMsg = frame::recv(&mut reader).await.unwrap();
+    assert_eq!(hb, WorkerMsg::Heartbeat { running: None });
+    frame::send(&mut writer, &AgentMsg::Shutdown).await.unwrap();
+    let (code, err) = exit_of(&mut child).await;
+    assert_eq!((code, err.as_str()), (0, ""));
+}
+
+#[tokio::test]
+async fn refusal_exits_with_code_3_and_the_reason() {
+    let agent = Agent::new().await;
+    let mut child = agent.spawn(&[]).await;
+    let (mut reader, mut writer) = agent.accept().await;
+    let _hello: WorkerMsg = frame::recv(&mut reader).await.unwrap();
+    frame::send(
+        &mut writer,
+        &AgentMsg::Refused {
+            reason: "wrong secret".into(),
+        },
+    )
+    .await
+    .unwrap();
+    drop(writer);
+    let (code, err) = exit_of(&mut child).await;
+    assert_eq!(code, 3);
+    assert_eq!(err, "gspc-worker w-1: refused by the agent: wrong secret\n");
+}
+
+#[tokio::test]
+async fn another_protocol_is_a_refusal() {
+    let agent = Agent::new().await;
+    let mut child = agent.spawn(&[]).await;
+    let (mut reader, writer) = agent.accept().await;
+    let _hello: WorkerMsg = frame::recv(&mut reader).await.unwrap();
+    // A frame that is no AgentMsg of this version (an unknown variant).
+    let mut w = writer;
+    w.send(bytes::Bytes::from_static(&[77, 1, 2]))
+        .await
+        .unwrap();
+    let (code, err) = exit_of(&mut child).await;
+    assert_eq!(code, 3);
+    assert!(
+        err.starts_with(
+            "gspc-worker w-1: refused by the agent: the agent's answer does not decode"
+        ),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn missing_secret_and_bad_arguments() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gspc-worker"))
+        .args(["--agent", "127.0.0.1:1", "--name", "x"])
+        .env_remove("GSPC_SECRET")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "gspc-worker x: error: no secret: pass --secret-stdin or set GSPC_SECRET\n"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gspc-worker"))
+        .args(["--agent", "127.0.0.1:1", "--name", "x"])
+        .env("GSPC_SECRET", "ab".repeat(32))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("gspc-worker x: error: cannot connect to 127.0.0.1:1: "),
+        "{err}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gspc-worker"))
+        .args(["--agent", "127.0.0.1:1", "--name", "x", "--socket", "999"])
+        .env("GSPC_SECRET", "ab".repeat(32))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("gspc-worker x: error: ") && err.contains("socket 999"),
+        "{err}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gspc-worker"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--module-path <DIR>"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gspc-worker"))
+        .arg("--bogus")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn command_modules() {
+    let dir = TempDir::new();
+    dir.script(
+        "shout.upper",
+        "#!/usr/bin/env python3\nimport json, os, sys\n\
+         inputs = json.load(sys.stdin)\n\
+         print(json.dumps({'r': inputs['s'].upper(), 'who': os.environ['PNET_WORKER'] + '/' + \
+         os.environ['PNET_TASK']}))\n",
+    );
+    dir.script(
+        "calc",
+        "#!/bin/sh\ncase \"$1\" in\n  one) cat >/dev/null; echo '{\"r\": 1}' ;;\n  \
+         bad) cat >/dev/null; echo '{\"r\": \"x\"}' ;;\n  \
+         fail) echo 'something broke' >&2; exit 4 ;;\nesac\n",
+    );
+    let modules = vec![
+        def(
+            0,
+            "shout",
+            "upper",
+            &[("s", Type::String)],
+            &[("r", Type::String), ("who", Type::String)],
+        ),
+        def(1, "calc", "one", &[], &[("r", Type::Long)]),
+        def(2, "calc", "bad", &[], &[("r", Type::Long)]),
+        def(3, "calc", "fail", &[], &[]),
+        def(4, "nowhere", "f", &[], &[]),
+    ];
+    let agent = Agent::new().await;
+    let mut w = agent.worker(modules, vec![dir.path()]).await;
+    assert_eq!(
+        w.run(10, 0, vec![Value::string("héllo")]).await,
+        WorkerMsg::Done {
+            task: 10,
+            outputs: vec![Value::string("HÉLLO"), Value::string("w-1/10")]
+        }
+    );
+    assert_eq!(
+        w.run(11, 1, vec![]).await,
+        WorkerMsg::Done {
+            task: 11,
+            outputs: vec![Value::Long(1)]
+        }
+    );
+    assert_eq!(
+        w.run(12, 2, vec![]).await,
+        WorkerMsg::Failed {
+            task: 12,
+            message: "test.xpnet:1:1: module calc.bad: outputs.r: expected an integer (long), \
+                      found the string \"x\""
+                .into()
+        }
+    );
+    assert_eq!(
+        w.run(13, 3, vec![]).await,
+        WorkerMsg::Failed {
+            task: 13,
+            message: format!(
+                "test.xpnet:1:1: module calc.fail: {}/calc exited with status 4; stderr:\n\
+                 something broke",
+                dir.path()
+            )
+        }
+    );
+    assert_eq!(
+        w.run(14, 4, vec![]).await,
+        WorkerMsg::Failed {
+            task: 14,
+            message: format!(
+                "test.xpnet:1:1: module nowhere.f: not found: no libnowhere.so, executable \
+                 nowhere.f or executable nowhere; searched {}",
+                dir.path()
+            )
+        }
+    );
+    w.send(AgentMsg::Shutdown).await;
+    assert_eq!(w.exit().await.0, 0);
+}
+
+#[tokio::test]
+async fn native_modules() {
+    let modules = vec![
+        def(
+            0,
+            "arith",
+            "square",
+            &[("n", Type::Long)],
+            &[("r", Type::Long)],
+        ),
+        def(
+            1,
+            "arith",
+            "div",
+            &[("a", Type::Long), ("b", Type::Long)],
+            &[("q", Type::Long)],
+        ),
+        def(
+            2,
+            "noop",
+            "run",
+            &[("x", Type::Control)],
+            &[("y", Type::Control)],
+        ),
+        def(3, "arith", "cube", &[], &[]),
+        def(
+            4,
+            "arith",
+            "square",
+            &[("n", Type::Long)],
+            &[("r", Type::Int)],
+        ),
+    ];
+    let agent = Agent::new().await;
+    let mut w = agent
+        .worker(modules, vec![native_dir().display().to_string()])
+        .await;
+    assert_eq!(
+        w.run(1, 0, vec![Value::Long(-12)]).await,
+        WorkerMsg::Done {
+            task: 1,
+            outputs: vec![Value::Long(144)]
+        }
+    );
+    assert_eq!(
+        w.run(2, 1, vec![Value::Long(7), Value::Long(2)]).await,
+        WorkerMsg::Done {
+            task: 2,
+            outputs: vec![Value::Long(3)]
+        }
+    );
+    assert_eq!(
+        w.run(3, 1, vec![Value::Long(7), Value::Long(0)]).await,
+        WorkerMsg::Failed {
+            task: 3,
+            message: "test.xpnet:1:1: module arith.div: division by zero (7 / 0)".into()
+        }
+    );
+    assert_eq!(
+        w.run(4, 2, vec![Value::Control]).await,
+        WorkerMsg::Done {
+            task: 4,
+            outputs: vec![Value::Control]
+        }
+    );
+    assert_eq!(
+        w.run(5, 3, vec![]).await,
+        WorkerMsg::Failed {
+            task: 5,
+            message: format!(
+                "test.xpnet:1:1: module arith.cube: {}/libarith.so has no function `cube` (it \
+                 has: square, div, spin)",
+                native_dir().display()
+            )
+        }
+    );
+    assert_eq!(
+        w.run(6, 4, vec![Value::Long(1 << 20)]).await,
+        WorkerMsg::Failed {
+            task: 6,
+            message: "test.xpnet:1:1: module arith.square: outputs.r: expected int, found \
+                      1099511627776 (out of range)"
+                .into()
+        }
+    );
+    assert_eq!(
+        w.run(7, 0, vec![Value::Long(1 << 40)]).await,
+        WorkerMsg::Failed {
+            task: 7,
+            message: "test.xpnet:1:1: module arith.square: square of 1099511627776 overflows a \
+                      long"
+                .into()
+        }
+    );
+    // Inputs that do not match the ports.
+    assert_eq!(
+        w.run(8, 0, vec![]).await,
+        WorkerMsg::Failed {
+            task: 8,
+            message: "test.xpnet:1:1: module arith.square: got 0 input values for 1 input ports"
+                .into()
+        }
+    );
+    drop(w.writer);
+    assert_eq!(exit_of(&mut w.child).await.0, 0);
+}
+
+#[tokio::test]
+async fn cancellation() {
+    let dir = TempDir::new();
+    let pid_file = dir.0.join("pid");
+    dir.script(
+        "slow.sleep",
+        &format!(
+            "#!/bin/sh\necho $$ > {}\nsleep 30\necho '{{}}'\n",
+            pid_file.display()
+        ),
+    );
+    let modules = vec![
+        def(0, "slow", "sleep", &[], &[]),
+        def(
+            1,
+            "arith",
+            "spin",
+            &[("ms", Type::Long)],
+            &[("done", Type::Control)],
+        ),
+    ];
+    let agent = Agent::new().await;
+    let mut w = agent
+        .worker(
+            modules,
+            vec![dir.path(), native_dir().display().to_string()],
+        )
+        .await;
+    let t = |task, module, inputs| TaskRun {
+        task,
+        module,
+        inputs,
+    };
+    // A running command module and two queued tasks.
+    w.send(AgentMsg::Run(vec![
+        t(1, 0, vec![]),
+        t(2, 0, vec![]),
+        t(3, 1, vec![Value::Long(30_000)]),
+    ]))
+    .await;
+    // Wait until task 1 runs (its script wrote its pid).
+    let start = Instant::now();
+    while std::fs::read_to_string(&pid_file).map_or(true, |s| s.trim().is_empty()) {
+        assert!(start.elapsed() < WAIT, "the command module did not start");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    w.send(AgentMsg::Cancel { task: 2 }).await;
+    assert_eq!(w.next().await, WorkerMsg::Cancelled { task: 2 });
+    let cancelled_at = Instant::now();
+    w.send(AgentMsg::Cancel { task: 1 }).await;
+    assert_eq!(w.next().await, WorkerMsg::Cancelled { task: 1 });
+    assert!(cancelled_at.elapsed() < Duration::from_secs(5));
+    // The script (and its sleep) are gone.
+    assert!(!alive(pid));
+    // The native spin runs next; cancel it once the heartbeat says it runs.
+    loop {
+        let msg: WorkerMsg = frame::recv(&mut w.reader).await.unwrap();
+        if msg == (WorkerMsg::Heartbeat { running: Some(3) }) {
+            break;
+        }
+    }
+    w.send(AgentMsg::Cancel { task: 3 }).await;
+    assert_eq!(w.next().await, WorkerMsg::Cancelled { task: 3 });
+    // Cancelling an unknown task is ignored; the worker goes on.
+    w.send(AgentMsg::Cancel { task: 99 }).await;
+    assert_eq!(
+        w.run(4, 1, vec![Value::Long(0)]).await,
+        WorkerMsg::Done {
+            task: 4,
+            outputs: vec![Value::Control]
+        }
+    );
+    w.send(AgentMsg::Shutdown).await;
+    assert_eq!(w.exit().await.0, 0);
+}
+
+#[tokio::test]
+async fn exits_when_the_agent_goes_away_or_goes_silent() {
+    let agent = Agent::new().await;
+    // Connection closed.
+    let w = agent.worker(vec![], vec![]).await;
+    let Worker {
+        mut child,
+        reader,
+        writer,
+    } = w;
+    drop((reader, writer));
+    let (code, _err) = exit_of(&mut child).await;
+    assert_eq!(code, 0);
+    // Silent: the connection stays open but nothing comes.
+    let mut w = agent.worker(vec![], vec![]).await;
+    let start = Instant::now();
+    let (code, err) = exit_of(&mut w.child).await;
+    assert_eq!(code, 1, "{err}");
+    assert!(start.elapsed() >= pnet_protocol::HEARTBEAT_TIMEOUT);
+    assert!(
+        err.starts_with("gspc-worker w-1: error: the agent has been silent for"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn exits_on_stdin_eof_and_sigterm_killing_the_running_command() {
+    let agent = Agent::new().await;
+    let mut w = agent.worker(vec![], vec![]).await;
+    drop(w.child.stdin.take());
+    assert_eq!(w.exit().await, (0, String::new()));
+
+    let dir = TempDir::new();
+    let pid_file = dir.0.join("pid");
+    dir.script(
+        "slow.sleep",
+        &format!("#!/bin/sh\necho $$ > {}\nsleep 30\n", pid_file.display()),
+    );
+    let mut w = agent
+        .worker(vec![def(0, "slow", "sleep", &[], &[])], vec![dir.path()])
+        .await;
+    w.send(AgentMsg::Run(vec![TaskRun {
+        task: 1,
+        module: 0,
+        inputs: vec![],
+    }]))
+    .await;
+    let start = Instant::now();
+    while std::fs::read_to_string(&pid_file).map_or(true, |s| s.trim().is_empty()) {
+        assert!(start.elapsed() < WAIT, "the command module did not start");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let worker_pid = w.child.id().unwrap() as i32;
+    // SAFETY: plain system call on our child.
+    unsafe { libc::kill(worker_pid, libc::SIGTERM) };
+    assert_eq!(w.exit().await, (0, String::new()));
+    assert!(!alive(pid));
+}
+
+/// How many no-op native tasks per second one worker completes when the agent keeps 256 in
+/// flight (printed; run with `--nocapture` to see it).
+#[tokio::test]
+async fn throughput_of_noop_tasks() {
+    // PNET_THROUGHPUT_TASKS overrides the count, for measurements.
+    let total: u64 = std::env::var("PNET_THROUGHPUT_TASKS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_000);
+    const WINDOW: u64 = 256;
+    let agent = Agent::new().await;
+    let w = agent
+        .worker(
+            vec![def(
+                0,
+                "noop",
+                "run",
+                &[("x", Type::Control)],
+                &[("y", Type::Control)],
+            )],
+            vec![native_dir().display().to_string()],
+        )
+        .await;
+    let Worker {
+        mut child,
+        mut reader,
+        mut writer,
+    } = w;
+    let task = |id| TaskRun {
+        task: id,
+        module: 0,
+        inputs: vec![Value::Control],
+    };
+    let start = Instant::now();
+    let mut sent = 0;
+    let mut done = 0;
+    let initial: Vec<TaskRun> = (0..WINDOW.min(total)).map(task).collect();
+    sent += initial.len() as u64;
+    writer.send(encode(&AgentMsg::Run(initial))).await.unwrap();
+    while done < total {
+        // Take what is ready and top the window up with one batch.
+        let mut finished = 0;
+        let first = tokio::time::timeout(WAIT, reader.next())
+            .await
+            .expect("the worker stalled")
+            .unwrap()
+            .unwrap();
+        let mut frames = vec![first];
+        while let Some(Some(Ok(f))) = futures_util::FutureExt::now_or_never(reader.next()) {
+            frames.push(f);
+        }
+        for f in frames {
+            match postcard::from_bytes::<WorkerMsg>(&f).unwrap() {
+                WorkerMsg::Done { outputs, .. } => {
+                    assert_eq!(outputs, [Value::Control]);
+                    finished += 1;
+                }
+                WorkerMsg::Heartbeat { .. } => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        done += finished;
+        let more = finished.min(total - sent);
+        if more > 0 {
+            let batch: Vec<TaskRun> = (sent..sent + more).map(task).collect();
+            sent += more;
+            writer.feed(encode(&AgentMsg::Run(batch))).await.unwrap();
+            writer.feed(encode(&AgentMsg::Heartbeat)).await.unwrap();
+            SinkExt::<bytes::Bytes>::flush(&mut writer).await.unwrap();
+        }
+    }
+    let elapsed = start.elapsed();
+    println!(
+        "throughput: {total} no-op tasks in {:.3} s = {:.0} tasks/s (window {WINDOW})",
+        elapsed.as_secs_f64(),
+        total as f64 / elapsed.as_secs_f64()
+    );
+    drop((reader, writer));
+    assert_eq!(exit_of(&mut child).await.0, 0);
+}
+
+#[tokio::test]
+async fn the_example_command_modules() {
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/modules/bin");
+    let modules = vec![
+        def(
+            0,
+            "shout",
+            "upper",
+            &[("s", Type::String)],
+            &[("r", Type::String)],
+        ),
+        def(
+            1,
+            "sys",
+            "sleep",
+            &[("ms", Type::Long)],
+            &[("done", Type::Control)],
+        ),
+        def(
+            2,
+            "sys",
+            "hostname",
+            &[("x", Type::Control)],
+            &[("host", Type::String)],
+        ),
+        def(3, "sys", "reboot", &[], &[]),
+    ];
+    let agent = Agent::new().await;
+    let mut w = agent.worker(modules, vec![bin.display().to_string()]).await;
+    assert_eq!(
+        w.run(1, 0, vec![Value::string("hello")]).await,
+        WorkerMsg::Done {
+            task: 1,
+            outputs: vec![Value::string("HELLO")]
+        }
+    );
+    assert_eq!(
+        w.run(2, 1, vec![Value::Long(10)]).await,
+        WorkerMsg::Done {
+            task: 2,
+            outputs: vec![Value::Control]
+        }
+    );
+    let WorkerMsg::Done { outputs, .. } = w.run(3, 2, vec![Value::Control]).await else {
+        panic!("sys hostname failed");
+    };
+    assert_eq!(outputs, [Value::string(&pnet_worker::hostname())]);
+    assert_eq!(
+        w.run(4, 3, vec![]).await,
+        WorkerMsg::Failed {
+            task: 4,
+            message: format!(
+                "test.xpnet:1:1: module sys.reboot: {}/sys exited with status 2; stderr:\n\
+                 sys: unknown function 'reboot' (known: hostname, sleep)",
+                bin.display()
+            )
+        }
+    );
+    w.send(AgentMsg::Shutdown).await;
+    assert_eq!(w.exit().await.0, 0);
+}
