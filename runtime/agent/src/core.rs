@@ -1,0 +1,867 @@
+//! The agent's core: the engine plus the scheduler as a plain state machine, no I/O.
+//!
+//! The shell feeds [`Event`]s to [`Core::handle`] and then calls [`Core::pump`], which fires
+//! transitions (up to a budget, so that the shell can serve the network in between), queues
+//! the tasks the engine hands out, and places them on workers; both append [`Command`]s for
+//! the shell to carry out (messages to workers, answers to control clients, log lines, trace
+//! records, and finally [`Command::Finish`]).
+//!
+//! Memory stays flat as the number of tasks grows: the engine is stepped only while fewer than
+//! `high_water` tasks are queued, a task is kept only while it is queued or in flight, and
+//! nothing but counters survives a finished task (trace records go straight to the shell).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pnet_bundle::{Body, Bundle, FunctionId, PortId, Property, Require};
+use pnet_protocol::{AgentMsg, ModuleDef, TaskRun, WorkerMsg};
+use pnet_stdlib::Value;
+use pnet_vm::{Engine, RunConfig, RunError, RunResult, Step, Task, TaskId};
+
+use crate::AgentError;
+use crate::control::{Request, Response, Status, WorkerStatus};
+use crate::sched::{ClassSpec, Impls, Pending, Sched, SchedConfig, WorkerId};
+
+/// The property that limits retries after lost workers.
+pub const MAX_RETRIES_PROPERTY: &str = "fhg.drts.schedule.maximum_number_of_retries";
+
+/// Settings of the core.
+#[derive(Clone, Debug)]
+pub struct CoreConfig {
+    /// Overrides the net's `fhg.drts.schedule.maximum_number_of_retries`.
+    pub max_retries: Option<u32>,
+    /// A control socket exists (a waiting net keeps running for its clients).
+    pub control: bool,
+    /// Workers started for the job; until they all joined (or [`Event::JoinTimeout`]), a task
+    /// no current worker fits waits rather than failing the job.
+    pub expected_workers: usize,
+    /// Emit [`Command::Trace`] records.
+    pub trace: bool,
+    pub sched: SchedConfig,
+    /// Engine steps per [`Core::pump`].
+    pub step_budget: u32,
+    /// The engine is not stepped while this many tasks are queued.
+    pub high_water: usize,
+}
+
+impl Default for CoreConfig {
+    fn default() -> Self {
+        CoreConfig {
+            max_retries: None,
+            control: false,
+            expected_workers: 0,
+            trace: false,
+            sched: SchedConfig::default(),
+            step_budget: 2048,
+            high_water: 4096,
+        }
+    }
+}
+
+/// Something that happened.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// A worker passed the handshake (the shell has sent its Welcome).
+    Joined {
+        worker: WorkerId,
+        name: String,
+        capabilities: Vec<String>,
+    },
+    /// A worker's connection closed or went silent.
+    Lost {
+        worker: WorkerId,
+        reason: String,
+    },
+    /// A message from a worker.
+    Msg {
+        worker: WorkerId,
+        msg: WorkerMsg,
+    },
+    ClientOpened {
+        client: u64,
+    },
+    Control {
+        client: u64,
+        request: Request,
+    },
+    ClientClosed {
+        client: u64,
+    },
+    /// The workers that will ever join have joined (timeout, or the others died).
+    JoinTimeout,
+    /// Ctrl-C / SIGTERM.
+    Cancel,
+}
+
+/// One task's span, for the trace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceRecord {
+    pub worker: WorkerId,
+    pub task: u64,
+    /// The transition's name.
+    pub name: Arc<str>,
+    /// `module.function`.
+    pub module: Arc<str>,
+    /// `done`, `failed`, `cancelled` or `lost`.
+    pub outcome: &'static str,
+    pub start: Duration,
+    pub end: Duration,
+}
+
+/// Something for the shell to do.
+#[derive(Debug)]
+pub enum Command {
+    Send {
+        worker: WorkerId,
+        msg: AgentMsg,
+    },
+    Reply {
+        client: u64,
+        response: Response,
+    },
+    /// A line for the worker event log.
+    Log(String),
+    Trace(TraceRecord),
+    /// The job has ended; stop the workers and return this.
+    Finish(Box<Result<RunResult, AgentError>>),
+}
+
+#[derive(Debug)]
+struct FnInfo {
+    impls: Impls,
+    inputs: Vec<PortId>,
+    outputs: Vec<PortId>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EngineState {
+    Busy,
+    Waiting,
+    Done,
+}
+
+/// The agent's state machine.
+#[derive(Debug)]
+pub struct Core<'b> {
+    bundle: &'b Bundle,
+    engine: Engine<'b>,
+    sched: Sched,
+    cfg: CoreConfig,
+    defs: Vec<ModuleDef>,
+    def_names: Vec<Arc<str>>,
+    fns: Vec<Option<FnInfo>>,
+    /// (function, transition index) -> [(transition name, class)].
+    classes: HashMap<(u32, u32), Vec<(String, u32)>>,
+    class_fn: Vec<FunctionId>,
+    now: Duration,
+    joined: usize,
+    join_closed: bool,
+    clients: usize,
+    responses: HashMap<String, u64>,
+    tasks_done: u64,
+    has_put_token: bool,
+    /// A control client said that no more tokens will come.
+    closed: bool,
+    state: EngineState,
+    finished: bool,
+    batches: Vec<(WorkerId, Vec<TaskRun>)>,
+}
+
+/// Whether the bundle calls modules (and so needs workers).
+pub fn calls_modules(bundle: &Bundle) -> bool {
+    bundle
+        .functions
+        .iter()
+        .any(|f| matches!(f.body, Body::Module(_) | Body::Modules { .. }))
+}
+
+/// The module definitions of a bundle (sent to every worker in the Welcome) and, per
+/// function, its implementations and port order.
+fn module_defs(bundle: &Bundle) -> (Vec<ModuleDef>, Vec<Option<FnInfo>>) {
+    let mut defs = Vec::new();
+    let mut fns = Vec::new();
+    for f in &bundle.functions {
+        let inputs: Vec<PortId> = (0..f.ports.len())
+            .filter(|&i| f.ports[i].dir.is_input())
+            .map(PortId::from)
+            .collect();
+        let outputs: Vec<PortId> = (0..f.ports.len())
+            .filter(|&i| f.ports[i].dir.is_output())
+            .map(PortId::from)
+            .collect();
+        let mut def = |m: &pnet_bundle::Module| {
+            let id = defs.len() as u32;
+            defs.push(ModuleDef {
+                id,
+                module: m.name.clone(),
+                function: m.signature.function.clone(),
+                target: m.target.clone(),
+                inputs: inputs
+                    .iter()
+                    .map(|p| (f.port(*p).name.clone(), f.port(*p).ty.clone()))
+                    .collect(),
+                outputs: outputs
+                    .iter()
+                    .map(|p| (f.port(*p).name.clone(), f.port(*p).ty.clone()))
+                    .collect(),
+                pass_context: m.pass_context,
+                location: bundle.location(m.span),
+            });
+            id
+        };
+        let impls = match &f.body {
+            Body::Module(m) => Some(Impls::One(def(m))),
+            Body::Modules {
+                preferences,
+                modules,
+            } => Some(Impls::Alternatives {
+                preferences: preferences.clone(),
+                modules: modules.iter().map(|m| (m.target.clone(), def(m))).collect(),
+            }),
+            _ => None,
+        };
+        fns.push(impls.map(|impls| FnInfo {
+            impls,
+            inputs,
+            outputs,
+        }));
+    }
+    (defs, fns)
+}
+
+fn property<'a>(props: &'a [Property], key: &str) -> Option<&'a str> {
+    props
+        .iter()
+        .rev()
+        .find(|p| p.key == key)
+        .map(|p| p.value.as_str())
+}
+
+fn mandatory(reqs: &[Require], out: &mut Vec<String>) {
+    for r in reqs.iter().filter(|r| r.mandatory) {
+        if !out.contains(&r.key) {
+            out.push(r.key.clone());
+        }
+    }
+}
+
+impl<'b> Core<'b> {
+    /// Sets up the engine with the job's inputs.
+    pub fn new(
+        bundle: &'b Bundle,
+        inputs: &[(String, Vec<Value>)],
+        run: &RunConfig,
+        cfg: CoreConfig,
+    ) -> Result<Core<'b>, AgentError> {
+        let mut engine = Engine::new(bundle, run).map_err(AgentError::Run)?;
+        engine.put_inputs(inputs).map_err(AgentError::Run)?;
+        let (defs, fns) = module_defs(bundle);
+        let def_names = defs
+            .iter()
+            .map(|d| Arc::from(format!("{}.{}", d.module, d.function)))
+            .collect();
+        let has_put_token = match &bundle.function(bundle.root).body {
+            Body::Net(n) => n.places.iter().any(|p| p.put_token),
+            _ => false,
+        };
+        Ok(Core {
+            bundle,
+            engine,
+            sched: Sched::new(cfg.sched.clone()),
+            join_closed: cfg.expected_workers == 0,
+            cfg,
+            defs,
+            def_names,
+            fns,
+            classes: HashMap::new(),
+            class_fn: Vec::new(),
+            now: Duration::ZERO,
+            joined: 0,
+            clients: 0,
+            responses: HashMap::new(),
+            tasks_done: 0,
+            has_put_token,
+            closed: false,
+            state: EngineState::Busy,
+            finished: false,
+            batches: Vec::new(),
+        })
+    }
+
+    /// Every module implementation of the job (for the Welcome).
+    pub fn module_defs(&self) -> &[ModuleDef] {
+        &self.defs
+    }
+
+    /// Sets the clock (time since the job started).
+    pub fn set_now(&mut self, now: Duration) {
+        self.now = now;
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    pub fn sched(&self) -> &Sched {
+        &self.sched
+    }
+
+    pub fn status(&self) -> Status {
+        Status {
+            elapsed_ms: self.now.as_millis() as u64,
+            workers: self
+                .sched
+                .workers()
+                .into_iter()
+                .map(|w| WorkerStatus {
+                    id: w.id,
+                    name: w.name.to_string(),
+                    capabilities: w.capabilities,
+                    tasks: w.in_flight,
+                    done: w.done,
+                })
+                .collect(),
+            tasks_running: self.sched.running() as u64,
+            tasks_queued: self.sched.queued() as u64,
+            tasks_done: self.tasks_done,
+            firings: self.engine.stats().firings,
+        }
+    }
+
+    /// Handles one event.
+    pub fn handle(&mut self, ev: Event, out: &mut Vec<Command>) {
+        if self.finished {
+            if let Event::Control { client, .. } = ev {
+                out.push(Command::Reply {
+                    client,
+                    response: Response::Error("the job has ended".into()),
+                });
+            }
+            return;
+        }
+        match ev {
+            Event::Joined {
+                worker,
+                name,
+                capabilities,
+            } => {
+                out.push(Command::Log(format!(
+                    "worker {worker} `{name}` joined with capabilities [{}]",
+                    capabilities.join(", ")
+                )));
+                self.sched.add_worker(worker, &name, capabilities);
+                self.joined += 1;
+                if self.joined >= self.cfg.expected_workers {
+                    self.join_closed = true;
+                }
+            }
+            Event::Lost { worker, reason } => self.lost(worker, &reason, out),
+            Event::Msg { worker, msg } => self.message(worker, msg, out),
+            Event::ClientOpened { .. } => self.clients += 1,
+            Event::ClientClosed { .. } => self.clients = self.clients.saturating_sub(1),
+            Event::Control { client, request } => self.control(client, request, out),
+            Event::JoinTimeout => {
+                if !self.join_closed {
+                    out.push(Command::Log(format!(
+                        "{} of {} planned workers joined; going on without the others",
+                        self.joined, self.cfg.expected_workers
+                    )));
+                    self.join_closed = true;
+                }
+            }
+            Event::Cancel => {
+                out.push(Command::Log("cancelled".into()));
+                self.fail(AgentError::Cancelled, out);
+            }
+        }
+    }
+
+    fn lost(&mut self, worker: WorkerId, reason: &str, out: &mut Vec<Command>) {
+        let name = self
+            .sched
+            .worker_name(worker)
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| format!("#{worker}"));
+        if self.cfg.trace {
+            for inf in self.sched.in_flight_records(worker) {
+                out.push(Command::Trace(TraceRecord {
+                    worker,
+                    task: inf.task.id,
+                    name: self.sched.class(inf.task.class).name.clone(),
+                    module: self.def_names[inf.def as usize].clone(),
+                    outcome: "lost",
+                    start: inf.dispatched,
+                    end: self.now,
+                }));
+            }
+        }
+        let lost = self.sched.remove_worker(worker);
+        out.push(Command::Log(format!(
+            "worker {worker} `{name}` lost: {reason}; {} tasks queued again",
+            lost.requeued.len()
+        )));
+        if let Some(t) = lost.running
+            && lost.exhausted.is_none()
+        {
+            out.push(Command::Log(format!(
+                "retry: task {t} was running on `{name}`"
+            )));
+        }
+        for id in lost.discarded {
+            if let Err(e) = self.engine.discard_task(TaskId(id)) {
+                return self.fail(AgentError::Run(e), out);
+            }
+        }
+        if let Some((id, retries, limit)) = lost.exhausted {
+            let e = self.engine.fail_task(
+                TaskId(id),
+                &format!(
+                    "worker `{name}` was lost while running it ({reason}); it ran {retries} times, \
+                     more than {MAX_RETRIES_PROPERTY} = {limit} allows"
+                ),
+            );
+            self.fail(AgentError::Run(e), out);
+        }
+    }
+
+    fn message(&mut self, worker: WorkerId, msg: WorkerMsg, out: &mut Vec<Command>) {
+        let (task, outcome) = match &msg {
+            WorkerMsg::Done { task, .. } => (*task, "done"),
+            WorkerMsg::Failed { task, .. } => (*task, "failed"),
+            WorkerMsg::Cancelled { task } => (*task, "cancelled"),
+            WorkerMsg::Heartbeat { .. } => return,
+            WorkerMsg::Hello(_) => {
+                out.push(Command::Log(format!(
+                    "worker {worker} sent a second Hello; ignored"
+                )));
+                return;
+            }
+        };
+        let Some(inf) = self.sched.finish(worker, task, self.now) else {
+            out.push(Command::Log(format!(
+                "worker {worker} answered for task {task}, which it does not hold; ignored"
+            )));
+            return;
+        };
+        if self.cfg.trace {
+            out.push(Command::Trace(TraceRecord {
+                worker,
+                task,
+                name: self.sched.class(inf.task.class).name.clone(),
+                module: self.def_names[inf.def as usize].clone(),
+                outcome: if inf.cancelled { "cancelled" } else { outcome },
+                start: inf.dispatched,
+                end: self.now,
+            }));
+        }
+        let id = TaskId(task);
+        if inf.cancelled {
+            if let Err(e) = self.engine.discard_task(id) {
+                self.fail(AgentError::Run(e), out);
+            }
+            return;
+        }
+        match msg {
+            WorkerMsg::Done { outputs, .. } => {
+                let f = self.class_fn[inf.task.class as usize];
+                let ports = self.fns[f.index()]
+                    .as_ref()
+                    .map(|i| i.outputs.as_slice())
+                    .unwrap_or_default();
+                if outputs.len() != ports.len() {
+                    let e = self.engine.fail_task(
+                        id,
+                        &format!(
+                            "worker `{}` sent {} output values, expected {} ({})",
+                            self.sched
+                                .worker_name(worker)
+                                .map(|n| n.to_string())
+                                .unwrap_or_default(),
+                            outputs.len(),
+                            ports.len(),
+                            self.defs[inf.def as usize]
+                                .outputs
+                                .iter()
+                                .map(|(n, _)| n.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    );
+                    return self.fail(AgentError::Run(e), out);
+                }
+                let outs = ports.iter().copied().zip(outputs).collect();
+                self.tasks_done += 1;
+                if let Err(e) = self.engine.complete_task(id, outs) {
+                    return self.fail(AgentError::Run(e), out);
+                }
+                self.after_engine(out);
+            }
+            WorkerMsg::Failed { message, .. } => {
+                let name = self
+                    .sched
+                    .worker_name(worker)
+                    .map(|n| n.to_string())
+                    .unwrap_or_default();
+                out.push(Command::Log(format!(
+                    "task {task} failed on `{name}`: {message}"
+                )));
+                let e = self.engine.fail_task(id, &message);
+                self.fail(AgentError::Run(e), out);
+            }
+            WorkerMsg::Cancelled { .. } => {
+                // Not asked for (the worker is stopping, for example): run it elsewhere.
+                out.push(Command::Log(format!(
+                    "task {task} was cancelled by worker {worker} on its own; queued again"
+                )));
+                self.sched.enqueue_front(inf.task);
+            }
+            WorkerMsg::Heartbeat { .. } | WorkerMsg::Hello(_) => {}
+        }
+    }
+
+    fn control(&mut self, client: u64, req: Request, out: &mut Vec<Command>) {
+        let response = match req {
+            Request::Status => Response::Status(self.status()),
+            Request::PutToken { place, value } => match self.engine.put_token(&place, value) {
+                Ok(()) => {
+                    self.state = EngineState::Busy;
+                    Response::Ok
+                }
+                Err(e) => Response::Error(e.to_string()),
+            },
+            Request::WorkflowResponse { place, value } => {
+                match self.engine.request_response(&place, value) {
+                    Ok(id) => {
+                        self.state = EngineState::Busy;
+                        self.responses.insert(id, client);
+                        return;
+                    }
+                    Err(e) => Response::Error(e.to_string()),
+                }
+            }
+            Request::Close => {
+                self.closed = true;
+                Response::Ok
+            }
+            Request::Cancel => {
+                out.push(Command::Reply {
+                    client,
+                    response: Response::Ok,
+                });
+                out.push(Command::Log("cancelled by a control client".into()));
+                return self.fail(AgentError::Cancelled, out);
+            }
+        };
+        out.push(Command::Reply { client, response });
+    }
+
+    /// Eurekas and workflow responses the engine produced.
+    fn after_engine(&mut self, out: &mut Vec<Command>) {
+        let groups = self.engine.take_eurekas();
+        if !groups.is_empty() {
+            let (removed, running) = self.sched.cancel_groups(&groups);
+            out.push(Command::Log(format!(
+                "eureka {}: {} queued and {} running tasks cancelled",
+                groups.join(", "),
+                removed.len(),
+                running.len()
+            )));
+            for id in removed {
+                if let Err(e) = self.engine.discard_task(TaskId(id)) {
+                    return self.fail(AgentError::Run(e), out);
+                }
+            }
+            for (worker, task) in running {
+                out.push(Command::Send {
+                    worker,
+                    msg: AgentMsg::Cancel { task },
+                });
+            }
+        }
+        for (id, v) in self.engine.take_responses() {
+            if let Some(client) = self.responses.remove(&id) {
+                out.push(Command::Reply {
+                    client,
+                    response: Response::Value(v),
+                });
+            }
+        }
+    }
+
+    /// The class of a task (one per transition), made on first sight.
+    fn class_of(&mut self, task: &Task) -> Result<u32, RunError> {
+        let key = (task.function.0, task.transition.0);
+        if let Some(v) = self.classes.get(&key)
+            && let Some((_, c)) = v.iter().find(|(n, _)| *n == task.name)
+        {
+            return Ok(*c);
+        }
+        let b = self.bundle;
+        let f = b.function(task.function);
+        let tr = b
+            .functions
+            .iter()
+            .filter_map(|g| match &g.body {
+                Body::Net(n) => n.transitions.get(task.transition.index()),
+                _ => None,
+            })
+            .find(|t| t.function == task.function && t.name == task.name);
+        let mut req = Vec::new();
+        let mut tprops: &[Property] = &[];
+        if let Some(t) = tr {
+            mandatory(&t.requires, &mut req);
+            tprops = &t.properties;
+        }
+        mandatory(&f.requires, &mut req);
+        let max_retries = match self.cfg.max_retries {
+            Some(n) => Some(n),
+            None => {
+                let v = property(&f.properties, MAX_RETRIES_PROPERTY)
+                    .or_else(|| property(tprops, MAX_RETRIES_PROPERTY))
+                    .or_else(|| b.function(b.root).property(MAX_RETRIES_PROPERTY));
+                match v {
+                    None => None,
+                    Some(s) => Some(s.trim().parse::<u32>().map_err(|_| {
+                        let mut e = RunError::new(pnet_vm::RunErrorKind::Bundle(format!(
+                            "property {MAX_RETRIES_PROPERTY} = \"{s}\" is not a number of retries"
+                        )));
+                        e.transition = Some(task.name.clone());
+                        e.transition_at = Some(task.location.clone());
+                        e
+                    })?),
+                }
+            }
+        };
+        let impls = self.fns[task.function.index()]
+            .as_ref()
+            .map(|i| i.impls.clone())
+            .ok_or_else(|| {
+                RunError::new(pnet_vm::RunErrorKind::Bundle(format!(
+                    "transition `{}` was handed out as a task but calls no module",
+                    task.name
+                )))
+            })?;
+        let c = self.sched.add_class(ClassSpec {
+            name: task.name.as_str().into(),
+            location: task.location.clone(),
+            mandatory: req,
+            impls,
+            max_retries,
+        });
+        self.class_fn.push(task.function);
+        self.classes
+            .entry(key)
+            .or_default()
+            .push((task.name.clone(), c));
+        Ok(c)
+    }
+
+    fn enqueue(&mut self, task: Task) -> Result<(), RunError> {
+        let class = self.class_of(&task)?;
+        let info = self.fns[task.function.index()]
+            .as_ref()
+            .ok_or_else(|| RunError::new(pnet_vm::RunErrorKind::Bundle("no module".into())))?;
+        let mut given = task.inputs;
+        let inputs = if given.len() == info.inputs.len()
+            && given.iter().zip(&info.inputs).all(|((p, _), q)| p == q)
+        {
+            given.into_iter().map(|(_, v)| v).collect()
+        } else {
+            let mut v = Vec::with_capacity(info.inputs.len());
+            for p in &info.inputs {
+                match given.iter().position(|(q, _)| q == p) {
+                    Some(k) => v.push(given.swap_remove(k).1),
+                    None => {
+                        let name = self.bundle.function(task.function).port(*p).name.clone();
+                        return Err(self
+                            .engine
+                            .fail_task(task.id, &format!("input port `{name}` has no value")));
+                    }
+                }
+            }
+            v
+        };
+        let seq = self.sched.next_seq();
+        self.sched.enqueue(Pending {
+            id: task.id.0,
+            class,
+            inputs,
+            eureka: task.eureka_group.map(Arc::from),
+            retries: 0,
+            seq,
+        });
+        Ok(())
+    }
+
+    /// Fires transitions (up to the step budget), places queued tasks, and ends the job when
+    /// it is over. Returns whether there is more to do right away (call again after serving
+    /// the network).
+    pub fn pump(&mut self, out: &mut Vec<Command>) -> bool {
+        if self.finished {
+            return false;
+        }
+        let mut steps = 0;
+        if self.state != EngineState::Done {
+            self.state = EngineState::Busy;
+        }
+        while self.state == EngineState::Busy
+            && steps < self.cfg.step_budget
+            && self.sched.queued() < self.cfg.high_water
+        {
+            match self.engine.step() {
+                Ok(Step::Fired) => {}
+                Ok(Step::Task(t)) => {
+                    if let Err(e) = self.enqueue(t) {
+                        self.fail(AgentError::Run(e), out);
+                        return false;
+                    }
+                }
+                Ok(Step::Waiting) => self.state = EngineState::Waiting,
+                Ok(Step::Done) => self.state = EngineState::Done,
+                Err(e) => {
+                    self.fail(AgentError::Run(e), out);
+                    return false;
+                }
+            }
+            steps += 1;
+            self.after_engine(out);
+            if self.finished {
+                return false;
+            }
+        }
+        self.dispatch(out);
+        if self.join_closed
+            && let Some(c) = self.sched.unplaceable()
+        {
+            let e = self.no_worker(c);
+            self.fail(e, out);
+            return false;
+        }
+        match self.state {
+            EngineState::Done => {
+                // With a control socket, a net with put_token places (and without
+                // drts.wait_for_output, which says itself when the job is over) keeps
+                // running for its clients until one closes it (or cancels it).
+                if self.has_put_token
+                    && self.cfg.control
+                    && !self.closed
+                    && !self.engine.waits_for_output()
+                {
+                    return false;
+                }
+                let result = self.engine.result();
+                self.finish(Ok(result), out);
+                false
+            }
+            EngineState::Waiting => {
+                if self.engine.running_tasks() == 0 && self.closed {
+                    self.fail(
+                        AgentError::Stuck(
+                            "the net waits for output (drts.wait_for_output) but nothing is \
+                             enabled, no task is running, and a control client closed the job"
+                                .into(),
+                        ),
+                        out,
+                    );
+                } else if self.engine.running_tasks() == 0 && !self.cfg.control {
+                    self.fail(
+                        AgentError::Stuck(
+                            "the net waits for output (drts.wait_for_output) but nothing is \
+                             enabled and no task is running, and there is no control socket \
+                             to put tokens through: pass --control SOCKET and put tokens with \
+                             `gspc-run put-token`"
+                                .into(),
+                        ),
+                        out,
+                    );
+                }
+                false
+            }
+            EngineState::Busy => {
+                steps >= self.cfg.step_budget && self.sched.queued() < self.cfg.high_water
+            }
+        }
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<Command>) {
+        let mut batches = std::mem::take(&mut self.batches);
+        self.sched.dispatch(self.now, |w, inf| {
+            let run = TaskRun {
+                task: inf.task.id,
+                module: inf.def,
+                inputs: inf.task.inputs.clone(),
+            };
+            match batches.iter_mut().find(|(b, _)| *b == w) {
+                Some((_, v)) => v.push(run),
+                None => batches.push((w, vec![run])),
+            }
+        });
+        for (worker, runs) in batches.drain(..) {
+            out.push(Command::Send {
+                worker,
+                msg: AgentMsg::Run(runs),
+            });
+        }
+        self.batches = batches;
+    }
+
+    fn no_worker(&self, class: u32) -> AgentError {
+        let spec = self.sched.class(class);
+        let workers = self.sched.workers();
+        let have = if workers.is_empty() {
+            if self.cfg.expected_workers == 0 {
+                "no workers were started".to_string()
+            } else {
+                "no worker has joined".to_string()
+            }
+        } else {
+            format!(
+                "the workers have: {}",
+                workers
+                    .iter()
+                    .map(|w| format!("`{}` [{}]", w.name, w.capabilities.join(", ")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        AgentError::NoWorker(format!(
+            "in transition `{}` ({}): no worker can run this module call: it needs {}; {}",
+            spec.name,
+            spec.location,
+            spec.describe(),
+            have
+        ))
+    }
+
+    fn fail(&mut self, e: AgentError, out: &mut Vec<Command>) {
+        self.finish(Err(e), out);
+    }
+
+    fn finish(&mut self, result: Result<RunResult, AgentError>, out: &mut Vec<Command>) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        for (worker, task) in self.sched.cancel_all() {
+            out.push(Command::Send {
+                worker,
+                msg: AgentMsg::Cancel { task },
+            });
+        }
+        let why = match &result {
+            Ok(_) => "the job ended without answering".to_string(),
+            Err(e) => e.to_string(),
+        };
+        for (_, client) in self.responses.drain() {
+            out.push(Command::Reply {
+                client,
+                response: Response::Error(why.clone()),
+            });
+        }
+        out.push(Command::Finish(Box::new(result)));
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

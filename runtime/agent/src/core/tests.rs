@@ -1,0 +1,1053 @@
+//! Tests of the core with fake workers over an in-memory transport: every message to and
+//! from a worker is round-tripped through postcard, as on the wire. Bundles are built by hand
+//! (the runtime must not depend on the compiler).
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use pnet_bundle::{
+    Body, Bundle, Code, CodeId, ConnectKind, Connection, Function, FunctionId, Instr, Module, Net,
+    OpTy, Place, PlaceId, Port, PortDir, PortId, Property, Require, Response as IrResponse,
+    Signature, Slot, SlotKind, SourceFile, SourceFileId, SourceSpan, Transition,
+};
+use pnet_protocol::{AgentMsg, ModuleDef, TaskRun, WorkerMsg};
+use pnet_stdlib::{BinOp, Type, Value};
+use pnet_vm::{RunConfig, RunResult};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::*;
+use crate::control::{Request, Response};
+use crate::sched::SchedConfig;
+
+// ------------------------------------------------------------------------------------------
+// Building bundles by hand.
+
+/// The pretend source: line 1 is the root, line 2 the first transition, ...
+const SOURCE: &str = "<net>\n  <transition square>\n  <transition stop>\n  <module>\n";
+
+fn sp(line: usize) -> SourceSpan {
+    let start: usize = SOURCE
+        .split_inclusive('\n')
+        .take(line - 1)
+        .map(str::len)
+        .sum();
+    SourceSpan {
+        file: SourceFileId(0),
+        start: start as u32 + 2,
+        end: start as u32 + 3,
+    }
+}
+
+fn port(name: &str, dir: PortDir, ty: Type, place: Option<u32>) -> Port {
+    Port {
+        name: name.into(),
+        dir,
+        ty,
+        place: place.map(PlaceId),
+        span: sp(1),
+    }
+}
+
+fn place(name: &str, ty: Type) -> Place {
+    Place {
+        name: name.into(),
+        ty,
+        is_virtual: false,
+        put_token: false,
+        shared_sink: false,
+        generator: false,
+        tokens: Vec::new(),
+        properties: Vec::new(),
+        span: sp(1),
+    }
+}
+
+fn conn(kind: ConnectKind, port: u32, place: u32) -> Connection {
+    Connection {
+        kind,
+        port: PortId(port),
+        place: PlaceId(place),
+        span: sp(2),
+    }
+}
+
+fn transition(name: &str, function: u32, connections: Vec<Connection>) -> Transition {
+    Transition {
+        name: name.into(),
+        priority: 0,
+        function: FunctionId(function),
+        connections,
+        responses: Vec::new(),
+        eureka_ports: Vec::new(),
+        condition: None,
+        place_map: Vec::new(),
+        requires: Vec::new(),
+        properties: Vec::new(),
+        produce_shared: false,
+        consume_shared: false,
+        passthrough_shared: false,
+        span: sp(2),
+    }
+}
+
+fn module(name: &str, function: &str, target: Option<&str>) -> Module {
+    Module {
+        name: name.into(),
+        signature: Signature {
+            result: None,
+            function: function.into(),
+            args: Vec::new(),
+        },
+        target: target.map(Into::into),
+        pass_context: false,
+        require_function_unloads_without_rest: false,
+        require_module_unloads_without_rest: false,
+        eureka_group: None,
+        cincludes: Vec::new(),
+        ld_flags: Vec::new(),
+        cxx_flags: Vec::new(),
+        code: None,
+        span: sp(4),
+    }
+}
+
+fn function(name: &str, ports: Vec<Port>, body: Body) -> Function {
+    Function {
+        name: Some(name.into()),
+        ports,
+        body,
+        requires: Vec::new(),
+        properties: Vec::new(),
+        memory_buffers: Vec::new(),
+        memory_transfers: Vec::new(),
+        span: sp(1),
+    }
+}
+
+fn code(name: &str, slots: &[(&str, Type)], instrs: Vec<Instr>, consts: Vec<Value>) -> Code {
+    Code {
+        name: name.into(),
+        spans: vec![sp(3); instrs.len()],
+        instrs,
+        consts,
+        paths: Vec::new(),
+        slots: slots
+            .iter()
+            .map(|(n, t)| Slot {
+                name: n.to_string(),
+                kind: SlotKind::Port,
+                ty: t.clone(),
+            })
+            .collect(),
+        reads: Vec::new(),
+        result: Type::Any,
+        span: sp(3),
+    }
+}
+
+pub(crate) fn prop(key: &str, value: &str) -> Property {
+    Property {
+        key: key.into(),
+        value: value.into(),
+    }
+}
+
+fn bundle(functions: Vec<Function>, codes: Vec<Code>) -> Bundle {
+    Bundle {
+        root: FunctionId(0),
+        functions,
+        codes,
+        structs: Vec::new(),
+        files: vec![SourceFile::new("test.xpnet", SOURCE)],
+    }
+}
+
+/// `xs` (long) -> transition `square` calling `arith.square(n) -> r` -> `ys`.
+pub(crate) fn square_net(body: Body, requires: &[&str], root_props: Vec<Property>) -> Bundle {
+    let mut root = function(
+        "main",
+        vec![
+            port("xs", PortDir::In, Type::Long, Some(0)),
+            port("ys", PortDir::Out, Type::Long, Some(1)),
+        ],
+        Body::Net(Net {
+            places: vec![place("xs", Type::Long), place("ys", Type::Long)],
+            transitions: vec![{
+                let mut t = transition(
+                    "square",
+                    1,
+                    vec![conn(ConnectKind::In, 0, 0), conn(ConnectKind::Out, 1, 1)],
+                );
+                t.requires = requires
+                    .iter()
+                    .map(|r| Require {
+                        key: r.to_string(),
+                        mandatory: true,
+                    })
+                    .collect();
+                t
+            }],
+        }),
+    );
+    root.properties = root_props;
+    let sq = function(
+        "square",
+        vec![
+            port("n", PortDir::In, Type::Long, None),
+            port("r", PortDir::Out, Type::Long, None),
+        ],
+        body,
+    );
+    bundle(vec![root, sq], Vec::new())
+}
+
+pub(crate) fn arith() -> Body {
+    Body::Module(module("arith", "square", None))
+}
+
+pub(crate) fn longs(xs: impl IntoIterator<Item = i64>) -> Vec<Value> {
+    xs.into_iter().map(Value::Long).collect()
+}
+
+pub(crate) fn sorted_longs(r: &RunResult, port: &str) -> Vec<i64> {
+    let mut v: Vec<i64> = r
+        .outputs
+        .iter()
+        .find(|(n, _)| n == port)
+        .map(|(_, vs)| vs.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|v| match v {
+            Value::Long(x) => x,
+            other => panic!("not a long: {other}"),
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+// ------------------------------------------------------------------------------------------
+// The in-memory transport and fake workers.
+
+fn wire<T: Serialize + DeserializeOwned>(m: &T) -> T {
+    let bytes = postcard::to_allocvec(m).expect("encodes");
+    postcard::from_bytes(&bytes).expect("decodes")
+}
+
+#[derive(Default)]
+struct FakeWorker {
+    queue: VecDeque<TaskRun>,
+    received: Vec<(u64, u32)>,
+    cancels: Vec<u64>,
+}
+
+type Answer = dyn Fn(&ModuleDef, &[Value]) -> Result<Vec<Value>, String>;
+
+struct Harness<'b> {
+    core: Core<'b>,
+    defs: Vec<ModuleDef>,
+    out: Vec<Command>,
+    workers: HashMap<u32, FakeWorker>,
+    finished: Option<Result<RunResult, AgentError>>,
+    replies: Vec<(u64, Response)>,
+    logs: Vec<String>,
+    traces: Vec<TraceRecord>,
+    answer: Box<Answer>,
+}
+
+fn square_answer(_: &ModuleDef, inputs: &[Value]) -> Result<Vec<Value>, String> {
+    match inputs {
+        [Value::Long(n)] => Ok(vec![Value::Long(n * n)]),
+        other => Err(format!("bad inputs {other:?}")),
+    }
+}
+
+impl<'b> Harness<'b> {
+    fn new(bundle: &'b Bundle, inputs: &[(String, Vec<Value>)], cfg: CoreConfig) -> Harness<'b> {
+        let core = Core::new(bundle, inputs, &RunConfig::default(), cfg).expect("core");
+        let defs = wire(&core.module_defs().to_vec());
+        Harness {
+            core,
+            defs,
+            out: Vec::new(),
+            workers: HashMap::new(),
+            finished: None,
+            replies: Vec::new(),
+            logs: Vec::new(),
+            traces: Vec::new(),
+            answer: Box::new(square_answer),
+        }
+    }
+
+    fn event(&mut self, ev: Event) {
+        assert!(self.finished.is_none(), "event after the end: {ev:?}");
+        self.core.handle(ev, &mut self.out);
+        self.drain();
+        self.settle();
+    }
+
+    fn settle(&mut self) {
+        loop {
+            let more = self.core.pump(&mut self.out);
+            self.drain();
+            if !more {
+                break;
+            }
+        }
+    }
+
+    fn drain(&mut self) {
+        for cmd in std::mem::take(&mut self.out) {
+            match cmd {
+                Command::Send { worker, msg } => {
+                    let msg = wire(&msg);
+                    let w = self.workers.entry(worker).or_default();
+                    match msg {
+                        AgentMsg::Run(tasks) => {
+                            for t in tasks {
+                                w.received.push((t.task, t.module));
+                                w.queue.push_back(t);
+                            }
+                        }
+                        AgentMsg::Cancel { task } => {
+                            w.cancels.push(task);
+                        }
+                        other => panic!("unexpected message to worker {worker}: {other:?}"),
+                    }
+                }
+                Command::Reply { client, response } => self.replies.push((client, wire(&response))),
+                Command::Log(l) => self.logs.push(l),
+                Command::Trace(t) => self.traces.push(t),
+                Command::Finish(r) => {
+                    assert!(self.finished.is_none(), "finished twice");
+                    self.finished = Some(*r);
+                }
+            }
+        }
+    }
+
+    fn join(&mut self, id: u32, name: &str, caps: &[&str]) {
+        self.workers.entry(id).or_default();
+        self.event(Event::Joined {
+            worker: id,
+            name: name.into(),
+            capabilities: caps.iter().map(|c| c.to_string()).collect(),
+        });
+    }
+
+    fn send(&mut self, worker: u32, msg: WorkerMsg) {
+        let msg = wire(&msg);
+        self.event(Event::Msg { worker, msg });
+    }
+
+    /// The worker handles cancellations of queued tasks, then runs its next task. Returns
+    /// whether it did something.
+    fn step_worker(&mut self, id: u32) -> bool {
+        if self.finished.is_some() {
+            return false;
+        }
+        let Some(w) = self.workers.get_mut(&id) else {
+            return false;
+        };
+        let cancels: Vec<u64> = w.cancels.drain(..).collect();
+        let mut msgs = Vec::new();
+        for c in cancels {
+            if let Some(k) = w.queue.iter().position(|t| t.task == c) {
+                w.queue.remove(k);
+                msgs.push(WorkerMsg::Cancelled { task: c });
+            }
+        }
+        if msgs.is_empty()
+            && let Some(t) = w.queue.pop_front()
+        {
+            let def = &self.defs[t.module as usize];
+            msgs.push(match (self.answer)(def, &t.inputs) {
+                Ok(outputs) => WorkerMsg::Done {
+                    task: t.task,
+                    outputs,
+                },
+                Err(message) => WorkerMsg::Failed {
+                    task: t.task,
+                    message,
+                },
+            });
+        }
+        let did = !msgs.is_empty();
+        for m in msgs {
+            if self.finished.is_some() {
+                break;
+            }
+            self.send(id, m);
+        }
+        did
+    }
+
+    /// Runs the workers round-robin until nothing happens.
+    fn run(&mut self) {
+        loop {
+            let mut ids: Vec<u32> = self.workers.keys().copied().collect();
+            ids.sort_unstable();
+            let mut any = false;
+            for id in ids {
+                any |= self.step_worker(id);
+            }
+            if !any {
+                break;
+            }
+        }
+    }
+
+    fn result(&mut self) -> RunResult {
+        match self.finished.take() {
+            Some(Ok(r)) => r,
+            Some(Err(e)) => panic!("the job failed: {e}"),
+            None => panic!("the job did not end; log: {:#?}", self.logs),
+        }
+    }
+
+    fn error(&mut self) -> AgentError {
+        match self.finished.take() {
+            Some(Err(e)) => e,
+            Some(Ok(r)) => panic!("the job succeeded: {r:?}"),
+            None => panic!("the job did not end; log: {:#?}", self.logs),
+        }
+    }
+}
+
+fn cfg(expected: usize, window: u32) -> CoreConfig {
+    CoreConfig {
+        expected_workers: expected,
+        sched: SchedConfig::fixed(window),
+        trace: true,
+        ..CoreConfig::default()
+    }
+}
+
+pub(crate) fn xs(range: std::ops::Range<i64>) -> Vec<(String, Vec<Value>)> {
+    vec![("xs".to_string(), longs(range))]
+}
+
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn runs_tasks_on_workers() {
+    let b = square_net(arith(), &[], Vec::new());
+    let mut h = Harness::new(&b, &xs(0..50), cfg(2, 4));
+    h.join(0, "w0", &[]);
+    h.join(1, "w1", &[]);
+    h.run();
+    let r = h.result();
+    assert_eq!(
+        sorted_longs(&r, "ys"),
+        (0..50).map(|x| x * x).collect::<Vec<_>>()
+    );
+    assert_eq!(r.stats.tasks, 50);
+    // Both workers got work, and each task went out exactly once.
+    let w0 = h.workers[&0].received.len();
+    let w1 = h.workers[&1].received.len();
+    assert!(w0 > 0 && w1 > 0, "{w0} / {w1}");
+    assert_eq!(w0 + w1, 50);
+    assert_eq!(h.traces.len(), 50);
+    assert!(
+        h.traces
+            .iter()
+            .all(|t| t.outcome == "done" && &*t.name == "square")
+    );
+    assert!(h.logs.iter().any(|l| l.contains("worker 0 `w0` joined")));
+}
+
+#[test]
+fn places_by_capabilities_and_prefers_the_least_specialised() {
+    let b = square_net(arith(), &["A"], Vec::new());
+    let mut h = Harness::new(&b, &xs(0..3), cfg(3, 1));
+    // The joins arrive in one batch, before the first dispatch.
+    for (id, name, caps) in [
+        (0, "big", vec!["A", "B", "C"]),
+        (1, "other", vec!["B"]),
+        (2, "small", vec!["A"]),
+    ] {
+        h.workers.entry(id).or_default();
+        h.core.handle(
+            Event::Joined {
+                worker: id,
+                name: name.into(),
+                capabilities: caps.iter().map(|c| c.to_string()).collect(),
+            },
+            &mut h.out,
+        );
+    }
+    h.settle();
+    // Window 1: the least specialised fitting worker gets the first task, the big one the
+    // second, the one without `A` none.
+    assert_eq!(h.workers[&2].received.len(), 1);
+    assert_eq!(h.workers[&0].received.len(), 1);
+    assert_eq!(h.workers[&1].received.len(), 0);
+    let first = h.workers[&2].received[0].0;
+    assert!(first < h.workers[&0].received[0].0);
+    h.run();
+    assert!(h.workers[&1].received.is_empty());
+    assert_eq!(sorted_longs(&h.result(), "ys"), vec![0, 1, 4]);
+}
+
+#[test]
+fn modules_preferences_pick_the_implementation_per_worker() {
+    let body = Body::Modules {
+        preferences: vec!["gpu".into(), "cpu".into()],
+        modules: vec![
+            module("impl", "cpu_run", Some("cpu")),
+            module("impl", "gpu_run", Some("gpu")),
+        ],
+    };
+    let b = square_net(body, &[], Vec::new());
+    let mut h = Harness::new(&b, &xs(1..9), cfg(2, 2));
+    h.answer = Box::new(|def, inputs| match inputs {
+        // The gpu implementation answers negated squares, so the results show who ran what.
+        [Value::Long(n)] if def.function == "gpu_run" => Ok(vec![Value::Long(-n * n)]),
+        [Value::Long(n)] => Ok(vec![Value::Long(n * n)]),
+        _ => Err("bad".into()),
+    });
+    h.join(0, "cpu-only", &["cpu"]);
+    h.join(1, "both", &["cpu", "gpu"]);
+    h.run();
+    let cpu_def = h.defs.iter().find(|d| d.function == "cpu_run").unwrap().id;
+    let gpu_def = h.defs.iter().find(|d| d.function == "gpu_run").unwrap().id;
+    assert!(h.workers[&0].received.iter().all(|&(_, m)| m == cpu_def));
+    assert!(h.workers[&1].received.iter().all(|&(_, m)| m == gpu_def));
+    let r = h.result();
+    let ys = sorted_longs(&r, "ys");
+    assert_eq!(ys.len(), 8);
+    assert!(ys.iter().any(|&y| y < 0) && ys.iter().any(|&y| y > 0));
+    let mut abs: Vec<i64> = ys.iter().map(|y| y.abs()).collect();
+    abs.sort_unstable();
+    assert_eq!(abs, (1..9).map(|x| x * x).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_lost_worker_s_tasks_run_elsewhere_once() {
+    let b = square_net(arith(), &[], Vec::new());
+    let mut h = Harness::new(&b, &xs(0..40), cfg(2, 4));
+    h.join(0, "w0", &[]);
+    h.join(1, "w1", &[]);
+    h.step_worker(0);
+    h.step_worker(0);
+    let held: Vec<u64> = h.workers[&0].queue.iter().map(|t| t.task).collect();
+    assert_eq!(held.len(), 4, "its window was refilled");
+    h.event(Event::Lost {
+        worker: 0,
+        reason: "connection closed".into(),
+    });
+    assert!(
+        h.logs
+            .iter()
+            .any(|l| l.contains("`w0` lost: connection closed; 4 tasks queued again"))
+    );
+    // Late answers of the lost worker are ignored.
+    let late = h.workers.get_mut(&0).unwrap().queue.pop_front().unwrap();
+    h.send(
+        0,
+        WorkerMsg::Done {
+            task: late.task,
+            outputs: vec![Value::Long(-1)],
+        },
+    );
+    h.workers.remove(&0);
+    h.run();
+    let r = h.result();
+    assert_eq!(
+        sorted_longs(&r, "ys"),
+        (0..40).map(|x| x * x).collect::<Vec<_>>()
+    );
+    assert!(
+        held.iter()
+            .all(|t| h.workers[&1].received.iter().any(|(x, _)| x == t))
+    );
+}
+
+#[test]
+fn retry_limit_from_the_config() {
+    let b = square_net(arith(), &[], Vec::new());
+    let mut c = cfg(3, 1);
+    c.max_retries = Some(1);
+    let mut h = Harness::new(&b, &xs(5..6), c);
+    h.join(0, "w0", &[]);
+    h.event(Event::Lost {
+        worker: 0,
+        reason: "killed".into(),
+    });
+    assert!(h.finished.is_none(), "one retry is allowed");
+    h.join(1, "w1", &[]);
+    assert_eq!(h.workers[&1].received.len(), 1);
+    h.event(Event::Lost {
+        worker: 1,
+        reason: "killed again".into(),
+    });
+    let e = h.error().to_string();
+    assert!(e.starts_with("in transition `square` (test.xpnet:2:3): module call `arith` failed: worker `w1` was lost while running it (killed again); it ran 2 times, more than fhg.drts.schedule.maximum_number_of_retries = 1 allows"), "{e}");
+}
+
+#[test]
+fn retry_limit_from_the_net_property() {
+    let b = square_net(arith(), &[], vec![prop(MAX_RETRIES_PROPERTY, "0")]);
+    let mut h = Harness::new(&b, &xs(5..6), cfg(2, 1));
+    h.join(0, "w0", &[]);
+    h.event(Event::Lost {
+        worker: 0,
+        reason: "gone".into(),
+    });
+    let e = h.error().to_string();
+    assert!(e.contains("maximum_number_of_retries = 0"), "{e}");
+    // A property that is not a number is an error naming the transition.
+    let b = square_net(arith(), &[], vec![prop(MAX_RETRIES_PROPERTY, "many")]);
+    let mut h = Harness::new(&b, &xs(5..6), cfg(1, 1));
+    h.join(0, "w0", &[]);
+    let e = h.error().to_string();
+    assert!(
+        e.contains("in transition `square`") && e.contains("\"many\" is not a number"),
+        "{e}"
+    );
+}
+
+/// `xs` -> `search` (module, eureka group "g") -> `found` -> `stop` (expression: puts the
+/// value on `hits` and names group "g" on its eureka port).
+pub(crate) fn eureka_net() -> Bundle {
+    let group = code(
+        "eureka-group",
+        &[("n", Type::Long), ("r", Type::Long)],
+        vec![Instr::Const(0)],
+        vec![Value::string("g")],
+    );
+    let stop_code = code(
+        "expression of stop",
+        &[("r", Type::Long), ("hit", Type::Long), ("e", Type::Any)],
+        vec![
+            Instr::Const(0),
+            Instr::Store(2),
+            Instr::Load(0),
+            Instr::Store(1),
+        ],
+        vec![Value::Set(BTreeSet::from([Value::string("g")]))],
+    );
+    let root = function(
+        "main",
+        vec![
+            port("xs", PortDir::In, Type::Long, Some(0)),
+            port("hits", PortDir::Out, Type::Long, Some(2)),
+        ],
+        Body::Net(Net {
+            places: vec![
+                place("xs", Type::Long),
+                place("found", Type::Long),
+                place("hits", Type::Long),
+            ],
+            transitions: vec![
+                transition(
+                    "search",
+                    1,
+                    vec![conn(ConnectKind::In, 0, 0), conn(ConnectKind::Out, 1, 1)],
+                ),
+                {
+                    let mut t = transition(
+                        "stop",
+                        2,
+                        vec![conn(ConnectKind::In, 0, 1), conn(ConnectKind::Out, 1, 2)],
+                    );
+                    t.eureka_ports = vec![PortId(2)];
+                    t
+                },
+            ],
+        }),
+    );
+    let mut m = module("arith", "square", None);
+    m.eureka_group = Some(CodeId(0));
+    let search = function(
+        "search",
+        vec![
+            port("n", PortDir::In, Type::Long, None),
+            port("r", PortDir::Out, Type::Long, None),
+        ],
+        Body::Module(m),
+    );
+    let stop = function(
+        "stop",
+        vec![
+            port("r", PortDir::In, Type::Long, None),
+            port("hit", PortDir::Out, Type::Long, None),
+            port("e", PortDir::Out, Type::Any, None),
+        ],
+        Body::Expression(CodeId(1)),
+    );
+    bundle(vec![root, search, stop], vec![group, stop_code])
+}
+
+#[test]
+fn eureka_cancels_queued_and_running_tasks() {
+    let b = eureka_net();
+    let mut h = Harness::new(&b, &xs(1..6), cfg(1, 2));
+    h.join(0, "w0", &[]);
+    assert_eq!(h.workers[&0].received.len(), 2);
+    let second = h.workers[&0].received[1].0;
+    // The first task finds something: the group is cancelled.
+    h.step_worker(0);
+    assert_eq!(
+        h.workers[&0].cancels,
+        vec![second],
+        "the running sibling is cancelled"
+    );
+    assert!(
+        h.logs
+            .iter()
+            .any(|l| l.contains("eureka g: 3 queued and 1 running tasks cancelled")),
+        "{:#?}",
+        h.logs
+    );
+    assert!(h.finished.is_none(), "waits for the cancelled task");
+    h.step_worker(0); // answers Cancelled
+    let r = h.result();
+    assert_eq!(sorted_longs(&r, "hits").len(), 1);
+    assert_eq!(
+        h.workers[&0].received.len(),
+        2,
+        "the queued ones never went out"
+    );
+    assert!(
+        h.traces
+            .iter()
+            .any(|t| t.outcome == "cancelled" && t.task == second)
+    );
+}
+
+#[test]
+fn eureka_discards_a_result_that_overtakes_the_cancel() {
+    let b = eureka_net();
+    let mut h = Harness::new(&b, &xs(1..3), cfg(1, 2));
+    h.join(0, "w0", &[]);
+    let tasks: Vec<u64> = h.workers[&0].received.iter().map(|r| r.0).collect();
+    // Both results come back before the worker sees the Cancel.
+    let w = h.workers.get_mut(&0).unwrap();
+    let runs: Vec<TaskRun> = w.queue.drain(..).collect();
+    for t in runs {
+        let n = match t.inputs[..] {
+            [Value::Long(n)] => n,
+            _ => unreachable!(),
+        };
+        h.send(
+            0,
+            WorkerMsg::Done {
+                task: t.task,
+                outputs: vec![Value::Long(n)],
+            },
+        );
+    }
+    assert_eq!(h.workers[&0].cancels, vec![tasks[1]]);
+    let r = h.result();
+    assert_eq!(
+        sorted_longs(&r, "hits").len(),
+        1,
+        "the overtaking result was discarded"
+    );
+}
+
+#[test]
+fn a_failing_module_fails_the_job_and_cancels_siblings() {
+    let b = square_net(arith(), &[], Vec::new());
+    let mut h = Harness::new(&b, &xs(0..6), cfg(2, 2));
+    h.answer = Box::new(|_, _| Err("division by zero".into()));
+    h.join(0, "w0", &[]);
+    h.join(1, "w1", &[]);
+    h.step_worker(0);
+    let e = h.error();
+    assert_eq!(e.code(), "agent-job-failed");
+    assert_eq!(
+        e.to_string(),
+        "in transition `square` (test.xpnet:2:3): module call `arith` failed: division by zero"
+    );
+    // The three other tasks in flight are cancelled.
+    let cancels = h.workers[&0].cancels.len() + h.workers[&1].cancels.len();
+    assert_eq!(cancels, 3);
+}
+
+#[test]
+fn wrong_number_of_outputs_fails_the_task() {
+    let b = square_net(arith(), &[], Vec::new());
+    let mut h = Harness::new(&b, &xs(0..1), cfg(1, 2));
+    h.answer = Box::new(|_, _| Ok(vec![]));
+    h.join(0, "w0", &[]);
+    h.run();
+    let e = h.error().to_string();
+    assert!(
+        e.contains("worker `w0` sent 0 output values, expected 1 (r)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_task_no_worker_fits_fails_once_the_workers_joined() {
+    let b = square_net(arith(), &["GPU"], Vec::new());
+    let mut h = Harness::new(&b, &xs(0..2), cfg(2, 2));
+    h.join(0, "cpu0", &["CPU", "fast"]);
+    assert!(h.finished.is_none(), "another worker may still join");
+    h.event(Event::JoinTimeout);
+    let e = h.error();
+    assert_eq!(e.code(), "agent-no-worker");
+    assert_eq!(
+        e.to_string(),
+        "in transition `square` (test.xpnet:2:3): no worker can run this module call: it needs the capabilities `GPU`; the workers have: `cpu0` [CPU, fast]"
+    );
+    // Without any worker planned, the first task fails at once.
+    let mut h = Harness::new(&b, &xs(0..2), cfg(0, 2));
+    h.settle();
+    assert!(h.error().to_string().ends_with("no workers were started"));
+}
+
+#[test]
+fn wait_for_output_and_put_token() {
+    let mut b = square_net(arith(), &[], vec![prop("drts.wait_for_output", "true")]);
+    if let Body::Net(n) = &mut b.functions[0].body {
+        n.places[0].put_token = true;
+    }
+    // Without a control socket nothing could ever put the token.
+    let mut h = Harness::new(&b, &[], cfg(1, 2));
+    h.join(0, "w0", &[]);
+    let e = h.error();
+    assert_eq!(e.code(), "agent-stuck");
+    assert!(e.to_string().contains("pass --control SOCKET"), "{e}");
+    // With one, the job waits for the token.
+    let mut c = cfg(1, 2);
+    c.control = true;
+    let mut h = Harness::new(&b, &[], c);
+    h.join(0, "w0", &[]);
+    h.run();
+    assert!(h.finished.is_none());
+    h.event(Event::ClientOpened { client: 7 });
+    h.event(Event::Control {
+        client: 7,
+        request: Request::Status,
+    });
+    let Some((7, Response::Status(s))) = h.replies.pop() else {
+        panic!("no status: {:?}", h.replies)
+    };
+    assert_eq!((s.workers.len(), s.tasks_running, s.tasks_done), (1, 0, 0));
+    h.event(Event::Control {
+        client: 7,
+        request: Request::PutToken {
+            place: "nope".into(),
+            value: Value::Long(1),
+        },
+    });
+    assert_eq!(
+        h.replies.pop(),
+        Some((
+            7,
+            Response::Error("bad input: no put_token place `nope`".into())
+        ))
+    );
+    h.event(Event::Control {
+        client: 7,
+        request: Request::PutToken {
+            place: "xs".into(),
+            value: Value::Long(7),
+        },
+    });
+    assert_eq!(h.replies.pop(), Some((7, Response::Ok)));
+    h.run();
+    assert_eq!(sorted_longs(&h.result(), "ys"), vec![49]);
+}
+
+/// A `put_token` place `req` and a transition that answers `${r.value} + 1`.
+pub(crate) fn response_net() -> Bundle {
+    let mut answer = code(
+        "expression of answer",
+        &[("r", Type::Any), ("v", Type::Long)],
+        vec![
+            Instr::LoadPath(0, 0),
+            Instr::Const(0),
+            Instr::Binary(BinOp::Add, OpTy::Long),
+            Instr::Store(1),
+        ],
+        vec![Value::Long(1)],
+    );
+    answer.paths = vec![vec!["value".into()]];
+    let mut req = place("req", Type::Any);
+    req.put_token = true;
+    let root = function(
+        "main",
+        vec![],
+        Body::Net(Net {
+            places: vec![req],
+            transitions: vec![{
+                let mut t = transition("answer", 1, vec![conn(ConnectKind::In, 0, 0)]);
+                t.responses = vec![IrResponse {
+                    port: PortId(1),
+                    to: PortId(0),
+                    span: sp(2),
+                }];
+                t
+            }],
+        }),
+    );
+    let f = function(
+        "answer",
+        vec![
+            port("r", PortDir::In, Type::Any, None),
+            port("v", PortDir::Out, Type::Long, None),
+        ],
+        Body::Expression(CodeId(0)),
+    );
+    bundle(vec![root, f], vec![answer])
+}
+
+#[test]
+fn workflow_response_is_answered() {
+    let b = response_net();
+    let mut c = cfg(0, 1);
+    c.control = true;
+    let mut h = Harness::new(&b, &[], c);
+    // With a control socket, a net with put_token places waits for its clients.
+    h.settle();
+    assert!(h.finished.is_none());
+    h.event(Event::Control {
+        client: 1,
+        request: Request::WorkflowResponse {
+            place: "req".into(),
+            value: Value::Long(41),
+        },
+    });
+    assert_eq!(h.replies, vec![(1, Response::Value(Value::Long(42)))]);
+    assert!(h.finished.is_none());
+    h.event(Event::Control {
+        client: 1,
+        request: Request::Close,
+    });
+    assert_eq!(h.replies[1], (1, Response::Ok));
+    assert!(h.result().outputs.is_empty());
+}
+
+#[test]
+fn a_pending_workflow_response_gets_the_job_s_error() {
+    let b = response_net();
+    let mut c = cfg(0, 1);
+    c.control = true;
+    let mut h = Harness::new(&b, &[], c);
+    h.event(Event::ClientOpened { client: 1 });
+    h.event(Event::ClientOpened { client: 2 });
+    // The place exists but takes the request: make the answer wait by cancelling first.
+    h.core.handle(
+        Event::Control {
+            client: 1,
+            request: Request::WorkflowResponse {
+                place: "req".into(),
+                value: Value::Long(1),
+            },
+        },
+        &mut h.out,
+    );
+    h.core.handle(
+        Event::Control {
+            client: 2,
+            request: Request::Cancel,
+        },
+        &mut h.out,
+    );
+    h.drain();
+    assert_eq!(h.replies[0], (2, Response::Ok));
+    assert_eq!(
+        h.replies[1],
+        (1, Response::Error("the job was cancelled".into()))
+    );
+    assert_eq!(h.error().exit_code(), 130);
+}
+
+#[test]
+fn cancel_event_cancels_running_tasks() {
+    let b = square_net(arith(), &[], Vec::new());
+    let mut h = Harness::new(&b, &xs(0..4), cfg(1, 2));
+    h.join(0, "w0", &[]);
+    h.event(Event::Cancel);
+    assert!(matches!(h.error(), AgentError::Cancelled));
+    assert_eq!(h.workers[&0].cancels.len(), 2);
+}
+
+#[test]
+fn queue_stays_bounded_and_tokens_are_not_lost() {
+    let b = square_net(arith(), &[], Vec::new());
+    let mut c = cfg(1, 8);
+    c.high_water = 16;
+    c.trace = false;
+    let mut h = Harness::new(&b, &xs(0..3000), c);
+    h.join(0, "w0", &[]);
+    let mut max_queued = 0;
+    while h.finished.is_none() {
+        max_queued = max_queued.max(h.core.sched().queued());
+        assert!(h.step_worker(0));
+    }
+    assert!(max_queued <= 16, "{max_queued}");
+    let r = h.result();
+    assert_eq!(
+        sorted_longs(&r, "ys"),
+        (0..3000).map(|x| x * x).collect::<Vec<_>>()
+    );
+    assert!(h.traces.is_empty());
+}
+
+#[test]
+fn control_after_the_end_is_answered() {
+    let b = square_net(arith(), &[], Vec::new());
+    let mut h = Harness::new(&b, &xs(0..1), cfg(1, 1));
+    h.join(0, "w0", &[]);
+    h.run();
+    assert!(h.result().outputs[0].1.len() == 1);
+    h.core.handle(
+        Event::Control {
+            client: 3,
+            request: Request::Status,
+        },
+        &mut h.out,
+    );
+    h.drain();
+    assert_eq!(
+        h.replies,
+        vec![(3, Response::Error("the job has ended".into()))]
+    );
+}
+
+/// A net with one transition (named after `function`) calling `module.function`: each input
+/// port `p` takes from the root's in port `ps`, each output port `q` goes to the out port
+/// `qs`.
+pub(crate) fn call_net(
+    module_name: &str,
+    function_name: &str,
+    ins: &[(&str, Type)],
+    outs: &[(&str, Type)],
+) -> Bundle {
+    let mut root_ports = Vec::new();
+    let mut places = Vec::new();
+    let mut conns = Vec::new();
+    let mut f_ports = Vec::new();
+    for (k, (name, ty)) in ins.iter().chain(outs).enumerate() {
+        let input = k < ins.len();
+        let dir = if input { PortDir::In } else { PortDir::Out };
+        root_ports.push(port(&format!("{name}s"), dir, ty.clone(), Some(k as u32)));
+        places.push(place(&format!("{name}s"), ty.clone()));
+        f_ports.push(port(name, dir, ty.clone(), None));
+        let kind = if input {
+            ConnectKind::In
+        } else {
+            ConnectKind::Out
+        };
+        conns.push(conn(kind, k as u32, k as u32));
+    }
+    let root = function(
+        "main",
+        root_ports,
+        Body::Net(Net {
+            places,
+            transitions: vec![transition(function_name, 1, conns)],
+        }),
+    );
+    let f = function(
+        function_name,
+        f_ports,
+        Body::Module(module(module_name, function_name, None)),
+    );
+    bundle(vec![root, f], Vec::new())
+}

@@ -1,0 +1,810 @@
+//! The scheduler: workers, a queue of pending tasks per task class, placement by
+//! capabilities, a window of tasks in flight per worker, retries after a lost worker, and
+//! eureka cancellation. No I/O and no engine: the [`crate::core`] feeds it.
+//!
+//! Placement (as in GPI-Space): a worker runs a task only if it has every mandatory required
+//! capability of the task's transition and function; for a `modules` body it must also have
+//! a target of the preferences (the first one it has picks the implementation) or there must
+//! be an implementation without a target. Among fitting workers with room in their window,
+//! the one with the fewest capabilities wins (score 1/(|caps|+1)), ties go to the least
+//! loaded one, then to the lowest worker id.
+//!
+//! Windows: each worker gets up to `window` tasks in flight (it runs them one at a time, in
+//! order, and queues the rest), so that a round trip does not leave it idle. The window adapts
+//! to the measured service time of the worker's tasks: `ceil(latency_target / service)`
+//! clamped to `[min_window, max_window]`, so no-op tasks are pipelined hundreds deep while
+//! tasks of a second or more go one at a time (and so balance well between workers).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use pnet_stdlib::Value;
+
+/// A worker's id (given by the shell at the handshake; also the protocol's worker number).
+pub type WorkerId = u32;
+
+/// Tunables of the scheduler.
+#[derive(Clone, Debug)]
+pub struct SchedConfig {
+    /// The window of a worker before its service time was measured.
+    pub initial_window: u32,
+    pub min_window: u32,
+    pub max_window: u32,
+    /// How much queued work (in time) a worker should hold to hide the round trip.
+    pub latency_target: Duration,
+}
+
+impl Default for SchedConfig {
+    fn default() -> Self {
+        SchedConfig {
+            initial_window: 4,
+            min_window: 1,
+            max_window: 256,
+            latency_target: Duration::from_millis(5),
+        }
+    }
+}
+
+impl SchedConfig {
+    /// A fixed window (no adaptation).
+    pub fn fixed(window: u32) -> SchedConfig {
+        let w = window.max(1);
+        SchedConfig {
+            initial_window: w,
+            min_window: w,
+            max_window: w,
+            latency_target: Duration::from_millis(5),
+        }
+    }
+}
+
+/// The implementations of a task class, by module definition id (index into the job's
+/// [`pnet_protocol::ModuleDef`]s).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Impls {
+    One(u32),
+    Alternatives {
+        preferences: Vec<String>,
+        /// (target, module definition) in the order of the `modules` element.
+        modules: Vec<(Option<String>, u32)>,
+    },
+}
+
+/// What the tasks of one class (one transition of the net) need.
+#[derive(Clone, Debug)]
+pub struct ClassSpec {
+    /// The transition's name.
+    pub name: Arc<str>,
+    /// `file:line:col` of the transition.
+    pub location: String,
+    /// Mandatory required capabilities (transition's and function's).
+    pub mandatory: Vec<String>,
+    pub impls: Impls,
+    /// `None`: unlimited.
+    pub max_retries: Option<u32>,
+}
+
+impl ClassSpec {
+    /// The module definition a worker with these capabilities would run, if it fits.
+    pub fn pick(&self, caps: &[String]) -> Option<u32> {
+        let has = |c: &str| caps.iter().any(|k| k == c);
+        if !self.mandatory.iter().all(|m| has(m)) {
+            return None;
+        }
+        match &self.impls {
+            Impls::One(d) => Some(*d),
+            Impls::Alternatives {
+                preferences,
+                modules,
+            } => {
+                for p in preferences {
+                    if has(p)
+                        && let Some((_, d)) = modules.iter().find(|(t, _)| t.as_deref() == Some(p))
+                    {
+                        return Some(*d);
+                    }
+                }
+                if preferences.is_empty()
+                    && let Some((_, d)) =
+                        modules.iter().find(|(t, _)| t.as_deref().is_some_and(has))
+                {
+                    return Some(*d);
+                }
+                modules.iter().find(|(t, _)| t.is_none()).map(|(_, d)| *d)
+            }
+        }
+    }
+
+    /// The requirements in words, for messages.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.mandatory.is_empty() {
+            parts.push(format!("the capabilities {}", list(&self.mandatory)));
+        }
+        if let Impls::Alternatives {
+            preferences,
+            modules,
+        } = &self.impls
+            && !modules.iter().any(|(t, _)| t.is_none())
+        {
+            let targets: Vec<String> = if preferences.is_empty() {
+                modules.iter().filter_map(|(t, _)| t.clone()).collect()
+            } else {
+                preferences.clone()
+            };
+            parts.push(format!("one of the targets {}", list(&targets)));
+        }
+        if parts.is_empty() {
+            "nothing".into()
+        } else {
+            parts.join(" and ")
+        }
+    }
+}
+
+fn list(xs: &[String]) -> String {
+    if xs.is_empty() {
+        return "(none)".into();
+    }
+    xs.iter()
+        .map(|x| format!("`{x}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A task waiting for a worker (or in flight: it is kept until its result arrives, so that it
+/// can run again if the worker is lost).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pending {
+    pub id: u64,
+    pub class: u32,
+    /// Input values in the order of the module definition's inputs.
+    pub inputs: Vec<Value>,
+    pub eureka: Option<Arc<str>>,
+    /// How often a worker was lost while running it.
+    pub retries: u32,
+    /// Arrival order (kept across retries, so that a retried task goes first).
+    pub seq: u64,
+}
+
+/// A task sent to a worker.
+#[derive(Clone, Debug)]
+pub struct InFlight {
+    pub task: Pending,
+    /// The module definition chosen for the worker.
+    pub def: u32,
+    /// When it was sent.
+    pub dispatched: Duration,
+    /// A Cancel was sent (eureka or job end): whatever comes back, the task is discarded.
+    pub cancelled: bool,
+    order: u64,
+}
+
+#[derive(Debug)]
+struct Worker {
+    name: Arc<str>,
+    caps: Vec<String>,
+    in_flight: HashMap<u64, InFlight>,
+    window: u32,
+    /// Estimated service time of one task, in seconds.
+    est: Option<f64>,
+    last_done: Duration,
+    done: u64,
+}
+
+#[derive(Debug)]
+struct Class {
+    spec: ClassSpec,
+    queue: VecDeque<Pending>,
+    /// Fitting workers: (number of capabilities, worker, module definition), sorted.
+    fitting: Vec<(usize, WorkerId, u32)>,
+}
+
+/// What happened to a lost worker's tasks.
+#[derive(Debug, Default, PartialEq)]
+pub struct LostTasks {
+    /// Put back at the front of their queues.
+    pub requeued: Vec<u64>,
+    /// Tasks that had been cancelled: drop them.
+    pub discarded: Vec<u64>,
+    /// The running task ran out of retries: (task, retries, limit).
+    pub exhausted: Option<(u64, u32, u32)>,
+    /// The task that was running on it (it counted a retry).
+    pub running: Option<u64>,
+}
+
+/// A worker as the status shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerView {
+    pub id: WorkerId,
+    pub name: Arc<str>,
+    pub capabilities: Vec<String>,
+    pub in_flight: u32,
+    pub window: u32,
+    pub done: u64,
+}
+
+/// The scheduler.
+#[derive(Debug)]
+pub struct Sched {
+    cfg: SchedConfig,
+    classes: Vec<Class>,
+    workers: Vec<Option<Worker>>,
+    n_workers: usize,
+    queued: usize,
+    running: usize,
+    next_seq: u64,
+    next_order: u64,
+    /// Scratch: classes with queued tasks during a dispatch.
+    cand: Vec<u32>,
+}
+
+impl Sched {
+    pub fn new(cfg: SchedConfig) -> Sched {
+        Sched {
+            cfg,
+            classes: Vec::new(),
+            workers: Vec::new(),
+            n_workers: 0,
+            queued: 0,
+            running: 0,
+            next_seq: 0,
+            next_order: 0,
+            cand: Vec::new(),
+        }
+    }
+
+    pub fn add_class(&mut self, spec: ClassSpec) -> u32 {
+        let mut fitting = Vec::new();
+        for (id, w) in self.workers.iter().enumerate() {
+            if let Some(w) = w
+                && let Some(d) = spec.pick(&w.caps)
+            {
+                fitting.push((w.caps.len(), id as WorkerId, d));
+            }
+        }
+        fitting.sort_unstable();
+        self.classes.push(Class {
+            spec,
+            queue: VecDeque::new(),
+            fitting,
+        });
+        (self.classes.len() - 1) as u32
+    }
+
+    pub fn class(&self, c: u32) -> &ClassSpec {
+        &self.classes[c as usize].spec
+    }
+
+    /// Adds a worker (ids are small and unique; a reused id replaces nothing: the shell never
+    /// reuses them).
+    pub fn add_worker(&mut self, id: WorkerId, name: &str, caps: Vec<String>) {
+        let i = id as usize;
+        if self.workers.len() <= i {
+            self.workers.resize_with(i + 1, || None);
+        }
+        if self.workers[i].is_some() {
+            return;
+        }
+        for c in &mut self.classes {
+            if let Some(d) = c.spec.pick(&caps) {
+                c.fitting.push((caps.len(), id, d));
+                c.fitting.sort_unstable();
+            }
+        }
+        self.workers[i] = Some(Worker {
+            name: name.into(),
+            caps,
+            in_flight: HashMap::new(),
+            window: self.cfg.initial_window.clamp(1, self.cfg.max_window.max(1)),
+            est: None,
+            last_done: Duration::ZERO,
+            done: 0,
+        });
+        self.n_workers += 1;
+    }
+
+    /// Removes a lost worker: its tasks go back to the front of their queues in their order;
+    /// the one it was running (the oldest: workers run in order) counts a retry.
+    pub fn remove_worker(&mut self, id: WorkerId) -> LostTasks {
+        let mut lost = LostTasks::default();
+        let Some(w) = self.workers.get_mut(id as usize).and_then(Option::take) else {
+            return lost;
+        };
+        self.n_workers -= 1;
+        for c in &mut self.classes {
+            c.fitting.retain(|&(_, wid, _)| wid != id);
+        }
+        let mut tasks: Vec<InFlight> = w.in_flight.into_values().collect();
+        self.running -= tasks.len();
+        tasks.sort_unstable_by_key(|t| t.order);
+        let mut first_live = true;
+        let mut back = Vec::new();
+        for t in tasks {
+            if t.cancelled {
+                lost.discarded.push(t.task.id);
+                continue;
+            }
+            let mut p = t.task;
+            if first_live {
+                first_live = false;
+                p.retries += 1;
+                lost.running = Some(p.id);
+                let limit = self.classes[p.class as usize].spec.max_retries;
+                if let Some(limit) = limit
+                    && p.retries > limit
+                {
+                    lost.exhausted = Some((p.id, p.retries, limit));
+                    continue;
+                }
+            }
+            lost.requeued.push(p.id);
+            back.push(p);
+        }
+        for p in back.into_iter().rev() {
+            self.queued += 1;
+            self.classes[p.class as usize].queue.push_front(p);
+        }
+        lost
+    }
+
+    /// A fresh sequence number for [`Pending::seq`].
+    pub fn next_seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq
+    }
+
+    /// Queues a task at the back of its class's queue.
+    pub fn enqueue(&mut self, task: Pending) {
+        self.queued += 1;
+        self.classes[task.class as usize].queue.push_back(task);
+    }
+
+    /// Queues a task at the front (it was handed back).
+    pub fn enqueue_front(&mut self, task: Pending) {
+        self.queued += 1;
+        self.classes[task.class as usize].queue.push_front(task);
+    }
+
+    /// Sends queued tasks to workers with room in their window; `send` sees each placement.
+    /// Among classes, the oldest head task goes first.
+    pub fn dispatch(&mut self, now: Duration, mut send: impl FnMut(WorkerId, &InFlight)) {
+        if self.queued == 0 || self.n_workers == 0 {
+            return;
+        }
+        let mut cand = std::mem::take(&mut self.cand);
+        cand.clear();
+        cand.extend(
+            (0..self.classes.len() as u32).filter(|&c| !self.classes[c as usize].queue.is_empty()),
+        );
+        while !cand.is_empty() {
+            // The class whose head is oldest.
+            let (k, c) = if cand.len() == 1 {
+                (0, cand[0])
+            } else {
+                let mut best = 0;
+                let mut best_seq = u64::MAX;
+                for (k, &c) in cand.iter().enumerate() {
+                    let s = self.classes[c as usize]
+                        .queue
+                        .front()
+                        .map_or(u64::MAX, |p| p.seq);
+                    if s < best_seq {
+                        best_seq = s;
+                        best = k;
+                    }
+                }
+                (best, cand[best])
+            };
+            let class = &self.classes[c as usize];
+            let Some((wid, def)) = best_worker(&self.workers, &class.fitting) else {
+                cand.swap_remove(k);
+                continue;
+            };
+            let class = &mut self.classes[c as usize];
+            let Some(task) = class.queue.pop_front() else {
+                cand.swap_remove(k);
+                continue;
+            };
+            if class.queue.is_empty() {
+                cand.swap_remove(k);
+            }
+            self.queued -= 1;
+            self.running += 1;
+            self.next_order += 1;
+            let id = task.id;
+            let inf = InFlight {
+                task,
+                def,
+                dispatched: now,
+                cancelled: false,
+                order: self.next_order,
+            };
+            let Some(Some(w)) = self.workers.get_mut(wid as usize) else {
+                continue;
+            };
+            send(wid, &inf);
+            w.in_flight.insert(id, inf);
+        }
+        self.cand = cand;
+    }
+
+    /// A worker answered for a task: removes it from the worker's tasks (None: unknown task,
+    /// for example one of a worker that was already declared lost).
+    pub fn finish(&mut self, wid: WorkerId, task: u64, now: Duration) -> Option<InFlight> {
+        let w = self.workers.get_mut(wid as usize)?.as_mut()?;
+        let inf = w.in_flight.remove(&task)?;
+        self.running -= 1;
+        if !inf.cancelled {
+            w.done += 1;
+            let start = inf.dispatched.max(w.last_done);
+            let service = now.saturating_sub(start).as_secs_f64();
+            let est = match w.est {
+                Some(e) => 0.9 * e + 0.1 * service,
+                None => service,
+            };
+            w.est = Some(est);
+            let target = self.cfg.latency_target.as_secs_f64();
+            let want = if est <= 0.0 {
+                f64::from(self.cfg.max_window)
+            } else {
+                (target / est).ceil()
+            };
+            w.window = (want.min(f64::from(u32::MAX)) as u32)
+                .clamp(self.cfg.min_window.max(1), self.cfg.max_window.max(1));
+        }
+        w.last_done = now;
+        Some(inf)
+    }
+
+    /// Removes the queued tasks of these eureka groups and marks the running ones cancelled;
+    /// returns the removed tasks and the (worker, task) pairs to send a Cancel to.
+    pub fn cancel_groups(&mut self, groups: &[String]) -> (Vec<u64>, Vec<(WorkerId, u64)>) {
+        let hit = |p: &Pending| {
+            p.eureka
+                .as_deref()
+                .is_some_and(|g| groups.iter().any(|x| x == g))
+        };
+        let mut removed = Vec::new();
+        for c in &mut self.classes {
+            c.queue.retain(|p| {
+                if hit(p) {
+                    removed.push(p.id);
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        self.queued -= removed.len();
+        let mut running = Vec::new();
+        for (wid, w) in self.workers.iter_mut().enumerate() {
+            let Some(w) = w else { continue };
+            for inf in w.in_flight.values_mut() {
+                if !inf.cancelled && hit(&inf.task) {
+                    inf.cancelled = true;
+                    running.push((wid as WorkerId, inf.task.id));
+                }
+            }
+        }
+        running.sort_unstable();
+        (removed, running)
+    }
+
+    /// Marks every task in flight cancelled (the job ends); returns them.
+    pub fn cancel_all(&mut self) -> Vec<(WorkerId, u64)> {
+        let mut out = Vec::new();
+        for (wid, w) in self.workers.iter_mut().enumerate() {
+            let Some(w) = w else { continue };
+            for inf in w.in_flight.values_mut() {
+                if !inf.cancelled {
+                    inf.cancelled = true;
+                    out.push((wid as WorkerId, inf.task.id));
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// A class with queued tasks that no current worker can run.
+    pub fn unplaceable(&self) -> Option<u32> {
+        self.classes
+            .iter()
+            .position(|c| !c.queue.is_empty() && c.fitting.is_empty())
+            .map(|c| c as u32)
+    }
+
+    /// Whether some current worker fits the class.
+    pub fn placeable(&self, class: u32) -> bool {
+        !self.classes[class as usize].fitting.is_empty()
+    }
+
+    pub fn queued(&self) -> usize {
+        self.queued
+    }
+
+    pub fn running(&self) -> usize {
+        self.running
+    }
+
+    pub fn worker_count(&self) -> usize {
+        self.n_workers
+    }
+
+    /// Sum of the windows of all workers.
+    pub fn capacity(&self) -> usize {
+        self.workers
+            .iter()
+            .flatten()
+            .map(|w| w.window as usize)
+            .sum()
+    }
+
+    pub fn worker_name(&self, id: WorkerId) -> Option<&Arc<str>> {
+        self.workers
+            .get(id as usize)
+            .and_then(|w| w.as_ref())
+            .map(|w| &w.name)
+    }
+
+    pub fn workers(&self) -> Vec<WorkerView> {
+        self.workers
+            .iter()
+            .enumerate()
+            .filter_map(|(id, w)| {
+                w.as_ref().map(|w| WorkerView {
+                    id: id as WorkerId,
+                    name: w.name.clone(),
+                    capabilities: w.caps.clone(),
+                    in_flight: w.in_flight.len() as u32,
+                    window: w.window,
+                    done: w.done,
+                })
+            })
+            .collect()
+    }
+
+    /// The records of the tasks in flight on a worker, oldest first.
+    pub fn in_flight_records(&self, id: WorkerId) -> Vec<&InFlight> {
+        let Some(Some(w)) = self.workers.get(id as usize) else {
+            return Vec::new();
+        };
+        let mut v: Vec<&InFlight> = w.in_flight.values().collect();
+        v.sort_unstable_by_key(|t| t.order);
+        v
+    }
+
+    /// The tasks in flight on a worker, oldest first (for tests and status).
+    pub fn in_flight(&self, id: WorkerId) -> Vec<u64> {
+        let Some(Some(w)) = self.workers.get(id as usize) else {
+            return Vec::new();
+        };
+        let mut v: Vec<&InFlight> = w.in_flight.values().collect();
+        v.sort_unstable_by_key(|t| t.order);
+        v.into_iter().map(|t| t.task.id).collect()
+    }
+}
+
+/// The fitting worker with room that has the fewest capabilities, then the fewest tasks in
+/// flight, then the lowest id.
+fn best_worker(
+    workers: &[Option<Worker>],
+    fitting: &[(usize, WorkerId, u32)],
+) -> Option<(WorkerId, u32)> {
+    let mut best: Option<(usize, usize, WorkerId, u32)> = None;
+    for &(ncaps, wid, def) in fitting {
+        if let Some((bc, ..)) = best
+            && ncaps > bc
+        {
+            break;
+        }
+        let Some(Some(w)) = workers.get(wid as usize) else {
+            continue;
+        };
+        let load = w.in_flight.len();
+        if load >= w.window as usize {
+            continue;
+        }
+        if best.is_none_or(|(_, bl, ..)| load < bl) {
+            best = Some((ncaps, load, wid, def));
+        }
+    }
+    best.map(|(_, _, w, d)| (w, d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, mandatory: &[&str], impls: Impls, max_retries: Option<u32>) -> ClassSpec {
+        ClassSpec {
+            name: name.into(),
+            location: "t.xpnet:1:1".into(),
+            mandatory: mandatory.iter().map(|s| s.to_string()).collect(),
+            impls,
+            max_retries,
+        }
+    }
+
+    fn caps(xs: &[&str]) -> Vec<String> {
+        xs.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn task(s: &mut Sched, id: u64, class: u32) -> Pending {
+        Pending {
+            id,
+            class,
+            inputs: vec![Value::Long(id as i64)],
+            eureka: None,
+            retries: 0,
+            seq: s.next_seq(),
+        }
+    }
+
+    fn dispatch(s: &mut Sched) -> Vec<(WorkerId, u64, u32)> {
+        let mut v = Vec::new();
+        s.dispatch(Duration::ZERO, |w, t| v.push((w, t.task.id, t.def)));
+        v
+    }
+
+    #[test]
+    fn pick_honours_requirements_and_preferences() {
+        let s = spec(
+            "t",
+            &["A"],
+            Impls::Alternatives {
+                preferences: caps(&["gpu", "cpu"]),
+                modules: vec![(Some("cpu".into()), 1), (Some("gpu".into()), 2)],
+            },
+            None,
+        );
+        assert_eq!(s.pick(&caps(&["A", "cpu", "gpu"])), Some(2));
+        assert_eq!(s.pick(&caps(&["A", "cpu"])), Some(1));
+        assert_eq!(s.pick(&caps(&["cpu"])), None, "mandatory A is missing");
+        assert_eq!(s.pick(&caps(&["A"])), None, "no target");
+        assert_eq!(
+            s.describe(),
+            "the capabilities `A` and one of the targets `gpu`, `cpu`"
+        );
+        let fallback = spec(
+            "t",
+            &[],
+            Impls::Alternatives {
+                preferences: vec![],
+                modules: vec![(Some("x".into()), 1), (None, 3)],
+            },
+            None,
+        );
+        assert_eq!(fallback.pick(&caps(&["x"])), Some(1));
+        assert_eq!(fallback.pick(&caps(&["y"])), Some(3));
+    }
+
+    #[test]
+    fn least_specialised_then_least_loaded() {
+        let mut s = Sched::new(SchedConfig::fixed(2));
+        let c = s.add_class(spec("t", &[], Impls::One(0), None));
+        s.add_worker(0, "gpu", caps(&["a", "b", "c"]));
+        s.add_worker(1, "plain1", caps(&["a"]));
+        s.add_worker(2, "plain2", caps(&["b"]));
+        for i in 0..5 {
+            let t = task(&mut s, i, c);
+            s.enqueue(t);
+        }
+        let got = dispatch(&mut s);
+        // plain1 and plain2 alternate (least loaded), then the specialised one gets the rest.
+        assert_eq!(
+            got.iter().map(|g| (g.0, g.1)).collect::<Vec<_>>(),
+            vec![(1, 0), (2, 1), (1, 2), (2, 3), (0, 4)]
+        );
+        assert_eq!(s.queued(), 0);
+        assert_eq!(s.running(), 5);
+    }
+
+    #[test]
+    fn oldest_head_first_across_classes() {
+        let mut s = Sched::new(SchedConfig::fixed(1));
+        let a = s.add_class(spec("a", &[], Impls::One(0), None));
+        let b = s.add_class(spec("b", &[], Impls::One(1), None));
+        let t0 = task(&mut s, 0, b);
+        let t1 = task(&mut s, 1, a);
+        s.enqueue(t0);
+        s.enqueue(t1);
+        s.add_worker(0, "w", caps(&[]));
+        assert_eq!(dispatch(&mut s), vec![(0, 0, 1)]);
+        assert!(s.finish(0, 0, Duration::from_millis(1)).is_some());
+        assert_eq!(dispatch(&mut s), vec![(0, 1, 0)]);
+    }
+
+    #[test]
+    fn lost_worker_requeues_in_order_and_counts_one_retry() {
+        let mut s = Sched::new(SchedConfig::fixed(3));
+        let c = s.add_class(spec("t", &[], Impls::One(0), Some(1)));
+        s.add_worker(0, "w0", caps(&[]));
+        for i in 0..4 {
+            let t = task(&mut s, i, c);
+            s.enqueue(t);
+        }
+        assert_eq!(dispatch(&mut s).len(), 3);
+        assert_eq!(s.in_flight(0), vec![0, 1, 2]);
+        let lost = s.remove_worker(0);
+        assert_eq!(lost.requeued, vec![0, 1, 2]);
+        assert_eq!(lost.running, Some(0));
+        assert_eq!(lost.exhausted, None);
+        assert_eq!((s.queued(), s.running()), (4, 0));
+        assert_eq!(s.unplaceable(), Some(c));
+        s.add_worker(1, "w1", caps(&[]));
+        let got = dispatch(&mut s);
+        assert_eq!(
+            got.iter().map(|g| g.1).collect::<Vec<_>>(),
+            vec![0, 1, 2],
+            "requeued tasks go first, in order"
+        );
+        // Task 0 was lost once already; the limit is 1, so a second loss exhausts it.
+        let lost = s.remove_worker(1);
+        assert_eq!(lost.exhausted, Some((0, 2, 1)));
+        assert_eq!(lost.requeued, vec![1, 2]);
+        assert_eq!(s.queued(), 3);
+    }
+
+    #[test]
+    fn eureka_removes_queued_and_marks_running() {
+        let mut s = Sched::new(SchedConfig::fixed(1));
+        let c = s.add_class(spec("t", &[], Impls::One(0), None));
+        s.add_worker(0, "w", caps(&[]));
+        for i in 0..3 {
+            let mut t = task(&mut s, i, c);
+            t.eureka = Some(if i == 2 { "other" } else { "g" }.into());
+            s.enqueue(t);
+        }
+        dispatch(&mut s);
+        let (removed, running) = s.cancel_groups(&["g".to_string()]);
+        assert_eq!(removed, vec![1]);
+        assert_eq!(running, vec![(0, 0)]);
+        assert_eq!(s.queued(), 1);
+        let inf = s.finish(0, 0, Duration::ZERO).expect("in flight");
+        assert!(inf.cancelled);
+        // A cancelled task of a lost worker is discarded, not retried.
+        dispatch(&mut s);
+        assert_eq!(s.cancel_all(), vec![(0, 2)]);
+        let lost = s.remove_worker(0);
+        assert_eq!(lost.discarded, vec![2]);
+        assert!(lost.requeued.is_empty());
+    }
+
+    #[test]
+    fn window_adapts_to_service_time() {
+        let mut s = Sched::new(SchedConfig::default());
+        let c = s.add_class(spec("t", &[], Impls::One(0), None));
+        s.add_worker(0, "w", caps(&[]));
+        let window = |s: &Sched| s.workers()[0].window;
+        assert_eq!(window(&s), 4);
+        // Fast tasks: 10 µs each -> the window grows to the maximum.
+        let mut now = Duration::ZERO;
+        for i in 0..50 {
+            let t = task(&mut s, i, c);
+            s.enqueue(t);
+            s.dispatch(now, |_, _| {});
+            now += Duration::from_micros(10);
+            assert!(s.finish(0, i, now).is_some());
+        }
+        assert_eq!(window(&s), 256);
+        // Slow tasks: one second each -> one at a time.
+        for i in 50..100 {
+            let t = task(&mut s, i, c);
+            s.enqueue(t);
+            s.dispatch(now, |_, _| {});
+            now += Duration::from_secs(1);
+            assert!(s.finish(0, i, now).is_some());
+        }
+        assert_eq!(window(&s), 1);
+    }
+
+    #[test]
+    fn unknown_answers_are_ignored() {
+        let mut s = Sched::new(SchedConfig::default());
+        assert!(s.finish(7, 1, Duration::ZERO).is_none());
+        assert_eq!(s.remove_worker(3), LostTasks::default());
+    }
+}

@@ -1,0 +1,390 @@
+//! The run command: compile (if needed), plan the workers, run the job through the agent,
+//! print the output tokens.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use pnet_bundle::{Body, Bundle};
+use pnet_driver::args::{COMPILER_OPTIONS_HELP, take_compiler_option};
+use pnet_driver::{ColorMode, load_net, parse_put};
+use pnet_stdlib::Value;
+
+use crate::{split_flag, topo, usage_error};
+
+const USAGE: &str = "\
+gspc-run: run a Petri net on workers and print its output tokens
+
+Usage: gspc-run [OPTIONS] NET
+       gspc-run put-token|workflow-response|status|close|cancel --control SOCKET ...  (see
+       `gspc-run put-token --help`)
+
+NET is a bundle written by pnetc (.pnet) or an .xpnet file, compiled on the fly.
+Expression transitions fire inside the agent; module calls run on workers started from the
+topology. A net without module calls runs without starting workers.
+
+Options:
+  -p, --put PORT=VALUE     put a token on input port PORT before the run; VALUE in the
+                           expression language's literal syntax (3L, \"s\", Struct [a := 1], ...);
+                           repeatable, also for several tokens on one port
+      --json               print the result as JSON
+      --seed N             seed of the random choice among enabled transitions (a fixed
+                           default; the same seed repeats a run exactly)
+      --max-firings N      stop with an error after N firings (a guard against runaway nets)
+      --jit MODE           how to run expressions and conditions: auto (default: compile to
+                           native code what pays off once it is hot, interpret the rest), on
+                           (compile everything at load), off (interpret everything); without
+                           this option, the environment variable PNET_JIT, if set
+      --emit jit-stats     print what the JIT compiled and ran to stderr after the run
+
+Workers:
+      --topology DESC      the workers to start, GPI-Space's worker description string, e.g.
+                           \"compute+CPU:2 reduce:1x1\" (default: \"worker:N\", one worker per core)
+      --nodefile FILE      hosts to start workers on, one a line (default: this host)
+      --launcher NAME      local (default), ssh (OpenSSH to each host of the nodefile) or slurm
+                           (srun, inside an allocation)
+      --ssh-option OPT     an option for ssh (repeatable), e.g. --ssh-option=-p2222
+      --listen ADDR        the agent's address (default 127.0.0.1:0, loopback only)
+      --module-path DIR    where workers look for native modules (lib<module>.so) and command
+                           modules (<module>.<function> or <module>); repeatable, searched in
+                           order, then the net's folder, then gspc-worker's folder, then
+                           $PNET_MODULE_PATH
+      --max-retries N      re-run a task whose worker died at most N times (default: the
+                           net's fhg.drts.schedule.maximum_number_of_retries, else unlimited)
+      --dry-run            print which workers would start where, and exit
+
+Seeing and controlling the run:
+      --control SOCKET     accept clients on this Unix socket (`gspc-run put-token ...`); the
+                           job then also waits for tokens while nothing else can happen
+      --trace FILE         write a Chrome trace-event JSON (open it in Perfetto or
+                           chrome://tracing: one lane per worker, one slice per task)
+      --log FILE           write the worker event log (joins, losses, retries) to FILE
+  -v, --verbose            print worker events on stderr
+      --progress           show a progress line on stderr (default when stderr is a terminal)
+      --no-progress        do not
+  -V, --version            print the version
+  -h, --help               print this help
+
+Output: one line `PORT = VALUE` per output token, ports in alphabetical order, the tokens of
+a port in the value order of the language.
+";
+
+struct Args {
+    net: Option<String>,
+    puts: Vec<(String, Value)>,
+    json: bool,
+    config: pnet_vm::RunConfig,
+    compile: pnet_sema::Options,
+    jit: pnet_jit::JitMode,
+    jit_stats: bool,
+    topology: Option<String>,
+    nodefile: Option<PathBuf>,
+    launcher: String,
+    ssh_options: Vec<String>,
+    listen: Option<String>,
+    module_path: Vec<PathBuf>,
+    max_retries: Option<u32>,
+    dry_run: bool,
+    control: Option<PathBuf>,
+    trace: Option<PathBuf>,
+    log: Option<PathBuf>,
+    verbose: bool,
+    progress: Option<bool>,
+}
+
+fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
+    let mut a = Args {
+        net: None,
+        puts: Vec::new(),
+        json: false,
+        config: pnet_vm::RunConfig::default(),
+        compile: pnet_sema::Options::default(),
+        jit: match std::env::var("PNET_JIT") {
+            Ok(v) => pnet_jit::JitMode::parse(&v).ok_or_else(|| {
+                usage_error(&format!("PNET_JIT: '{v}' is not one of auto, on, off"))
+            })?,
+            Err(_) => pnet_jit::JitMode::Auto,
+        },
+        jit_stats: false,
+        topology: None,
+        nodefile: None,
+        launcher: "local".into(),
+        ssh_options: Vec::new(),
+        listen: None,
+        module_path: Vec::new(),
+        max_retries: None,
+        dry_run: false,
+        control: None,
+        trace: None,
+        log: None,
+        verbose: false,
+        progress: None,
+    };
+    let mut i = 0;
+    while i < argv.len() {
+        match take_compiler_option(argv, i, &mut a.compile) {
+            Err(msg) => return Err(usage_error(&msg)),
+            Ok(n) if n > 0 => {
+                i += n;
+                continue;
+            }
+            Ok(_) => {}
+        }
+        let arg = argv[i].as_str();
+        let (flag, inline_value) = split_flag(arg);
+        let take_value = |i: &mut usize| -> Result<String, ExitCode> {
+            if let Some(v) = &inline_value {
+                return Ok(v.clone());
+            }
+            *i += 1;
+            argv.get(*i)
+                .cloned()
+                .ok_or_else(|| usage_error(&format!("{flag} needs a value")))
+        };
+        let number = |v: &str| -> Result<u64, ExitCode> {
+            v.parse()
+                .map_err(|_| usage_error(&format!("{flag}: '{v}' is not a number")))
+        };
+        match flag {
+            "-h" | "--help" => {
+                println!("{USAGE}\n{COMPILER_OPTIONS_HELP}");
+                return Err(ExitCode::SUCCESS);
+            }
+            "-V" | "--version" => {
+                println!("gspc-run {}", env!("CARGO_PKG_VERSION"));
+                return Err(ExitCode::SUCCESS);
+            }
+            "-p" | "--put" => {
+                let v = take_value(&mut i)?;
+                a.puts.push(parse_put(&v).map_err(|m| usage_error(&m))?);
+            }
+            "--json" => a.json = true,
+            "--seed" => a.config.seed = number(&take_value(&mut i)?)?,
+            "--max-firings" => a.config.max_firings = Some(number(&take_value(&mut i)?)?),
+            "--jit" => {
+                let v = take_value(&mut i)?;
+                a.jit = pnet_jit::JitMode::parse(&v).ok_or_else(|| {
+                    usage_error(&format!("--jit: '{v}' is not one of auto, on, off"))
+                })?;
+            }
+            "--emit" => {
+                let v = take_value(&mut i)?;
+                if v != "jit-stats" {
+                    return Err(usage_error(&format!("--emit: '{v}' is not jit-stats")));
+                }
+                a.jit_stats = true;
+            }
+            "--topology" => a.topology = Some(take_value(&mut i)?),
+            "--nodefile" => a.nodefile = Some(PathBuf::from(take_value(&mut i)?)),
+            "--launcher" => a.launcher = take_value(&mut i)?,
+            "--ssh-option" => a.ssh_options.push(take_value(&mut i)?),
+            "--listen" => a.listen = Some(take_value(&mut i)?),
+            "--module-path" => a.module_path.push(PathBuf::from(take_value(&mut i)?)),
+            "--max-retries" => {
+                let n = number(&take_value(&mut i)?)?;
+                a.max_retries = Some(u32::try_from(n).unwrap_or(u32::MAX));
+            }
+            "--dry-run" => a.dry_run = true,
+            "--control" => a.control = Some(PathBuf::from(take_value(&mut i)?)),
+            "--trace" => a.trace = Some(PathBuf::from(take_value(&mut i)?)),
+            "--log" => a.log = Some(PathBuf::from(take_value(&mut i)?)),
+            "-v" | "--verbose" => a.verbose = true,
+            "--progress" => a.progress = Some(true),
+            "--no-progress" => a.progress = Some(false),
+            _ if arg.starts_with("-p") && arg.len() > 2 => {
+                a.puts
+                    .push(parse_put(&arg[2..]).map_err(|m| usage_error(&m))?);
+            }
+            _ if arg.starts_with('-') => {
+                return Err(usage_error(&format!("unknown option '{arg}'")));
+            }
+            _ => {
+                if a.net.is_some() {
+                    return Err(usage_error(&format!("more than one net ('{arg}')")));
+                }
+                a.net = Some(arg.to_string());
+            }
+        }
+        i += 1;
+    }
+    if a.net.is_none() && !a.dry_run {
+        return Err(usage_error("no net given"));
+    }
+    Ok(a)
+}
+
+fn load(net: &str, compile: &pnet_sema::Options) -> Result<Bundle, ExitCode> {
+    let path = Path::new(net);
+    let loaded = std::fs::read(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))
+        .and_then(|bytes| load_net(path, &bytes, compile, ColorMode::Auto));
+    loaded.map(|(bundle, _)| bundle).map_err(|msg| {
+        eprintln!("gspc-run: {msg}");
+        ExitCode::from(1)
+    })
+}
+
+fn has_module_calls(bundle: &Bundle) -> bool {
+    bundle
+        .functions
+        .iter()
+        .any(|f| matches!(f.body, Body::Module(_) | Body::Modules { .. }))
+}
+
+/// `gspc-worker` next to this executable, unless `GSPC_WORKER` names another.
+fn worker_program() -> PathBuf {
+    if let Some(p) = std::env::var_os("GSPC_WORKER") {
+        return PathBuf::from(p);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join("gspc-worker")))
+        .unwrap_or_else(|| PathBuf::from("gspc-worker"))
+}
+
+pub fn main(argv: &[String]) -> ExitCode {
+    let args = match parse_args(argv) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let plan = match topo::plan(
+        args.topology.as_deref(),
+        args.nodefile.as_deref(),
+        &args.launcher,
+    ) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    if args.dry_run {
+        print!("{plan}");
+        if let Some(net) = &args.net {
+            return match load(net, &args.compile) {
+                Ok(b) if !has_module_calls(&b) => {
+                    println!("(the net has no module calls: it would run without workers)");
+                    ExitCode::SUCCESS
+                }
+                Ok(_) => ExitCode::SUCCESS,
+                Err(code) => code,
+            };
+        }
+        return ExitCode::SUCCESS;
+    }
+    let launcher = match topo::launcher(&args.launcher, &args.ssh_options) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let listen = match args.listen.as_deref().unwrap_or("127.0.0.1:0").parse() {
+        Ok(a) => a,
+        Err(_) => {
+            return usage_error(&format!(
+                "--listen: '{}' is not an address like 127.0.0.1:0",
+                args.listen.as_deref().unwrap_or_default()
+            ));
+        }
+    };
+    let net = args.net.clone().unwrap_or_default();
+    let bundle = match load(&net, &args.compile) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
+    // Group the puts by port, keeping their order.
+    let mut inputs: Vec<(String, Vec<Value>)> = Vec::new();
+    for (port, v) in &args.puts {
+        match inputs.iter_mut().find(|(p, _)| p == port) {
+            Some((_, vs)) => vs.push(v.clone()),
+            None => inputs.push((port.clone(), vec![v.clone()])),
+        }
+    }
+    let jit = std::sync::Arc::new(pnet_jit::JitFactory::new(args.jit));
+    let mut run = args.config.clone();
+    if args.jit != pnet_jit::JitMode::Off {
+        run.runner = Some(jit.clone());
+    }
+    let mut module_path = args.module_path.clone();
+    if let Some(dir) = Path::new(&net).parent() {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        module_path.push(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()));
+    }
+    // Last: the folder of gspc-worker, where cargo also puts the example native modules.
+    let worker = worker_program();
+    if let Some(dir) = worker.parent().filter(|d| !d.as_os_str().is_empty()) {
+        module_path.push(dir.to_path_buf());
+    }
+    let config = pnet_agent::AgentConfig {
+        run,
+        plan,
+        launcher,
+        worker_program: worker,
+        module_path,
+        listen,
+        trace: args.trace.clone(),
+        log: args.log.clone(),
+        verbose: args.verbose,
+        progress: args
+            .progress
+            .unwrap_or_else(|| std::io::stderr().is_terminal()),
+        control: args.control.clone(),
+        max_retries: args.max_retries,
+        start_workers: pnet_agent::StartWorkers::IfModules,
+    };
+    let result = pnet_agent::run_job(&bundle, &inputs, &config);
+    if args.jit_stats {
+        let mut stats = jit.stats();
+        stats.mode = Some(args.jit);
+        eprint!("{stats}");
+    }
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("gspc-run: error: {e}");
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1));
+        }
+    };
+    print_result(result, args.json)
+}
+
+fn print_result(result: pnet_vm::RunResult, json: bool) -> ExitCode {
+    let mut outputs: Vec<(String, Vec<Value>)> = result.outputs;
+    outputs.sort_by(|a, b| a.0.cmp(&b.0));
+    for (_, tokens) in &mut outputs {
+        tokens.sort();
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let written = if json {
+        let ports: serde_json::Map<String, serde_json::Value> = outputs
+            .iter()
+            .map(|(p, ts)| {
+                (
+                    p.clone(),
+                    ts.iter()
+                        .map(|t| serde_json::Value::String(t.to_string()))
+                        .collect(),
+                )
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "outputs": ports,
+            "firings": result.stats.firings,
+            "tasks": result.stats.tasks,
+        });
+        writeln!(out, "{doc}")
+    } else {
+        outputs
+            .iter()
+            .flat_map(|(p, ts)| ts.iter().map(move |t| (p, t)))
+            .try_for_each(|(p, t)| writeln!(out, "{p} = {t}"))
+    };
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gspc-run: cannot write the result: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

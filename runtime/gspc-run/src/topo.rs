@@ -1,0 +1,109 @@
+//! The worker plan from `--topology` and `--nodefile`, with their diagnostics rendered like
+//! the compiler's (codespan-reporting), and the launcher from `--launcher`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use pnet_driver::ColorMode;
+use pnet_driver::render::render_diagnostics;
+use pnet_launch::Launcher;
+use pnet_sema::LoadedFile;
+use pnet_syntax::{FileId, Span};
+use pnet_topology::{Plan, Severity};
+
+use crate::usage_error;
+
+/// Renders topology or nodefile diagnostics against their text, named `origin`.
+fn render(origin: &str, text: &str, diagnostics: &[pnet_topology::Diagnostic]) {
+    let file = LoadedFile {
+        id: FileId(0),
+        path: PathBuf::from(origin),
+        text: Arc::from(text),
+    };
+    let converted: Vec<pnet_syntax::Diagnostic> = diagnostics
+        .iter()
+        .map(|d| {
+            let span = Span {
+                file: FileId(0),
+                start: d.span.start as u32,
+                end: d.span.end as u32,
+            };
+            let mut c = match d.severity {
+                Severity::Error => pnet_syntax::Diagnostic::error(d.code, d.message.clone()),
+                Severity::Warning => pnet_syntax::Diagnostic::warning(d.code, d.message.clone()),
+            }
+            .with_primary(span, "");
+            for n in &d.notes {
+                c = c.with_note(n.clone());
+            }
+            c
+        })
+        .collect();
+    render_diagnostics(&[file], &converted, ColorMode::Auto);
+}
+
+/// Parses the topology (default: one worker per core) and the nodefile (default: this
+/// host), checks them, and expands them into a plan. Errors are usage errors (exit code 2).
+pub fn plan(
+    topology: Option<&str>,
+    nodefile: Option<&Path>,
+    launcher: &str,
+) -> Result<Plan, ExitCode> {
+    let (topo, text) = match topology {
+        Some(t) => {
+            let (topo, diags) = pnet_topology::parse_topology(t);
+            if !diags.is_empty() {
+                render("--topology", t, &diags);
+            }
+            if pnet_topology::has_errors(&diags) {
+                return Err(usage_error("the topology has errors"));
+            }
+            (topo, t.to_string())
+        }
+        None => {
+            let topo = pnet_topology::default_topology(pnet_topology::hwloc::core_count());
+            let text = topo.to_string();
+            (topo, text)
+        }
+    };
+    let hosts = match nodefile {
+        Some(path) => {
+            let content = std::fs::read_to_string(path).map_err(|e| {
+                usage_error(&format!("cannot read the nodefile {}: {e}", path.display()))
+            })?;
+            let (hosts, diags) = pnet_topology::parse_nodefile(&content);
+            let origin = path.display().to_string();
+            if !diags.is_empty() {
+                render(&origin, &content, &diags);
+            }
+            if pnet_topology::has_errors(&diags) {
+                return Err(usage_error("the nodefile has errors"));
+            }
+            hosts
+        }
+        None => vec![pnet_topology::local_hostname()],
+    };
+    let mut checks = pnet_topology::check_worker_count(&topo, hosts.len());
+    if launcher == "local" {
+        checks.extend(pnet_topology::check_local_sockets(&topo));
+    }
+    if !checks.is_empty() {
+        render("--topology", &text, &checks);
+    }
+    if pnet_topology::has_errors(&checks) {
+        return Err(usage_error("the topology does not fit"));
+    }
+    Ok(pnet_topology::plan(&topo, &hosts))
+}
+
+/// The launcher named by `--launcher`, with the `--ssh-option`s.
+pub fn launcher(name: &str, ssh_options: &[String]) -> Result<Launcher, ExitCode> {
+    let mut l = Launcher::parse(name).map_err(|e| usage_error(&format!("--launcher: {e}")))?;
+    if let Launcher::Ssh(opts) = &mut l {
+        opts.args.extend(ssh_options.iter().cloned());
+    } else if !ssh_options.is_empty() {
+        return Err(usage_error("--ssh-option needs --launcher ssh"));
+    }
+    Ok(l)
+}

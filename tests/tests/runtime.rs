@@ -1,0 +1,426 @@
+//! End-to-end runs of the distributed runtime with real processes on loopback: `gspc-run`
+//! (the agent) starts `gspc-worker`s from a topology; module calls run on them as command
+//! modules (shell scripts the tests write) or native modules (the example libraries).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use pnet_tests::bin;
+
+/// A fresh temporary folder for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pnet-rt-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+}
+
+/// Writes an executable shell script (a command module).
+fn script(path: &Path, body: &str) {
+    write(path, &format!("#!/bin/sh\n{body}\n"));
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn gspc_run(args: &[&str]) -> Output {
+    Command::new(bin("gspc-run"))
+        .args(args)
+        .env_remove("PNET_MODULE_PATH")
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A net with `n` tokens 0..n on place `i`; each fires transition `call` whose module is
+/// `module.function` with in port `x` (long) and out ports `y` (long) and `w` (string), plus
+/// the `require`s given; results collect on out ports `y` and `w`.
+fn fan_net(name: &str, module: &str, function: &str, requires: &[&str], n: usize) -> String {
+    let tokens: String = (0..n)
+        .map(|k| format!("<token><value>{k}L</value></token>"))
+        .collect();
+    let reqs: String = requires
+        .iter()
+        .map(|r| format!("<require key=\"{r}\" mandatory=\"true\"/>"))
+        .collect();
+    format!(
+        r#"<defun name="{name}">
+  <out name="y" type="long" place="y"/>
+  <out name="w" type="string" place="w"/>
+  <net>
+    <place name="i" type="long">{tokens}</place>
+    <place name="y" type="long"/>
+    <place name="w" type="string"/>
+    <transition name="call">
+      <defun>
+        {reqs}
+        <in name="x" type="long"/>
+        <out name="y" type="long"/>
+        <out name="w" type="string"/>
+        <module name="{module}" function="{function} (x, y, w)"/>
+      </defun>
+      <connect-in port="x" place="i"/>
+      <connect-out port="y" place="y"/>
+      <connect-out port="w" place="w"/>
+    </transition>
+  </net>
+</defun>
+"#
+    )
+}
+
+/// Output lines `PORT = VALUE` of a port.
+fn port_values(out: &str, port: &str) -> Vec<String> {
+    let prefix = format!("{port} = ");
+    out.lines()
+        .filter_map(|l| l.strip_prefix(&prefix).map(str::to_string))
+        .collect()
+}
+
+/// The command module used by most tests: y = x + 1, w = the worker's name.
+const WHERE: &str = r#"read -r input
+x=$(printf '%s' "$input" | sed 's/.*"x": *\(-*[0-9]*\).*/\1/')
+printf '{"y": %s, "w": "%s"}\n' "$((x + 1))" "$PNET_WORKER""#;
+
+#[test]
+fn tasks_land_on_workers_with_the_required_capabilities() {
+    let dir = scratch("caps");
+    script(&dir.join("where"), WHERE);
+    // Three kinds of calls: needing `gpu`, needing `big`, needing both.
+    let net = r#"<defun name="caps">
+  <out name="g" type="string" place="g"/>
+  <out name="b" type="string" place="b"/>
+  <out name="gb" type="string" place="gb"/>
+  <net>
+    <place name="i" type="long"><token><value>1L</value></token><token><value>2L</value></token><token><value>3L</value></token><token><value>4L</value></token></place>
+    <place name="j" type="long"><token><value>1L</value></token><token><value>2L</value></token><token><value>3L</value></token><token><value>4L</value></token></place>
+    <place name="k" type="long"><token><value>1L</value></token><token><value>2L</value></token></place>
+    <place name="g" type="string"/>
+    <place name="b" type="string"/>
+    <place name="gb" type="string"/>
+    <place name="sink" type="long"/>
+    <transition name="on_gpu">
+      <defun><require key="gpu" mandatory="true"/>
+        <in name="x" type="long"/><out name="y" type="long"/><out name="w" type="string"/>
+        <module name="where" function="f (x, y, w)"/></defun>
+      <connect-in port="x" place="i"/><connect-out port="y" place="sink"/><connect-out port="w" place="g"/>
+    </transition>
+    <transition name="on_big">
+      <defun><require key="big" mandatory="true"/>
+        <in name="x" type="long"/><out name="y" type="long"/><out name="w" type="string"/>
+        <module name="where" function="f (x, y, w)"/></defun>
+      <connect-in port="x" place="j"/><connect-out port="y" place="sink"/><connect-out port="w" place="b"/>
+    </transition>
+    <transition name="on_both">
+      <defun><require key="gpu" mandatory="true"/><require key="big" mandatory="true"/>
+        <in name="x" type="long"/><out name="y" type="long"/><out name="w" type="string"/>
+        <module name="where" function="f (x, y, w)"/></defun>
+      <connect-in port="x" place="k"/><connect-out port="y" place="sink"/><connect-out port="w" place="gb"/>
+    </transition>
+  </net>
+</defun>
+"#;
+    let path = dir.join("caps.xpnet");
+    write(&path, net);
+    let o = gspc_run(&[
+        path.to_str().unwrap(),
+        "--topology",
+        "gpu:1 big:1 fat+gpu+big:1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let (g, b, gb) = (
+        port_values(&out, "g"),
+        port_values(&out, "b"),
+        port_values(&out, "gb"),
+    );
+    assert_eq!((g.len(), b.len(), gb.len()), (4, 4, 2), "{out}");
+    // Worker names start with their class (the first capability).
+    for w in &g {
+        assert!(w.starts_with("\"gpu") || w.starts_with("\"fat"), "{w}");
+    }
+    for w in &b {
+        assert!(w.starts_with("\"big") || w.starts_with("\"fat"), "{w}");
+    }
+    for w in &gb {
+        assert!(w.starts_with("\"fat"), "{w}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_task_no_worker_can_run_fails_the_job_clearly() {
+    let dir = scratch("nofit");
+    script(&dir.join("where"), WHERE);
+    let path = dir.join("nofit.xpnet");
+    write(&path, &fan_net("nofit", "where", "f", &["quantum"], 1));
+    let o = gspc_run(&[path.to_str().unwrap(), "--topology", "cpu:1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("quantum"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_worker_killed_mid_task_has_its_task_rerun() {
+    let dir = scratch("kill");
+    let pids = dir.join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
+    // Each task records its worker's pid, then works for a while.
+    script(
+        &dir.join("slow"),
+        &format!(
+            "read -r input\nx=$(printf '%s' \"$input\" | sed 's/.*\"x\": *\\(-*[0-9]*\\).*/\\1/')\n\
+             echo $PNET_WORKER_PID > {}/task-$PNET_TASK\nsleep 1\n\
+             printf '{{\"y\": %s, \"w\": \"%s\"}}\\n' \"$((x + 1))\" \"$PNET_WORKER\"",
+            pids.display()
+        ),
+    );
+    let path = dir.join("kill.xpnet");
+    write(&path, &fan_net("kill", "slow", "f", &[], 6));
+    let log = dir.join("events.log");
+    let child = Command::new(bin("gspc-run"))
+        .arg(&path)
+        .args(["--topology", "w:3", "--log"])
+        .arg(&log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill the worker of the first task that starts, with SIGKILL.
+    let start = Instant::now();
+    let victim = loop {
+        let found = std::fs::read_dir(&pids)
+            .unwrap()
+            .filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok())
+            .find_map(|s| s.trim().parse::<i32>().ok());
+        if let Some(pid) = found {
+            break pid;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "no task started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let killed = Command::new("kill")
+        .args(["-KILL", &victim.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let mut ys: Vec<i64> = port_values(&out, "y")
+        .iter()
+        .map(|v| v.trim_end_matches('L').parse().unwrap())
+        .collect();
+    ys.sort();
+    // Every task's result exactly once: no token lost, none doubled.
+    assert_eq!(ys, vec![1, 2, 3, 4, 5, 6], "{out}");
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        log.contains("lost"),
+        "the event log names the lost worker:\n{log}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failing_module_fails_the_job_with_its_message_and_location() {
+    let dir = scratch("fail");
+    script(
+        &dir.join("broken"),
+        "read -r input\necho 'disk quota exceeded' >&2\nexit 3",
+    );
+    let path = dir.join("fail.xpnet");
+    write(&path, &fan_net("fail", "broken", "f", &[], 3));
+    let o = gspc_run(&[path.to_str().unwrap(), "--topology", "w:2"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("disk quota exceeded"), "{err}");
+    assert!(
+        err.contains("fail.xpnet:"),
+        "names the source location: {err}"
+    );
+    assert!(err.contains("call"), "names the transition: {err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_worker_with_a_wrong_secret_is_refused() {
+    let dir = scratch("secret");
+    // A job that waits for a put_token, so the agent is up while the intruder knocks.
+    let net = r#"<defun name="waits">
+  <properties name="drts"><property key="wait_for_output" value="true"/></properties>
+  <out name="out" type="long" place="out"/>
+  <net>
+    <place name="in" type="long" put_token="true"/>
+    <place name="out" type="long"/>
+    <place name="names" type="string"/>
+    <transition name="call">
+      <defun><in name="x" type="long"/><out name="y" type="long"/><out name="w" type="string"/>
+        <module name="where" function="f (x, y, w)"/></defun>
+      <connect-in port="x" place="in"/><connect-out port="y" place="out"/>
+      <connect-out port="w" place="names"/>
+    </transition>
+  </net>
+</defun>
+"#;
+    script(&dir.join("where"), WHERE);
+    let path = dir.join("waits.xpnet");
+    write(&path, net);
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let socket = dir.join("control.sock");
+    let listen = format!("127.0.0.1:{port}");
+    let child = Command::new(bin("gspc-run"))
+        .arg(&path)
+        .args(["--topology", "w:1", "--listen", &listen, "--control"])
+        .arg(&socket)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !socket.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no control socket"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let intruder = Command::new(bin("gspc-worker"))
+        .args(["--agent", &listen, "--name", "intruder"])
+        .env("GSPC_SECRET", "00".repeat(32))
+        .output()
+        .unwrap();
+    assert_eq!(intruder.status.code(), Some(3), "{}", stderr(&intruder));
+    assert!(
+        stderr(&intruder).to_lowercase().contains("secret"),
+        "{}",
+        stderr(&intruder)
+    );
+    // The job goes on undisturbed.
+    let put = Command::new(bin("gspc-run"))
+        .args(["put-token", "--control"])
+        .arg(&socket)
+        .arg("in=41L")
+        .output()
+        .unwrap();
+    assert!(put.status.success(), "{}", stderr(&put));
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).trim(), "out = 42L");
+    assert!(!socket.exists(), "the control socket is removed at the end");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_trace_has_one_lane_per_worker_and_one_slice_per_task() {
+    let dir = scratch("trace");
+    script(&dir.join("where"), WHERE);
+    let path = dir.join("trace.xpnet");
+    write(&path, &fan_net("trace", "where", "f", &[], 8));
+    let trace = dir.join("run.json");
+    let o = gspc_run(&[
+        path.to_str().unwrap(),
+        "--topology",
+        "w:2",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().expect("traceEvents");
+    let slices: Vec<_> = events.iter().filter(|e| e["ph"] == "X").collect();
+    assert_eq!(slices.len(), 8);
+    assert!(slices.iter().all(|e| e["name"] == "call"));
+    let lanes: std::collections::BTreeSet<String> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(lanes.len(), 2, "{lanes:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dry_run_prints_the_plan() {
+    let dir = scratch("dry");
+    let nodes = dir.join("nodes");
+    write(&nodes, "alpha\nbeta\n");
+    let o = gspc_run(&[
+        "--dry-run",
+        "--topology",
+        "compute+CPU:2 reduce:1x1",
+        "--nodefile",
+        nodes.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines_with = |host: &str, class: &str| {
+        out.lines()
+            .filter(|l| l.contains(host) && l.contains(class))
+            .count()
+    };
+    assert_eq!(lines_with("alpha", "compute"), 2, "{out}");
+    assert_eq!(lines_with("beta", "compute"), 2, "{out}");
+    assert_eq!(
+        lines_with("reduce", "alpha") + lines_with("reduce", "beta"),
+        1,
+        "{out}"
+    );
+    // A malformed topology is a diagnostic with a code and a column.
+    let o = gspc_run(&["--dry-run", "--topology", "compute:x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("topology"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn native_modules_run_from_the_module_path() {
+    let dir = scratch("native");
+    // The example native module `arith` (examples/modules/arith): square (n) -> r.
+    let net = r#"<defun name="squares">
+  <out name="r" type="long" place="r"/>
+  <net>
+    <place name="n" type="long"><token><value>3L</value></token><token><value>-4L</value></token></place>
+    <place name="r" type="long"/>
+    <transition name="square">
+      <defun><in name="n" type="long"/><out name="r" type="long"/>
+        <module name="arith" function="square (n, r)"/></defun>
+      <connect-in port="n" place="n"/><connect-out port="r" place="r"/>
+    </transition>
+  </net>
+</defun>
+"#;
+    let path = dir.join("squares.xpnet");
+    write(&path, net);
+    let libdir = bin("gspc-run").parent().unwrap().to_path_buf();
+    assert!(
+        libdir.join("libarith.so").exists(),
+        "the example module libarith.so is built by `cargo test --workspace`"
+    );
+    let o = gspc_run(&[
+        path.to_str().unwrap(),
+        "--topology",
+        "w:2",
+        "--module-path",
+        libdir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "r = 9L\nr = 16L\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}
