@@ -424,3 +424,54 @@ fn native_modules_run_from_the_module_path() {
     assert_eq!(stdout(&o), "r = 9L\nr = 16L\n");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_readme_main_job_gives_the_same_result_on_any_topology() {
+    // The README's main job: examples/pi/pi.xpnet with the native module libpi.so.
+    let root = pnet_tests::workspace_root();
+    let net = root.join("examples/pi/pi.xpnet");
+    let libdir = bin("gspc-run").parent().unwrap().to_path_buf();
+    assert!(
+        libdir.join("libpi.so").exists(),
+        "the example module libpi.so is built by `cargo test --workspace`"
+    );
+    for topology in [None, Some("worker:1"), Some("a:2 b+c:1")] {
+        let mut args = vec![
+            net.to_str().unwrap(),
+            "-p",
+            "chunks=6L",
+            "-p",
+            "samples=20000L",
+        ];
+        if let Some(t) = topology {
+            args.extend(["--topology", t]);
+        }
+        let o = gspc_run(&args);
+        assert!(o.status.success(), "{topology:?}: {}", stderr(&o));
+        let out = stdout(&o);
+        let hits: i64 = port_values(&out, "hits")[0]
+            .trim_end_matches('L')
+            .parse()
+            .unwrap();
+        let pi: f64 = port_values(&out, "pi")[0].parse().unwrap();
+        assert!((pi - 3.14).abs() < 0.05, "{out}");
+        assert_eq!(pi, 4.0 * hits as f64 / 120_000.0);
+        // The same hits whatever the topology: each chunk seeds its own generator.
+        let again = gspc_run(&args);
+        assert_eq!(stdout(&again), out, "{topology:?}");
+    }
+    // And the README's own figures.
+    let o = gspc_run(&[
+        net.to_str().unwrap(),
+        "-p",
+        "chunks=16L",
+        "-p",
+        "samples=1000000L",
+    ]);
+    assert_eq!(
+        stdout(&o),
+        "hits = 12565778L\npi = 3.1414445\n",
+        "{}",
+        stderr(&o)
+    );
+}
