@@ -475,3 +475,50 @@ fn the_readme_main_job_gives_the_same_result_on_any_topology() {
         stderr(&o)
     );
 }
+
+#[test]
+fn workers_started_through_ssh_run_the_job() {
+    // A real sshd on 127.0.0.1 with throw-away keys; the nodefile names 127.0.0.1 twice
+    // over two descriptions, so every worker is started by ssh.
+    let sshd = pnet_launch::testing::Sshd::start("gspc-run");
+    let dir = scratch("ssh");
+    script(&dir.join("where"), WHERE);
+    let path = dir.join("ssh.xpnet");
+    write(&path, &fan_net("ssh", "where", "f", &[], 5));
+    let nodes = dir.join("nodes");
+    write(&nodes, "127.0.0.1\n");
+    let log = dir.join("events.log");
+    let mut args: Vec<String> = vec![
+        path.display().to_string(),
+        "--topology".into(),
+        "w:2".into(),
+        "--nodefile".into(),
+        nodes.display().to_string(),
+        "--launcher".into(),
+        "ssh".into(),
+        "--log".into(),
+        log.display().to_string(),
+    ];
+    args.extend(
+        sshd.ssh_args()
+            .into_iter()
+            .map(|a| format!("--ssh-option={a}")),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = gspc_run(&args);
+    assert!(o.status.success(), "{}\nsshd: {}", stderr(&o), sshd.log());
+    let out = stdout(&o);
+    let mut ys: Vec<String> = port_values(&out, "y");
+    ys.sort();
+    assert_eq!(ys, ["1L", "2L", "3L", "4L", "5L"], "{out}");
+    let workers: std::collections::BTreeSet<String> = port_values(&out, "w").into_iter().collect();
+    assert!(
+        workers.iter().all(|w| w.contains("127.0.0.1")),
+        "{workers:?}"
+    );
+    let log = std::fs::read_to_string(&log).unwrap();
+    // Both were started by ssh; the short job may end before the second one joins.
+    assert_eq!(log.matches("(ssh, pid").count(), 2, "{log}");
+    assert!(log.contains("joined"), "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

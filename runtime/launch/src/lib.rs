@@ -644,5 +644,7 @@ pub fn stop_all(workers: &mut [Launched], grace: Duration) -> Vec<(String, Strin
         .collect()
 }
 
+pub mod testing;
+
 #[cfg(test)]
 mod tests;
