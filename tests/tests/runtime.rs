@@ -522,3 +522,68 @@ fn workers_started_through_ssh_run_the_job() {
     assert!(log.contains("joined"), "{log}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn eureka_interrupts_running_tasks_of_its_group() {
+    // GPI-Space's own eureka test net; its C++ module `we_test_eureka.loop` (which loops
+    // until cancelled) is replaced by a command module that records its start and sleeps.
+    let dir = scratch("eureka");
+    let started = dir.join("started");
+    std::fs::create_dir_all(&started).unwrap();
+    script(
+        &dir.join("we_test_eureka.loop"),
+        &format!(
+            "cat > /dev/null\ntouch {}/$PNET_TASK\nexec sleep 1000",
+            started.display()
+        ),
+    );
+    let net = pnet_tests::gpispace().join("test/we/eureka/xpnet/pending_tasks_are_removed.xpnet");
+    let socket = dir.join("control.sock");
+    let child = Command::new(bin("gspc-run"))
+        .arg(&net)
+        .args(["--topology", "w:2", "--module-path"])
+        .arg(&dir)
+        .args(["-p", "register_host=\"localhost\"", "-p", "register_port=0"])
+        .arg("--control")
+        .arg(&socket)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let put = |token: &str| {
+        let o = Command::new(bin("gspc-run"))
+            .args(["put-token", "--wait-for-socket=20", "--control"])
+            .arg(&socket)
+            .arg(token)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{token}: {}", stderr(&o));
+    };
+    put("eureka_group=\"g\"");
+    for t in ["\"a\"", "\"b\"", "\"c\""] {
+        put(&format!("task={t}"));
+    }
+    // Two run (two workers), one waits in the queue.
+    let start = Instant::now();
+    while std::fs::read_dir(&started).unwrap().count() < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "tasks did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    put("eureka=7");
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "result = 7\n");
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "the running tasks were interrupted, not waited for"
+    );
+    assert_eq!(
+        std::fs::read_dir(&started).unwrap().count(),
+        2,
+        "the queued task was removed, never started"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
