@@ -50,6 +50,19 @@ fn main() {
         "{errs:?}"
     );
     assert!(errs.iter().skip(1).step_by(2).all(|&e| e == errors0));
+    let fast_edits = a.fast_edits;
+    // the same edits without the fast path (salsa re-use only), for comparison
+    a.fast_path = false;
+    let mut full_times = Vec::new();
+    for r in 0..rounds.min(10) {
+        let t = if r % 2 == 0 { &broken } else { &text };
+        let t1 = Instant::now();
+        a.change(path.clone(), t, (rounds + r) as i32 + 1);
+        let d = a.diagnostics();
+        full_times.push(t1.elapsed());
+        let e = d.values().flatten().filter(|d| d.is_error()).count();
+        assert_eq!(e, errors0 + usize::from(r % 2 == 0));
+    }
     println!(
         "transitions: {n}, file: {} bytes, errors before edit: {errors0}",
         text.len()
@@ -60,5 +73,11 @@ fn main() {
         median(times.clone()).as_secs_f64() * 1e3,
         times.iter().min().unwrap().as_secs_f64() * 1e3,
         times.iter().max().unwrap().as_secs_f64() * 1e3,
+    );
+    println!("edits that took the fast path: {fast_edits} of {rounds}");
+    println!(
+        "without the fast path (full re-analysis with salsa re-use): median {:.2} ms ({} edits)",
+        median(full_times.clone()).as_secs_f64() * 1e3,
+        full_times.len()
     );
 }

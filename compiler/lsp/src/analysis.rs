@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use pnet_sema::db::{self, Database, Workspace};
 use pnet_sema::facts::Facts;
+use pnet_sema::recheck::Incremental;
 use pnet_sema::{Options, WarningConfig};
 use pnet_syntax::{Diagnostic, FileId};
 
@@ -26,6 +27,14 @@ pub struct Analysis {
     pub options: Options,
     pub docs: BTreeMap<PathBuf, Doc>,
     roots: HashMap<PathBuf, Workspace>,
+    /// Documents edited through the fast path since the last full analysis: their raw
+    /// diagnostics, kept up to date by [`Incremental::edit`]. The salsa inputs still hold
+    /// the text of the last full analysis; [`Analysis::sync`] brings them up to date.
+    fast: HashMap<PathBuf, Incremental>,
+    /// Whether edits may take the fast path (on by default).
+    pub fast_path: bool,
+    /// How many edits took the fast path (for tests and logs).
+    pub fast_edits: u64,
 }
 
 /// A diagnostic located in one file.
@@ -55,6 +64,9 @@ impl Analysis {
             options,
             docs: BTreeMap::new(),
             roots: HashMap::new(),
+            fast: HashMap::new(),
+            fast_path: true,
+            fast_edits: 0,
         }
     }
 
@@ -71,8 +83,64 @@ impl Analysis {
         self.set_doc(path, text, version);
     }
 
+    /// A new text for an open document. An edit confined to the text of one expression or
+    /// condition takes the fast path (only that text is re-checked; see
+    /// [`pnet_sema::recheck`]), which leaves the salsa inputs behind until [`Analysis::sync`];
+    /// anything else runs the full analysis.
     pub fn change(&mut self, path: PathBuf, text: &str, version: i32) {
+        if self.fast_path && self.try_fast(&path, text) {
+            self.fast_edits += 1;
+            self.docs.insert(
+                path,
+                Doc {
+                    text: Arc::from(text),
+                    index: LineIndex::new(text),
+                    version,
+                },
+            );
+            return;
+        }
         self.set_doc(path, text, version);
+    }
+
+    /// The fast path: only for a document that is the root of its own workspace and part of
+    /// no other open document's workspace, with no other document behind.
+    fn try_fast(&mut self, path: &Path, text: &str) -> bool {
+        if self.fast.keys().any(|p| p != path) {
+            return false;
+        }
+        let (Some(doc), Some(&ws)) = (self.docs.get(path), self.roots.get(path)) else {
+            return false;
+        };
+        let elsewhere = self.roots.iter().any(|(root, &other)| {
+            root != path
+                && other
+                    .files(&self.db)
+                    .iter()
+                    .any(|f| f.path(&self.db) == path)
+        });
+        if elsewhere {
+            return false;
+        }
+        let old = doc.text.clone();
+        let state = match self.fast.get_mut(path) {
+            Some(s) => s,
+            None => {
+                let e = db::elaborate(&self.db, ws);
+                self.fast
+                    .entry(path.to_path_buf())
+                    .or_insert_with(|| Incremental::new(e))
+            }
+        };
+        state.edit(FileId(0), &old, text)
+    }
+
+    /// Brings the salsa inputs up to date after fast-path edits (needed before reading
+    /// facts, parses or texts from the database).
+    pub fn sync(&mut self) {
+        if !self.fast.is_empty() {
+            self.refresh();
+        }
     }
 
     fn set_doc(&mut self, path: PathBuf, text: &str, version: i32) {
@@ -96,6 +164,7 @@ impl Analysis {
     /// Re-loads every open document's workspace (texts from the open buffers, else the
     /// disk). Unchanged inputs are left alone, so salsa keeps what they derived.
     pub fn refresh(&mut self) {
+        self.fast.clear();
         let paths: Vec<PathBuf> = self.docs.keys().cloned().collect();
         for path in paths {
             let previous = self.roots.get(&path).copied();
@@ -162,7 +231,10 @@ impl Analysis {
         let mut out: BTreeMap<PathBuf, Vec<Diagnostic>> =
             self.docs.keys().map(|p| (p.clone(), Vec::new())).collect();
         for (root, &ws) in &self.roots {
-            let elaborated = db::elaborate(&self.db, ws);
+            let raw = match self.fast.get(root) {
+                Some(state) => &state.diagnostics,
+                None => &db::elaborate(&self.db, ws).diagnostics,
+            };
             let root_is_defun = ws
                 .files(&self.db)
                 .first()
@@ -173,8 +245,7 @@ impl Analysis {
                     )
                 })
                 .unwrap_or(true);
-            let diags =
-                pnet_sema::apply_warnings(&self.options.warnings, elaborated.diagnostics.clone());
+            let diags = pnet_sema::apply_warnings(&self.options.warnings, raw.clone());
             for d in diags {
                 if d.code == "root_not_defun" && !root_is_defun {
                     continue;

@@ -145,6 +145,9 @@ pub struct Elaborated {
     pub diagnostics: Vec<(Diagnostic, Option<bool>)>,
     /// Name-resolution facts for tools.
     pub facts: crate::facts::Facts,
+    /// The expression and condition checks made, each with its range in `diagnostics`, for
+    /// re-checking one edited text without a full elaboration ([`crate::recheck`]).
+    pub checks: Vec<crate::recheck::Check>,
 }
 
 /// Elaborates the root file (file 0) of the workspace.

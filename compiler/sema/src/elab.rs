@@ -29,6 +29,7 @@ use pnet_syntax::{Diagnostic, FileId, Span};
 use crate::db::{self, Elaborated, Parsed, Workspace};
 use crate::expr::{Env, Mode, PortSig};
 use crate::facts::{Facts, Reference, Scope, Symbol, SymbolKind};
+use crate::recheck::{Check, CheckKind};
 use crate::warnings::canonical;
 
 type Subst = HashMap<String, String>;
@@ -79,6 +80,7 @@ pub fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
         externals: Vec::new(),
         facts,
         net_places: Vec::new(),
+        checks: Vec::new(),
     };
     let files = inputs
         .iter()
@@ -95,6 +97,7 @@ pub fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
         },
         diagnostics: e.diags,
         facts: e.facts,
+        checks: e.checks,
     }
 }
 
@@ -111,6 +114,8 @@ struct Elab<'a> {
     facts: Facts,
     /// The place symbols of the net elaborated last.
     net_places: Vec<Symbol>,
+    /// The expression and condition checks made, in order, with their diagnostics.
+    checks: Vec<Check>,
 }
 
 /// A module function seen so far, to find duplicates.
@@ -197,12 +202,83 @@ struct SpecEntry<'a> {
 struct ElabFn<'a> {
     function: Function,
     conditions: Vec<Expr>,
+    /// The texts `conditions` were parsed from.
+    condition_texts: Vec<MappedText>,
     overrides: Rc<Vec<(&'static str, bool)>>,
     /// `(port, binds its input side, binds its output side, place)` of the function's net.
     bindings: Vec<(PortId, bool, bool, PlaceId)>,
     /// The span of each port's name (same order as the function's ports).
     port_names: Vec<Span>,
     _ctx: std::marker::PhantomData<&'a ()>,
+}
+
+/// Parses an expression text: the expression, whether it has errors, and the diagnostics.
+/// A panic in the parser becomes an `internal_error`.
+pub(crate) fn parse_expr_diags(text: &MappedText) -> (Expr, bool, Vec<Diagnostic>) {
+    let r = catch_unwind(AssertUnwindSafe(|| pnet_syntax::expr::parse(text)));
+    match r {
+        Ok((e, ds)) => {
+            let bad = ds.iter().any(Diagnostic::is_error);
+            (e, bad, ds)
+        }
+        Err(p) => (
+            Expr::new(ExprKind::Error, text.whole()),
+            true,
+            vec![internal_error(text.whole(), &panic_message(&*p))],
+        ),
+    }
+}
+
+fn internal_error(span: Span, msg: &str) -> Diagnostic {
+    Diagnostic::error("internal_error", format!("internal compiler error: {msg}"))
+        .with_primary(span, "while compiling this")
+}
+
+/// Type-checks and lowers a parsed expression: the code and its diagnostics (none but an
+/// internal error when the parse already failed, `bad`).
+pub(crate) fn lower_diags(
+    expr: &Expr,
+    bad: bool,
+    ports: &[PortSig],
+    mode: Mode,
+    name: String,
+    expected: Option<Type>,
+) -> (Code, Vec<Diagnostic>) {
+    let env_name = name.clone();
+    let env = Env {
+        ports,
+        mode,
+        name,
+        expected,
+    };
+    let r = catch_unwind(AssertUnwindSafe(|| crate::expr::lower(expr, &env)));
+    match r {
+        Ok((code, ds)) => (code, if bad { Vec::new() } else { ds }),
+        Err(p) => (
+            Code {
+                name: env_name,
+                instrs: Vec::new(),
+                spans: Vec::new(),
+                consts: Vec::new(),
+                paths: Vec::new(),
+                slots: Vec::new(),
+                reads: Vec::new(),
+                result: Type::Any,
+                span: sspan(expr.span),
+            },
+            vec![internal_error(expr.span, &panic_message(&*p))],
+        ),
+    }
+}
+
+/// Joins conditions with `&&` (the span of the first), as the elaboration lowers them.
+pub(crate) fn join_conditions(conds: impl IntoIterator<Item = Expr>) -> Option<Expr> {
+    let mut conds = conds.into_iter();
+    let first = conds.next()?;
+    Some(conds.fold(first, |a, b| {
+        let span = a.span;
+        Expr::new(ExprKind::Binary(BinOp::And, Box::new(a), Box::new(b)), span)
+    }))
 }
 
 fn sspan(s: Span) -> SourceSpan {
@@ -308,7 +384,11 @@ impl<'a> Elab<'a> {
                     .as_ref()
                     .map_or("the root function".to_string(), |n| n.text.clone());
                 let ef = self.defun(&ctx, d, &label);
-                self.condition(&ef, Vec::new(), &format!("condition of {label}"));
+                self.condition(
+                    &ef,
+                    (Vec::new(), Vec::new()),
+                    &format!("condition of {label}"),
+                );
                 ef.function
             }
             Some(other) => {
@@ -694,18 +774,9 @@ impl<'a> Elab<'a> {
     // ---------------------------------------------------------------- expressions
 
     fn parse_expr(&mut self, text: &MappedText) -> (Expr, bool) {
-        let r = catch_unwind(AssertUnwindSafe(|| pnet_syntax::expr::parse(text)));
-        match r {
-            Ok((e, ds)) => {
-                let bad = ds.iter().any(Diagnostic::is_error);
-                self.diags.extend(ds.into_iter().map(|d| (d, None)));
-                (e, bad)
-            }
-            Err(p) => {
-                self.internal(text.whole(), &panic_message(&*p));
-                (Expr::new(ExprKind::Error, text.whole()), true)
-            }
-        }
+        let (e, bad, ds) = parse_expr_diags(text);
+        self.diags.extend(ds.into_iter().map(|d| (d, None)));
+        (e, bad)
     }
 
     fn internal(&mut self, span: Span, msg: &str) {
@@ -724,36 +795,8 @@ impl<'a> Elab<'a> {
         name: String,
         expected: Option<Type>,
     ) -> CodeId {
-        let env_name = name.clone();
-        let env = Env {
-            ports,
-            mode,
-            name,
-            expected,
-        };
-        let r = catch_unwind(AssertUnwindSafe(|| crate::expr::lower(expr, &env)));
-        let code = match r {
-            Ok((code, ds)) => {
-                if !bad {
-                    self.diags.extend(ds.into_iter().map(|d| (d, None)));
-                }
-                code
-            }
-            Err(p) => {
-                self.internal(expr.span, &panic_message(&*p));
-                Code {
-                    name: env_name,
-                    instrs: Vec::new(),
-                    spans: Vec::new(),
-                    consts: Vec::new(),
-                    paths: Vec::new(),
-                    slots: Vec::new(),
-                    reads: Vec::new(),
-                    result: Type::Any,
-                    span: sspan(expr.span),
-                }
-            }
-        };
+        let (code, ds) = lower_diags(expr, bad, ports, mode, name, expected);
+        self.diags.extend(ds.into_iter().map(|d| (d, None)));
         self.codes.push(code);
         CodeId::from(self.codes.len() - 1)
     }
@@ -789,33 +832,52 @@ impl<'a> Elab<'a> {
     }
 
     /// Joins the function's and the transition's conditions with `&&` and lowers them.
-    fn condition(&mut self, f: &ElabFn<'a>, extra: Vec<Expr>, name: &str) -> Option<CodeId> {
-        let mut conds = f.conditions.clone().into_iter().chain(extra);
-        let first = conds.next()?;
-        let joined = conds.fold(first, |a, b| {
-            let span = a.span;
-            Expr::new(ExprKind::Binary(BinOp::And, Box::new(a), Box::new(b)), span)
-        });
+    fn condition(
+        &mut self,
+        f: &ElabFn<'a>,
+        extra: (Vec<Expr>, Vec<MappedText>),
+        name: &str,
+    ) -> Option<CodeId> {
+        let conds = f.conditions.clone().into_iter().chain(extra.0);
+        let joined = join_conditions(conds)?;
+        let texts: Vec<MappedText> = f.condition_texts.iter().cloned().chain(extra.1).collect();
         let sigs = port_sigs(&f.function.ports);
-        Some(self.lower(
+        let before = self.diags.len();
+        let code = self.lower(
             &joined,
             false,
             &sigs,
             Mode::Condition,
             name.to_string(),
             None,
-        ))
+        );
+        self.checks.push(Check {
+            kind: CheckKind::ConditionLower {
+                texts,
+                ports: sigs,
+                name: name.to_string(),
+            },
+            diags: before..self.diags.len(),
+        });
+        Some(code)
     }
 
-    fn parse_conditions(&mut self, texts: &[MappedText]) -> (Vec<Expr>, bool) {
+    /// Parses the non-blank condition texts: the expressions, whether any failed, and the
+    /// texts parsed.
+    fn parse_conditions(&mut self, texts: &[MappedText]) -> (Vec<Expr>, Vec<MappedText>) {
         let mut out = Vec::new();
-        let mut any_bad = false;
+        let mut used = Vec::new();
         for t in texts.iter().filter(|t| !is_blank(t)) {
-            let (e, bad) = self.parse_expr(t);
-            any_bad |= bad;
+            let before = self.diags.len();
+            let (e, _) = self.parse_expr(t);
+            self.checks.push(Check {
+                kind: CheckKind::ConditionParse { text: t.clone() },
+                diags: before..self.diags.len(),
+            });
             out.push(e);
+            used.push(t.clone());
         }
-        (out, any_bad)
+        (out, used)
     }
 
     // ---------------------------------------------------------------- defun
@@ -1031,12 +1093,13 @@ impl<'a> Elab<'a> {
                 mandatory: r.mandatory,
             })
             .collect();
-        let (conditions, _) = self.parse_conditions(&d.conditions);
+        let (conditions, condition_texts) = self.parse_conditions(&d.conditions);
 
         let mut bindings = Vec::new();
         let mut scope_places = Vec::new();
         let body = match &d.body {
             Some(DefunBody::Expression(text)) => {
+                let first = self.diags.len();
                 let (e, bad) = self.parse_expr(text);
                 let before = self.diags.len();
                 let name = format!("expression of {label}");
@@ -1052,6 +1115,15 @@ impl<'a> Elab<'a> {
                         }
                     }
                 }
+                self.checks.push(Check {
+                    kind: CheckKind::Expression {
+                        text: text.clone(),
+                        ports: sigs.clone(),
+                        name: format!("expression of {label}"),
+                        plugin_create: properties.iter().any(|p| p.key == "gspc.we.plugin.create"),
+                    },
+                    diags: first..self.diags.len(),
+                });
                 Body::Expression(code)
             }
             Some(DefunBody::Module(m)) => {
@@ -1235,6 +1307,7 @@ impl<'a> Elab<'a> {
         ElabFn {
             function,
             conditions,
+            condition_texts,
             overrides: ctx.overrides.clone(),
             bindings,
             port_names: port_spans,
@@ -2291,7 +2364,7 @@ impl<'a> Elab<'a> {
             }
         }
 
-        let (tconds, _) = self.parse_conditions(&t.conditions);
+        let tconds = self.parse_conditions(&t.conditions);
         let condition = self.condition(&ef, tconds, &format!("condition of {}", t.name.text));
         let properties = self.properties(ctx, &t.properties);
 

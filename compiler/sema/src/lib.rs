@@ -9,6 +9,7 @@ pub mod db;
 mod elab;
 pub mod expr;
 pub mod facts;
+pub mod recheck;
 pub mod signature;
 mod warnings;
 

@@ -1,0 +1,274 @@
+//! The fast path of an edit (re-checking only the edited expression or condition) must give
+//! exactly the diagnostics of a full analysis of the new text: random single-character
+//! edits, chained, over a generated net, a hand-written net with templates instantiated
+//! twice, the repository's examples and (when present) nets of the GPI-Space corpus; after
+//! each edit the incremental server's diagnostics are compared with those of a fresh
+//! analysis of the same text.
+
+use std::path::{Path, PathBuf};
+
+use pnet_lsp::analysis::Analysis;
+use pnet_sema::{Options, WarningConfig};
+
+/// xorshift64*: deterministic, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+const MIXED: &str = r#"<defun name="mixed">
+  <in name="start" type="long" place="a"/>
+  <out name="done" type="long" place="c"/>
+  <net>
+    <struct name="pair"><field name="x" type="long"/><field name="s" type="string"/></struct>
+    <template name="step">
+      <template-parameter type="T"/>
+      <defun>
+        <inout name="v" type="T"/>
+        <in name="k" type="long"/>
+        <expression>
+          ${v} := ${v} + 1L; ${k} :gt: 0L
+        </expression>
+        <condition>${k} :ge: 0L</condition>
+        <condition>
+          ${v} :ne: 0L
+        </condition>
+      </defun>
+    </template>
+    <specialize name="step_long" use="step"><type-map replace="T" with="long"/></specialize>
+    <specialize name="step_int" use="step"><type-map replace="T" with="int"/></specialize>
+    <place name="a" type="long"/>
+    <place name="b" type="long"/>
+    <place name="c" type="long"/>
+    <place name="k" type="long"/>
+    <place name="i" type="int"/>
+    <place name="p" type="pair"/>
+    <transition name="one">
+      <use name="step_long"/>
+      <condition>${v} :lt: 100L</condition>
+      <connect-inout port="v" place="a"/>
+      <connect-read port="k" place="k"/>
+    </transition>
+    <transition name="two">
+      <use name="step_int"/>
+      <connect-inout port="v" place="i"/>
+      <connect-read port="k" place="k"/>
+    </transition>
+    <transition name="three">
+      <defun>
+        <in name="x" type="long"/>
+        <in name="q" type="pair"/>
+        <out name="y" type="long"/>
+        <expression>${y} := ${x} * 2L + ${q.x}; /* &lt;comment&gt; */ ${y} := ${y}</expression>
+        <condition>${q.s} :ne: "" &amp;&amp; ${x} :gt: 0L</condition>
+      </defun>
+      <connect-in port="x" place="b"/>
+      <connect-read port="q" place="p"/>
+      <connect-out port="y" place="c"/>
+    </transition>
+    <transition name="four">
+      <defun>
+        <in name="x" type="long"/>
+        <out name="y" type="long"/>
+        <expression>${y} := ${x}</expression>
+        <condition>  </condition>
+      </defun>
+      <condition>${x} :eq: 3L</condition>
+      <connect-in port="x" place="a"/>
+      <connect-out port="y" place="b"/>
+    </transition>
+  </net>
+</defun>
+"#;
+
+/// The byte ranges of the contents of `<expression>` and `<condition>` elements.
+fn text_ranges(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for tag in ["expression", "condition"] {
+        let open = format!("<{tag}>");
+        let close = format!("</{tag}>");
+        let mut from = 0;
+        while let Some(i) = text[from..].find(&open) {
+            let s = from + i + open.len();
+            let Some(j) = text[s..].find(&close) else {
+                break;
+            };
+            out.push((s, s + j));
+            from = s + j;
+        }
+    }
+    out
+}
+
+fn boundary(text: &str, mut i: usize) -> usize {
+    i = i.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+const POOL: &[char] = &[
+    '0', '1', '7', 'L', 'U', 'x', 'y', 'v', 'k', '$', '{', '}', '(', ')', '+', '-', '*', '/', ':',
+    '=', ';', ' ', '.', '"', 'e', 'q', 'g', 't', '\n', '<', '&', '>', ']', 'é',
+];
+
+/// One random single-character edit: mostly inside an expression or condition.
+fn edit(rng: &mut Rng, text: &str) -> String {
+    let ranges = text_ranges(text);
+    let at = if !ranges.is_empty() && rng.below(10) < 8 {
+        let (s, e) = ranges[rng.below(ranges.len())];
+        boundary(text, s + rng.below(e - s + 1))
+    } else {
+        boundary(text, rng.below(text.len() + 1))
+    };
+    let c = POOL[rng.below(POOL.len())];
+    let next = text[at..].chars().next().map_or(0, char::len_utf8);
+    let mut out = text.to_string();
+    match rng.below(3) {
+        0 => out.insert(at, c),
+        1 if next > 0 => {
+            out.replace_range(at..at + next, "");
+        }
+        _ if next > 0 => out.replace_range(at..at + next, c.encode_utf8(&mut [0; 4])),
+        _ => out.insert(at, c),
+    }
+    out
+}
+
+/// Random chained edits on `text`; returns how many took the fast path.
+fn check(name: &str, path: &Path, text: &str, options: &Options, edits: usize, seed: u64) -> u64 {
+    let mut rng = Rng(seed);
+    let mut a = Analysis::new(options.clone());
+    a.open(path.to_path_buf(), text, 0);
+    let mut current = text.to_string();
+    let mut fell_back = false;
+    for step in 0..edits {
+        // mostly a random walk; back to the original now and then, and mostly after an edit
+        // that broke the markup (which a walk rarely repairs)
+        if rng.below(20) == 0 || (fell_back && rng.below(4) != 0) {
+            current = text.to_string();
+        } else {
+            current = edit(&mut rng, &current);
+        }
+        let before = a.fast_edits;
+        a.change(path.to_path_buf(), &current, step as i32 + 1);
+        fell_back = a.fast_edits == before;
+        let got = a.diagnostics();
+        let mut full = Analysis::new(options.clone());
+        full.fast_path = false;
+        full.open(path.to_path_buf(), &current, 0);
+        let want = full.diagnostics();
+        assert_eq!(
+            got, want,
+            "{name}: edit {step} (seed {seed}): fast-path diagnostics differ from a full analysis of:\n{current}"
+        );
+    }
+    // features still see the current text once synced
+    a.sync();
+    let mut full = Analysis::new(options.clone());
+    full.open(path.to_path_buf(), &current, 0);
+    assert_eq!(a.diagnostics(), full.diagnostics(), "{name}: after sync");
+    a.fast_edits
+}
+
+fn all_warnings() -> Options {
+    Options {
+        warnings: WarningConfig {
+            all: true,
+            ..WarningConfig::default()
+        },
+        ..Options::default()
+    }
+}
+
+#[test]
+fn fast_path_matches_full_analysis_on_a_generated_net() {
+    let text = pnet_lsp::generate::chain_net(60);
+    let path = PathBuf::from("/nonexistent/fast/chain.xpnet");
+    let fast = check(
+        "chain",
+        &path,
+        &text,
+        &Options::default(),
+        400,
+        0x9E37_79B9_7F4A_7C15,
+    );
+    assert!(fast >= 90, "only {fast} of 250 edits took the fast path");
+}
+
+#[test]
+fn fast_path_matches_full_analysis_with_templates_and_warnings() {
+    let path = PathBuf::from("/nonexistent/fast/mixed.xpnet");
+    // the net itself has diagnostics, so there are spans to shift and to replace
+    let mut a = Analysis::new(all_warnings());
+    a.open(path.clone(), MIXED, 0);
+    assert!(a.diagnostics().values().flatten().count() > 0);
+    let mut fast = 0;
+    for (i, options) in [Options::default(), all_warnings()].iter().enumerate() {
+        fast += check(
+            "mixed",
+            &path,
+            MIXED,
+            options,
+            500,
+            0xD1B5_4A32_D192_ED03 + i as u64,
+        );
+    }
+    assert!(fast >= 180, "only {fast} of 600 edits took the fast path");
+}
+
+#[test]
+fn fast_path_matches_full_analysis_on_example_and_corpus_nets() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut nets = vec![
+        root.join("examples/collatz/collatz.xpnet"),
+        root.join("examples/countdown/countdown.xpnet"),
+    ];
+    // GPI-Space's corpus beside the checkout, when it is there
+    let corpus = root.join("../shared/corpus/gpispace");
+    let lib = corpus.join("share/xml/lib");
+    for n in [
+        "share/doc/example/map/map.xpnet",
+        "share/doc/example/template/work_and_wait.xpnet",
+        "share/doc/example/bigint_condition/bigint_condition.xpnet",
+        "share/doc/example/stochastic_with_heureka/stochastic_with_heureka.xpnet",
+    ] {
+        let p = corpus.join(n);
+        if p.is_file() {
+            nets.push(p);
+        }
+    }
+    let options = Options {
+        search_paths: vec![lib, corpus.join("share/doc/example")],
+        ..all_warnings()
+    };
+    let mut fast = 0;
+    let mut total = 0;
+    for (i, net) in nets.iter().enumerate() {
+        let text = std::fs::read_to_string(net).expect("net readable");
+        fast += check(
+            &net.display().to_string(),
+            net,
+            &text,
+            &options,
+            150,
+            0xA076_1D64_78BD_642F + i as u64,
+        );
+        total += 150;
+    }
+    assert!(
+        fast * 4 >= total as u64,
+        "only {fast} of {total} edits took the fast path"
+    );
+}
