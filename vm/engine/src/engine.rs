@@ -854,6 +854,7 @@ impl State {
     }
 
     /// Puts a token, counting its shareds if the place tracks them.
+    #[inline]
     fn put(&mut self, prog: &Program, i: u32, p: usize, v: Value) {
         let inst = self.instances[i as usize].as_mut().expect("live instance");
         let info = prog.net(inst.func);
@@ -876,6 +877,7 @@ impl State {
     }
 
     /// Marks every transition adjacent to `p` dirty (after a take or a count change).
+    #[inline]
     fn changed(&mut self, prog: &Program, i: u32, p: usize, only_count: bool) {
         let inst = self.instances[i as usize].as_mut().expect("live instance");
         let info = prog.net(inst.func);
@@ -986,6 +988,11 @@ impl State {
         let inst = self.instances[i as usize].as_mut().expect("live instance");
         let func = inst.func;
         let info = &prog.net(func).trans[t];
+        if let Kind::Expr(id) = info.kind
+            && !info.multi
+        {
+            return self.fire_expr(prog, i, t, id);
+        }
         let net = prog.net_ir(func);
         let tr = &net.transitions[t];
         let tf = prog.bundle.function(tr.function);
@@ -1070,42 +1077,13 @@ impl State {
 
         match info.kind {
             Kind::Expr(id) => {
-                self.stats.expressions += 1;
                 let code = &prog.bundle.codes[id];
                 let n = code.slots.len().max(tf.ports.len());
                 crate::interp::reset_frame(&mut self.frame, n);
                 for (port, v) in self.vals.drain(..) {
                     self.frame[port.index()] = Some(v);
                 }
-                Eval {
-                    interp: &mut self.interp,
-                    runner: &mut self.runner,
-                }
-                .run(pnet_bundle::CodeId::from(id), code, &mut self.frame)?;
-                if !tr.eureka_ports.is_empty() || !tr.responses.is_empty() {
-                    let frame = &self.frame;
-                    let get = |p: PortId| frame.get(p.index()).and_then(|v| v.as_ref());
-                    for r in &tr.responses {
-                        let id = response_id(get(r.to), &tf.ports[r.to.index()].name)?;
-                        let v = get(r.port)
-                            .cloned()
-                            .ok_or_else(|| missing(&tf.ports[r.port.index()].name))?;
-                        self.responses.push((id, v));
-                    }
-                    for &p in &tr.eureka_ports {
-                        let v = get(p).ok_or_else(|| missing(&tf.ports[p.index()].name))?;
-                        eureka_groups(v, &tf.ports[p.index()].name, &mut self.eurekas)?;
-                    }
-                }
-                for o in &info.outs {
-                    let slot = &mut self.frame[o.port.index()];
-                    let v = if o.last { slot.take() } else { slot.clone() };
-                    let port = &tf.ports[o.port.index()];
-                    let v = v.ok_or_else(|| missing(&port.name))?;
-                    self.output(prog, i, o, port, v)?;
-                }
-                self.release_consumed(prog, i)?;
-                Ok(Step::Fired)
+                self.run_expr(prog, i, t, id)
             }
             Kind::Module => {
                 self.stats.tasks += 1;
@@ -1208,6 +1186,103 @@ impl State {
         }
     }
 
+    /// [`State::fire`] of an expression transition that takes from no place twice: the
+    /// tokens go straight into the frame (no intermediate list).
+    fn fire_expr(&mut self, prog: &Program, i: u32, t: usize, id: usize) -> Result<Step, RunError> {
+        let inst = self.instances[i as usize].as_mut().expect("live instance");
+        let ninfo = prog.net(inst.func);
+        let info = &ninfo.trans[t];
+        let net = prog.net_ir(inst.func);
+        let tf = prog.bundle.function(net.transitions[t].function);
+        let code = &prog.bundle.codes[id];
+        // The binding: cached for conditions, else the front tokens.
+        if info.condition.is_none() {
+            default_binding(info, &mut inst.binding[t], &[]);
+        }
+        let n = code.slots.len().max(tf.ports.len());
+        crate::interp::reset_frame(&mut self.frame, n);
+        // Counts before consuming.
+        for &(port, p) in &info.counts {
+            let c = inst.marking[p].len() as u64 + inst.in_flight[p];
+            self.frame[port.index()] = Some(Value::ULong(c));
+        }
+        // Read and consume; shareds of consumed tokens.
+        self.release.clear();
+        let binding = &inst.binding[t];
+        for (k, tk) in info.takes.iter().enumerate() {
+            let j = binding[k] as usize;
+            let q = &mut inst.marking[tk.place];
+            // Straight from the place into the frame slot (no temporaries).
+            let slot = &mut self.frame[tk.port.index()];
+            if tk.consume {
+                *slot = if j == 0 {
+                    q.pop_front()
+                } else {
+                    q.swap_remove_front(j)
+                };
+                if ninfo.tracks[tk.place]
+                    && let Some(v) = slot
+                {
+                    shared::collect(v, &mut self.release);
+                }
+            } else {
+                crate::interp::set_clone(slot, q.get(j));
+            }
+            if slot.is_none() {
+                return Err(RunError::bundle("internal: stale binding"));
+            }
+        }
+        // Generator refills, dirty marks.
+        for tk in &info.takes {
+            if tk.consume {
+                self.changed(prog, i, tk.place, false);
+                if net.places[tk.place].generator {
+                    self.put_generated(prog, i, tk.place)?;
+                }
+            }
+        }
+        self.run_expr(prog, i, t, id)
+    }
+
+    /// Runs an expression transition's code over `self.frame` (which holds its inputs) and
+    /// puts its outputs.
+    fn run_expr(&mut self, prog: &Program, i: u32, t: usize, id: usize) -> Result<Step, RunError> {
+        let func = self.instance(i).func;
+        let info = &prog.net(func).trans[t];
+        let tr = &prog.net_ir(func).transitions[t];
+        let tf = prog.bundle.function(tr.function);
+        let code = &prog.bundle.codes[id];
+        self.stats.expressions += 1;
+        Eval {
+            interp: &mut self.interp,
+            runner: &mut self.runner,
+        }
+        .run_effect(pnet_bundle::CodeId::from(id), code, &mut self.frame)?;
+        if !tr.eureka_ports.is_empty() || !tr.responses.is_empty() {
+            let frame = &self.frame;
+            let get = |p: PortId| frame.get(p.index()).and_then(|v| v.as_ref());
+            for r in &tr.responses {
+                let id = response_id(get(r.to), &tf.ports[r.to.index()].name)?;
+                let v = get(r.port)
+                    .cloned()
+                    .ok_or_else(|| missing(&tf.ports[r.port.index()].name))?;
+                self.responses.push((id, v));
+            }
+            for &p in &tr.eureka_ports {
+                let v = get(p).ok_or_else(|| missing(&tf.ports[p.index()].name))?;
+                eureka_groups(v, &tf.ports[p.index()].name, &mut self.eurekas)?;
+            }
+        }
+        for o in &info.outs {
+            let slot = &mut self.frame[o.port.index()];
+            let v = if o.last { slot.take() } else { slot.clone() };
+            let port = &tf.ports[o.port.index()];
+            let v = v.ok_or_else(|| missing(&port.name))?;
+            self.output(prog, i, o, port, v)?;
+        }
+        self.release_consumed(prog, i).map(|()| Step::Fired)
+    }
+
     /// Puts an output port's value (out: the value; out-many: each list element).
     fn output(
         &mut self,
@@ -1251,10 +1326,16 @@ impl State {
     }
 
     /// Releases the shareds in `self.release` and puts the clean-up values of those that died.
+    #[inline]
     fn release_consumed(&mut self, prog: &Program, i: u32) -> Result<(), RunError> {
         if self.release.is_empty() {
             return Ok(());
         }
+        self.release_shareds(prog, i)
+    }
+
+    #[inline(never)]
+    fn release_shareds(&mut self, prog: &Program, i: u32) -> Result<(), RunError> {
         let release = std::mem::take(&mut self.release);
         self.dead.clear();
         for v in &release {
@@ -1461,9 +1542,10 @@ fn enabled(
         if distinct {
             for (k, &ti) in e.iter().enumerate() {
                 let tk = info.takes[ti];
-                frame[tk.port.index()] = inst.marking[tk.place]
-                    .get(idx[k] as usize)
-                    .map(crate::interp::fast_clone);
+                crate::interp::set_clone(
+                    &mut frame[tk.port.index()],
+                    inst.marking[tk.place].get(idx[k] as usize),
+                );
             }
             if eval.run_bool(pnet_bundle::CodeId::from(c), code, frame)? {
                 let binding = &mut inst.binding[t];
@@ -1595,11 +1677,22 @@ impl Eval<'_> {
         frame: &mut [Option<Value>],
     ) -> Result<bool, RunError> {
         match self.runner {
-            Some(_) => {
-                let v = self.run(id, code, frame)?;
-                crate::interp::condition_value(code, v)
-            }
+            Some(r) => r.run_bool(id, code, frame, self.interp),
             None => self.interp.run_bool(code, frame),
+        }
+    }
+
+    /// Runs code whose value is not used (an expression: only its effect on the frame).
+    #[inline]
+    fn run_effect(
+        &mut self,
+        id: pnet_bundle::CodeId,
+        code: &pnet_bundle::Code,
+        frame: &mut [Option<Value>],
+    ) -> Result<(), RunError> {
+        match self.runner {
+            Some(r) => r.run_effect(id, code, frame, self.interp),
+            None => self.interp.run(code, frame).map(crate::interp::drop_fast),
         }
     }
 }

@@ -29,4 +29,29 @@ pub trait CodeRunner: fmt::Debug + Send {
         frame: &mut [Option<Value>],
         interp: &mut Interpreter,
     ) -> Result<Value, RunError>;
+
+    /// Runs a condition: [`CodeRunner::run`] followed by [`crate::condition_value`] (a runner
+    /// may skip building the [`Value`]).
+    fn run_bool(
+        &mut self,
+        id: CodeId,
+        code: &Code,
+        frame: &mut [Option<Value>],
+        interp: &mut Interpreter,
+    ) -> Result<bool, RunError> {
+        let v = self.run(id, code, frame, interp)?;
+        crate::interp::condition_value(code, v)
+    }
+
+    /// Runs code for its effect on `frame` only (an expression's value is not used): like
+    /// [`CodeRunner::run`] with the value dropped (a runner may skip building it).
+    fn run_effect(
+        &mut self,
+        id: CodeId,
+        code: &Code,
+        frame: &mut [Option<Value>],
+        interp: &mut Interpreter,
+    ) -> Result<(), RunError> {
+        self.run(id, code, frame, interp).map(drop)
+    }
 }

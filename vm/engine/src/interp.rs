@@ -240,6 +240,19 @@ fn error_at(code: &Code, pc: usize, kind: RunErrorKind) -> RunError {
     RunError::with_span(kind, code.spans.get(pc).copied().unwrap_or(code.span))
 }
 
+/// Puts a copy of `v` into `slot`: the old value is dropped first, so that a scalar is written
+/// straight into the slot (no temporary `Value` copied afterwards, which stalls on store
+/// forwarding).
+#[inline(always)]
+pub(crate) fn set_clone(slot: &mut Option<Value>, v: Option<&Value>) {
+    if let Some(old) = slot.take() {
+        drop_fast(old);
+    }
+    if let Some(v) = v {
+        *slot = Some(fast_clone(v));
+    }
+}
+
 /// Clones scalars without the out-of-line generic clone.
 #[inline(always)]
 pub(crate) fn fast_clone(v: &Value) -> Value {

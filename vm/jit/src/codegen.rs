@@ -111,10 +111,15 @@ impl Gen<'_, '_> {
             let v = self.b.declare_var(t.clif());
             let d = self.b.declare_var(types::I8);
             let x = self.b.ins().load(t.clif(), mem(), self.buf, (8 * j) as i32);
-            let f = self
-                .b
-                .ins()
-                .load(types::I8, mem(), self.buf, (8 * (nn + j)) as i32);
+            // An input always holds a value (else `Jit::run` falls back before the call): its
+            // flag is a constant and `Jit::run` does not write it.
+            let f = if self.plan.natives[j].local {
+                self.b
+                    .ins()
+                    .load(types::I8, mem(), self.buf, (8 * (nn + j)) as i32)
+            } else {
+                self.b.ins().iconst(types::I8, 1)
+            };
             self.b.def_var(v, x);
             self.b.def_var(d, f);
             self.slot_val.push(v);
@@ -161,9 +166,12 @@ impl Gen<'_, '_> {
         if let Some(st) = &self.plan.states[n] {
             self.b.switch_to_block(end);
             let stack = self.enter(st);
-            if let Some(E::N(_, v)) = stack.last() {
+            // Whole 64-bit words: `Jit::run` reads the word back at once, and a narrower
+            // store would defeat store-to-load forwarding.
+            if let Some(&E::N(t, v)) = stack.last() {
                 let off = (8 * self.plan.result_word()) as i32;
-                self.b.ins().store(mem(), *v, self.buf, off);
+                let w = self.bits(t, v);
+                self.b.ins().store(mem(), w, self.buf, off);
             }
             let ok = self.b.ins().iconst(types::I32, 0);
             self.b.ins().jump(self.exit, &[BlockArg::Value(ok)]);
@@ -173,9 +181,12 @@ impl Gen<'_, '_> {
         let status = self.b.block_params(self.exit)[0];
         for j in 0..nn {
             if self.plan.natives[j].local {
+                let t = self.plan.natives[j].ty;
                 let v = self.b.use_var(self.slot_val[j]);
                 let d = self.b.use_var(self.slot_def[j]);
-                self.b.ins().store(mem(), v, self.buf, (8 * j) as i32);
+                let w = self.bits(t, v);
+                let d = self.b.ins().uextend(types::I64, d);
+                self.b.ins().store(mem(), w, self.buf, (8 * j) as i32);
                 self.b
                     .ins()
                     .store(mem(), d, self.buf, (8 * (nn + j)) as i32);
@@ -183,10 +194,12 @@ impl Gen<'_, '_> {
         }
         for k in 0..self.plan.fields.len() {
             if self.plan.fields[k].stored {
+                let t = self.plan.fields[k].ty;
                 let v = self.b.use_var(self.fields[k]);
+                let w = self.bits(t, v);
                 self.b
                     .ins()
-                    .store(mem(), v, self.buf, (8 * (2 * nn + k)) as i32);
+                    .store(mem(), w, self.buf, (8 * (2 * nn + k)) as i32);
             }
         }
         self.b.ins().return_(&[status]);

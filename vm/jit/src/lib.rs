@@ -11,8 +11,10 @@
 //! checks call the stdlib too, to record exactly the interpreter's error.
 //!
 //! [`Jit`] owns one `JITModule` and reuses one Cranelift context for every compilation; many
-//! codes go into one module and are finalized together. [`Jit::run`] marshals the frame in and
-//! out; the generated code is called in exactly one place, [`Jit::call_native`].
+//! codes go into one module and are finalized together. [`Jit::run`] (and [`Jit::run_bool`] for
+//! conditions, [`Jit::run_effect`] for expressions whose value is not used) marshals the frame
+//! in and out through a buffer of 64-bit words; the generated code is called in exactly one
+//! place, [`Jit::call_native`].
 //!
 //! [`JitFactory`] plugs the JIT into the engine ([`pnet_vm::CodeRunnerFactory`]), in one of the
 //! [`JitMode`]s.
@@ -217,29 +219,130 @@ impl Jit {
         buf: &mut Vec<u64>,
     ) -> Option<Result<Value, RunError>> {
         let c = self.fns.get(id.0 as usize)?;
+        let status = self.exec(c, code, frame, buf)?;
+        if status != 0 {
+            let e = error(status, code);
+            if c.plan.uses_dyn {
+                clear_stack();
+            }
+            return Some(Err(e));
+        }
+        // The value is built last, straight into the result (no copy of a freshly written
+        // `Value` afterwards, which stalls on store forwarding).
+        Some(Ok(match c.result {
+            Res::Control => {
+                if c.plan.uses_dyn {
+                    clear_stack();
+                }
+                Value::Control
+            }
+            Res::Native(t) => {
+                if c.plan.uses_dyn {
+                    clear_stack();
+                }
+                value_of(t, buf[c.plan.result_word()])
+            }
+            Res::Dyn(pos) => {
+                let v = take_dyn(pos);
+                clear_stack();
+                v
+            }
+        }))
+    }
+
+    /// [`Jit::run`] of a condition: its value as a bool, or the interpreter's error
+    /// ([`pnet_vm::condition_value`] when the value is not a bool). No [`Value`] is built for
+    /// a native bool result.
+    #[inline]
+    pub fn run_bool(
+        &self,
+        id: FnId,
+        code: &Code,
+        frame: &mut [Option<Value>],
+        buf: &mut Vec<u64>,
+    ) -> Option<Result<bool, RunError>> {
+        let c = self.fns.get(id.0 as usize)?;
+        let status = self.exec(c, code, frame, buf)?;
+        let r = if status != 0 {
+            Err(error(status, code))
+        } else if let Res::Native(Nt::Bool) = c.result {
+            Ok(buf[c.plan.result_word()] as u8 != 0)
+        } else {
+            pnet_vm::condition_value(code, result_value(c, buf))
+        };
+        if c.plan.uses_dyn {
+            clear_stack();
+        }
+        Some(r)
+    }
+
+    /// [`Jit::run`] for the effect on the frame only: the value is dropped (not built).
+    #[inline]
+    pub fn run_effect(
+        &self,
+        id: FnId,
+        code: &Code,
+        frame: &mut [Option<Value>],
+        buf: &mut Vec<u64>,
+    ) -> Option<Result<(), RunError>> {
+        let c = self.fns.get(id.0 as usize)?;
+        let status = self.exec(c, code, frame, buf)?;
+        let r = if status == 0 {
+            Ok(())
+        } else {
+            Err(error(status, code))
+        };
+        if c.plan.uses_dyn {
+            clear_stack();
+        }
+        Some(r)
+    }
+
+    /// Marshals the frame in, runs the code, writes native locals and assigned fields back:
+    /// the status (0: ok, else 1 + the failing instruction); the result is left in `buf` or on
+    /// the helpers' value stack. `None` (nothing changed) when the frame does not fit.
+    #[inline]
+    fn exec(
+        &self,
+        c: &Compiled,
+        code: &Code,
+        frame: &mut [Option<Value>],
+        buf: &mut Vec<u64>,
+    ) -> Option<i32> {
         let plan = &c.plan;
         if frame.len() < code.slots.len() {
             return None;
         }
         let nn = plan.natives.len();
-        buf.clear();
-        buf.resize(plan.buf_len(), 0);
-        for (j, ns) in plan.natives.iter().enumerate() {
+        let len = plan.buf_len();
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        // Every word the code reads is written here (no clearing of the buffer; the flag
+        // words of inputs are not read: see `codegen`).
+        let (vals, rest) = buf.split_at_mut(nn);
+        let (flags, rest) = rest.split_at_mut(nn);
+        for ((ns, val), flag) in plan.natives.iter().zip(vals).zip(flags) {
             match frame.get(usize::from(ns.slot))? {
                 Some(v) => {
-                    buf[j] = bits_of(ns.ty, v)?;
-                    buf[nn + j] = 1;
+                    *val = bits_of(ns.ty, v)?;
+                    if ns.local {
+                        *flag = 1;
+                    }
                 }
-                None if ns.local => {}
+                None if ns.local => {
+                    *val = 0;
+                    *flag = 0;
+                }
                 None => return None,
             }
         }
-        for (k, f) in plan.fields.iter().enumerate() {
+        for (f, word) in plan.fields.iter().zip(rest) {
             let mut v = frame.get(usize::from(f.slot))?.as_ref()?;
             for name in code.paths.get(f.paths[0] as usize)? {
                 v = rt::field_of(v, name)?;
             }
-            buf[2 * nn + k] = bits_of(f.ty, v)?;
+            *word = bits_of(f.ty, v)?;
         }
         let status = if plan.uses_dyn {
             let installed = RT.try_with(|rt| {
@@ -273,32 +376,7 @@ impl Jit {
         if c.writes_back {
             write_back(plan, code, frame, buf);
         }
-        let result = if status == 0 {
-            Ok(match c.result {
-                Res::Control => Value::Control,
-                Res::Native(t) => value_of(t, buf[plan.result_word()]),
-                Res::Dyn(pos) => take_dyn(pos),
-            })
-        } else {
-            let pc = (status as usize).wrapping_sub(1);
-            let kind = match take_fault() {
-                Some(Fault::Kind(k)) => k,
-                Some(Fault::Unbound(s)) => RunErrorKind::Unbound(rt::slot_name(code, s)),
-                None => RunErrorKind::BadCode(format!("jit: error {status} without a cause")),
-            };
-            Err(RunError::with_span(
-                kind,
-                code.spans.get(pc).copied().unwrap_or(code.span),
-            ))
-        };
-        if plan.uses_dyn {
-            let _ = RT.try_with(|rt| {
-                if let Ok(mut rt) = rt.try_borrow_mut() {
-                    rt.stack.clear();
-                }
-            });
-        }
-        Some(result)
+        Some(status)
     }
 
     /// The one place that runs generated code.
@@ -323,12 +401,63 @@ impl Jit {
     }
 }
 
+/// The value of a successful run.
+#[inline]
+fn result_value(c: &Compiled, buf: &[u64]) -> Value {
+    match c.result {
+        Res::Control => Value::Control,
+        Res::Native(t) => value_of(t, buf[c.plan.result_word()]),
+        Res::Dyn(pos) => take_dyn(pos),
+    }
+}
+
+/// The interpreter's error for a failed run (status = 1 + the failing instruction).
+#[cold]
+#[inline(never)]
+fn error(status: i32, code: &Code) -> RunError {
+    let pc = (status as usize).wrapping_sub(1);
+    let kind = match take_fault() {
+        Some(Fault::Kind(k)) => k,
+        Some(Fault::Unbound(s)) => RunErrorKind::Unbound(rt::slot_name(code, s)),
+        None => RunErrorKind::BadCode(format!("jit: error {status} without a cause")),
+    };
+    RunError::with_span(kind, code.spans.get(pc).copied().unwrap_or(code.span))
+}
+
+/// Empties the helpers' value stack after a run that used it.
+fn clear_stack() {
+    let _ = RT.try_with(|rt| {
+        if let Ok(mut rt) = rt.try_borrow_mut() {
+            rt.stack.clear();
+        }
+    });
+}
+
+/// Puts a scalar into a frame slot, in place when the slot already holds that type (no drop
+/// of the old value, no new `Option`).
+#[inline]
+fn set_scalar(slot: &mut Option<Value>, t: Nt, bits: u64) {
+    match (slot, t) {
+        (Some(Value::Long(x)), Nt::Long) => *x = bits as i64,
+        (Some(Value::ULong(x)), Nt::ULong) => *x = bits,
+        (Some(Value::Int(x)), Nt::Int) => *x = bits as u32 as i32,
+        (Some(Value::UInt(x)), Nt::UInt) => *x = bits as u32,
+        (Some(Value::Double(x)), Nt::Double) => *x = f64::from_bits(bits),
+        (Some(Value::Bool(x)), Nt::Bool) => *x = bits as u8 != 0,
+        (slot, t) => *slot = Some(value_of(t, bits)),
+    }
+}
+
 /// Native locals and assigned struct fields back into the frame.
+#[inline]
 fn write_back(plan: &Plan, code: &Code, frame: &mut [Option<Value>], buf: &[u64]) {
     let nn = plan.natives.len();
     for (j, ns) in plan.natives.iter().enumerate() {
-        if ns.local && buf[nn + j] as u8 != 0 {
-            frame[usize::from(ns.slot)] = Some(value_of(ns.ty, buf[j]));
+        if ns.local
+            && buf[nn + j] as u8 != 0
+            && let Some(slot) = frame.get_mut(usize::from(ns.slot))
+        {
+            set_scalar(slot, ns.ty, buf[j]);
         }
     }
     // Assigned struct fields in place (their paths exist: checked on entry).

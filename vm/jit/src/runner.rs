@@ -249,6 +249,42 @@ impl JitRunner {
     }
 }
 
+impl JitRunner {
+    /// The compiled function of code `i`, compiling it when it turns hot (`Auto`); `None`:
+    /// interpret (counted).
+    #[inline]
+    fn native(&mut self, i: usize, code: &Code) -> Option<FnId> {
+        match self.states.get(i).copied() {
+            Some(State::Compiled(f)) => return Some(f),
+            Some(State::Cold(n)) => {
+                if n + 1 >= self.hot {
+                    self.compile(&[(i, code)], true);
+                    if let State::Compiled(f) = self.states[i] {
+                        return Some(f);
+                    }
+                } else {
+                    self.states[i] = State::Cold(n + 1);
+                }
+            }
+            _ => {}
+        }
+        self.stats.interpreted_runs += 1;
+        None
+    }
+
+    /// Counts the outcome of a native run; `None` (a fallback) means: interpret.
+    #[inline]
+    fn counted<T>(&mut self, r: Option<T>) -> Option<T> {
+        if r.is_some() {
+            self.stats.native_runs += 1;
+        } else {
+            self.stats.fallbacks += 1;
+            self.stats.interpreted_runs += 1;
+        }
+        r
+    }
+}
+
 impl CodeRunner for JitRunner {
     fn run(
         &mut self,
@@ -257,30 +293,54 @@ impl CodeRunner for JitRunner {
         frame: &mut [Option<Value>],
         interp: &mut Interpreter,
     ) -> Result<Value, RunError> {
-        let i = id.index();
-        match self.states.get(i).copied() {
-            Some(State::Compiled(f)) => {
-                if let Some(jit) = &self.jit
-                    && let Some(r) = jit.run(f, code, frame, &mut self.buf)
-                {
-                    self.stats.native_runs += 1;
-                    return r;
-                }
-                self.stats.fallbacks += 1;
+        if let Some(f) = self.native(id.index(), code) {
+            let r = match &self.jit {
+                Some(jit) => jit.run(f, code, frame, &mut self.buf),
+                None => None,
+            };
+            if let Some(r) = self.counted(r) {
+                return r;
             }
-            Some(State::Cold(n)) => {
-                if n + 1 >= self.hot {
-                    self.compile(&[(i, code)], true);
-                    if matches!(self.states[i], State::Compiled(_)) {
-                        return self.run(id, code, frame, interp);
-                    }
-                }
-                self.states[i] = State::Cold(n + 1);
-            }
-            _ => {}
         }
-        self.stats.interpreted_runs += 1;
         interp.run(code, frame)
+    }
+
+    fn run_bool(
+        &mut self,
+        id: CodeId,
+        code: &Code,
+        frame: &mut [Option<Value>],
+        interp: &mut Interpreter,
+    ) -> Result<bool, RunError> {
+        if let Some(f) = self.native(id.index(), code) {
+            let r = match &self.jit {
+                Some(jit) => jit.run_bool(f, code, frame, &mut self.buf),
+                None => None,
+            };
+            if let Some(r) = self.counted(r) {
+                return r;
+            }
+        }
+        interp.run_bool(code, frame)
+    }
+
+    fn run_effect(
+        &mut self,
+        id: CodeId,
+        code: &Code,
+        frame: &mut [Option<Value>],
+        interp: &mut Interpreter,
+    ) -> Result<(), RunError> {
+        if let Some(f) = self.native(id.index(), code) {
+            let r = match &self.jit {
+                Some(jit) => jit.run_effect(f, code, frame, &mut self.buf),
+                None => None,
+            };
+            if let Some(r) = self.counted(r) {
+                return r;
+            }
+        }
+        interp.run(code, frame).map(drop)
     }
 }
 

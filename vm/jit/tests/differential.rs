@@ -39,6 +39,14 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
+fn same_frame(a: &[Option<Value>], b: &[Option<Value>]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(a, b)| match (a, b) {
+            (Some(a), Some(b)) => same(a, b),
+            (a, b) => a == b,
+        })
+}
+
 #[test]
 fn jit_and_interpreter_agree_on_random_programs() {
     let cases = env("PNET_JIT_CASES", 120_000);
@@ -77,6 +85,39 @@ fn jit_and_interpreter_agree_on_random_programs() {
                 let want = interp.run(code, &mut fi);
                 let mut fj = f0.clone();
                 done += 1;
+                // The condition and effect-only entries agree with `run` (same fallbacks,
+                // same frame, the same error; the bool of `condition_value`).
+                let mut fb = f0.clone();
+                let got_bool = jit.run_bool(id, code, &mut fb, &mut buf);
+                let want_bool = want.clone().and_then(|v| pnet_vm::condition_value(code, v));
+                match &got_bool {
+                    None => assert_eq!(fb, f0, "a fallback changed the frame\n{code}"),
+                    Some(b) => {
+                        assert_eq!(b, &want_bool, "run_bool differs\n{code}\nframe {f0:?}");
+                        assert!(
+                            same_frame(&fb, &fi),
+                            "frames differ after run_bool\n{code}\nframe {f0:?}"
+                        );
+                    }
+                }
+                let mut fe = f0.clone();
+                let got_effect = jit.run_effect(id, code, &mut fe, &mut buf);
+                assert_eq!(
+                    got_effect.is_none(),
+                    got_bool.is_none(),
+                    "the entries fall back alike\n{code}"
+                );
+                if let Some(e) = &got_effect {
+                    assert_eq!(
+                        e,
+                        &want.clone().map(drop),
+                        "run_effect differs\n{code}\nframe {f0:?}"
+                    );
+                    assert!(
+                        same_frame(&fe, &fi),
+                        "frames differ after run_effect\n{code}\nframe {f0:?}"
+                    );
+                }
                 match jit.run(id, code, &mut fj, &mut buf) {
                     None => {
                         fallbacks += 1;

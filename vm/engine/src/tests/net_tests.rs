@@ -882,3 +882,71 @@ end
     let r = engine.result();
     expect![[r#"r: 4L"#]].assert_eq(&format!("{}: {}", r.outputs[0].0, show(&r.outputs[0].1[0])));
 }
+
+/// A runner that implements only `CodeRunner::run` (through the interpreter) and counts its
+/// calls: the provided `run_bool` and `run_effect` go through it.
+#[derive(Debug, Default)]
+struct CountingFactory(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+#[derive(Debug)]
+struct CountingRunner(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl crate::CodeRunnerFactory for CountingFactory {
+    fn runner(&self, _bundle: &pnet_bundle::Bundle) -> Box<dyn crate::CodeRunner> {
+        Box::new(CountingRunner(self.0.clone()))
+    }
+}
+
+impl crate::CodeRunner for CountingRunner {
+    fn run(
+        &mut self,
+        _id: pnet_bundle::CodeId,
+        code: &pnet_bundle::Code,
+        frame: &mut [Option<Value>],
+        interp: &mut crate::Interpreter,
+    ) -> Result<Value, crate::RunError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        interp.run(code, frame)
+    }
+}
+
+#[test]
+fn a_runner_with_only_run_gets_conditions_and_expressions() {
+    let factory = std::sync::Arc::new(CountingFactory::default());
+    let config = RunConfig {
+        runner: Some(factory.clone()),
+        ..RunConfig::default()
+    };
+    let with = show_result(&run_text(COUNTDOWN, &[("start", "5L")], &config));
+    let without = show_result(&run_text(
+        COUNTDOWN,
+        &[("start", "5L")],
+        &RunConfig::default(),
+    ));
+    assert_eq!(with, without);
+    expect![[r#"
+        r: 0L
+        firings: 5
+    "#]]
+    .assert_eq(&with);
+    // Six conditions (5L down to 0L) and five expressions.
+    assert_eq!(factory.0.load(std::sync::atomic::Ordering::Relaxed), 11);
+    // A condition that is not a bool fails the same way through the provided `run_bool`.
+    let not_bool = "
+net main
+  port in start long @n
+  place n long
+  trans t
+    in n long <- n
+    cond load n
+end
+";
+    let with = show_result(&run_text(not_bool, &[("start", "5L")], &config));
+    let without = show_result(&run_text(
+        not_bool,
+        &[("start", "5L")],
+        &RunConfig::default(),
+    ));
+    assert_eq!(with, without);
+    assert!(with.starts_with("error:"), "{with}");
+}
