@@ -165,3 +165,27 @@ impl Drop for Sshd {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// True while a process exists and is not a zombie (read from `/proc`).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name in parentheses.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+            .unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+/// Waits until the process is gone (or a zombie); false if it is still alive after `within`.
+pub fn wait_gone(pid: u32, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    !alive(pid)
+}

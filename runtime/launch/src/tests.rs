@@ -1,4 +1,5 @@
 use super::*;
+use crate::testing::{alive, wait_gone};
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -42,29 +43,6 @@ fn wait_for_file(path: &Path) -> String {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-/// True while a process exists and is not a zombie.
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the command name in parentheses.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
-            .unwrap_or(false),
-        Err(_) => false,
-    }
-}
-
-fn wait_gone(pid: u32, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if !alive(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    !alive(pid)
 }
 
 fn sh(name: &str, script: &str) -> WorkerCommand {

@@ -1,7 +1,7 @@
 //! The ssh launcher against a real sshd that the test starts on 127.0.0.1 with throw-away keys.
 //! If sshd cannot run here, the tests fail (they never pass silently).
 
-use pnet_launch::testing::Sshd;
+use pnet_launch::testing::{Sshd, alive, wait_gone};
 use pnet_launch::{Launched, WorkerCommand, launch, shell_quote, stop_all};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -22,28 +22,6 @@ fn wait_for_file(path: &Path, sshd: &Sshd) -> String {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// True while a process exists and is not a zombie.
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
-            .unwrap_or(false),
-        Err(_) => false,
-    }
-}
-
-fn wait_gone(pid: u32, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if !alive(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    !alive(pid)
 }
 
 /// A remote "worker": writes its pid, its stdin's first line, env and args to files, then

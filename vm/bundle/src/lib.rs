@@ -4,6 +4,7 @@
 //!
 //! Every part has a text form (`Display`): `pnetc --emit=ir` and `--emit=bytecode`.
 
+mod build;
 pub mod bytecode;
 pub mod format;
 pub mod ir;

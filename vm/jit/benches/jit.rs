@@ -11,30 +11,13 @@ mod common;
 use std::hint::black_box;
 use std::time::Instant;
 
-use pnet_bundle::{Code, Instr, OpTy, Slot, SlotKind, SourceSpan};
+use pnet_bundle::{Code, Instr, OpTy, SourceSpan};
 use pnet_jit::Jit;
 use pnet_stdlib::{BinOp, Builtin, Type, Value};
 use pnet_vm::Interpreter;
 
 fn code(instrs: Vec<Instr>, consts: Vec<Value>, slots: &[(&str, Type)]) -> Code {
-    Code {
-        name: "bench".into(),
-        spans: vec![SourceSpan::default(); instrs.len()],
-        instrs,
-        consts,
-        paths: Vec::new(),
-        slots: slots
-            .iter()
-            .map(|(n, t)| Slot {
-                name: n.to_string(),
-                kind: SlotKind::Port,
-                ty: t.clone(),
-            })
-            .collect(),
-        reads: Vec::new(),
-        result: Type::Any,
-        span: SourceSpan::default(),
-    }
+    Code::with_slots("bench", slots, instrs, consts, SourceSpan::default())
 }
 
 /// `${a} :lt: ${b}` on longs.

@@ -110,27 +110,11 @@ fn sp() -> SourceSpan {
 }
 
 fn port(name: &str, dir: PortDir, ty: Type, place: Option<u32>) -> Port {
-    Port {
-        name: name.into(),
-        dir,
-        ty,
-        place: place.map(PlaceId),
-        span: sp(),
-    }
+    Port::new(name, dir, ty, place, sp())
 }
 
 fn place(name: &str, ty: Type, tokens: Vec<Value>) -> Place {
-    Place {
-        name: name.into(),
-        ty,
-        is_virtual: false,
-        put_token: false,
-        shared_sink: false,
-        generator: false,
-        tokens,
-        properties: Vec::new(),
-        span: sp(),
-    }
+    Place::new(name, ty, tokens, sp())
 }
 
 fn conn(kind: ConnectKind, port: u32, place: u32) -> Connection {
@@ -168,16 +152,7 @@ fn transition(
 }
 
 fn function(name: &str, ports: Vec<Port>, body: Body) -> Function {
-    Function {
-        name: Some(name.into()),
-        ports,
-        body,
-        requires: Vec::new(),
-        properties: Vec::new(),
-        memory_buffers: Vec::new(),
-        memory_transfers: Vec::new(),
-        span: sp(),
-    }
+    Function::new(name, ports, body, sp())
 }
 
 fn code(

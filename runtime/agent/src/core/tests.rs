@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use pnet_bundle::{
     Body, Bundle, Code, CodeId, ConnectKind, Connection, Function, FunctionId, Instr, Module, Net,
     OpTy, Place, PlaceId, Port, PortDir, PortId, Property, Require, Response as IrResponse,
-    Signature, Slot, SlotKind, SourceFile, SourceFileId, SourceSpan, Transition,
+    Signature, SourceFile, SourceFileId, SourceSpan, Transition,
 };
 use pnet_protocol::{AgentMsg, ModuleDef, TaskRun, WorkerMsg};
 use pnet_stdlib::{BinOp, Type, Value};
@@ -39,27 +39,11 @@ fn sp(line: usize) -> SourceSpan {
 }
 
 fn port(name: &str, dir: PortDir, ty: Type, place: Option<u32>) -> Port {
-    Port {
-        name: name.into(),
-        dir,
-        ty,
-        place: place.map(PlaceId),
-        span: sp(1),
-    }
+    Port::new(name, dir, ty, place, sp(1))
 }
 
 fn place(name: &str, ty: Type) -> Place {
-    Place {
-        name: name.into(),
-        ty,
-        is_virtual: false,
-        put_token: false,
-        shared_sink: false,
-        generator: false,
-        tokens: Vec::new(),
-        properties: Vec::new(),
-        span: sp(1),
-    }
+    Place::new(name, ty, Vec::new(), sp(1))
 }
 
 fn conn(kind: ConnectKind, port: u32, place: u32) -> Connection {
@@ -112,37 +96,11 @@ fn module(name: &str, function: &str, target: Option<&str>) -> Module {
 }
 
 fn function(name: &str, ports: Vec<Port>, body: Body) -> Function {
-    Function {
-        name: Some(name.into()),
-        ports,
-        body,
-        requires: Vec::new(),
-        properties: Vec::new(),
-        memory_buffers: Vec::new(),
-        memory_transfers: Vec::new(),
-        span: sp(1),
-    }
+    Function::new(name, ports, body, sp(1))
 }
 
 fn code(name: &str, slots: &[(&str, Type)], instrs: Vec<Instr>, consts: Vec<Value>) -> Code {
-    Code {
-        name: name.into(),
-        spans: vec![sp(3); instrs.len()],
-        instrs,
-        consts,
-        paths: Vec::new(),
-        slots: slots
-            .iter()
-            .map(|(n, t)| Slot {
-                name: n.to_string(),
-                kind: SlotKind::Port,
-                ty: t.clone(),
-            })
-            .collect(),
-        reads: Vec::new(),
-        result: Type::Any,
-        span: sp(3),
-    }
+    Code::with_slots(name, slots, instrs, consts, sp(3))
 }
 
 pub(crate) fn prop(key: &str, value: &str) -> Property {

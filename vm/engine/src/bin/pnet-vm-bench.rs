@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use pnet_bundle::{
     Body, Bundle, Code, CodeId, ConnectKind, Connection, Function, FunctionId, Instr, Net, OpTy,
-    Place, PlaceId, Port, PortDir, PortId, Slot, SlotKind, SourceSpan, Transition,
+    Place, PlaceId, Port, PortDir, PortId, SourceSpan, Transition,
 };
 use pnet_stdlib::{BinOp, Type, Value};
 use pnet_vm::{Engine, Interpreter, RunConfig, Step};
@@ -59,68 +59,19 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 fn code(name: &str, instrs: Vec<Instr>, consts: Vec<Value>, slots: &[(&str, Type)]) -> Code {
-    let reads = instrs
-        .iter()
-        .filter_map(|i| match i {
-            Instr::Load(s) => Some(*s),
-            _ => None,
-        })
-        .collect();
-    Code {
-        name: name.to_string(),
-        spans: vec![SourceSpan::default(); instrs.len()],
-        instrs,
-        consts,
-        paths: Vec::new(),
-        slots: slots
-            .iter()
-            .map(|(n, t)| Slot {
-                name: n.to_string(),
-                kind: SlotKind::Port,
-                ty: t.clone(),
-            })
-            .collect(),
-        reads,
-        result: Type::Any,
-        span: SourceSpan::default(),
-    }
+    Code::with_slots(name, slots, instrs, consts, SourceSpan::default())
 }
 
 fn function(name: &str, ports: Vec<Port>, body: Body) -> Function {
-    Function {
-        name: Some(name.to_string()),
-        ports,
-        body,
-        requires: Vec::new(),
-        properties: Vec::new(),
-        memory_buffers: Vec::new(),
-        memory_transfers: Vec::new(),
-        span: SourceSpan::default(),
-    }
+    Function::new(name, ports, body, SourceSpan::default())
 }
 
 fn port(name: &str, dir: PortDir, place: Option<u32>) -> Port {
-    Port {
-        name: name.into(),
-        dir,
-        ty: Type::Long,
-        place: place.map(PlaceId),
-        span: SourceSpan::default(),
-    }
+    Port::new(name, dir, Type::Long, place, SourceSpan::default())
 }
 
 fn place(name: &str, tokens: Vec<Value>) -> Place {
-    Place {
-        name: name.into(),
-        ty: Type::Long,
-        is_virtual: false,
-        put_token: false,
-        shared_sink: false,
-        generator: false,
-        tokens,
-        properties: Vec::new(),
-        span: SourceSpan::default(),
-    }
+    Place::new(name, Type::Long, tokens, SourceSpan::default())
 }
 
 fn conn(kind: ConnectKind, port: u32, place: u32) -> Connection {
