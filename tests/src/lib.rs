@@ -73,3 +73,35 @@ pub fn line_of(text: &str, needle: &str, n: usize) -> Option<usize> {
         .nth(n.saturating_sub(1))
         .map(|(i, _)| i + 1)
 }
+
+/// Builds workspace packages with the target directory and profile of the running test
+/// executable and returns that profile's directory (`target/<profile>`), where their binaries
+/// and libraries are. `cargo test --workspace` builds every binary but not the `cdylib` of an
+/// example module crate, so tests that load `libnoop.so`, `libarith.so` or `libpi.so` (or need
+/// `gspc-worker` when run alone with `-p`) call this first. Cheap when nothing changed.
+pub fn build_packages(packages: &[&str]) -> PathBuf {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = std::env::current_exe().expect("test executable");
+    // target/<profile>/deps/<test> -> target/<profile>
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .to_path_buf();
+    let target = dir.parent().expect("target directory");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["build", "-q"])
+        .env("CARGO_TARGET_DIR", target)
+        .current_dir(workspace_root());
+    for p in packages {
+        cmd.args(["-p", p]);
+    }
+    if dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().expect("run cargo build");
+    assert!(status.success(), "cargo build of {packages:?} failed");
+    dir
+}

@@ -408,11 +408,7 @@ fn native_modules_run_from_the_module_path() {
 "#;
     let path = dir.join("squares.xpnet");
     write(&path, net);
-    let libdir = bin("gspc-run").parent().unwrap().to_path_buf();
-    assert!(
-        libdir.join("libarith.so").exists(),
-        "the example module libarith.so is built by `cargo test --workspace`"
-    );
+    let libdir = pnet_tests::build_packages(&["pnet-worker", "pnet-example-arith"]);
     let o = gspc_run(&[
         path.to_str().unwrap(),
         "--topology",
@@ -430,11 +426,7 @@ fn the_readme_main_job_gives_the_same_result_on_any_topology() {
     // The README's main job: examples/pi/pi.xpnet with the native module libpi.so.
     let root = pnet_tests::workspace_root();
     let net = root.join("examples/pi/pi.xpnet");
-    let libdir = bin("gspc-run").parent().unwrap().to_path_buf();
-    assert!(
-        libdir.join("libpi.so").exists(),
-        "the example module libpi.so is built by `cargo test --workspace`"
-    );
+    pnet_tests::build_packages(&["pnet-worker", "pnet-example-pi"]);
     for topology in [None, Some("worker:1"), Some("a:2 b+c:1")] {
         let mut args = vec![
             net.to_str().unwrap(),

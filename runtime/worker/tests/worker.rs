@@ -59,33 +59,7 @@ impl Drop for TempDir {
 /// them first if they are missing.
 fn native_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        // target/<profile>/deps/worker-<hash> -> target/<profile>
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-        let missing = ["libnoop.so", "libarith.so"]
-            .iter()
-            .any(|l| !profile_dir.join(l).is_file());
-        if missing {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let mut cmd = std::process::Command::new(cargo);
-            cmd.args([
-                "build",
-                "-q",
-                "-p",
-                "pnet-example-arith",
-                "-p",
-                "pnet-example-noop",
-            ])
-            .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap());
-            if profile_dir.file_name().is_some_and(|n| n == "release") {
-                cmd.arg("--release");
-            }
-            let status = cmd.status().unwrap();
-            assert!(status.success(), "building the example modules failed");
-        }
-        profile_dir
-    })
+    DIR.get_or_init(|| pnet_tests::build_packages(&["pnet-example-arith", "pnet-example-noop"]))
 }
 
 fn def(

@@ -2,7 +2,6 @@
 //! example native modules (`libarith.so`, `libnoop.so`; built here if needed).
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -18,35 +17,8 @@ use crate::{AgentConfig, run_job};
 fn bin_dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable");
-        let dir = exe
-            .parent()
-            .and_then(|d| d.parent())
-            .expect("target/<profile>/deps")
-            .to_path_buf();
-        let target = dir.parent().expect("target dir").to_path_buf();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args([
-            "build",
-            "-q",
-            "-p",
-            "pnet-worker",
-            "-p",
-            "pnet-example-arith",
-            "-p",
-            "pnet-example-noop",
-        ])
-        .env("CARGO_TARGET_DIR", &target)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().expect("run cargo build");
-        assert!(
-            status.success(),
-            "building gspc-worker and the example modules failed"
-        );
+        let dir =
+            pnet_tests::build_packages(&["pnet-worker", "pnet-example-arith", "pnet-example-noop"]);
         for f in ["gspc-worker", "libarith.so", "libnoop.so"] {
             assert!(
                 dir.join(f).is_file(),
