@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use pnet_bundle::Bundle;
-use pnet_driver::args::{COMPILER_OPTIONS_HELP, take_compiler_option};
+use pnet_driver::args::{COMPILER_OPTIONS_HELP, option_value, split_flag, take_compiler_option};
 use pnet_driver::{ColorMode, load_net};
 use pnet2dot::{Options, Sources, Trace};
 
@@ -89,18 +89,9 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
             Ok(_) => {}
         }
         let arg = argv[i].as_str();
-        let (flag, inline_value) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (arg, None),
-        };
+        let (flag, inline_value) = split_flag(arg);
         let take_value = |i: &mut usize| -> Result<String, ExitCode> {
-            if let Some(v) = &inline_value {
-                return Ok(v.clone());
-            }
-            *i += 1;
-            argv.get(*i)
-                .cloned()
-                .ok_or_else(|| usage_error(&format!("{flag} needs a value")))
+            option_value(argv, i, flag, inline_value).map_err(|m| usage_error(&m))
         };
         let no_value = || -> Result<(), ExitCode> {
             match &inline_value {

@@ -19,6 +19,39 @@ Compiler options:
       --Werror                 treat warnings as errors
       --list-warnings          list the warnings with their defaults and exit";
 
+/// Splits `--flag=value` into the flag and its inline value; any other argument (short flags,
+/// operands) comes back whole, without a value.
+pub fn split_flag(arg: &str) -> (&str, Option<&str>) {
+    match arg.split_once('=') {
+        Some((f, v)) if f.starts_with("--") => (f, Some(v)),
+        _ => (arg, None),
+    }
+}
+
+/// The value of option `flag`: its inline value (`--flag=value`), else the next argument, at
+/// which `i` is left. The error is the usage message `FLAG needs a value`.
+pub fn option_value(
+    argv: &[String],
+    i: &mut usize,
+    flag: &str,
+    inline: Option<&str>,
+) -> Result<String, String> {
+    if let Some(v) = inline {
+        return Ok(v.to_string());
+    }
+    *i += 1;
+    argv.get(*i)
+        .cloned()
+        .ok_or_else(|| format!("{flag} needs a value"))
+}
+
+/// Parses the number given to option `flag`; the error is the usage message
+/// `FLAG: 'V' is not a number`.
+pub fn parse_number<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| format!("{flag}: '{v}' is not a number"))
+}
+
 /// Parses a boolean flag value.
 pub fn parse_bool(s: &str) -> Option<bool> {
     match s {

@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use pnet_driver::args::{option_value, split_flag};
 use pnet_driver::parse_put;
 
-use crate::{split_flag, usage_error};
+use crate::usage_error;
 
 const USAGE: &str = "\
 gspc-run client subcommands: talk to a job started with `gspc-run --control SOCKET NET`
@@ -52,13 +53,7 @@ fn parse(cmd: &str, argv: &[String]) -> Result<ClientArgs, ExitCode> {
         let arg = argv[i].as_str();
         let (flag, inline) = split_flag(arg);
         let value = |i: &mut usize| -> Result<String, ExitCode> {
-            if let Some(v) = &inline {
-                return Ok(v.clone());
-            }
-            *i += 1;
-            argv.get(*i)
-                .cloned()
-                .ok_or_else(|| usage_error(&format!("{flag} needs a value")))
+            option_value(argv, i, flag, inline).map_err(|m| usage_error(&m))
         };
         match flag {
             "-h" | "--help" => {

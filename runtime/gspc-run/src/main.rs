@@ -25,11 +25,3 @@ pub(crate) fn usage_error(msg: &str) -> ExitCode {
     eprintln!("gspc-run: {msg}\nTry 'gspc-run --help' for more information.");
     ExitCode::from(2)
 }
-
-/// Splits `--flag=value` into the flag and its inline value.
-pub(crate) fn split_flag(arg: &str) -> (&str, Option<String>) {
-    match arg.split_once('=') {
-        Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-        _ => (arg, None),
-    }
-}

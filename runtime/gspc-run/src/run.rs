@@ -6,11 +6,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use pnet_bundle::{Body, Bundle};
-use pnet_driver::args::{COMPILER_OPTIONS_HELP, take_compiler_option};
+use pnet_driver::args::{
+    COMPILER_OPTIONS_HELP, option_value, parse_number, split_flag, take_compiler_option,
+};
 use pnet_driver::{ColorMode, load_net, parse_put};
 use pnet_stdlib::Value;
 
-use crate::{split_flag, topo, usage_error};
+use crate::{topo, usage_error};
 
 const USAGE: &str = "\
 gspc-run: run a Petri net on workers and print its output tokens
@@ -133,17 +135,10 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
         let arg = argv[i].as_str();
         let (flag, inline_value) = split_flag(arg);
         let take_value = |i: &mut usize| -> Result<String, ExitCode> {
-            if let Some(v) = &inline_value {
-                return Ok(v.clone());
-            }
-            *i += 1;
-            argv.get(*i)
-                .cloned()
-                .ok_or_else(|| usage_error(&format!("{flag} needs a value")))
+            option_value(argv, i, flag, inline_value).map_err(|m| usage_error(&m))
         };
         let number = |v: &str| -> Result<u64, ExitCode> {
-            v.parse()
-                .map_err(|_| usage_error(&format!("{flag}: '{v}' is not a number")))
+            parse_number(flag, v).map_err(|m| usage_error(&m))
         };
         match flag {
             "-h" | "--help" => {

@@ -11,7 +11,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use pnet_bundle::Bundle;
-use pnet_driver::args::{COMPILER_OPTIONS_HELP, take_compiler_option};
+use pnet_driver::args::{
+    COMPILER_OPTIONS_HELP, option_value, parse_number, split_flag, take_compiler_option,
+};
 use pnet_driver::{ColorMode, load_net, parse_put, parse_value};
 use pnet_stdlib::Value;
 use pnet_verify::Reduction;
@@ -144,22 +146,15 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
             Ok(_) => {}
         }
         let arg = argv[i].as_str();
-        let (flag, inline_value) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") && f != "--assume" => (f, Some(v.to_string())),
-            _ => (arg, None),
+        let (flag, inline_value) = match split_flag(arg) {
+            ("--assume", Some(_)) => (arg, None),
+            split => split,
         };
         let take_value = |i: &mut usize| -> Result<String, ExitCode> {
-            if let Some(v) = &inline_value {
-                return Ok(v.clone());
-            }
-            *i += 1;
-            argv.get(*i)
-                .cloned()
-                .ok_or_else(|| usage_error(&format!("{flag} needs a value")))
+            option_value(argv, i, flag, inline_value).map_err(|m| usage_error(&m))
         };
         let number = |v: &str| -> Result<u64, ExitCode> {
-            v.parse()
-                .map_err(|_| usage_error(&format!("{flag}: '{v}' is not a number")))
+            parse_number(flag, v).map_err(|m| usage_error(&m))
         };
         match flag {
             "-h" | "--help" => {
