@@ -4,7 +4,8 @@
 use pnet_stdlib::{Type, Value};
 
 use crate::{
-    Body, Code, Function, Instr, Place, PlaceId, Port, PortDir, Slot, SlotKind, SourceSpan,
+    Body, Code, Connection, Function, FunctionId, Instr, Module, Place, PlaceId, Port, PortDir,
+    Signature, Slot, SlotKind, SourceSpan, Transition,
 };
 
 impl Code {
@@ -87,6 +88,59 @@ impl Place {
             generator: false,
             tokens,
             properties: Vec::new(),
+            span,
+        }
+    }
+}
+
+impl Transition {
+    /// A transition of priority 0 without condition, responses, eureka ports, place-map,
+    /// requirements, properties or shared handling.
+    pub fn new(
+        name: &str,
+        function: FunctionId,
+        connections: Vec<Connection>,
+        span: SourceSpan,
+    ) -> Transition {
+        Transition {
+            name: name.to_string(),
+            priority: 0,
+            function,
+            connections,
+            responses: Vec::new(),
+            eureka_ports: Vec::new(),
+            condition: None,
+            place_map: Vec::new(),
+            requires: Vec::new(),
+            properties: Vec::new(),
+            produce_shared: false,
+            consume_shared: false,
+            passthrough_shared: false,
+            span,
+        }
+    }
+}
+
+impl Module {
+    /// A call of `function` (with signature arguments `args`) in module `name`, without
+    /// target, context, eureka group or C++ parts.
+    pub fn new(name: &str, function: &str, args: Vec<String>, span: SourceSpan) -> Module {
+        Module {
+            name: name.to_string(),
+            signature: Signature {
+                result: None,
+                function: function.to_string(),
+                args,
+            },
+            target: None,
+            pass_context: false,
+            require_function_unloads_without_rest: false,
+            require_module_unloads_without_rest: false,
+            eureka_group: None,
+            cincludes: Vec::new(),
+            ld_flags: Vec::new(),
+            cxx_flags: Vec::new(),
+            code: None,
             span,
         }
     }

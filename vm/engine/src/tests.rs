@@ -28,7 +28,7 @@ use std::sync::Arc;
 use expect_test::Expect;
 use pnet_bundle::{
     Body, Bundle, Code, CodeId, ConnectKind, Connection, Function, FunctionId, Instr, Module, Net,
-    OpTy, Place, PlaceId, Port, PortDir, PortId, Signature, Slot, SlotKind, SourceFile, SourceSpan,
+    OpTy, Place, PlaceId, Port, PortDir, PortId, Slot, SlotKind, SourceFile, SourceSpan,
     Transition,
 };
 use pnet_stdlib::{BinOp, Type, UnOp, Value};
@@ -340,20 +340,8 @@ impl Builder<'_> {
                     });
                     let net = self.net_mut(f);
                     net.transitions.push(Transition {
-                        name: words[1].to_string(),
                         priority: prio,
-                        function: fid,
-                        connections: Vec::new(),
-                        responses: Vec::new(),
-                        eureka_ports: Vec::new(),
-                        condition: None,
-                        place_map: Vec::new(),
-                        requires: Vec::new(),
-                        properties: Vec::new(),
-                        produce_shared: false,
-                        consume_shared: false,
-                        passthrough_shared: false,
-                        span: span_at(off),
+                        ..Transition::new(words[1], fid, Vec::new(), span_at(off))
                     });
                     trans = Some((net.transitions.len() - 1, Vec::new(), Vec::new()));
                 }
@@ -487,24 +475,12 @@ impl Builder<'_> {
                 }
                 "module" => {
                     let w: Vec<&str> = rest.split_whitespace().collect();
-                    body = Some(Body::Module(Module {
-                        name: w[0].to_string(),
-                        signature: Signature {
-                            result: None,
-                            function: w[1].to_string(),
-                            args: Vec::new(),
-                        },
-                        target: None,
-                        pass_context: false,
-                        require_function_unloads_without_rest: false,
-                        require_module_unloads_without_rest: false,
-                        eureka_group: None,
-                        cincludes: Vec::new(),
-                        ld_flags: Vec::new(),
-                        cxx_flags: Vec::new(),
-                        code: None,
-                        span: span_at(off),
-                    }));
+                    body = Some(Body::Module(Module::new(
+                        w[0],
+                        w[1],
+                        Vec::new(),
+                        span_at(off),
+                    )));
                 }
                 _ => self.uses.push((f, ti, rest.trim().to_string())),
             }

@@ -13,8 +13,8 @@ use std::time::Instant;
 use pnet_agent::{AgentConfig, JobOptions, SchedConfig, run_job_with};
 use pnet_bundle::{
     Body, Bundle, Code, CodeId, ConnectKind, Connection, Function, FunctionId, Instr, Module, Net,
-    OpTy, Place, PlaceId, Port, PortDir, PortId, Signature, Slot, SlotKind, SourceFile,
-    SourceFileId, SourceSpan, Transition,
+    OpTy, Place, PlaceId, Port, PortDir, PortId, Slot, SlotKind, SourceFile, SourceFileId,
+    SourceSpan, Transition,
 };
 use pnet_stdlib::{BinOp, Type, Value};
 
@@ -134,20 +134,9 @@ fn transition(
     connections: Vec<Connection>,
 ) -> Transition {
     Transition {
-        name: name.into(),
         priority,
-        function: FunctionId(function),
-        connections,
-        responses: Vec::new(),
-        eureka_ports: Vec::new(),
         condition: condition.map(CodeId),
-        place_map: Vec::new(),
-        requires: Vec::new(),
-        properties: Vec::new(),
-        produce_shared: false,
-        consume_shared: false,
-        passthrough_shared: false,
-        span: sp(),
+        ..Transition::new(name, FunctionId(function), connections, sp())
     }
 }
 
@@ -190,24 +179,12 @@ fn noop() -> Function {
             port("x", PortDir::In, Type::Control, None),
             port("y", PortDir::Out, Type::Control, None),
         ],
-        Body::Module(Module {
-            name: "noop".into(),
-            signature: Signature {
-                result: None,
-                function: "run".into(),
-                args: vec!["x".into(), "y".into()],
-            },
-            target: None,
-            pass_context: false,
-            require_function_unloads_without_rest: false,
-            require_module_unloads_without_rest: false,
-            eureka_group: None,
-            cincludes: Vec::new(),
-            ld_flags: Vec::new(),
-            cxx_flags: Vec::new(),
-            code: None,
-            span: sp(),
-        }),
+        Body::Module(Module::new(
+            "noop",
+            "run",
+            vec!["x".into(), "y".into()],
+            sp(),
+        )),
     )
 }
 

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use pnet_bundle::{
     Body, Bundle, Code, CodeId, ConnectKind, Connection, Function, FunctionId, Instr, Module, Net,
     OpTy, Place, PlaceId, Port, PortDir, PortId, Property, Require, Response as IrResponse,
-    Signature, SourceFile, SourceFileId, SourceSpan, Transition,
+    SourceFile, SourceFileId, SourceSpan, Transition,
 };
 use pnet_protocol::{AgentMsg, ModuleDef, TaskRun, WorkerMsg};
 use pnet_stdlib::{BinOp, Type, Value};
@@ -56,42 +56,13 @@ fn conn(kind: ConnectKind, port: u32, place: u32) -> Connection {
 }
 
 fn transition(name: &str, function: u32, connections: Vec<Connection>) -> Transition {
-    Transition {
-        name: name.into(),
-        priority: 0,
-        function: FunctionId(function),
-        connections,
-        responses: Vec::new(),
-        eureka_ports: Vec::new(),
-        condition: None,
-        place_map: Vec::new(),
-        requires: Vec::new(),
-        properties: Vec::new(),
-        produce_shared: false,
-        consume_shared: false,
-        passthrough_shared: false,
-        span: sp(2),
-    }
+    Transition::new(name, FunctionId(function), connections, sp(2))
 }
 
 fn module(name: &str, function: &str, target: Option<&str>) -> Module {
     Module {
-        name: name.into(),
-        signature: Signature {
-            result: None,
-            function: function.into(),
-            args: Vec::new(),
-        },
         target: target.map(Into::into),
-        pass_context: false,
-        require_function_unloads_without_rest: false,
-        require_module_unloads_without_rest: false,
-        eureka_group: None,
-        cincludes: Vec::new(),
-        ld_flags: Vec::new(),
-        cxx_flags: Vec::new(),
-        code: None,
-        span: sp(4),
+        ..Module::new(name, function, Vec::new(), sp(4))
     }
 }
 

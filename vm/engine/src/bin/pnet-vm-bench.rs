@@ -90,20 +90,13 @@ fn transition(
     condition: u32,
 ) -> Transition {
     Transition {
-        name: name.into(),
-        priority: 0,
-        function: FunctionId(function),
-        connections,
-        responses: Vec::new(),
-        eureka_ports: Vec::new(),
         condition: Some(CodeId(condition)),
-        place_map: Vec::new(),
-        requires: Vec::new(),
-        properties: Vec::new(),
-        produce_shared: false,
-        consume_shared: false,
-        passthrough_shared: false,
-        span: SourceSpan::default(),
+        ..Transition::new(
+            name,
+            FunctionId(function),
+            connections,
+            SourceSpan::default(),
+        )
     }
 }
 
