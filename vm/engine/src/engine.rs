@@ -1268,10 +1268,7 @@ impl State {
                     .ok_or_else(|| missing(&tf.ports[r.port.index()].name))?;
                 self.responses.push((id, v));
             }
-            for &p in &tr.eureka_ports {
-                let v = get(p).ok_or_else(|| missing(&tf.ports[p.index()].name))?;
-                eureka_groups(v, &tf.ports[p.index()].name, &mut self.eurekas)?;
-            }
+            eureka_groups(tr, tf, get, &mut self.eurekas)?;
         }
         for o in &info.outs {
             let slot = &mut self.frame[o.port.index()];
@@ -1386,15 +1383,7 @@ impl State {
         let tr = &net.transitions[rec.transition.index()];
         let tf = prog.bundle.function(tr.function);
         let info = &prog.net(func).trans[rec.transition.index()];
-        let inst = self.inst_mut(i);
-        inst.pending -= 1;
-        for &p in &rec.consumed {
-            inst.in_flight[p] -= 1;
-        }
-        for &p in &rec.consumed {
-            self.changed(prog, i, p, true);
-        }
-        self.touch(i);
+        self.returned(prog, i, &rec.consumed);
         for (port, id) in rec.responses {
             let v = outputs
                 .iter()
@@ -1403,15 +1392,8 @@ impl State {
                 .ok_or_else(|| missing(&tf.ports[port.index()].name))?;
             self.responses.push((id, v));
         }
-        for &p in &tr.eureka_ports {
-            let name = &tf.ports[p.index()].name;
-            let v = outputs
-                .iter()
-                .find(|(q, _)| *q == p)
-                .map(|(_, v)| v)
-                .ok_or_else(|| missing(name))?;
-            eureka_groups(v, name, &mut self.eurekas)?;
-        }
+        let get = |p: PortId| outputs.iter().find(|(q, _)| *q == p).map(|(_, v)| v);
+        eureka_groups(tr, tf, get, &mut self.eurekas)?;
         for o in &info.outs {
             let port = tf.ports.get(o.port.index()).ok_or_else(|| missing("?"))?;
             let k = outputs
@@ -1429,18 +1411,24 @@ impl State {
         self.release_consumed(prog, i)
     }
 
-    /// A task dropped without outputs.
-    fn discard(&mut self, prog: &Program, rec: TaskRecord) -> Result<(), RunError> {
-        let i = rec.instance;
+    /// A task or child net of instance `i` came back (or was dropped): the tokens it consumed
+    /// from `consumed` are no longer in flight.
+    fn returned(&mut self, prog: &Program, i: u32, consumed: &[usize]) {
         let inst = self.inst_mut(i);
         inst.pending -= 1;
-        for &p in &rec.consumed {
+        for &p in consumed {
             inst.in_flight[p] -= 1;
         }
-        for &p in &rec.consumed {
+        for &p in consumed {
             self.changed(prog, i, p, true);
         }
         self.touch(i);
+    }
+
+    /// A task dropped without outputs.
+    fn discard(&mut self, prog: &Program, rec: TaskRecord) -> Result<(), RunError> {
+        let i = rec.instance;
+        self.returned(prog, i, &rec.consumed);
         self.release = rec.release;
         self.release_consumed(prog, i)
     }
@@ -1468,15 +1456,7 @@ impl State {
         let t = link.transition.index();
         let tf = prog.bundle.function(net.transitions[t].function);
         let info = &prog.net(func).trans[t];
-        let inst = self.inst_mut(i);
-        inst.pending -= 1;
-        for &p in &link.consumed {
-            inst.in_flight[p] -= 1;
-        }
-        for &p in &link.consumed {
-            self.changed(prog, i, p, true);
-        }
-        self.touch(i);
+        self.returned(prog, i, &link.consumed);
         let ctx = |e: RunError| prog.context_in(e, func, t);
         for o in &info.outs {
             let port = &tf.ports[o.port.index()];
@@ -1629,22 +1609,32 @@ fn response_id(v: Option<&Value>, port: &str) -> Result<String, RunError> {
     }
 }
 
-/// The group names of a `connect-eureka` port's value (a set of strings).
-fn eureka_groups(v: &Value, port: &str, out: &mut Vec<String>) -> Result<(), RunError> {
-    let bad = || {
-        RunError::new(RunErrorKind::TypeMismatch {
-            port: port.to_string(),
-            value: v.to_string(),
-            ty: "set of strings (eureka groups)".into(),
-        })
-    };
-    let Value::Set(groups) = v else {
-        return Err(bad());
-    };
-    for g in groups {
-        match g {
-            Value::String(s) => out.push(s.to_string()),
-            _ => return Err(bad()),
+/// The group names on the `connect-eureka` ports of transition `tr` (each value a set of
+/// strings), the port values read through `get`.
+fn eureka_groups<'v>(
+    tr: &pnet_bundle::Transition,
+    tf: &pnet_bundle::Function,
+    get: impl Fn(PortId) -> Option<&'v Value>,
+    out: &mut Vec<String>,
+) -> Result<(), RunError> {
+    for &p in &tr.eureka_ports {
+        let port = &tf.ports[p.index()].name;
+        let v = get(p).ok_or_else(|| missing(port))?;
+        let bad = || {
+            RunError::new(RunErrorKind::TypeMismatch {
+                port: port.to_string(),
+                value: v.to_string(),
+                ty: "set of strings (eureka groups)".into(),
+            })
+        };
+        let Value::Set(groups) = v else {
+            return Err(bad());
+        };
+        for g in groups {
+            match g {
+                Value::String(s) => out.push(s.to_string()),
+                _ => return Err(bad()),
+            }
         }
     }
     Ok(())
