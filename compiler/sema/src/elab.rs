@@ -341,6 +341,33 @@ impl<'a> Elab<'a> {
         self.diags.push((d, o));
     }
 
+    /// Warns `code` when `name` repeats a name in `seen` (labelled `again` and `first`) and
+    /// returns true; otherwise adds it to `seen` and returns false.
+    #[allow(clippy::too_many_arguments)]
+    fn warn_repeated<'n>(
+        &mut self,
+        ctx: &Ctx<'a>,
+        seen: &mut Vec<&'n Name>,
+        name: &'n Name,
+        code: &'static str,
+        message: impl FnOnce() -> String,
+        again: &str,
+        first: &str,
+    ) -> bool {
+        let Some(f) = seen.iter().find(|q| q.text == name.text) else {
+            seen.push(name);
+            return false;
+        };
+        let fs = f.span;
+        self.warn(
+            ctx,
+            Diagnostic::warning(code, message())
+                .with_primary(name.span, again)
+                .with_secondary(fs, first),
+        );
+        true
+    }
+
     fn ast(&self, file: FileId) -> Option<&'a Root> {
         let p: &'a Parsed = self.parsed.get(file.0 as usize)?;
         p.ast.root.as_ref()
@@ -1503,19 +1530,15 @@ impl<'a> Elab<'a> {
             };
             let mut seen: Vec<&Name> = Vec::new();
             for p in &t.params {
-                if let Some(first) = seen.iter().find(|q| q.text == p.text) {
-                    let fs = first.span;
-                    self.warn(
-                        &ctx,
-                        Diagnostic::warning(
-                            "duplicate-template-parameter",
-                            format!("duplicate template parameter `{}`", p.text),
-                        )
-                        .with_primary(p.span, "declared again here")
-                        .with_secondary(fs, "first declared here"),
-                    );
-                }
-                seen.push(p);
+                self.warn_repeated(
+                    &ctx,
+                    &mut seen,
+                    p,
+                    "duplicate-template-parameter",
+                    || format!("duplicate template parameter `{}`", p.text),
+                    "declared again here",
+                    "first declared here",
+                );
             }
             let Some(name) = &t.name else { continue };
             if let Some(first) = templates.iter().find(|x| x.name == name.text) {
@@ -1601,20 +1624,17 @@ impl<'a> Elab<'a> {
             let mut subst = (*ctx.subst).clone();
             let mut seen: Vec<&Name> = Vec::new();
             for (replace, with) in &s.type_maps {
-                if let Some(first) = seen.iter().find(|q| q.text == replace.text) {
-                    let fs = first.span;
-                    self.warn(
-                        &ctx,
-                        Diagnostic::warning(
-                            "type-map-duplicate",
-                            format!("type `{}` is mapped twice", replace.text),
-                        )
-                        .with_primary(replace.span, "mapped again here")
-                        .with_secondary(fs, "first mapped here"),
-                    );
+                if self.warn_repeated(
+                    &ctx,
+                    &mut seen,
+                    replace,
+                    "type-map-duplicate",
+                    || format!("type `{}` is mapped twice", replace.text),
+                    "mapped again here",
+                    "first mapped here",
+                ) {
                     continue;
                 }
-                seen.push(replace);
                 let w = ctx
                     .subst
                     .get(&with.text)
@@ -1625,20 +1645,17 @@ impl<'a> Elab<'a> {
             let subst = Rc::new(subst);
             let mut seen: Vec<&Name> = Vec::new();
             for g in &s.type_gets {
-                if let Some(first) = seen.iter().find(|q| q.text == g.text) {
-                    let fs = first.span;
-                    self.warn(
-                        &ctx,
-                        Diagnostic::warning(
-                            "type-get-duplicate",
-                            format!("type `{}` is got twice", g.text),
-                        )
-                        .with_primary(g.span, "again here")
-                        .with_secondary(fs, "first here"),
-                    );
+                if self.warn_repeated(
+                    &ctx,
+                    &mut seen,
+                    g,
+                    "type-get-duplicate",
+                    || format!("type `{}` is got twice", g.text),
+                    "again here",
+                    "first here",
+                ) {
                     continue;
                 }
-                seen.push(g);
                 let Some(t) = &template else { continue };
                 let Some(d) = &t.template.defun else { continue };
                 let mut defs = Vec::new();
