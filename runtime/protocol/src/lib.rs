@@ -21,6 +21,7 @@ use pnet_stdlib::{Type, Value};
 use serde::{Deserialize, Serialize};
 
 pub mod frame;
+pub mod property;
 pub mod secret;
 
 pub use frame::{FrameError, MAX_FRAME, read_msg, recv, send, write_msg};

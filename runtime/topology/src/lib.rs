@@ -117,7 +117,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub(crate) fn error(code: &'static str, span: Range<usize>, message: String) -> Self {
+    pub fn error(code: &'static str, span: Range<usize>, message: String) -> Self {
         Diagnostic {
             code,
             severity: Severity::Error,
@@ -127,7 +127,7 @@ impl Diagnostic {
         }
     }
 
-    pub(crate) fn warning(code: &'static str, span: Range<usize>, message: String) -> Self {
+    pub fn warning(code: &'static str, span: Range<usize>, message: String) -> Self {
         Diagnostic {
             code,
             severity: Severity::Warning,
@@ -137,7 +137,7 @@ impl Diagnostic {
         }
     }
 
-    pub(crate) fn note(mut self, note: impl Into<String>) -> Self {
+    pub fn note(mut self, note: impl Into<String>) -> Self {
         self.notes.push(note.into());
         self
     }

@@ -1,0 +1,1 @@
+//! Workload descriptions: parse them and lower them to xpnet nets.

@@ -1,0 +1,1 @@
+//! Runs DDS topologies on the runtime (see the crate description).
