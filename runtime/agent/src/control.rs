@@ -103,6 +103,399 @@ impl std::fmt::Display for Status {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The persistent runtime's control protocol (`gspc`).
+
+/// The name of the control socket in a runtime's state directory.
+pub const SOCKET_FILE: &str = "control.sock";
+/// The file with the runtime's secret (64 hex digits, mode 0600).
+pub const SECRET_FILE: &str = "secret";
+/// The daemon's pid.
+pub const PID_FILE: &str = "gspc.pid";
+/// Where the runtime runs and how to reach it (JSON, written once it listens).
+pub const INFO_FILE: &str = "runtime.json";
+/// The daemon's output and worker event log.
+pub const LOG_FILE: &str = "daemon.log";
+
+/// One request to a persistent runtime: every request carries the runtime's secret.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RtEnvelope {
+    pub secret: pnet_protocol::Secret,
+    pub request: RtRequest,
+}
+
+/// What a `gspc` client asks a persistent runtime.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum RtRequest {
+    Status,
+    /// Start a job: `bundle` is an encoded bundle (`pnet_bundle::format::encode`), `net` the
+    /// name shown in `gspc jobs`; answered with [`RtResponse::Submitted`] at once.
+    Submit {
+        net: String,
+        bundle: Vec<u8>,
+        inputs: Vec<(String, Vec<Value>)>,
+    },
+    /// Wait until the job has ended; answered with [`RtResponse::Outcome`].
+    Wait {
+        job: u64,
+    },
+    Cancel {
+        job: u64,
+    },
+    PutToken {
+        job: u64,
+        place: String,
+        value: Value,
+    },
+    /// No more tokens will be put into the job (see the module docs).
+    Close {
+        job: u64,
+    },
+    Jobs,
+    /// Start more workers: a topology description over these hosts (none: the runtime's).
+    AddWorkers {
+        topology: String,
+        hosts: Vec<String>,
+    },
+    /// Stop workers by name, or `count` (default: all) of a class.
+    RemoveWorkers {
+        names: Vec<String>,
+        class: Option<String>,
+        count: Option<u32>,
+    },
+    /// Stop the runtime: cancel the running jobs (or with `wait`, wait for them first).
+    Stop {
+        wait: bool,
+    },
+}
+
+/// How a job ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum JobOutcome {
+    Done {
+        outputs: Vec<(String, Vec<Value>)>,
+        firings: u64,
+        tasks: u64,
+    },
+    /// `code` is the stable code of the error (`agent-job-failed`, ...).
+    Failed {
+        code: String,
+        message: String,
+    },
+    Cancelled,
+}
+
+impl JobOutcome {
+    /// The exit code of `gspc wait`: 0 done, 1 failed, 130 cancelled.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            JobOutcome::Done { .. } => 0,
+            JobOutcome::Failed { .. } => 1,
+            JobOutcome::Cancelled => 130,
+        }
+    }
+
+    /// `done`, `failed` or `cancelled`.
+    pub fn state(&self) -> &'static str {
+        match self {
+            JobOutcome::Done { .. } => "done",
+            JobOutcome::Failed { .. } => "failed",
+            JobOutcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A job as `gspc jobs` shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobSummary {
+    pub id: u64,
+    pub net: String,
+    /// `running`, `done`, `failed` or `cancelled`.
+    pub state: String,
+    /// Seconds since the Unix epoch.
+    pub submitted_unix: u64,
+    /// Milliseconds from submission to the end (or to now).
+    pub elapsed_ms: u64,
+    pub tasks_running: u64,
+    pub tasks_queued: u64,
+    pub tasks_done: u64,
+}
+
+/// The task a worker runs now.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunningTask {
+    pub job: u64,
+    pub transition: String,
+}
+
+/// A worker as `gspc status` shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RtWorker {
+    pub name: String,
+    pub host: String,
+    pub pid: Option<u32>,
+    pub capabilities: Vec<String>,
+    /// `up`, `starting` (launched, not joined yet) or `exited: HOW` (died before joining).
+    pub state: String,
+    /// Milliseconds since its last message (heartbeats come every 250 ms).
+    pub heartbeat_age_ms: Option<u64>,
+    pub running: Option<RunningTask>,
+    /// Tasks sent to it and not answered yet.
+    pub in_flight: u32,
+    pub done: u64,
+}
+
+/// The state of a persistent runtime.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeStatus {
+    pub pid: u32,
+    /// Where workers connect.
+    pub address: String,
+    pub state_dir: String,
+    pub uptime_ms: u64,
+    pub jobs_running: u64,
+    pub jobs_total: u64,
+    pub workers: Vec<RtWorker>,
+}
+
+/// A worker named in an answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerRef {
+    pub name: String,
+    pub host: String,
+    pub pid: Option<u32>,
+}
+
+/// What `gspc stop` stopped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StopReport {
+    pub pid: u32,
+    /// Jobs cancelled by the stop.
+    pub cancelled: Vec<u64>,
+    /// Jobs that were waited for (`--wait`).
+    pub finished: Vec<u64>,
+    pub workers: Vec<WorkerRef>,
+    /// Workers still alive after the stop (should be none).
+    pub left: Vec<WorkerRef>,
+}
+
+/// A persistent runtime's answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum RtResponse {
+    Ok,
+    Error(String),
+    /// The request was refused (another user, a wrong secret).
+    Refused(String),
+    /// The answer of a job (put-token, close).
+    Job(Response),
+    Submitted {
+        job: u64,
+    },
+    Outcome {
+        job: u64,
+        outcome: JobOutcome,
+    },
+    Jobs(Vec<JobSummary>),
+    Status(RuntimeStatus),
+    /// Workers started or stopped.
+    Workers(Vec<WorkerRef>),
+    Stopped(StopReport),
+}
+
+/// An error of a `gspc` client, with a stable code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RtError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl RtError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> RtError {
+        RtError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for RtError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RtError {}
+
+/// This process's effective user id.
+pub fn current_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// A user's name from `/etc/passwd`, else `uid N`.
+pub fn user_name(uid: u32) -> String {
+    let name = std::fs::read_to_string("/etc/passwd").ok().and_then(|t| {
+        t.lines().find_map(|l| {
+            let mut f = l.split(':');
+            let name = f.next()?;
+            let _ = f.next()?;
+            (f.next()?.parse::<u32>().ok()? == uid).then(|| name.to_string())
+        })
+    });
+    match name {
+        Some(n) => format!("{n} (uid {uid})"),
+        None => format!("uid {uid}"),
+    }
+}
+
+/// Checks that `dir` is a directory owned by this user that no other user can read or
+/// write (mode 0700 or stricter), as a runtime's state directory must be.
+pub fn check_private_dir(dir: &Path) -> Result<(), RtError> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| {
+        RtError::new(
+            "gspc-state-dir",
+            format!("cannot use the state directory {}: {e}", dir.display()),
+        )
+    })?;
+    if !meta.is_dir() {
+        return Err(RtError::new(
+            "gspc-state-dir",
+            format!(
+                "the state directory {} is not a directory (symbolic links are not accepted)",
+                dir.display()
+            ),
+        ));
+    }
+    let me = current_uid();
+    if meta.uid() != me {
+        return Err(RtError::new(
+            "gspc-not-owner",
+            format!(
+                "the state directory {} belongs to {}, not to you ({}): the runtime there is \
+                 not yours",
+                dir.display(),
+                user_name(meta.uid()),
+                user_name(me)
+            ),
+        ));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(RtError::new(
+            "gspc-state-dir-mode",
+            format!(
+                "the state directory {} is accessible by other users (mode {mode:o}); it must \
+                 be private (chmod 700 {})",
+                dir.display(),
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads the secret file of a state directory (it must be a regular file of this user with
+/// mode 0600 or stricter).
+pub fn read_secret(dir: &Path) -> Result<pnet_protocol::Secret, RtError> {
+    use std::os::unix::fs::MetadataExt;
+    let path = dir.join(SECRET_FILE);
+    let meta = std::fs::symlink_metadata(&path).map_err(|e| {
+        RtError::new(
+            "gspc-no-runtime",
+            format!(
+                "no runtime in {} (cannot read {}: {e}); start one with `gspc boot`",
+                dir.display(),
+                path.display()
+            ),
+        )
+    })?;
+    let mode = meta.mode() & 0o7777;
+    if !meta.is_file() || meta.uid() != current_uid() || mode & 0o077 != 0 {
+        return Err(RtError::new(
+            "gspc-secret-mode",
+            format!(
+                "the secret file {} must be a regular file of yours with mode 600 (it is {}, \
+                 mode {mode:o}, owned by {})",
+                path.display(),
+                if meta.is_file() { "a file" } else { "not a file" },
+                user_name(meta.uid())
+            ),
+        ));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        RtError::new(
+            "gspc-secret",
+            format!("cannot read {}: {e}", path.display()),
+        )
+    })?;
+    pnet_protocol::Secret::from_hex(text.trim()).ok_or_else(|| {
+        RtError::new(
+            "gspc-secret",
+            format!("{} does not hold a secret (64 hex digits)", path.display()),
+        )
+    })
+}
+
+/// A client of a persistent runtime.
+#[derive(Debug)]
+pub struct RtClient {
+    socket: std::path::PathBuf,
+    secret: pnet_protocol::Secret,
+}
+
+impl RtClient {
+    /// Checks the state directory and reads its secret.
+    pub fn open(state_dir: &Path) -> Result<RtClient, RtError> {
+        check_private_dir(state_dir)?;
+        let secret = read_secret(state_dir)?;
+        Ok(RtClient {
+            socket: state_dir.join(SOCKET_FILE),
+            secret,
+        })
+    }
+
+    /// A client with a given socket and secret (tests).
+    pub fn with_secret(socket: &Path, secret: pnet_protocol::Secret) -> RtClient {
+        RtClient {
+            socket: socket.to_path_buf(),
+            secret,
+        }
+    }
+
+    /// Sends one request and reads the answer (`timeout` None: wait as long as it takes).
+    pub fn call(&self, request: RtRequest, timeout: Option<Duration>) -> Result<RtResponse, RtError> {
+        let mut s = UnixStream::connect(&self.socket).map_err(|e| {
+            RtError::new(
+                "gspc-not-running",
+                format!(
+                    "cannot reach the runtime at {}: {e} (is it running? start it with `gspc \
+                     boot`)",
+                    self.socket.display()
+                ),
+            )
+        })?;
+        let _ = s.set_read_timeout(timeout);
+        let env = RtEnvelope {
+            secret: self.secret.clone(),
+            request,
+        };
+        let io = |e: pnet_protocol::FrameError| {
+            RtError::new(
+                "gspc-connection",
+                format!("control socket {}: {e}", self.socket.display()),
+            )
+        };
+        write_msg(&mut s, &env).map_err(io)?;
+        match read_msg(&mut s).map_err(io)? {
+            RtResponse::Refused(m) => Err(RtError::new("gspc-refused", m)),
+            RtResponse::Error(m) => Err(RtError::new("gspc-request-failed", m)),
+            RtResponse::Job(Response::Error(m)) => Err(RtError::new("gspc-request-failed", m)),
+            r => Ok(r),
+        }
+    }
+}
+
 /// Sends one request and reads the answer.
 pub fn request(socket: &Path, req: &Request) -> Result<Response, String> {
     let mut s = UnixStream::connect(socket).map_err(|e| {

@@ -43,6 +43,9 @@ pub struct CoreConfig {
     pub step_budget: u32,
     /// The engine is not stepped while this many tasks are queued.
     pub high_water: usize,
+    /// A task that no current worker can run waits for one to join (a persistent runtime,
+    /// where workers come and go) rather than failing the job.
+    pub wait_for_workers: bool,
 }
 
 impl Default for CoreConfig {
@@ -55,6 +58,7 @@ impl Default for CoreConfig {
             sched: SchedConfig::default(),
             step_budget: 2048,
             high_water: 4096,
+            wait_for_workers: false,
         }
     }
 }
@@ -327,6 +331,12 @@ impl<'b> Core<'b> {
             tasks_done: self.tasks_done,
             firings: self.engine.stats().firings,
         }
+    }
+
+    /// The transition of a task in flight on a worker.
+    pub fn task_transition(&self, worker: WorkerId, task: u64) -> Option<Arc<str>> {
+        let class = self.sched.in_flight_class(worker, task)?;
+        Some(self.sched.class(class).name.clone())
     }
 
     /// Handles one event.
@@ -732,6 +742,7 @@ impl<'b> Core<'b> {
         }
         self.dispatch(out);
         if self.join_closed
+            && !self.cfg.wait_for_workers
             && let Some(c) = self.sched.unplaceable()
         {
             let e = self.no_worker(c);

@@ -9,7 +9,13 @@
 //!   and one writer task per worker, heartbeats, launching and stopping workers, signals, the
 //!   control socket, the progress line, the trace and the worker event log.
 //!
-//! The entry point is [`run_job`]; [`control`] holds the client side of the control socket.
+//! - [`hub`]: many jobs (one [`core::Core`] each) over one set of workers, no I/O: global
+//!   task and module ids, round-robin pumping, per-job windows on every worker (fairness);
+//!
+//! The entry points are [`run_job`] (one job: a runtime stopped when the job ends; used by
+//! `gspc-run`) and [`serve`] (the persistent runtime of `gspc`); both run the same shell.
+//! [`control`] holds the control protocols and their client side, [`output`] the printing of
+//! a job's output tokens.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -21,6 +27,8 @@ use pnet_vm::{RunError, RunResult};
 
 pub mod control;
 pub mod core;
+pub mod hub;
+pub mod output;
 pub mod sched;
 mod shell;
 mod trace;
@@ -177,6 +185,37 @@ impl std::fmt::Display for AgentError {
 }
 
 impl std::error::Error for AgentError {}
+
+/// How to run a persistent runtime ([`serve`]).
+pub struct RuntimeConfig {
+    /// The workers to start at boot, the launcher, module path, address, log, engine
+    /// settings (`control`, `trace` and `start_workers` are not used).
+    pub agent: AgentConfig,
+    /// The private state directory: the control socket, pid file and `runtime.json` go there.
+    pub state_dir: PathBuf,
+    /// The runtime's secret (for workers and control clients).
+    pub secret: pnet_protocol::Secret,
+    pub sched: SchedConfig,
+    /// Grace period for workers to exit before they are killed.
+    pub stop_grace: Duration,
+}
+
+impl std::fmt::Debug for RuntimeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeConfig")
+            .field("state_dir", &self.state_dir)
+            .field("workers", &self.agent.plan.workers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs a persistent runtime in this process until a client stops it (or SIGTERM/SIGINT):
+/// starts the planned workers, serves the control socket `state_dir/control.sock` (see
+/// [`control::RtRequest`]), runs the submitted jobs on the shared workers, and returns what
+/// the stop stopped.
+pub fn serve(config: RuntimeConfig) -> Result<control::StopReport, AgentError> {
+    shell::serve(config)
+}
 
 /// Runs a job: starts the planned workers, runs the net with its module calls on them, stops
 /// the workers, and returns the result.

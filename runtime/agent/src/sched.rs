@@ -576,6 +576,14 @@ impl Sched {
         v
     }
 
+    /// The class of a task in flight on a worker.
+    pub fn in_flight_class(&self, id: WorkerId, task: u64) -> Option<u32> {
+        let Some(Some(w)) = self.workers.get(id as usize) else {
+            return None;
+        };
+        w.in_flight.get(&task).map(|t| t.task.class)
+    }
+
     /// The tasks in flight on a worker, oldest first (for tests and status).
     pub fn in_flight(&self, id: WorkerId) -> Vec<u64> {
         let Some(Some(w)) = self.workers.get(id as usize) else {

@@ -1,11 +1,18 @@
-//! The tokio shell around the [`Core`]: one current-thread runtime runs the core's loop, the
-//! listener (handshake: protocol version, then secret; `Refused` with a reason otherwise),
-//! one reader and one writer task per worker (the writer feeds each message of a batch and
-//! flushes once, and sends heartbeats; the reader forwards batches of messages and declares
-//! the worker lost when it is silent for `HEARTBEAT_TIMEOUT`), the control socket, signals,
-//! the progress line, the trace and the event log. Workers of the plan are started through
-//! `pnet-launch` with the secret on their stdin and stopped at the end (Shutdown, then
-//! `stop_all` with a grace period).
+//! The tokio shell around the [`Hub`] (and so around one [`crate::core::Core`] per job): one
+//! current-thread runtime runs the hub's loop, the listener (handshake: protocol version,
+//! then secret; `Refused` with a reason otherwise), one reader and one writer task per worker
+//! (the writer feeds each message of a batch and flushes once, and sends heartbeats; the
+//! reader forwards batches of messages and declares the worker lost when it is silent for
+//! `HEARTBEAT_TIMEOUT`), the control socket, signals, the progress line, the trace and the
+//! event log. Workers of the plan are started through `pnet-launch` with the secret on their
+//! stdin and stopped at the end (Shutdown, then `stop_all` with a grace period).
+//!
+//! There is one shell for both uses: [`run`] (`run_job`: a runtime with one job, stopped when
+//! the job ends; its control socket speaks the job protocol of [`crate::control::Request`])
+//! and [`serve`] (the persistent runtime of `gspc`: jobs come and go through the control
+//! socket in its state directory, which speaks [`crate::control::RtRequest`] and checks the
+//! peer's uid and the runtime's secret; workers can be added and removed; it ends with a
+//! `Stop` request or SIGTERM/SIGINT).
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -13,8 +20,8 @@ use std::io::{BufWriter, Write};
 use std::net::SocketAddr;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -27,6 +34,7 @@ use pnet_protocol::{
     WorkerMsg, hello_protocol,
 };
 use pnet_stdlib::Value;
+use pnet_topology::PlannedWorker;
 use pnet_vm::RunResult;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
@@ -35,20 +43,25 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::task::JoinHandle;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
-use crate::control::{Request, Response};
-use crate::core::{Command, Core, CoreConfig, Event, calls_modules};
+use crate::control::{
+    INFO_FILE, PID_FILE, Request, Response, RtEnvelope, RtRequest, RtResponse,
+    RtWorker, RuntimeStatus, SOCKET_FILE, StopReport, WorkerRef,
+};
+use crate::core::{CoreConfig, calls_modules};
+use crate::hub::{ClientReply, Hub, HubCmd, HubConfig, JobId};
 use crate::trace::TraceWriter;
-use crate::{AgentConfig, AgentError, JobOptions, StartWorkers};
+use crate::{AgentConfig, AgentError, JobOptions, RuntimeConfig, StartWorkers};
 
 /// How long a connecting worker has to send its Hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
-/// Events handled before the core pumps again.
+/// Events handled before the hub pumps again.
 const EVENT_BATCH: usize = 4096;
 
 enum ShellEvent {
     Joined {
         id: u32,
         hello: Hello,
+        defs_upto: u32,
         tx: UnboundedSender<Bytes>,
         writer: JoinHandle<()>,
     },
@@ -66,11 +79,17 @@ enum ShellEvent {
     },
     ClientOpened {
         client: u64,
-        tx: UnboundedSender<Response>,
+        tx: UnboundedSender<Bytes>,
     },
+    /// A request of a job client (`run_job`'s control socket).
     Control {
         client: u64,
         request: Request,
+    },
+    /// A request of a runtime client (already authenticated).
+    Runtime {
+        client: u64,
+        request: RtRequest,
     },
     ClientClosed {
         client: u64,
@@ -81,6 +100,7 @@ fn setup(what: &str) -> impl Fn(std::io::Error) -> AgentError + '_ {
     move |e| AgentError::Setup(format!("{what}: {e}"))
 }
 
+/// `run_job`: a runtime with one job (number 0), stopped when it ends.
 pub(crate) fn run(
     bundle: &Bundle,
     inputs: &[(String, Vec<Value>)],
@@ -104,33 +124,140 @@ pub(crate) fn run(
         sched: options.sched.clone(),
         ..CoreConfig::default()
     };
-    let mut core = Core::new(bundle, inputs, &config.run, core_cfg)?;
+    let mut hub = Hub::new(
+        HubConfig {
+            run: config.run.clone(),
+            core: core_cfg,
+            job_prefix: false,
+            keep_ended: 1,
+        },
+        0,
+    );
+    let mut first = Vec::new();
+    hub.add_job("job", bundle.clone(), inputs, &mut first)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(setup("cannot start the runtime"))?;
     let grace = options.stop_grace;
-    let mut launched = Vec::new();
-    let result = rt.block_on(main_loop(
-        &mut core,
-        config,
-        options,
-        start_workers,
-        &mut launched,
-    ));
+    let mut shell = Shell::new(hub, config, Mode::Job, options)?;
+    let result = rt.block_on(shell.run(start_workers, first));
     drop(rt);
-    if !launched.is_empty() {
-        let ended = pnet_launch::stop_all(&mut launched, grace);
-        if config.verbose {
-            for (name, how) in ended {
-                eprintln!("worker `{name}`: {how}");
-            }
+    let ended = shell.stop_launched(grace);
+    if config.verbose {
+        for (name, how) in ended {
+            eprintln!("worker `{name}`: {how}");
         }
     }
     if let Some(p) = &config.control {
         let _ = std::fs::remove_file(p);
     }
-    result
+    match result {
+        End::Job(r) => *r,
+        End::Stopped { .. } => Err(AgentError::Cancelled),
+    }
+}
+
+/// The persistent runtime: serves its control socket until a `Stop` request or a signal.
+pub(crate) fn serve(rc: RuntimeConfig) -> Result<StopReport, AgentError> {
+    let config = &rc.agent;
+    let core_cfg = CoreConfig {
+        max_retries: config.max_retries,
+        control: true,
+        expected_workers: 0,
+        trace: config.trace.is_some(),
+        sched: rc.sched.clone(),
+        wait_for_workers: true,
+        ..CoreConfig::default()
+    };
+    let hub = Hub::new(
+        HubConfig {
+            run: config.run.clone(),
+            core: core_cfg,
+            job_prefix: true,
+            keep_ended: 10_000,
+        },
+        1,
+    );
+    let state_dir = rc.state_dir.clone();
+    crate::control::check_private_dir(&state_dir).map_err(|e| AgentError::Setup(e.message))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(setup("cannot start the runtime"))?;
+    let options = JobOptions {
+        secret: Some(rc.secret.clone()),
+        stop_grace: rc.stop_grace,
+        sched: rc.sched.clone(),
+        ..JobOptions::default()
+    };
+    let pid_file = state_dir.join(PID_FILE);
+    std::fs::write(&pid_file, format!("{}\n", std::process::id())).map_err(|e| {
+        AgentError::Setup(format!("cannot write {}: {e}", pid_file.display()))
+    })?;
+    let mut shell = Shell::new(
+        hub,
+        config,
+        Mode::Runtime {
+            state_dir: state_dir.clone(),
+            secret: rc.secret.clone(),
+        },
+        options,
+    )?;
+    let end = rt.block_on(shell.run(true, Vec::new()));
+    let (cancelled, finished, client) = match end {
+        End::Stopped {
+            cancelled,
+            finished,
+            client,
+        } => (cancelled, finished, client),
+        End::Job(_) => (Vec::new(), Vec::new(), None),
+    };
+    let workers: Vec<WorkerRef> = shell.launched.iter().map(|l| l.meta.clone()).collect();
+    let pids: Vec<(WorkerRef, u32)> = shell
+        .launched
+        .iter()
+        .filter_map(|l| l.proc.pid().map(|p| (l.meta.clone(), p)))
+        .collect();
+    let ended = shell.stop_launched(rc.stop_grace);
+    for (name, how) in &ended {
+        shell.log.line(&format!("worker `{name}`: {how}"));
+    }
+    for h in shell.removals.drain(..) {
+        let _ = h.join();
+    }
+    let left: Vec<WorkerRef> = pids
+        .into_iter()
+        .filter(|(_, p)| std::path::Path::new(&format!("/proc/{p}")).exists())
+        .map(|(w, _)| w)
+        .collect();
+    let report = StopReport {
+        pid: std::process::id(),
+        cancelled,
+        finished,
+        workers,
+        left,
+    };
+    shell.log.line(&format!(
+        "stopped: {} jobs cancelled, {} workers stopped, {} left",
+        report.cancelled.len(),
+        report.workers.len(),
+        report.left.len()
+    ));
+    if let Some(client) = client {
+        shell.reply_rt(client, RtResponse::Stopped(report.clone()));
+    }
+    // Let the last answer go out, then remove the socket and the files.
+    rt.block_on(async {
+        drop(std::mem::take(&mut shell.clients));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    });
+    drop(shell);
+    drop(rt);
+    for f in [SOCKET_FILE, PID_FILE, INFO_FILE, crate::control::SECRET_FILE] {
+        let _ = std::fs::remove_file(state_dir.join(f));
+    }
+    Ok(report)
 }
 
 /// The worker event log.
@@ -161,357 +288,900 @@ impl Logger {
 struct Conn {
     tx: UnboundedSender<Bytes>,
     writer: JoinHandle<()>,
+    name: String,
 }
 
 struct Shared {
     secret: Secret,
-    defs: Vec<ModuleDef>,
+    /// The module definitions of the live jobs (for Welcomes) and the next definition id.
+    defs: Mutex<(Vec<ModuleDef>, u32)>,
     module_path: Vec<String>,
     next_id: AtomicU32,
     ev: UnboundedSender<ShellEvent>,
 }
 
-async fn main_loop(
-    core: &mut Core<'_>,
-    config: &AgentConfig,
-    mut options: JobOptions,
-    start_workers: bool,
-    launched: &mut Vec<Launched>,
-) -> Result<RunResult, AgentError> {
-    let start = Instant::now();
-    let (ev_tx, mut ev_rx) = unbounded_channel::<ShellEvent>();
-    let mut log = Logger {
-        file: match &config.log {
-            Some(p) => Some(BufWriter::new(File::create(p).map_err(|e| {
-                AgentError::Setup(format!("cannot create the log file {}: {e}", p.display()))
-            })?)),
-            None => None,
-        },
-        verbose: config.verbose,
-        start,
-        progress_shown: false,
-    };
-    let mut trace = match &config.trace {
-        Some(p) => Some(TraceWriter::create(p).map_err(|e| {
-            AgentError::Setup(format!("cannot create the trace file {}: {e}", p.display()))
-        })?),
-        None => None,
-    };
-    let mut sigint = signal(SignalKind::interrupt()).map_err(setup("cannot handle SIGINT"))?;
-    let mut sigterm = signal(SignalKind::terminate()).map_err(setup("cannot handle SIGTERM"))?;
+enum Mode {
+    Job,
+    Runtime { state_dir: PathBuf, secret: Secret },
+}
 
-    let _control = match &config.control {
-        Some(p) => Some(bind_control(p, ev_tx.clone())?),
-        None => None,
-    };
+/// How the loop ended.
+enum End {
+    /// `run_job`'s job ended.
+    Job(Box<Result<RunResult, AgentError>>),
+    /// The runtime was stopped (by this client, or by a signal).
+    Stopped {
+        cancelled: Vec<JobId>,
+        finished: Vec<JobId>,
+        client: Option<u64>,
+    },
+}
 
-    let mut planned_names: HashSet<String> = HashSet::new();
-    let listen = start_workers || options.external_workers > 0;
-    let _accept = if listen {
-        let listener = TcpListener::bind(config.listen)
-            .await
-            .map_err(|e| AgentError::Setup(format!("cannot listen on {}: {e}", config.listen)))?;
-        let addr = listener
-            .local_addr()
-            .map_err(setup("cannot read the listening address"))?;
-        if let Some(f) = options.on_listen.take() {
-            f(addr);
-        }
-        let secret = match options.secret.take() {
-            Some(s) => s,
-            None => Secret::random().map_err(setup("cannot make the run's secret"))?,
+/// A worker process started by this runtime.
+struct LaunchedWorker {
+    meta: WorkerRef,
+    class: String,
+    proc: Launched,
+}
+
+struct ClientConn {
+    tx: UnboundedSender<Bytes>,
+    runtime: bool,
+}
+
+struct Shell<'c> {
+    hub: Hub,
+    config: &'c AgentConfig,
+    mode: Mode,
+    options: JobOptions,
+    start: Instant,
+    log: Logger,
+    trace: Option<TraceWriter>,
+    conns: HashMap<u32, Conn>,
+    clients: HashMap<u64, ClientConn>,
+    launched: Vec<LaunchedWorker>,
+    /// Threads stopping removed workers.
+    removals: Vec<std::thread::JoinHandle<()>>,
+    shared: Option<Arc<Shared>>,
+    agent_addr: String,
+    joined_names: HashSet<String>,
+    /// Workers lost since they joined: name -> reason.
+    lost_names: HashMap<String, String>,
+    /// Planned workers that exited before joining: "`name` (how it ended)".
+    dead_before_join: HashSet<String>,
+    dead_names: HashSet<String>,
+    ev_tx: UnboundedSender<ShellEvent>,
+    ev_rx: Option<UnboundedReceiver<ShellEvent>>,
+    /// A `Stop { wait: true }` is waiting for the jobs: (client, jobs waited for).
+    stopping: Option<(u64, Vec<JobId>)>,
+}
+
+impl<'c> Shell<'c> {
+    fn new(
+        hub: Hub,
+        config: &'c AgentConfig,
+        mode: Mode,
+        options: JobOptions,
+    ) -> Result<Shell<'c>, AgentError> {
+        let start = Instant::now();
+        let log = Logger {
+            file: match &config.log {
+                Some(p) => Some(BufWriter::new(
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(matches!(mode, Mode::Runtime { .. }))
+                        .write(true)
+                        .truncate(matches!(mode, Mode::Job))
+                        .open(p)
+                        .map_err(|e| {
+                            AgentError::Setup(format!(
+                                "cannot create the log file {}: {e}",
+                                p.display()
+                            ))
+                        })?,
+                )),
+                None => None,
+            },
+            verbose: config.verbose,
+            start,
+            progress_shown: false,
         };
-        let shared = Arc::new(Shared {
-            secret: secret.clone(),
-            defs: core.module_defs().to_vec(),
-            module_path: config
-                .module_path
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect(),
-            next_id: AtomicU32::new(0),
-            ev: ev_tx.clone(),
-        });
-        let accept = tokio::spawn(accept_loop(listener, shared));
-        if start_workers {
-            let agent_addr = if addr.ip().is_unspecified() {
+        let trace = match &config.trace {
+            Some(p) => Some(TraceWriter::create(p).map_err(|e| {
+                AgentError::Setup(format!("cannot create the trace file {}: {e}", p.display()))
+            })?),
+            None => None,
+        };
+        let (ev_tx, ev_rx) = unbounded_channel::<ShellEvent>();
+        Ok(Shell {
+            hub,
+            config,
+            mode,
+            options,
+            start,
+            log,
+            trace,
+            conns: HashMap::new(),
+            clients: HashMap::new(),
+            launched: Vec::new(),
+            removals: Vec::new(),
+            shared: None,
+            agent_addr: String::new(),
+            joined_names: HashSet::new(),
+            lost_names: HashMap::new(),
+            dead_before_join: HashSet::new(),
+            dead_names: HashSet::new(),
+            ev_tx,
+            ev_rx: Some(ev_rx),
+            stopping: None,
+        })
+    }
+
+    fn is_runtime(&self) -> bool {
+        matches!(self.mode, Mode::Runtime { .. })
+    }
+
+    /// Stops the launched workers (after the loop, outside the tokio runtime).
+    fn stop_launched(&mut self, grace: Duration) -> Vec<(String, String)> {
+        if self.launched.is_empty() {
+            return Vec::new();
+        }
+        let mut procs: Vec<Launched> = self.launched.drain(..).map(|l| l.proc).collect();
+        pnet_launch::stop_all(&mut procs, grace)
+    }
+
+    fn refresh_welcome_defs(&self) {
+        if let Some(s) = &self.shared {
+            let snapshot = self.hub.live_defs();
+            *s.defs.lock().unwrap_or_else(|e| e.into_inner()) = snapshot;
+        }
+    }
+
+    fn reply_rt(&self, client: u64, r: RtResponse) {
+        if let Some(c) = self.clients.get(&client) {
+            let _ = c.tx.send(encode(&r));
+        }
+    }
+
+    /// Starts the workers of a plan; returns the ones started (names made unique).
+    fn launch(&mut self, workers: &[PlannedWorker]) -> Result<Vec<WorkerRef>, AgentError> {
+        let Some(shared) = self.shared.clone() else {
+            return Err(AgentError::Setup("the runtime does not listen for workers".into()));
+        };
+        let config = self.config;
+        let mut started = Vec::new();
+        for w in workers {
+            let mut name = w.name.clone();
+            let taken = |n: &str, s: &Shell<'_>| {
+                s.launched.iter().any(|l| l.meta.name == n)
+                    || s.conns.values().any(|c| c.name == n)
+            };
+            let mut k = w.index_on_host;
+            while taken(&name, self) {
+                k += 1;
+                name = format!("{}-{}-{k}", w.class, w.host);
+            }
+            let mut args = vec![
+                "--agent".to_string(),
+                self.agent_addr.clone(),
+                "--name".to_string(),
+                name.clone(),
+            ];
+            if !w.capabilities.is_empty() {
+                args.push("--capabilities".into());
+                args.push(w.capabilities.join(","));
+            }
+            if let Some(s) = w.socket {
+                args.push("--socket".into());
+                args.push(s.to_string());
+            }
+            args.push("--secret-stdin".into());
+            args.push("--exit-on-stdin-eof".into());
+            let cmd = WorkerCommand {
+                name: name.clone(),
+                host: w.host.clone(),
+                program: config.worker_program.clone(),
+                args,
+                env: Vec::new(),
+                stdin: Some(format!("{}\n", shared.secret.to_hex()).into_bytes()),
+                log: None,
+            };
+            match pnet_launch::launch(&config.launcher, &cmd) {
+                Ok(l) => {
+                    self.log.line(&format!(
+                        "started worker `{}` on `{}` ({}, pid {})",
+                        name,
+                        w.host,
+                        config.launcher.name(),
+                        l.pid().map_or("?".into(), |p| p.to_string())
+                    ));
+                    let meta = WorkerRef {
+                        name: name.clone(),
+                        host: w.host.clone(),
+                        pid: l.pid(),
+                    };
+                    started.push(meta.clone());
+                    self.launched.push(LaunchedWorker {
+                        meta,
+                        class: w.class.clone(),
+                        proc: l,
+                    });
+                }
+                Err(e) => {
+                    return Err(AgentError::Setup(format!(
+                        "cannot start worker `{}` on `{}` through the {} launcher ({}): {e}",
+                        name,
+                        w.host,
+                        config.launcher.name(),
+                        config.worker_program.display()
+                    )));
+                }
+            }
+        }
+        Ok(started)
+    }
+
+    async fn run(&mut self, start_workers: bool, first: Vec<HubCmd>) -> End {
+        match self.run_inner(start_workers, first).await {
+            Ok(end) => end,
+            Err(e) => End::Job(Box::new(Err(e))),
+        }
+    }
+
+    async fn run_inner(&mut self, start_workers: bool, first: Vec<HubCmd>) -> Result<End, AgentError> {
+        let config = self.config;
+        let Some(mut ev_rx) = self.ev_rx.take() else {
+            return Err(AgentError::Setup("the shell ran twice".into()));
+        };
+        let mut sigint = signal(SignalKind::interrupt()).map_err(setup("cannot handle SIGINT"))?;
+        let mut sigterm =
+            signal(SignalKind::terminate()).map_err(setup("cannot handle SIGTERM"))?;
+
+        let _control = match &self.mode {
+            Mode::Job => match &config.control {
+                Some(p) => Some(bind_control(p, self.ev_tx.clone(), None)?),
+                None => None,
+            },
+            Mode::Runtime { state_dir, secret } => Some(bind_control(
+                &state_dir.join(SOCKET_FILE),
+                self.ev_tx.clone(),
+                Some(Arc::new(Auth {
+                    secret: secret.clone(),
+                    uid: crate::control::current_uid(),
+                })),
+            )?),
+        };
+
+        let listen = start_workers || self.options.external_workers > 0;
+        let mut planned_names: HashSet<String> = HashSet::new();
+        let _accept = if listen {
+            let listener = TcpListener::bind(config.listen).await.map_err(|e| {
+                AgentError::Setup(format!("cannot listen on {}: {e}", config.listen))
+            })?;
+            let addr = listener
+                .local_addr()
+                .map_err(setup("cannot read the listening address"))?;
+            if let Some(f) = self.options.on_listen.take() {
+                f(addr);
+            }
+            let secret = match self.options.secret.take() {
+                Some(s) => s,
+                None => Secret::random().map_err(setup("cannot make the run's secret"))?,
+            };
+            let shared = Arc::new(Shared {
+                secret,
+                defs: Mutex::new(self.hub.live_defs()),
+                module_path: config
+                    .module_path
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect(),
+                next_id: AtomicU32::new(0),
+                ev: self.ev_tx.clone(),
+            });
+            self.shared = Some(shared.clone());
+            let accept = AbortOnDrop(tokio::spawn(accept_loop(listener, shared)));
+            self.agent_addr = if addr.ip().is_unspecified() {
                 format!("{}:{}", pnet_topology::local_hostname(), addr.port())
             } else {
                 addr.to_string()
             };
-            for w in &config.plan.workers {
-                let mut args = vec![
-                    "--agent".to_string(),
-                    agent_addr.clone(),
-                    "--name".to_string(),
-                    w.name.clone(),
-                ];
-                if !w.capabilities.is_empty() {
-                    args.push("--capabilities".into());
-                    args.push(w.capabilities.join(","));
-                }
-                if let Some(s) = w.socket {
-                    args.push("--socket".into());
-                    args.push(s.to_string());
-                }
-                args.push("--secret-stdin".into());
-                args.push("--exit-on-stdin-eof".into());
-                let cmd = WorkerCommand {
-                    name: w.name.clone(),
-                    host: w.host.clone(),
-                    program: config.worker_program.clone(),
-                    args,
-                    env: Vec::new(),
-                    stdin: Some(format!("{}\n", secret.to_hex()).into_bytes()),
-                    log: None,
-                };
-                match pnet_launch::launch(&config.launcher, &cmd) {
-                    Ok(l) => {
-                        log.line(&format!(
-                            "started worker `{}` on `{}` ({}, pid {})",
-                            w.name,
-                            w.host,
-                            config.launcher.name(),
-                            l.pid().map_or("?".into(), |p| p.to_string())
-                        ));
-                        planned_names.insert(w.name.clone());
-                        launched.push(l);
-                    }
-                    Err(e) => {
-                        accept.abort();
-                        return Err(AgentError::Setup(format!(
-                            "cannot start worker `{}` on `{}` through the {} launcher ({}): {e}",
-                            w.name,
-                            w.host,
-                            config.launcher.name(),
-                            config.worker_program.display()
-                        )));
-                    }
-                }
+            if let Mode::Runtime { state_dir, .. } = &self.mode {
+                let info = serde_json::json!({
+                    "pid": std::process::id(),
+                    "address": self.agent_addr,
+                    "control": state_dir.join(SOCKET_FILE).display().to_string(),
+                    "state_dir": state_dir.display().to_string(),
+                    "planned_workers": config.plan.workers.len(),
+                });
+                let path = state_dir.join(INFO_FILE);
+                std::fs::write(&path, format!("{info}\n")).map_err(|e| {
+                    AgentError::Setup(format!("cannot write {}: {e}", path.display()))
+                })?;
+                self.log.line(&format!(
+                    "runtime pid {} listening on {} (control socket {})",
+                    std::process::id(),
+                    self.agent_addr,
+                    state_dir.join(SOCKET_FILE).display()
+                ));
             }
-        }
-        Some(AbortOnDrop(accept))
-    } else {
-        None
-    };
-
-    let mut conns: HashMap<u32, Conn> = HashMap::new();
-    let mut clients: HashMap<u64, UnboundedSender<Response>> = HashMap::new();
-    let mut joined_names: HashSet<String> = HashSet::new();
-    // Planned workers that exited before joining: "name (how it ended)".
-    let mut dead_before_join: HashSet<String> = HashSet::new();
-    let mut dead_names: HashSet<String> = HashSet::new();
-    let mut join_over = planned_names.is_empty() && options.external_workers == 0;
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut out: Vec<Command> = Vec::new();
-    let mut events: Vec<Event> = Vec::new();
-    let mut more = true;
-    let mut last_progress = Instant::now() - Duration::from_secs(1);
-
-    let result = 'outer: loop {
-        core.set_now(start.elapsed());
-        if more || !out.is_empty() {
-            if more {
-                more = core.pump(&mut out);
+            if start_workers {
+                let workers = config.plan.workers.clone();
+                let started = self.launch(&workers)?;
+                planned_names.extend(started.into_iter().map(|w| w.name));
             }
-            for cmd in out.drain(..) {
-                match cmd {
-                    Command::Send { worker, msg } => {
-                        if let Some(c) = conns.get(&worker) {
-                            let _ = c.tx.send(encode(&msg));
-                        }
-                    }
-                    Command::Reply { client, response } => {
-                        if let Some(tx) = clients.get(&client) {
-                            let _ = tx.send(response);
-                        }
-                    }
-                    Command::Log(m) => log.line(&m),
-                    Command::Trace(r) => {
-                        if let Some(t) = &mut trace {
-                            let _ = t.task(&r);
-                        }
-                    }
-                    Command::Finish(r) => {
-                        let mut r = *r;
-                        // Workers die of the same Ctrl-C as we do: say "cancelled", not
-                        // whatever their loss caused.
-                        if let Err(AgentError::NoWorker(m)) = &mut r
-                            && !dead_before_join.is_empty()
-                        {
-                            let mut dead: Vec<&String> = dead_before_join.iter().collect();
-                            dead.sort();
-                            m.push_str(&format!(
-                                " ({} started worker(s) exited before joining: {}; their \
-                                 messages are above)",
-                                dead.len(),
-                                dead.iter()
-                                    .map(|d| d.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ));
-                        }
-                        if r.is_err()
-                            && (sigint.recv().now_or_never().is_some()
-                                || sigterm.recv().now_or_never().is_some())
-                        {
-                            r = Err(AgentError::Cancelled);
-                        }
-                        break 'outer r;
-                    }
-                }
-            }
-        }
-        // Wait for something (or just let the other tasks run when there is more to do).
-        let first = tokio::select! {
-            biased;
-            _ = sigint.recv() => Some(Ok(Event::Cancel)),
-            _ = sigterm.recv() => Some(Ok(Event::Cancel)),
-            e = ev_rx.recv() => e.map(Err),
-            _ = tick.tick() => None,
-            _ = tokio::task::yield_now(), if more => None,
+            Some(accept)
+        } else {
+            None
         };
-        core.set_now(start.elapsed());
-        let mut shell_events = Vec::new();
-        match first {
-            Some(Ok(ev)) => events.push(ev),
-            Some(Err(sev)) => shell_events.push(sev),
-            None => {}
+
+        let mut join_over = self.is_runtime()
+            || (planned_names.is_empty() && self.options.external_workers == 0);
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut out: Vec<HubCmd> = first;
+        let mut more = true;
+        let mut last_progress = Instant::now() - Duration::from_secs(1);
+
+        let end = 'outer: loop {
+            self.hub.set_now(self.start.elapsed());
+            if more || !out.is_empty() {
+                if more {
+                    more = self.hub.pump(&mut out);
+                }
+                let mut ended_job = None;
+                for cmd in out.drain(..) {
+                    match cmd {
+                        HubCmd::Send { worker, msg } => {
+                            if let Some(c) = self.conns.get(&worker) {
+                                let _ = c.tx.send(encode(&msg));
+                            }
+                        }
+                        HubCmd::Reply { client, reply } => self.send_reply(client, reply),
+                        HubCmd::Log(m) => self.log.line(&m),
+                        HubCmd::Trace(r) => {
+                            if let Some(t) = &mut self.trace {
+                                let _ = t.task(&r);
+                            }
+                        }
+                        HubCmd::Ended { job, result } => {
+                            self.refresh_welcome_defs();
+                            match &result.as_ref() {
+                                Ok(_) => self.log.line(&format!("job {job} ended")),
+                                Err(e) if self.is_runtime() => {
+                                    self.log.line(&format!("job {job} failed: {e}"))
+                                }
+                                Err(_) => {}
+                            }
+                            if !self.is_runtime() {
+                                ended_job = Some(result);
+                            }
+                        }
+                    }
+                }
+                if let Some(r) = ended_job {
+                    let mut r = *r;
+                    if let Err(AgentError::NoWorker(m)) = &mut r
+                        && !self.dead_before_join.is_empty()
+                    {
+                        let mut dead: Vec<&String> = self.dead_before_join.iter().collect();
+                        dead.sort();
+                        m.push_str(&format!(
+                            " ({} started worker(s) exited before joining: {}; their \
+                             messages are above)",
+                            dead.len(),
+                            dead.iter()
+                                .map(|d| d.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                    }
+                    // Workers die of the same Ctrl-C as we do: say "cancelled", not
+                    // whatever their loss caused.
+                    if r.is_err()
+                        && (sigint.recv().now_or_never().is_some()
+                            || sigterm.recv().now_or_never().is_some())
+                    {
+                        r = Err(AgentError::Cancelled);
+                    }
+                    break 'outer End::Job(Box::new(r));
+                }
+                if let Some((client, waited)) = &self.stopping
+                    && self.hub.live_jobs().is_empty()
+                {
+                    break 'outer End::Stopped {
+                        cancelled: Vec::new(),
+                        finished: waited.clone(),
+                        client: Some(*client),
+                    };
+                }
+            }
+            // Wait for something (or just let the other tasks run when there is more to do).
+            enum Woke {
+                Signal,
+                Shell(ShellEvent),
+                Nothing,
+            }
+            let first = tokio::select! {
+                biased;
+                _ = sigint.recv() => Woke::Signal,
+                _ = sigterm.recv() => Woke::Signal,
+                e = ev_rx.recv() => e.map_or(Woke::Nothing, Woke::Shell),
+                _ = tick.tick() => Woke::Nothing,
+                _ = tokio::task::yield_now(), if more => Woke::Nothing,
+            };
+            self.hub.set_now(self.start.elapsed());
+            let mut shell_events = Vec::new();
+            match first {
+                Woke::Signal => {
+                    if self.is_runtime() {
+                        self.log.line("stopping on a signal");
+                        let cancelled = self.hub.cancel_all(&mut out);
+                        self.flush_sends(&mut out);
+                        break 'outer End::Stopped {
+                            cancelled,
+                            finished: Vec::new(),
+                            client: self.stopping.as_ref().map(|s| s.0),
+                        };
+                    }
+                    self.log.line("cancelled");
+                    self.hub.cancel_all(&mut out);
+                }
+                Woke::Shell(sev) => shell_events.push(sev),
+                Woke::Nothing => {}
+            }
+            while shell_events.len() < EVENT_BATCH {
+                match ev_rx.try_recv() {
+                    Ok(e) => shell_events.push(e),
+                    Err(_) => break,
+                }
+            }
+            let had_events = !shell_events.is_empty();
+            for sev in shell_events {
+                if let Some(end) = self.shell_event(sev, &mut out) {
+                    break 'outer end;
+                }
+            }
+            // Planned workers that will never join.
+            if !join_over {
+                for l in self.launched.iter_mut() {
+                    let name = l.meta.name.clone();
+                    if self.joined_names.contains(&name) || self.dead_names.contains(&name) {
+                        continue;
+                    }
+                    if let Ok(Some(status)) = l.proc.try_wait() {
+                        let how = pnet_launch::describe(status);
+                        self.log
+                            .line(&format!("worker `{name}` exited before joining: {how}"));
+                        self.dead_before_join.insert(format!("`{name}` ({how})"));
+                        self.dead_names.insert(name);
+                    }
+                }
+                let settled = planned_names
+                    .iter()
+                    .all(|n| self.joined_names.contains(n) || self.dead_names.contains(n));
+                let timeout = self.start.elapsed() >= self.options.join_timeout;
+                if (settled
+                    && !self.dead_before_join.is_empty()
+                    && self.options.external_workers == 0)
+                    || timeout
+                {
+                    join_over = true;
+                    self.hub.join_timeout(&mut out);
+                } else if settled && self.dead_before_join.is_empty() {
+                    join_over = true;
+                }
+            }
+            if had_events || !out.is_empty() {
+                more = true;
+            }
+            if config.progress && last_progress.elapsed() >= Duration::from_millis(100) {
+                last_progress = Instant::now();
+                if let Some(s) = self.hub.job_status(0) {
+                    eprint!(
+                        "\r\x1b[K{:.1}s  {} firings  tasks: {} done, {} running, {} queued  {} workers",
+                        self.start.elapsed().as_secs_f64(),
+                        s.firings,
+                        s.tasks_done,
+                        s.tasks_running,
+                        s.tasks_queued,
+                        s.workers.len()
+                    );
+                    self.log.progress_shown = true;
+                }
+            }
+        };
+        if self.log.progress_shown {
+            eprint!("\r\x1b[K");
         }
-        while shell_events.len() < EVENT_BATCH {
-            match ev_rx.try_recv() {
-                Ok(e) => shell_events.push(e),
-                Err(_) => break,
+        if let End::Job(r) = &end {
+            match r.as_ref() {
+                Ok(_) => self.log.line("the job ended"),
+                Err(e) => self.log.line(&format!("the job failed: {e}")),
             }
         }
-        for sev in shell_events {
-            match sev {
-                ShellEvent::Joined {
+        // Stop the workers: Shutdown, then let the writers flush.
+        let shutdown = encode(&AgentMsg::Shutdown);
+        let mut writers = Vec::new();
+        for (_, c) in self.conns.drain() {
+            let _ = c.tx.send(shutdown.clone());
+            drop(c.tx);
+            writers.push(c.writer);
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            for w in writers {
+                let _ = w.await;
+            }
+        })
+        .await;
+        if !self.is_runtime() {
+            // Let control clients receive their last answers.
+            self.clients.clear();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if let Some(t) = self.trace.take()
+            && let Err(e) = t.finish()
+        {
+            self.log.line(&format!("cannot write the trace: {e}"));
+        }
+        if let Some(f) = &mut self.log.file {
+            let _ = f.flush();
+        }
+        Ok(end)
+    }
+
+    /// Sends the hub's pending messages to workers (before leaving the loop).
+    fn flush_sends(&mut self, out: &mut Vec<HubCmd>) {
+        for cmd in out.drain(..) {
+            match cmd {
+                HubCmd::Send { worker, msg } => {
+                    if let Some(c) = self.conns.get(&worker) {
+                        let _ = c.tx.send(encode(&msg));
+                    }
+                }
+                HubCmd::Reply { client, reply } => self.send_reply(client, reply),
+                HubCmd::Log(m) => self.log.line(&m),
+                HubCmd::Trace(_) => {}
+                HubCmd::Ended { job, result } => match result.as_ref() {
+                    Ok(_) => self.log.line(&format!("job {job} ended")),
+                    Err(e) => self.log.line(&format!("job {job} ended: {e}")),
+                },
+            }
+        }
+    }
+
+    fn send_reply(&self, client: u64, reply: ClientReply) {
+        let Some(c) = self.clients.get(&client) else {
+            return;
+        };
+        let bytes = match (c.runtime, reply) {
+            (false, ClientReply::Job(r)) => encode(&r),
+            (false, ClientReply::Outcome { .. }) => return,
+            (true, ClientReply::Job(r)) => encode(&RtResponse::Job(r)),
+            (true, ClientReply::Outcome { job, outcome }) => {
+                encode(&RtResponse::Outcome { job, outcome })
+            }
+        };
+        let _ = c.tx.send(bytes);
+    }
+
+    fn shell_event(&mut self, sev: ShellEvent, out: &mut Vec<HubCmd>) -> Option<End> {
+        match sev {
+            ShellEvent::Joined {
+                id,
+                hello,
+                defs_upto,
+                tx,
+                writer,
+            } => {
+                if let Some(t) = &mut self.trace {
+                    let _ = t.worker(id, &hello.name);
+                }
+                self.log.line(&format!(
+                    "worker {id} `{}` connected from {} (pid {})",
+                    hello.name, hello.host, hello.pid
+                ));
+                self.joined_names.insert(hello.name.clone());
+                self.lost_names.remove(&hello.name);
+                self.conns.insert(
                     id,
-                    hello,
-                    tx,
-                    writer,
-                } => {
-                    if let Some(t) = &mut trace {
-                        let _ = t.worker(id, &hello.name);
+                    Conn {
+                        tx,
+                        writer,
+                        name: hello.name.clone(),
+                    },
+                );
+                self.hub.worker_joined(id, &hello, defs_upto, out);
+            }
+            ShellEvent::Refused { peer, reason } => {
+                self.log
+                    .line(&format!("refused a worker from {peer}: {reason}"));
+            }
+            ShellEvent::Msgs { id, msgs } => self.hub.worker_msgs(id, msgs, out),
+            ShellEvent::Lost { id, reason } => {
+                if let Some(c) = self.conns.remove(&id) {
+                    self.joined_names.remove(&c.name);
+                    self.lost_names.insert(c.name.clone(), reason.clone());
+                    self.hub.worker_lost(id, &reason, out);
+                }
+            }
+            ShellEvent::ClientOpened { client, tx } => {
+                self.clients.insert(
+                    client,
+                    ClientConn {
+                        tx,
+                        runtime: self.is_runtime(),
+                    },
+                );
+            }
+            ShellEvent::Control { client, request } => {
+                self.hub.job_control(0, client, request, out);
+            }
+            ShellEvent::Runtime { client, request } => {
+                return self.runtime_request(client, request, out);
+            }
+            ShellEvent::ClientClosed { client } => {
+                self.clients.remove(&client);
+                self.hub.client_closed(client);
+            }
+        }
+        None
+    }
+
+    fn runtime_request(
+        &mut self,
+        client: u64,
+        request: RtRequest,
+        out: &mut Vec<HubCmd>,
+    ) -> Option<End> {
+        let answer = match request {
+            RtRequest::Status => RtResponse::Status(self.status()),
+            RtRequest::Jobs => RtResponse::Jobs(self.hub.jobs()),
+            RtRequest::Submit {
+                net,
+                bundle,
+                inputs,
+            } => {
+                if self.stopping.is_some() {
+                    RtResponse::Error("the runtime is stopping; it takes no more jobs".into())
+                } else {
+                    match pnet_bundle::format::decode(&bundle) {
+                        Err(e) => RtResponse::Error(format!("{net}: not a valid bundle: {e}")),
+                        Ok(b) => match self.hub.add_job(&net, b, &inputs, out) {
+                            Ok(job) => {
+                                self.refresh_welcome_defs();
+                                self.log.line(&format!("job {job} submitted: {net}"));
+                                RtResponse::Submitted { job }
+                            }
+                            Err(e) => RtResponse::Error(format!("{net}: {e}")),
+                        },
                     }
-                    log.line(&format!(
-                        "worker {id} `{}` connected from {} (pid {})",
-                        hello.name, hello.host, hello.pid
+                }
+            }
+            RtRequest::Wait { job } => match self.hub.wait_for(job, client, out) {
+                Ok(()) => return None,
+                Err(e) => RtResponse::Error(e),
+            },
+            RtRequest::Cancel { job } => {
+                if self.hub.cancel_job(job, out) {
+                    RtResponse::Ok
+                } else if self.hub.jobs().iter().any(|j| j.id == job) {
+                    RtResponse::Error(format!("job {job} has already ended"))
+                } else {
+                    RtResponse::Error(format!("there is no job {job} (see `gspc jobs`)"))
+                }
+            }
+            RtRequest::PutToken { job, place, value } => {
+                self.hub
+                    .job_control(job, client, Request::PutToken { place, value }, out);
+                return None;
+            }
+            RtRequest::Close { job } => {
+                self.hub.job_control(job, client, Request::Close, out);
+                return None;
+            }
+            RtRequest::AddWorkers { topology, hosts } => self.add_workers(&topology, hosts),
+            RtRequest::RemoveWorkers {
+                names,
+                class,
+                count,
+            } => self.remove_workers(&names, class.as_deref(), count, out),
+            RtRequest::Stop { wait } => {
+                if wait {
+                    let jobs = self.hub.live_jobs();
+                    self.log.line(&format!(
+                        "stopping once {} running jobs have ended",
+                        jobs.len()
                     ));
-                    joined_names.insert(hello.name.clone());
-                    conns.insert(id, Conn { tx, writer });
-                    events.push(Event::Joined {
-                        worker: id,
-                        name: hello.name,
-                        capabilities: hello.capabilities,
-                    });
+                    self.stopping = Some((client, jobs));
+                    return None;
                 }
-                ShellEvent::Refused { peer, reason } => {
-                    log.line(&format!("refused a worker from {peer}: {reason}"));
-                }
-                ShellEvent::Msgs { id, msgs } => {
-                    events.extend(msgs.into_iter().map(|msg| Event::Msg { worker: id, msg }));
-                }
-                ShellEvent::Lost { id, reason } => {
-                    if conns.remove(&id).is_some() {
-                        events.push(Event::Lost { worker: id, reason });
-                    }
-                }
-                ShellEvent::ClientOpened { client, tx } => {
-                    clients.insert(client, tx);
-                    events.push(Event::ClientOpened { client });
-                }
-                ShellEvent::Control { client, request } => {
-                    events.push(Event::Control { client, request });
-                }
-                ShellEvent::ClientClosed { client } => {
-                    clients.remove(&client);
-                    events.push(Event::ClientClosed { client });
-                }
+                self.log.line("stopping");
+                let cancelled = self.hub.cancel_all(out);
+                self.flush_sends(out);
+                return Some(End::Stopped {
+                    cancelled,
+                    finished: Vec::new(),
+                    client: Some(client),
+                });
             }
+        };
+        self.reply_rt(client, answer);
+        None
+    }
+
+    fn status(&mut self) -> RuntimeStatus {
+        let mut workers: Vec<RtWorker> = self
+            .hub
+            .worker_status()
+            .into_iter()
+            .map(|(_, w)| w)
+            .collect();
+        let up: HashSet<String> = workers.iter().map(|w| w.name.clone()).collect();
+        for l in self.launched.iter_mut() {
+            if up.contains(&l.meta.name) {
+                continue;
+            }
+            let state = if let Some(r) = self.lost_names.get(&l.meta.name) {
+                format!("lost: {r}")
+            } else {
+                match l.proc.try_wait() {
+                    Ok(Some(st)) => format!("exited: {}", pnet_launch::describe(st)),
+                    _ => "starting".to_string(),
+                }
+            };
+            workers.push(RtWorker {
+                name: l.meta.name.clone(),
+                host: l.meta.host.clone(),
+                pid: l.meta.pid,
+                capabilities: Vec::new(),
+                state,
+                heartbeat_age_ms: None,
+                running: None,
+                in_flight: 0,
+                done: 0,
+            });
         }
-        // Planned workers that will never join.
-        if !join_over {
-            for l in launched.iter_mut() {
-                let name = l.name().to_string();
-                if joined_names.contains(&name) || dead_names.contains(&name) {
-                    continue;
-                }
-                if let Ok(Some(status)) = l.try_wait() {
-                    let how = pnet_launch::describe(status);
-                    log.line(&format!("worker `{name}` exited before joining: {how}"));
-                    dead_before_join.insert(format!("`{name}` ({how})"));
-                    dead_names.insert(name);
-                }
-            }
-            let settled = planned_names
+        workers.sort_by(|a, b| a.name.cmp(&b.name));
+        let jobs = self.hub.jobs();
+        let state_dir = match &self.mode {
+            Mode::Runtime { state_dir, .. } => state_dir.display().to_string(),
+            Mode::Job => String::new(),
+        };
+        RuntimeStatus {
+            pid: std::process::id(),
+            address: self.agent_addr.clone(),
+            state_dir,
+            uptime_ms: self.start.elapsed().as_millis() as u64,
+            jobs_running: jobs.iter().filter(|j| j.state == "running").count() as u64,
+            jobs_total: jobs.len() as u64,
+            workers,
+        }
+    }
+
+    fn add_workers(&mut self, topology: &str, hosts: Vec<String>) -> RtResponse {
+        let (topo, diags) = pnet_topology::parse_topology(topology);
+        if pnet_topology::has_errors(&diags) {
+            let msgs: Vec<String> = diags
                 .iter()
-                .all(|n| joined_names.contains(n) || dead_names.contains(n));
-            let timeout = start.elapsed() >= options.join_timeout;
-            if (settled && !dead_before_join.is_empty() && options.external_workers == 0) || timeout
-            {
-                join_over = true;
-                events.push(Event::JoinTimeout);
-            } else if settled && dead_before_join.is_empty() {
-                join_over = true;
+                .filter(|d| d.is_error())
+                .map(|d| d.render("topology", topology))
+                .collect();
+            return RtResponse::Error(msgs.join("\n"));
+        }
+        let hosts = if hosts.is_empty() {
+            if self.config.plan.hosts.is_empty() {
+                vec![pnet_topology::local_hostname()]
+            } else {
+                self.config.plan.hosts.clone()
+            }
+        } else {
+            hosts
+        };
+        let plan = pnet_topology::plan(&topo, &hosts);
+        match self.launch(&plan.workers) {
+            Ok(started) => RtResponse::Workers(started),
+            Err(e) => RtResponse::Error(e.to_string()),
+        }
+    }
+
+    fn remove_workers(
+        &mut self,
+        names: &[String],
+        class: Option<&str>,
+        count: Option<u32>,
+        out: &mut Vec<HubCmd>,
+    ) -> RtResponse {
+        // Candidates: every launched or joined worker, by name.
+        let mut known: Vec<(String, String, u32)> = Vec::new(); // (name, class, in flight)
+        let status = self.hub.worker_status();
+        for l in &self.launched {
+            let busy = status
+                .iter()
+                .find(|(_, w)| w.name == l.meta.name)
+                .map_or(0, |(_, w)| w.in_flight);
+            known.push((l.meta.name.clone(), l.class.clone(), busy));
+        }
+        for (_, w) in &status {
+            if !known.iter().any(|k| k.0 == w.name) {
+                let class = w.capabilities.first().cloned().unwrap_or_default();
+                known.push((w.name.clone(), class, w.in_flight));
             }
         }
-        if !events.is_empty() {
-            more = true;
+        let mut targets: Vec<String> = Vec::new();
+        for n in names {
+            if !known.iter().any(|k| &k.0 == n) {
+                let mut all: Vec<&str> = known.iter().map(|k| k.0.as_str()).collect();
+                all.sort_unstable();
+                return RtResponse::Error(format!(
+                    "there is no worker `{n}`; the workers are: {}",
+                    if all.is_empty() {
+                        "(none)".to_string()
+                    } else {
+                        all.join(", ")
+                    }
+                ));
+            }
+            if !targets.contains(n) {
+                targets.push(n.clone());
+            }
         }
-        for ev in events.drain(..) {
-            core.handle(ev, &mut out);
+        if let Some(c) = class {
+            let mut of: Vec<&(String, String, u32)> =
+                known.iter().filter(|k| k.1 == c && !targets.contains(&k.0)).collect();
+            if of.is_empty() && targets.is_empty() {
+                return RtResponse::Error(format!("there is no worker of class `{c}`"));
+            }
+            // Idle ones first.
+            of.sort_by(|a, b| a.2.cmp(&b.2).then_with(|| b.0.cmp(&a.0)));
+            let n = count.map_or(of.len(), |n| (n as usize).min(of.len()));
+            targets.extend(of.into_iter().take(n).map(|k| k.0.clone()));
         }
-        if config.progress && last_progress.elapsed() >= Duration::from_millis(100) {
-            last_progress = Instant::now();
-            let s = core.status();
-            eprint!(
-                "\r\x1b[K{:.1}s  {} firings  tasks: {} done, {} running, {} queued  {} workers",
-                start.elapsed().as_secs_f64(),
-                s.firings,
-                s.tasks_done,
-                s.tasks_running,
-                s.tasks_queued,
-                s.workers.len()
-            );
-            log.progress_shown = true;
+        let mut removed = Vec::new();
+        for name in targets {
+            let ids: Vec<u32> = self
+                .conns
+                .iter()
+                .filter(|(_, c)| c.name == name)
+                .map(|(&id, _)| id)
+                .collect();
+            for id in ids {
+                if let Some(c) = self.conns.remove(&id) {
+                    let _ = c.tx.send(encode(&AgentMsg::Shutdown));
+                    self.joined_names.remove(&name);
+                    self.hub
+                        .worker_lost(id, "removed by `gspc remove-workers`", out);
+                }
+            }
+            let mut r = WorkerRef {
+                name: name.clone(),
+                host: String::new(),
+                pid: None,
+            };
+            if let Some(k) = self.launched.iter().position(|l| l.meta.name == name) {
+                let l = self.launched.swap_remove(k);
+                r = l.meta.clone();
+                let grace = self.options.stop_grace;
+                let mut proc = l.proc;
+                self.removals.push(std::thread::spawn(move || {
+                    let _ = pnet_launch::stop_all(std::slice::from_mut(&mut proc), grace);
+                }));
+            } else if let Some((_, w)) = status.iter().find(|(_, w)| w.name == name) {
+                r.host = w.host.clone();
+                r.pid = w.pid;
+            }
+            self.lost_names.remove(&name);
+            self.log.line(&format!("worker `{name}` removed"));
+            removed.push(r);
         }
-    };
-    if log.progress_shown {
-        eprint!("\r\x1b[K");
+        RtResponse::Workers(removed)
     }
-    match &result {
-        Ok(_) => log.line("the job ended"),
-        Err(e) => log.line(&format!("the job failed: {e}")),
-    }
-    // Stop the workers: Shutdown, then let the writers flush.
-    let shutdown = encode(&AgentMsg::Shutdown);
-    let mut writers = Vec::new();
-    for (_, c) in conns.drain() {
-        let _ = c.tx.send(shutdown.clone());
-        drop(c.tx);
-        writers.push(c.writer);
-    }
-    let _ = tokio::time::timeout(Duration::from_secs(1), async {
-        for w in writers {
-            let _ = w.await;
-        }
-    })
-    .await;
-    // Let control clients receive their last answers.
-    drop(clients);
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    if let Some(t) = trace
-        && let Err(e) = t.finish()
-    {
-        log.line(&format!("cannot write the trace: {e}"));
-    }
-    if let Some(f) = &mut log.file {
-        let _ = f.flush();
-    }
-    result
+}
+
+/// How a runtime's control socket checks its clients.
+struct Auth {
+    secret: Secret,
+    uid: u32,
 }
 
 struct AbortOnDrop(JoinHandle<()>);
@@ -616,9 +1286,14 @@ async fn handle_worker(sock: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         .await;
     }
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let (modules, defs_upto) = shared
+        .defs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     let welcome = AgentMsg::Welcome {
         worker: id,
-        modules: shared.defs.clone(),
+        modules,
         module_path: shared.module_path.clone(),
     };
     if frame::send(&mut w, &welcome).await.is_err() {
@@ -631,6 +1306,7 @@ async fn handle_worker(sock: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         .send(ShellEvent::Joined {
             id,
             hello,
+            defs_upto,
             tx,
             writer,
         })
@@ -663,7 +1339,6 @@ async fn reader_loop(
         let mut msgs = Vec::new();
         let mut push = |f: &[u8]| -> Result<(), String> {
             match decode(f) {
-                Ok(WorkerMsg::Heartbeat { .. }) => Ok(()),
                 Ok(m) => {
                     msgs.push(m);
                     Ok(())
@@ -751,7 +1426,11 @@ impl Drop for ControlServer {
     }
 }
 
-fn bind_control(path: &Path, ev: UnboundedSender<ShellEvent>) -> Result<ControlServer, AgentError> {
+fn bind_control(
+    path: &Path,
+    ev: UnboundedSender<ShellEvent>,
+    auth: Option<Arc<Auth>>,
+) -> Result<ControlServer, AgentError> {
     let dir: PathBuf = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -806,7 +1485,7 @@ fn bind_control(path: &Path, ev: UnboundedSender<ShellEvent>) -> Result<ControlS
             match listener.accept().await {
                 Ok((s, _)) => {
                     let client = next.fetch_add(1, Ordering::Relaxed);
-                    tokio::spawn(control_client(s, client, ev.clone()));
+                    tokio::spawn(control_client(s, client, ev.clone(), auth.clone()));
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
             }
@@ -815,30 +1494,88 @@ fn bind_control(path: &Path, ev: UnboundedSender<ShellEvent>) -> Result<ControlS
     Ok(ControlServer { task })
 }
 
-async fn control_client(s: UnixStream, client: u64, ev: UnboundedSender<ShellEvent>) {
+async fn control_client(
+    s: UnixStream,
+    client: u64,
+    ev: UnboundedSender<ShellEvent>,
+    auth: Option<Arc<Auth>>,
+) {
+    if let Some(a) = &auth {
+        let peer = s.peer_cred().map(|c| c.uid());
+        if peer.as_ref().ok() != Some(&a.uid) {
+            let who = match peer {
+                Ok(uid) => format!("you are {}", crate::control::user_name(uid)),
+                Err(e) => format!("cannot tell who you are: {e}"),
+            };
+            let (_, wr) = s.into_split();
+            let mut w = frame::writer(wr);
+            let _ = frame::send(
+                &mut w,
+                &RtResponse::Refused(format!(
+                    "this runtime belongs to {}; {who}",
+                    crate::control::user_name(a.uid)
+                )),
+            )
+            .await;
+            return;
+        }
+    }
     let (rd, wr) = s.into_split();
     let mut r = frame::reader(rd);
     let mut w = frame::writer(wr);
-    let (tx, mut rx) = unbounded_channel();
+    let (tx, mut rx) = unbounded_channel::<Bytes>();
     if ev.send(ShellEvent::ClientOpened { client, tx }).is_err() {
         return;
     }
     loop {
-        let request = match frame::recv::<_, Request>(&mut r).await {
-            Ok(req) => req,
-            Err(frame::FrameError::Decode(e)) => {
-                let _ =
-                    frame::send(&mut w, &Response::Error(format!("malformed request: {e}"))).await;
-                break;
-            }
-            Err(_) => break,
+        let event = match &auth {
+            None => match frame::recv::<_, Request>(&mut r).await {
+                Ok(request) => ShellEvent::Control { client, request },
+                Err(frame::FrameError::Decode(e)) => {
+                    let _ = frame::send(&mut w, &Response::Error(format!("malformed request: {e}")))
+                        .await;
+                    break;
+                }
+                Err(_) => break,
+            },
+            Some(a) => match frame::recv::<_, RtEnvelope>(&mut r).await {
+                Ok(env) => {
+                    if !env.secret.matches(&a.secret) {
+                        let _ = frame::send(
+                            &mut w,
+                            &RtResponse::Refused(
+                                "wrong secret: the request does not carry this runtime's secret \
+                                 (clients read it from the state directory's `secret` file)"
+                                    .into(),
+                            ),
+                        )
+                        .await;
+                        break;
+                    }
+                    ShellEvent::Runtime {
+                        client,
+                        request: env.request,
+                    }
+                }
+                Err(frame::FrameError::Decode(e)) => {
+                    let _ = frame::send(
+                        &mut w,
+                        &RtResponse::Error(format!(
+                            "malformed request ({e}): is the client of the same release?"
+                        )),
+                    )
+                    .await;
+                    break;
+                }
+                Err(_) => break,
+            },
         };
-        if ev.send(ShellEvent::Control { client, request }).is_err() {
+        if ev.send(event).is_err() {
             break;
         }
         match rx.recv().await {
             Some(resp) => {
-                if frame::send(&mut w, &resp).await.is_err() {
+                if w.send(resp).await.is_err() {
                     break;
                 }
             }

@@ -104,6 +104,15 @@ pub enum AgentMsg {
     Heartbeat,
     /// Stop: cancel everything and exit.
     Shutdown,
+    /// More module implementations (a persistent runtime sends those of each job submitted
+    /// after the worker's Welcome; ids are unique over the runtime's life).
+    Modules {
+        modules: Vec<ModuleDef>,
+    },
+    /// Module implementations no task will name again (their job has ended).
+    ForgetModules {
+        ids: Vec<u32>,
+    },
 }
 
 /// Worker to agent.

@@ -207,10 +207,48 @@ struct Loaded {
     module: host::Module,
 }
 
+/// The module implementations a worker knows, by id (shared between the connection loop and
+/// the executor thread).
+#[derive(Clone, Debug, Default)]
+pub struct ModuleTable(Arc<std::sync::RwLock<HashMap<u32, ModuleDef>>>);
+
+impl ModuleTable {
+    pub fn new(defs: Vec<ModuleDef>) -> ModuleTable {
+        ModuleTable(Arc::new(std::sync::RwLock::new(
+            defs.into_iter().map(|d| (d.id, d)).collect(),
+        )))
+    }
+
+    pub fn get(&self, id: u32) -> Option<ModuleDef> {
+        let map = self.0.read().unwrap_or_else(|e| e.into_inner());
+        map.get(&id).cloned()
+    }
+
+    pub fn add(&self, defs: Vec<ModuleDef>) {
+        let mut map = self.0.write().unwrap_or_else(|e| e.into_inner());
+        map.extend(defs.into_iter().map(|d| (d.id, d)));
+    }
+
+    pub fn forget(&self, ids: &[u32]) {
+        let mut map = self.0.write().unwrap_or_else(|e| e.into_inner());
+        for id in ids {
+            map.remove(id);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Runs tasks: module lookup and calls. Lives on the executor thread.
 pub struct Executor {
     worker: String,
-    defs: HashMap<u32, ModuleDef>,
+    defs: ModuleTable,
     dirs: Vec<PathBuf>,
     resolved: HashMap<u32, Resolved>,
     libs: HashMap<PathBuf, Arc<Loaded>>,
@@ -222,13 +260,19 @@ impl Executor {
     pub fn new(worker: String, defs: Vec<ModuleDef>, dirs: Vec<PathBuf>) -> Executor {
         Executor {
             worker,
-            defs: defs.into_iter().map(|d| (d.id, d)).collect(),
+            defs: ModuleTable::new(defs),
             dirs,
             resolved: HashMap::new(),
             libs: HashMap::new(),
             input: Vec::with_capacity(256),
             output: Vec::with_capacity(256),
         }
+    }
+
+    /// The module table, shared with the connection loop (which adds the implementations
+    /// of [`pnet_protocol::AgentMsg::Modules`] before any task that names them is queued).
+    pub fn module_table(&self) -> ModuleTable {
+        self.defs.clone()
     }
 
     /// Runs tasks from `shared` until it is stopped, handing each answer to `answer`.
@@ -255,13 +299,13 @@ impl Executor {
 
     /// Runs one task.
     fn run(&mut self, shared: &Shared, task: &TaskRun) -> Result<Vec<pnet_stdlib::Value>, String> {
-        let Some(def) = self.defs.get(&task.module) else {
+        let Some(def) = self.defs.get(task.module) else {
+            self.resolved.remove(&task.module);
             return Err(format!(
                 "task {} names module implementation {}, which the agent did not announce",
                 task.task, task.module
             ));
         };
-        let def = def.clone();
         self.run_def(shared, task, &def).map_err(|e| {
             format!(
                 "{}: module {}.{}: {e}",

@@ -163,6 +163,7 @@ pub async fn run(config: Config, stdin_eof: Option<tokio::sync::oneshot::Receive
     let shared = Arc::new(Shared::default());
     let (tx, mut rx) = mpsc::unbounded_channel::<WorkerMsg>();
     let executor = Executor::new(config.name.clone(), modules, dirs);
+    let table = executor.module_table();
     let thread_shared = shared.clone();
     let spawned = std::thread::Builder::new()
         .name("executor".into())
@@ -171,13 +172,22 @@ pub async fn run(config: Config, stdin_eof: Option<tokio::sync::oneshot::Receive
         return Outcome::Error(format!("cannot start the executor thread: {e}"));
     }
 
-    let outcome = connection_loop(&shared, &mut reader, &mut writer, &mut rx, stdin_eof).await;
+    let outcome = connection_loop(
+        &shared,
+        &table,
+        &mut reader,
+        &mut writer,
+        &mut rx,
+        stdin_eof,
+    )
+    .await;
     shared.stop(Duration::from_secs(2));
     outcome
 }
 
 async fn connection_loop<R, W>(
     shared: &Shared,
+    table: &exec::ModuleTable,
     reader: &mut tokio_util_reader::Reader<R>,
     writer: &mut tokio_util_reader::Writer<W>,
     rx: &mut mpsc::UnboundedReceiver<WorkerMsg>,
@@ -274,6 +284,8 @@ where
                         }
                     }
                     AgentMsg::Heartbeat => {}
+                    AgentMsg::Modules { modules } => table.add(modules),
+                    AgentMsg::ForgetModules { ids } => table.forget(&ids),
                     AgentMsg::Shutdown => return Outcome::Shutdown,
                     AgentMsg::Welcome { .. } | AgentMsg::Refused { .. } => {
                         return Outcome::Error("unexpected handshake message after the welcome".into());

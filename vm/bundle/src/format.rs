@@ -1,7 +1,12 @@
-//! The binary bundle: `MAGIC`, format version (u32 LE), CRC-32 of the payload (u32 LE),
-//! payload length (u64 LE), then the postcard-encoded [`Bundle`].
+//! The binary files: `MAGIC` (8 bytes), format version (u32 LE), CRC-32 of the payload (u32
+//! LE), payload length (u64 LE), then the postcard-encoded payload. Bundles ([`encode`],
+//! [`decode`]) carry a [`Bundle`]; result files ([`crate::result`]) the output tokens of a
+//! run. Both are refused on a wrong magic, version or checksum.
 
 use std::fmt;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::Bundle;
 
@@ -9,30 +14,69 @@ pub const MAGIC: &[u8; 8] = b"PNETBNDL";
 /// Bumped on every incompatible change of the IR or the bytecode.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// One kind of file: its magic, version and name for messages.
+#[derive(Clone, Copy, Debug)]
+pub struct Container {
+    pub magic: &'static [u8; 8],
+    pub version: u32,
+    /// `bundle`, `result file`.
+    pub what: &'static str,
+    /// What to do about a wrong version (`recompile the net with this pnetc`).
+    pub fix: &'static str,
+}
+
+pub const BUNDLE: Container = Container {
+    magic: MAGIC,
+    version: FORMAT_VERSION,
+    what: "bundle",
+    fix: "recompile the net with this pnetc",
+};
+
 #[derive(Debug)]
 pub enum BundleError {
-    NotABundle,
-    WrongVersion { found: u32, expected: u32 },
-    Truncated,
-    ChecksumMismatch,
-    Decode(String),
-    Encode(String),
+    NotABundle { what: &'static str },
+    WrongVersion {
+        what: &'static str,
+        found: u32,
+        expected: u32,
+        fix: &'static str,
+    },
+    Truncated { what: &'static str },
+    ChecksumMismatch { what: &'static str },
+    Decode { what: &'static str, message: String },
+    Encode { what: &'static str, message: String },
 }
 
 impl fmt::Display for BundleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BundleError::NotABundle => write!(f, "not a pnet bundle (bad magic number)"),
-            BundleError::WrongVersion { found, expected } => write!(
-                f,
-                "bundle format version {found} is not supported (this build reads version {expected}); recompile the net with this pnetc"
-            ),
-            BundleError::Truncated => write!(f, "bundle is truncated"),
-            BundleError::ChecksumMismatch => {
-                write!(f, "bundle checksum mismatch: the file is corrupt")
+            BundleError::NotABundle { what } => {
+                let article = if what.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                    "an"
+                } else {
+                    "a"
+                };
+                write!(f, "not {article} pnet {what} (bad magic number)")
             }
-            BundleError::Decode(e) => write!(f, "bundle cannot be decoded: {e}"),
-            BundleError::Encode(e) => write!(f, "bundle cannot be encoded: {e}"),
+            BundleError::WrongVersion {
+                what,
+                found,
+                expected,
+                fix,
+            } => write!(
+                f,
+                "{what} format version {found} is not supported (this build reads version {expected}); {fix}"
+            ),
+            BundleError::Truncated { what } => write!(f, "{what} is truncated"),
+            BundleError::ChecksumMismatch { what } => {
+                write!(f, "{what} checksum mismatch: the file is corrupt")
+            }
+            BundleError::Decode { what, message } => {
+                write!(f, "{what} cannot be decoded: {message}")
+            }
+            BundleError::Encode { what, message } => {
+                write!(f, "{what} cannot be encoded: {message}")
+            }
         }
     }
 }
@@ -41,42 +85,64 @@ impl std::error::Error for BundleError {}
 
 const HEADER: usize = 8 + 4 + 4 + 8;
 
+impl Container {
+    /// Frames `value` as a file of this kind.
+    pub fn encode<T: Serialize>(&self, value: &T) -> Result<Vec<u8>, BundleError> {
+        let payload = postcard::to_stdvec(value).map_err(|e| BundleError::Encode {
+            what: self.what,
+            message: e.to_string(),
+        })?;
+        let mut out = Vec::with_capacity(HEADER + payload.len());
+        out.extend_from_slice(self.magic);
+        out.extend_from_slice(&self.version.to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        out.extend_from_slice(&payload);
+        Ok(out)
+    }
+
+    /// Decodes a file of this kind, refusing a wrong magic, version or checksum.
+    pub fn decode<T: DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, BundleError> {
+        let what = self.what;
+        if bytes.len() < 8 || &bytes[..8] != self.magic {
+            return Err(BundleError::NotABundle { what });
+        }
+        if bytes.len() < HEADER {
+            return Err(BundleError::Truncated { what });
+        }
+        let word = |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+        let version = word(8);
+        if version != self.version {
+            return Err(BundleError::WrongVersion {
+                what,
+                found: version,
+                expected: self.version,
+                fix: self.fix,
+            });
+        }
+        let crc = word(12);
+        let len = u64::from(word(16)) | (u64::from(word(20)) << 32);
+        let payload = &bytes[HEADER..];
+        if (payload.len() as u64) < len {
+            return Err(BundleError::Truncated { what });
+        }
+        let payload = &payload[..len as usize];
+        if crc32fast::hash(payload) != crc {
+            return Err(BundleError::ChecksumMismatch { what });
+        }
+        postcard::from_bytes(payload).map_err(|e| BundleError::Decode {
+            what,
+            message: e.to_string(),
+        })
+    }
+}
+
 /// Encodes a bundle.
 pub fn encode(bundle: &Bundle) -> Result<Vec<u8>, BundleError> {
-    let payload = postcard::to_stdvec(bundle).map_err(|e| BundleError::Encode(e.to_string()))?;
-    let mut out = Vec::with_capacity(HEADER + payload.len());
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(&payload);
-    Ok(out)
+    BUNDLE.encode(bundle)
 }
 
 /// Decodes a bundle, refusing a wrong magic, version or checksum.
 pub fn decode(bytes: &[u8]) -> Result<Bundle, BundleError> {
-    if bytes.len() < 8 || &bytes[..8] != MAGIC {
-        return Err(BundleError::NotABundle);
-    }
-    if bytes.len() < HEADER {
-        return Err(BundleError::Truncated);
-    }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
-    if version != FORMAT_VERSION {
-        return Err(BundleError::WrongVersion {
-            found: version,
-            expected: FORMAT_VERSION,
-        });
-    }
-    let crc = u32::from_le_bytes(bytes[12..16].try_into().unwrap());
-    let len = u64::from_le_bytes(bytes[16..24].try_into().unwrap());
-    let payload = &bytes[HEADER..];
-    if (payload.len() as u64) < len {
-        return Err(BundleError::Truncated);
-    }
-    let payload = &payload[..len as usize];
-    if crc32fast::hash(payload) != crc {
-        return Err(BundleError::ChecksumMismatch);
-    }
-    postcard::from_bytes(payload).map_err(|e| BundleError::Decode(e.to_string()))
+    BUNDLE.decode(bytes)
 }

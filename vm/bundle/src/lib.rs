@@ -8,6 +8,7 @@ mod build;
 pub mod bytecode;
 pub mod format;
 pub mod ir;
+pub mod result;
 pub mod text;
 
 pub use bytecode::{Code, Instr, OpTy, Slot, SlotKind};

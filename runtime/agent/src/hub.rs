@@ -1,0 +1,746 @@
+//! The hub: many jobs over one set of workers, as a pure state machine (no I/O).
+//!
+//! Each job is a [`Core`] (its engine and its scheduler, which sees every worker of the
+//! runtime); the hub owns the cores and the workers' records and translates between the
+//! jobs' local numbers and the runtime's global ones:
+//! - a task's global id is `job << 40 | local id`, so a worker's answer finds its job;
+//! - a job's module definitions get global ids from one counter (`def_base + local id`); the
+//!   hub sends them to the workers in an [`AgentMsg::Modules`] when the job is submitted (and
+//!   to a worker that joins later), and [`AgentMsg::ForgetModules`] when it ends.
+//!
+//! Fairness: every job's scheduler has its own window on every worker (the window adapts to
+//! the service time of the job's tasks: a few for long tasks, hundreds for no-ops); a worker
+//! runs what it holds in arrival order, so with several jobs it alternates between them: a
+//! job with one task waits for at most the windows of the others, never for their whole
+//! queues. The cores are pumped round-robin, starting after the one pumped first last time.
+//!
+//! A job's `Core<'b>` borrows its bundle; [`OwnedCore`] keeps both together (the bundle
+//! behind an `Arc` whose heap address never changes, the core dropped first).
+
+use std::collections::{BTreeMap, HashMap};
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pnet_bundle::Bundle;
+use pnet_protocol::{AgentMsg, Hello, ModuleDef, WorkerMsg};
+use pnet_stdlib::Value;
+use pnet_vm::{RunConfig, RunResult};
+
+use crate::AgentError;
+use crate::control::{JobOutcome, JobSummary, Request, Response, RtWorker, RunningTask, Status};
+use crate::core::{Command, Core, CoreConfig, Event, TraceRecord};
+use crate::sched::WorkerId;
+
+/// A job's number (the first job of a runtime is 1; `run_job`'s only job is 0).
+pub type JobId = u64;
+
+/// Bits of a global task id that hold the job's local task id.
+pub const TASK_BITS: u32 = 40;
+
+/// The global id of a job's task.
+pub fn global_task(job: JobId, local: u64) -> u64 {
+    (job << TASK_BITS) | (local & ((1 << TASK_BITS) - 1))
+}
+
+/// The job and local id of a global task id.
+pub fn split_task(global: u64) -> (JobId, u64) {
+    (global >> TASK_BITS, global & ((1 << TASK_BITS) - 1))
+}
+
+/// A [`Core`] together with the bundle it borrows.
+pub struct OwnedCore {
+    // Declared first: dropped before `bundle`, which it borrows.
+    core: ManuallyDrop<Core<'static>>,
+    // Never mutated or moved out while `core` lives; the Arc's heap block stays where it is
+    // when the OwnedCore moves.
+    bundle: Arc<Bundle>,
+}
+
+impl Drop for OwnedCore {
+    fn drop(&mut self) {
+        // SAFETY: dropped exactly once, here, before `bundle` (a field, dropped after this).
+        unsafe { ManuallyDrop::drop(&mut self.core) }
+    }
+}
+
+impl std::fmt::Debug for OwnedCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnedCore").finish_non_exhaustive()
+    }
+}
+
+impl OwnedCore {
+    pub fn new(
+        bundle: Bundle,
+        inputs: &[(String, Vec<Value>)],
+        run: &RunConfig,
+        cfg: CoreConfig,
+    ) -> Result<OwnedCore, AgentError> {
+        let bundle = Arc::new(bundle);
+        // SAFETY: the bundle lives in the Arc's heap block, which outlives the core: the
+        // OwnedCore holds the Arc and drops the core first; no `&'static Bundle` ever leaves
+        // this type (the core is only reached through `&mut self` methods below, which
+        // return nothing that borrows the bundle).
+        let b: &'static Bundle = unsafe { &*Arc::as_ptr(&bundle) };
+        let core = Core::new(b, inputs, run, cfg)?;
+        Ok(OwnedCore {
+            core: ManuallyDrop::new(core),
+            bundle,
+        })
+    }
+
+    pub fn bundle(&self) -> &Bundle {
+        &self.bundle
+    }
+
+    pub fn module_defs(&self) -> &[ModuleDef] {
+        self.core.module_defs()
+    }
+
+    pub fn handle(&mut self, ev: Event, out: &mut Vec<Command>) {
+        self.core.handle(ev, out)
+    }
+
+    pub fn pump(&mut self, out: &mut Vec<Command>) -> bool {
+        self.core.pump(out)
+    }
+
+    pub fn set_now(&mut self, now: Duration) {
+        self.core.set_now(now)
+    }
+
+    pub fn status(&self) -> Status {
+        self.core.status()
+    }
+
+    pub fn task_transition(&self, worker: WorkerId, task: u64) -> Option<Arc<str>> {
+        self.core.task_transition(worker, task)
+    }
+}
+
+/// Something for the shell to do.
+#[derive(Debug)]
+pub enum HubCmd {
+    Send { worker: WorkerId, msg: AgentMsg },
+    /// An answer for a control client.
+    Reply { client: u64, reply: ClientReply },
+    Log(String),
+    Trace(TraceRecord),
+    /// A job has ended (its outcome is also kept for `wait` and `jobs`).
+    Ended {
+        job: JobId,
+        result: Box<Result<RunResult, AgentError>>,
+    },
+}
+
+/// An answer to a control client: a job's (legacy clients get it as is) or the runtime's.
+#[derive(Debug)]
+pub enum ClientReply {
+    Job(Response),
+    Outcome { job: JobId, outcome: JobOutcome },
+}
+
+/// A joined worker.
+#[derive(Clone, Debug)]
+pub struct WorkerInfo {
+    pub name: String,
+    pub host: String,
+    pub pid: u32,
+    pub capabilities: Vec<String>,
+    pub last_seen: Duration,
+    /// The global id of the task it runs now (from its heartbeats).
+    pub running: Option<u64>,
+    pub done: u64,
+}
+
+struct Job {
+    core: OwnedCore,
+    def_base: u32,
+    start: Duration,
+    more: bool,
+}
+
+struct Record {
+    net: String,
+    submitted_unix: u64,
+    start: Duration,
+    end: Option<Duration>,
+    outcome: Option<JobOutcome>,
+    tasks_done: u64,
+}
+
+/// Settings of the hub.
+#[derive(Clone, Debug)]
+pub struct HubConfig {
+    /// The engine settings of every job.
+    pub run: RunConfig,
+    /// The core settings of every job.
+    pub core: CoreConfig,
+    /// Prefix log lines with `job N: `.
+    pub job_prefix: bool,
+    /// Keep at most this many ended jobs for `wait` and `jobs`.
+    pub keep_ended: usize,
+}
+
+/// Many jobs over one set of workers.
+pub struct Hub {
+    cfg: HubConfig,
+    jobs: BTreeMap<JobId, Job>,
+    records: BTreeMap<JobId, Record>,
+    workers: BTreeMap<WorkerId, WorkerInfo>,
+    next_job: JobId,
+    next_def: u32,
+    now: Duration,
+    /// Clients waiting for a job's end.
+    waiters: HashMap<JobId, Vec<u64>>,
+    /// The job pumped first next time.
+    cursor: JobId,
+    scratch: Vec<Command>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("jobs", &self.jobs.len())
+            .field("workers", &self.workers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn outcome_of(result: &Result<RunResult, AgentError>) -> JobOutcome {
+    match result {
+        Ok(r) => JobOutcome::Done {
+            outputs: r.outputs.clone(),
+            firings: r.stats.firings,
+            tasks: r.stats.tasks,
+        },
+        Err(AgentError::Cancelled) => JobOutcome::Cancelled,
+        Err(e) => JobOutcome::Failed {
+            code: e.code().to_string(),
+            message: e.to_string(),
+        },
+    }
+}
+
+impl Hub {
+    /// A hub whose first job gets the number `first_job`.
+    pub fn new(cfg: HubConfig, first_job: JobId) -> Hub {
+        Hub {
+            cfg,
+            jobs: BTreeMap::new(),
+            records: BTreeMap::new(),
+            workers: BTreeMap::new(),
+            next_job: first_job,
+            next_def: 0,
+            now: Duration::ZERO,
+            waiters: HashMap::new(),
+            cursor: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Sets the clock (time since the runtime started).
+    pub fn set_now(&mut self, now: Duration) {
+        self.now = now;
+    }
+
+    pub fn workers(&self) -> &BTreeMap<WorkerId, WorkerInfo> {
+        &self.workers
+    }
+
+    /// The jobs that have not ended.
+    pub fn live_jobs(&self) -> Vec<JobId> {
+        self.jobs.keys().copied().collect()
+    }
+
+    pub fn job_count(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn has_job(&self, job: JobId) -> bool {
+        self.jobs.contains_key(&job)
+    }
+
+    /// The module definitions of the live jobs with global ids (for Welcomes), and the next
+    /// id (a worker welcomed with these gets the later ones in [`Hub::worker_joined`]).
+    pub fn live_defs(&self) -> (Vec<ModuleDef>, u32) {
+        (self.defs_from(0), self.next_def)
+    }
+
+    fn defs_from(&self, from: u32) -> Vec<ModuleDef> {
+        let mut out = Vec::new();
+        for job in self.jobs.values() {
+            for d in job.core.module_defs() {
+                let id = job.def_base + d.id;
+                if id >= from {
+                    out.push(ModuleDef { id, ..d.clone() });
+                }
+            }
+        }
+        out
+    }
+
+    /// Starts a job.
+    pub fn add_job(
+        &mut self,
+        net: &str,
+        bundle: Bundle,
+        inputs: &[(String, Vec<Value>)],
+        out: &mut Vec<HubCmd>,
+    ) -> Result<JobId, AgentError> {
+        let mut core = OwnedCore::new(bundle, inputs, &self.cfg.run, self.cfg.core.clone())?;
+        let id = self.next_job;
+        self.next_job += 1;
+        let def_base = self.next_def;
+        let n = core.module_defs().len() as u32;
+        self.next_def = self.next_def.wrapping_add(n);
+        core.set_now(Duration::ZERO);
+        for (&wid, w) in &self.workers {
+            core.handle(
+                Event::Joined {
+                    worker: wid,
+                    name: w.name.clone(),
+                    capabilities: w.capabilities.clone(),
+                },
+                &mut self.scratch,
+            );
+        }
+        let defs: Vec<ModuleDef> = core
+            .module_defs()
+            .iter()
+            .map(|d| ModuleDef {
+                id: def_base + d.id,
+                ..d.clone()
+            })
+            .collect();
+        if !defs.is_empty() {
+            for &wid in self.workers.keys() {
+                out.push(HubCmd::Send {
+                    worker: wid,
+                    msg: AgentMsg::Modules {
+                        modules: defs.clone(),
+                    },
+                });
+            }
+        }
+        self.jobs.insert(
+            id,
+            Job {
+                core,
+                def_base,
+                start: self.now,
+                more: true,
+            },
+        );
+        self.records.insert(
+            id,
+            Record {
+                net: net.to_string(),
+                submitted_unix: unix_now(),
+                start: self.now,
+                end: None,
+                outcome: None,
+                tasks_done: 0,
+            },
+        );
+        let cmds = std::mem::take(&mut self.scratch);
+        self.translate(id, cmds, out);
+        self.trim_records();
+        Ok(id)
+    }
+
+    fn trim_records(&mut self) {
+        while self.records.len() > self.cfg.keep_ended.max(1) + self.jobs.len() {
+            let Some(old) = self
+                .records
+                .iter()
+                .find(|(_, r)| r.outcome.is_some())
+                .map(|(k, _)| *k)
+            else {
+                break;
+            };
+            self.records.remove(&old);
+        }
+    }
+
+    /// A worker passed the handshake; its Welcome held the definitions below `defs_upto`.
+    pub fn worker_joined(
+        &mut self,
+        worker: WorkerId,
+        hello: &Hello,
+        defs_upto: u32,
+        out: &mut Vec<HubCmd>,
+    ) {
+        self.workers.insert(
+            worker,
+            WorkerInfo {
+                name: hello.name.clone(),
+                host: hello.host.clone(),
+                pid: hello.pid,
+                capabilities: hello.capabilities.clone(),
+                last_seen: self.now,
+                running: None,
+                done: 0,
+            },
+        );
+        let late = self.defs_from(defs_upto);
+        if !late.is_empty() {
+            out.push(HubCmd::Send {
+                worker,
+                msg: AgentMsg::Modules { modules: late },
+            });
+        }
+        let ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        for id in ids {
+            self.to_job(
+                id,
+                Event::Joined {
+                    worker,
+                    name: hello.name.clone(),
+                    capabilities: hello.capabilities.clone(),
+                },
+                out,
+            );
+        }
+    }
+
+    /// A worker is gone (lost, or removed): its tasks are queued again in their jobs.
+    pub fn worker_lost(&mut self, worker: WorkerId, reason: &str, out: &mut Vec<HubCmd>) {
+        if self.workers.remove(&worker).is_none() {
+            return;
+        }
+        let ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        for id in ids {
+            self.to_job(
+                id,
+                Event::Lost {
+                    worker,
+                    reason: reason.to_string(),
+                },
+                out,
+            );
+        }
+    }
+
+    /// Messages from a worker.
+    pub fn worker_msgs(&mut self, worker: WorkerId, msgs: Vec<WorkerMsg>, out: &mut Vec<HubCmd>) {
+        let now = self.now;
+        let Some(info) = self.workers.get_mut(&worker) else {
+            return;
+        };
+        info.last_seen = now;
+        for msg in msgs {
+            let (task, local) = match msg {
+                WorkerMsg::Heartbeat { running } => {
+                    if let Some(info) = self.workers.get_mut(&worker) {
+                        info.running = running;
+                    }
+                    continue;
+                }
+                WorkerMsg::Hello(_) => continue,
+                WorkerMsg::Done { task, outputs } => {
+                    if let Some(info) = self.workers.get_mut(&worker) {
+                        info.done += 1;
+                        if info.running == Some(task) {
+                            info.running = None;
+                        }
+                    }
+                    let (_, l) = split_task(task);
+                    (task, WorkerMsg::Done { task: l, outputs })
+                }
+                WorkerMsg::Failed { task, message } => {
+                    let (_, l) = split_task(task);
+                    (task, WorkerMsg::Failed { task: l, message })
+                }
+                WorkerMsg::Cancelled { task } => {
+                    let (_, l) = split_task(task);
+                    (task, WorkerMsg::Cancelled { task: l })
+                }
+            };
+            let (job, _) = split_task(task);
+            if self.jobs.contains_key(&job) {
+                self.to_job(job, Event::Msg { worker, msg: local }, out);
+            }
+        }
+    }
+
+    /// A control request of a legacy client for a job (put-token, status, close, cancel).
+    pub fn job_control(&mut self, job: JobId, client: u64, request: Request, out: &mut Vec<HubCmd>) {
+        if !self.jobs.contains_key(&job) {
+            let msg = match self.records.get(&job) {
+                Some(_) => format!("job {job} has ended"),
+                None => format!("there is no job {job}"),
+            };
+            out.push(HubCmd::Reply {
+                client,
+                reply: ClientReply::Job(Response::Error(msg)),
+            });
+            return;
+        }
+        self.to_job(job, Event::Control { client, request }, out);
+    }
+
+    /// Cancels a job; false if it is not running.
+    pub fn cancel_job(&mut self, job: JobId, out: &mut Vec<HubCmd>) -> bool {
+        if !self.jobs.contains_key(&job) {
+            return false;
+        }
+        self.to_job(job, Event::Cancel, out);
+        true
+    }
+
+    /// Cancels every job (Ctrl-C, stop); returns their numbers.
+    pub fn cancel_all(&mut self, out: &mut Vec<HubCmd>) -> Vec<JobId> {
+        let ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        for &id in &ids {
+            self.to_job(id, Event::Cancel, out);
+        }
+        ids
+    }
+
+    /// The workers that will ever join have joined.
+    pub fn join_timeout(&mut self, out: &mut Vec<HubCmd>) {
+        let ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        for id in ids {
+            self.to_job(id, Event::JoinTimeout, out);
+        }
+    }
+
+    /// Answers `client` when the job has ended (at once if it has).
+    pub fn wait_for(&mut self, job: JobId, client: u64, out: &mut Vec<HubCmd>) -> Result<(), String> {
+        match self.records.get(&job) {
+            None => Err(format!("there is no job {job} (see `gspc jobs`)")),
+            Some(r) => {
+                if let Some(o) = &r.outcome {
+                    out.push(HubCmd::Reply {
+                        client,
+                        reply: ClientReply::Outcome {
+                            job,
+                            outcome: o.clone(),
+                        },
+                    });
+                } else {
+                    self.waiters.entry(job).or_default().push(client);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A client went away: it no longer waits.
+    pub fn client_closed(&mut self, client: u64) {
+        for v in self.waiters.values_mut() {
+            v.retain(|&c| c != client);
+        }
+        self.waiters.retain(|_, v| !v.is_empty());
+    }
+
+    fn to_job(&mut self, job: JobId, ev: Event, out: &mut Vec<HubCmd>) {
+        let Some(j) = self.jobs.get_mut(&job) else {
+            return;
+        };
+        j.core.set_now(self.now.saturating_sub(j.start));
+        j.core.handle(ev, &mut self.scratch);
+        j.more = true;
+        let cmds = std::mem::take(&mut self.scratch);
+        self.translate(job, cmds, out);
+    }
+
+    /// Pumps every job that has something to do, round-robin; returns whether some job has
+    /// more to do right away.
+    pub fn pump(&mut self, out: &mut Vec<HubCmd>) -> bool {
+        let ids: Vec<JobId> = self
+            .jobs
+            .range(self.cursor..)
+            .chain(self.jobs.range(..self.cursor))
+            .filter(|(_, j)| j.more)
+            .map(|(k, _)| *k)
+            .collect();
+        if let Some(&first) = ids.first() {
+            self.cursor = first + 1;
+        }
+        let mut any = false;
+        for id in ids {
+            let Some(j) = self.jobs.get_mut(&id) else {
+                continue;
+            };
+            j.core.set_now(self.now.saturating_sub(j.start));
+            j.more = j.core.pump(&mut self.scratch);
+            any |= j.more;
+            let cmds = std::mem::take(&mut self.scratch);
+            self.translate(id, cmds, out);
+        }
+        any
+    }
+
+    fn translate(&mut self, job: JobId, mut cmds: Vec<Command>, out: &mut Vec<HubCmd>) {
+        let base = self.jobs.get(&job).map_or(0, |j| j.def_base);
+        for cmd in cmds.drain(..) {
+            match cmd {
+                Command::Send { worker, msg } => {
+                    let msg = match msg {
+                        AgentMsg::Run(mut runs) => {
+                            for r in &mut runs {
+                                r.task = global_task(job, r.task);
+                                r.module = base.wrapping_add(r.module);
+                            }
+                            AgentMsg::Run(runs)
+                        }
+                        AgentMsg::Cancel { task } => AgentMsg::Cancel {
+                            task: global_task(job, task),
+                        },
+                        other => other,
+                    };
+                    out.push(HubCmd::Send { worker, msg });
+                }
+                Command::Reply { client, response } => out.push(HubCmd::Reply {
+                    client,
+                    reply: ClientReply::Job(response),
+                }),
+                Command::Log(m) => {
+                    if self.cfg.job_prefix {
+                        out.push(HubCmd::Log(format!("job {job}: {m}")));
+                    } else {
+                        out.push(HubCmd::Log(m));
+                    }
+                }
+                Command::Trace(mut r) => {
+                    r.task = global_task(job, r.task);
+                    out.push(HubCmd::Trace(r));
+                }
+                Command::Finish(result) => self.ended(job, result, out),
+            }
+        }
+        self.scratch = cmds;
+    }
+
+    fn ended(&mut self, job: JobId, result: Box<Result<RunResult, AgentError>>, out: &mut Vec<HubCmd>) {
+        let Some(j) = self.jobs.remove(&job) else {
+            return;
+        };
+        let ids: Vec<u32> = j
+            .core
+            .module_defs()
+            .iter()
+            .map(|d| j.def_base + d.id)
+            .collect();
+        if !ids.is_empty() {
+            for &wid in self.workers.keys() {
+                out.push(HubCmd::Send {
+                    worker: wid,
+                    msg: AgentMsg::ForgetModules { ids: ids.clone() },
+                });
+            }
+        }
+        let outcome = outcome_of(&result);
+        let done = j.core.status().tasks_done;
+        if let Some(r) = self.records.get_mut(&job) {
+            r.end = Some(self.now);
+            r.outcome = Some(outcome.clone());
+            r.tasks_done = done;
+        }
+        for client in self.waiters.remove(&job).unwrap_or_default() {
+            out.push(HubCmd::Reply {
+                client,
+                reply: ClientReply::Outcome {
+                    job,
+                    outcome: outcome.clone(),
+                },
+            });
+        }
+        out.push(HubCmd::Ended { job, result });
+        self.trim_records();
+    }
+
+    /// The jobs for `gspc jobs`, oldest first.
+    pub fn jobs(&self) -> Vec<JobSummary> {
+        self.records
+            .iter()
+            .map(|(&id, r)| {
+                let (running, queued, done) = match self.jobs.get(&id) {
+                    Some(j) => {
+                        let s = j.core.status();
+                        (s.tasks_running, s.tasks_queued, s.tasks_done)
+                    }
+                    None => (0, 0, r.tasks_done),
+                };
+                JobSummary {
+                    id,
+                    net: r.net.clone(),
+                    state: r
+                        .outcome
+                        .as_ref()
+                        .map_or("running", |o| o.state())
+                        .to_string(),
+                    submitted_unix: r.submitted_unix,
+                    elapsed_ms: r.end.unwrap_or(self.now).saturating_sub(r.start).as_millis()
+                        as u64,
+                    tasks_running: running,
+                    tasks_queued: queued,
+                    tasks_done: done,
+                }
+            })
+            .collect()
+    }
+
+    /// The status of the joined workers.
+    pub fn worker_status(&self) -> Vec<(WorkerId, RtWorker)> {
+        self.workers
+            .iter()
+            .map(|(&wid, w)| {
+                let running = w.running.and_then(|g| {
+                    let (job, local) = split_task(g);
+                    let j = self.jobs.get(&job)?;
+                    let t = j.core.task_transition(wid, local)?;
+                    Some(RunningTask {
+                        job,
+                        transition: t.to_string(),
+                    })
+                });
+                let in_flight = self
+                    .jobs
+                    .values()
+                    .map(|j| {
+                        j.core
+                            .status()
+                            .workers
+                            .iter()
+                            .find(|s| s.id == wid)
+                            .map_or(0, |s| s.tasks)
+                    })
+                    .sum();
+                (
+                    wid,
+                    RtWorker {
+                        name: w.name.clone(),
+                        host: w.host.clone(),
+                        pid: Some(w.pid),
+                        capabilities: w.capabilities.clone(),
+                        state: "up".into(),
+                        heartbeat_age_ms: Some(
+                            self.now.saturating_sub(w.last_seen).as_millis() as u64
+                        ),
+                        running,
+                        in_flight,
+                        done: w.done,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// The status of one job's core (legacy clients, progress line).
+    pub fn job_status(&self, job: JobId) -> Option<Status> {
+        self.jobs.get(&job).map(|j| j.core.status())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,60 @@
+//! Printing a job's output tokens (`gspc-run` and `gspc wait` print them the same way).
+
+use pnet_stdlib::Value;
+
+/// The output tokens as text: one line `PORT = VALUE` per token, ports in alphabetical
+/// order, the tokens of a port in the value order of the language; with `json`, one JSON
+/// object `{"outputs": {PORT: [VALUE, ...]}, "firings": N, "tasks": N}` on one line.
+pub fn format_outputs(outputs: &[(String, Vec<Value>)], firings: u64, tasks: u64, json: bool) -> String {
+    let mut outputs: Vec<(String, Vec<Value>)> = outputs.to_vec();
+    outputs.sort_by(|a, b| a.0.cmp(&b.0));
+    for (_, tokens) in &mut outputs {
+        tokens.sort();
+    }
+    if json {
+        let ports: serde_json::Map<String, serde_json::Value> = outputs
+            .iter()
+            .map(|(p, ts)| {
+                (
+                    p.clone(),
+                    ts.iter()
+                        .map(|t| serde_json::Value::String(t.to_string()))
+                        .collect(),
+                )
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "outputs": ports,
+            "firings": firings,
+            "tasks": tasks,
+        });
+        format!("{doc}\n")
+    } else {
+        let mut s = String::new();
+        for (p, ts) in &outputs {
+            for t in ts {
+                s.push_str(&format!("{p} = {t}\n"));
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorted_lines_and_json() {
+        let outs = vec![
+            ("ys".to_string(), vec![Value::Long(3), Value::Long(1)]),
+            ("a".to_string(), vec![Value::Control]),
+        ];
+        assert_eq!(format_outputs(&outs, 5, 2, false), "a = []\nys = 1L\nys = 3L\n");
+        let j: serde_json::Value =
+            serde_json::from_str(&format_outputs(&outs, 5, 2, true)).unwrap();
+        assert_eq!(j["outputs"]["ys"], serde_json::json!(["1L", "3L"]));
+        assert_eq!(j["firings"], 5);
+        assert_eq!(j["tasks"], 2);
+    }
+}
