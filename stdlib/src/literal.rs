@@ -76,6 +76,28 @@ pub fn parse_literal(text: &str) -> Result<Value, LiteralError> {
     Ok(v)
 }
 
+/// Parses `NAME=VALUE` (the argument of `-p PORT=VALUE`, `pnetput -p`, `put-token`): a
+/// non-empty name, then a value in literal syntax. `flag` names the option in messages
+/// (`-p`): `-p 'n': expected NAME=VALUE`, `-p n: '1L +' is not a value: ... (at character 4)`.
+pub fn parse_binding(flag: &str, text: &str) -> Result<(String, Value), String> {
+    let Some((name, value)) = text.split_once('=') else {
+        return Err(format!("{flag} '{text}': expected NAME=VALUE"));
+    };
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("{flag} '{text}': empty name"));
+    }
+    parse_literal(value)
+        .map(|v| (name.to_string(), v))
+        .map_err(|e| {
+            format!(
+                "{flag} {name}: '{value}' is not a value: {} (at character {})",
+                e.message,
+                e.offset + 1
+            )
+        })
+}
+
 /// Parses a numeric literal token without sign (`23`, `23L`, `23U`, `23UL`, `23A`, `0x1f`,
 /// `1.5f`, `1f`, `1.5`, `1e3`; suffixes case-insensitive), range-checked for its type.
 /// Used by the expression lexer too.

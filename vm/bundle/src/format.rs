@@ -34,17 +34,29 @@ pub const BUNDLE: Container = Container {
 
 #[derive(Debug)]
 pub enum BundleError {
-    NotABundle { what: &'static str },
+    NotABundle {
+        what: &'static str,
+    },
     WrongVersion {
         what: &'static str,
         found: u32,
         expected: u32,
         fix: &'static str,
     },
-    Truncated { what: &'static str },
-    ChecksumMismatch { what: &'static str },
-    Decode { what: &'static str, message: String },
-    Encode { what: &'static str, message: String },
+    Truncated {
+        what: &'static str,
+    },
+    ChecksumMismatch {
+        what: &'static str,
+    },
+    Decode {
+        what: &'static str,
+        message: String,
+    },
+    Encode {
+        what: &'static str,
+        message: String,
+    },
 }
 
 impl fmt::Display for BundleError {
@@ -110,7 +122,9 @@ impl Container {
         if bytes.len() < HEADER {
             return Err(BundleError::Truncated { what });
         }
-        let word = |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+        let word = |at: usize| {
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
         let version = word(8);
         if version != self.version {
             return Err(BundleError::WrongVersion {

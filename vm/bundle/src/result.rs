@@ -5,8 +5,8 @@
 use pnet_stdlib::{Type, Value};
 use serde::{Deserialize, Serialize};
 
-use crate::format::{BundleError, Container};
 use crate::Bundle;
+use crate::format::{BundleError, Container};
 
 pub const RESULT: Container = Container {
     magic: b"PNETRSLT",
@@ -66,6 +66,22 @@ impl RunOutputs {
 
     pub fn port(&self, name: &str) -> Option<&OutputPort> {
         self.ports.iter().find(|p| p.name == name)
+    }
+
+    /// The ports in alphabetical order, each port's tokens in the value order of the
+    /// language: the order `gspc-run` prints them in.
+    pub fn sorted(&self) -> Vec<(&str, Vec<&Value>)> {
+        let mut ports: Vec<(&str, Vec<&Value>)> = self
+            .ports
+            .iter()
+            .map(|p| {
+                let mut tokens: Vec<&Value> = p.tokens.iter().collect();
+                tokens.sort();
+                (p.name.as_str(), tokens)
+            })
+            .collect();
+        ports.sort_by(|a, b| a.0.cmp(b.0));
+        ports
     }
 }
 
