@@ -18,8 +18,9 @@ pnet2dot: draw a Petri net for Graphviz
 Usage: pnet2dot [OPTIONS] [NET]
        pnet2dot [OPTIONS] -i NET -o FILE
 
-NET is a bundle written by pnetc (.pnet) or an .xpnet file, compiled on the fly; `-` or
-nothing reads it from standard input. The output is a Graphviz digraph: render it with
+NET is a bundle written by pnetc (.pnet), an .xpnet file, compiled on the fly, or a workload
+description (.workload), lowered to a net and compiled; `-` or nothing reads it from
+standard input. The output is a Graphviz digraph: render it with
 `dot -Tsvg -o net.svg`.
 
 Options:

@@ -15,13 +15,16 @@ pnetc: compile an xpnet Petri net into a .pnet bundle
 
 Usage: pnetc [OPTIONS] [INPUT]
 
-INPUT is an .xpnet file whose root element is a defun (default: -i, or standard input).
-Without -o the net is only checked.
+INPUT is an .xpnet file whose root element is a defun (default: -i, or standard input), or
+a workload description (a file ending in .workload, see grammar/workload.md), which is
+lowered to an xpnet net first. Without -o the net is only checked.
 
 Options:
   -i, --input FILE             the net to compile
   -o, --output FILE            write the bundle to FILE
-      --emit KIND              print a text form to standard output: ast, ir or bytecode
+      --emit KIND              print a text form to standard output: ast, ir, bytecode, or
+                               xpnet (the net generated from a .workload file; an .xpnet
+                               input is printed as it is)
       --list-dependencies      print the files the net includes, one per line
   -M                           print make rules for the net's dependencies
   -MM                          like -M, but without files found through a search path
@@ -47,6 +50,7 @@ struct Args {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Emit {
+    Xpnet,
     Ast,
     Ir,
     Bytecode,
@@ -114,7 +118,7 @@ fn parse_args(argv: &[String]) -> Parsed {
                         Some(e) => a.emit = Some(e),
                         None => {
                             return usage_error(&format!(
-                                "--emit: unknown kind '{v}' (ast, ir, bytecode)"
+                                "--emit: unknown kind '{v}' (ast, ir, bytecode, xpnet)"
                             ));
                         }
                     },
@@ -154,7 +158,7 @@ fn parse_args(argv: &[String]) -> Parsed {
                         Some(e) => a.emit = Some(e),
                         None => {
                             return usage_error(&format!(
-                                "--emit: unknown kind '{v}' (ast, ir, bytecode)"
+                                "--emit: unknown kind '{v}' (ast, ir, bytecode, xpnet)"
                             ));
                         }
                     }
@@ -190,6 +194,7 @@ fn parse_emit(s: &str) -> Option<Emit> {
         "ast" => Some(Emit::Ast),
         "ir" => Some(Emit::Ir),
         "bytecode" => Some(Emit::Bytecode),
+        "xpnet" => Some(Emit::Xpnet),
         _ => None,
     }
 }
@@ -230,7 +235,21 @@ fn main() -> ExitCode {
 
 fn run(args: &Args) -> ExitCode {
     let output = match args.input.as_deref() {
-        Some(path) if path != "-" => pnet_sema::compile_path(Path::new(path), &args.options),
+        Some(path) if pnet_workload::is_workload_path(Path::new(path)) => {
+            match compile_workload(Path::new(path), args) {
+                Ok(out) => out,
+                Err(code) => return code,
+            }
+        }
+        Some(path) if path != "-" => {
+            let out = pnet_sema::compile_path(Path::new(path), &args.options);
+            if args.emit == Some(Emit::Xpnet)
+                && let Some(root) = out.files.first()
+            {
+                print!("{}", root.text);
+            }
+            out
+        }
         _ => {
             let mut stdin = std::io::stdin();
             if stdin.is_terminal() {
@@ -244,13 +263,23 @@ fn run(args: &Args) -> ExitCode {
                 eprintln!("pnetc: cannot read standard input: {e}");
                 return ExitCode::from(1);
             }
+            if args.emit == Some(Emit::Xpnet) {
+                print!("{text}");
+            }
             pnet_sema::compile_source(Path::new("<stdin>"), &text, &args.options)
         }
     };
-    render_diagnostics(&output.files, &output.diagnostics, args.color);
+    if !args
+        .input
+        .as_deref()
+        .is_some_and(|p| pnet_workload::is_workload_path(Path::new(p)))
+    {
+        render_diagnostics(&output.files, &output.diagnostics, args.color);
+    }
 
     if let Some(emit) = args.emit {
         match emit {
+            Emit::Xpnet => {}
             Emit::Ast => {
                 if let (Some(ast), Some(root)) = (&output.ast, output.files.first()) {
                     print!("{}", pnet_syntax::xml::print_ast(ast, &root.text));
@@ -311,6 +340,30 @@ fn run(args: &Args) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// Lowers and compiles a `.workload` file (printing the generated net for `--emit=xpnet`).
+/// Diagnostics are rendered here; the error is the exit code.
+fn compile_workload(path: &Path, args: &Args) -> Result<pnet_sema::Output, ExitCode> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        eprintln!("pnetc: cannot read {}: {e}", path.display());
+        ExitCode::from(1)
+    })?;
+    let fail = |msg: String| {
+        eprintln!("pnetc: {msg}");
+        ExitCode::from(1)
+    };
+    let lowered = pnet_driver::net::lower_workload(path, &text, args.color).map_err(fail)?;
+    if args.emit == Some(Emit::Xpnet) {
+        print!("{lowered}");
+    }
+    let mut out = pnet_driver::net::compile_lowered(path, &lowered, &args.options, args.color)
+        .map_err(fail)?;
+    // Make rules and messages name the workload file, not the generated net.
+    if let Some(root) = out.files.first_mut() {
+        root.path = path.to_path_buf();
+    }
+    Ok(out)
 }
 
 fn write_make_rules(

@@ -1,5 +1,6 @@
-//! What the tools that take a net on the command line share: loading a `.pnet` bundle or
-//! compiling an `.xpnet` file, and the `-p PORT=VALUE` syntax of input tokens.
+//! What the tools that take a net on the command line share: loading a `.pnet` bundle,
+//! compiling an `.xpnet` file or lowering and compiling a `.workload` file, and the
+//! `-p PORT=VALUE` syntax of input tokens.
 
 use std::path::Path;
 
@@ -33,9 +34,11 @@ pub fn parse_put(s: &str) -> Result<(String, Value), String> {
 }
 
 /// Turns the contents of a net file into a bundle: `bytes` that start with the bundle magic
-/// are decoded (a wrong version or checksum is refused); anything else is compiled as xpnet,
-/// `path` locating its includes, with the diagnostics rendered to standard error. Returns the
-/// bundle and the source files that were compiled (none for a bundle), or the message to print.
+/// are decoded (a wrong version or checksum is refused); a path ending in `.workload` is a
+/// workload description, lowered to xpnet and compiled (see [`lower_workload`]); anything
+/// else is compiled as xpnet, `path` locating its includes, with the diagnostics rendered to
+/// standard error. Returns the bundle and the source files that were compiled (none for a
+/// bundle; the generated net for a workload), or the message to print.
 pub fn load_net(
     path: &Path,
     bytes: &[u8],
@@ -53,12 +56,110 @@ pub fn load_net(
             path.display()
         ));
     };
+    if pnet_workload::is_workload_path(path) {
+        let lowered = lower_workload(path, text, color)?;
+        let out = compile_lowered(path, &lowered, options, color)?;
+        return match out.bundle {
+            Some(b) => Ok((b, out.files)),
+            None => Err(internal_error(path)),
+        };
+    }
     let out = pnet_sema::compile_source(path, text, options);
     render_diagnostics(&out.files, &out.diagnostics, color);
     match out.bundle {
         Some(b) if !out.has_errors() => Ok((b, out.files)),
         _ => Err(format!("{} did not compile", path.display())),
     }
+}
+
+/// Parses and checks the workload description `text` (from `path`), renders its diagnostics
+/// (codespan-reporting, `path:line:column`), and returns the generated xpnet text, or the
+/// message to print when it has errors.
+pub fn lower_workload(path: &Path, text: &str, color: ColorMode) -> Result<String, String> {
+    let (workload, diagnostics) = pnet_workload::parse(text);
+    let (files, converted) = workload_diagnostics(path, text, &diagnostics);
+    render_diagnostics(&files, &converted, color);
+    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    if errors > 0 {
+        return Err(format!(
+            "{}: {errors} error{} in the workload description",
+            path.display(),
+            if errors == 1 { "" } else { "s" }
+        ));
+    }
+    Ok(pnet_workload::lower(&workload))
+}
+
+/// The name under which the net generated from a workload file is compiled (it appears in
+/// the bundle's source map): `fan.workload` gives `fan.workload.xpnet`.
+pub fn lowered_path(path: &Path) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".xpnet");
+    std::path::PathBuf::from(name)
+}
+
+/// Compiles the net generated from the workload file `path`. Its diagnostics are rendered
+/// against the generated text; an error there is a bug of the lowering, reported as an
+/// internal error naming the workload file.
+pub fn compile_lowered(
+    path: &Path,
+    lowered: &str,
+    options: &Options,
+    color: ColorMode,
+) -> Result<pnet_sema::Output, String> {
+    let out = pnet_sema::compile_source(&lowered_path(path), lowered, options);
+    render_diagnostics(&out.files, &out.diagnostics, color);
+    if out.has_errors() || out.bundle.is_none() {
+        return Err(internal_error(path));
+    }
+    Ok(out)
+}
+
+fn internal_error(path: &Path) -> String {
+    format!(
+        "internal error [workload-internal]: the net generated from {} does not compile; this \
+         is a bug of pnet-workload (see the net with `pnetc --emit=xpnet {}`)",
+        path.display(),
+        path.display()
+    )
+}
+
+/// The workload's diagnostics as the compiler's, with the workload file as file 0 (to
+/// render them with [`render_diagnostics`]).
+pub fn workload_diagnostics(
+    path: &Path,
+    text: &str,
+    diagnostics: &[pnet_workload::Diagnostic],
+) -> (Vec<LoadedFile>, Vec<pnet_syntax::Diagnostic>) {
+    use pnet_syntax::{Diagnostic, FileId, Span};
+    let file = FileId(0);
+    let span = |r: &std::ops::Range<usize>| {
+        let end = r.end.min(text.len()) as u32;
+        Span::new(file, (r.start as u32).min(end), end)
+    };
+    let converted = diagnostics
+        .iter()
+        .map(|d| {
+            let mut out = match d.severity {
+                pnet_workload::Severity::Error => Diagnostic::error(d.code, d.message.clone()),
+                pnet_workload::Severity::Warning => Diagnostic::warning(d.code, d.message.clone()),
+            }
+            .with_primary(span(&d.span), "");
+            for l in &d.labels {
+                out = out.with_secondary(span(&l.span), l.message.clone());
+            }
+            for n in &d.notes {
+                out = out.with_note(n.clone());
+            }
+            out
+        })
+        .collect();
+    let files = vec![LoadedFile {
+        id: file,
+        path: path.to_path_buf(),
+        text: std::sync::Arc::from(text),
+    }];
+    (files, converted)
 }
 
 #[cfg(test)]
@@ -105,5 +206,41 @@ mod tests {
             load_net(Path::new("x.pnet"), &bytes, &opts, ColorMode::Never).unwrap();
         assert_eq!(again, bundle);
         assert!(files.is_empty());
+    }
+
+    #[test]
+    fn workloads_are_lowered_and_their_errors_rendered() {
+        let opts = Options::default();
+        let text = "task a [2] { out x: INTEGER; EXECUTABLE = 'echo'; ARGUMENTS = '1'; }\n\
+                    task b { in xs: INTEGER; out s: STRING; EXECUTABLE = 'echo'; }\n\
+                    relation a.x -> b.xs (INPUT-OUTPUT);\n";
+        let (bundle, files) = load_net(
+            Path::new("w.workload"),
+            text.as_bytes(),
+            &opts,
+            ColorMode::Never,
+        )
+        .unwrap();
+        assert_eq!(files[0].path, Path::new("w.workload.xpnet"));
+        assert!(files[0].text.contains("<module name=\"workload_exec\""));
+        assert!(!bundle.functions.is_empty());
+        let e = load_net(
+            Path::new("bad.workload"),
+            b"task a { EXECUTABLE = 'x'; }\nrelation a -> nope (SEQUENTIAL_END);\n",
+            &opts,
+            ColorMode::Never,
+        )
+        .unwrap_err();
+        assert_eq!(e, "bad.workload: 1 error in the workload description");
+        let (w, diags) = pnet_workload::parse("task a {}\n");
+        assert_eq!(w.tasks.len(), 1);
+        let (files, converted) =
+            workload_diagnostics(Path::new("x.workload"), "task a {}\n", &diags);
+        let rendered = crate::render::render_to_string(&files, &converted);
+        assert!(
+            rendered.contains("error[workload-missing-executable]: task `a` has no EXECUTABLE"),
+            "{rendered}"
+        );
+        assert!(rendered.contains("x.workload:1:6"), "{rendered}");
     }
 }

@@ -73,7 +73,10 @@ pub struct Properties {
 /// Reads a secret file (64 hex digits).
 pub fn read_secret_file(path: &Path) -> Result<Secret, ClientError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        ClientError::Environment(format!("cannot read the secret file {}: {e}", path.display()))
+        ClientError::Environment(format!(
+            "cannot read the secret file {}: {e}",
+            path.display()
+        ))
     })?;
     Secret::from_hex(&text).ok_or_else(|| {
         ClientError::Environment(format!(
@@ -175,7 +178,11 @@ fn unexpected(reply: PropertyReply) -> ClientError {
 pub(crate) fn connect(addr: &str) -> Result<TcpStream, ClientError> {
     let addrs: Vec<_> = addr
         .to_socket_addrs()
-        .map_err(|e| ClientError::Connect(format!("cannot resolve the DDS runner's address `{addr}`: {e}")))?
+        .map_err(|e| {
+            ClientError::Connect(format!(
+                "cannot resolve the DDS runner's address `{addr}`: {e}"
+            ))
+        })?
         .collect();
     let mut last = None;
     for a in addrs {

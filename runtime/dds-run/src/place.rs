@@ -122,7 +122,9 @@ fn full_regex(value: &str) -> Result<Option<Regex>, String> {
 fn compile(kind: RequirementKind, value: &str) -> Result<Check, String> {
     let number = |what: &str| {
         value.trim().parse::<u32>().map_err(|_| {
-            format!("the value `{value}` of a `{what}` requirement is not a number (0 to 4294967295)")
+            format!(
+                "the value `{value}` of a `{what}` requirement is not a number (0 to 4294967295)"
+            )
         })
     };
     Ok(match kind {
@@ -206,6 +208,18 @@ pub fn place(
     expanded: &Expanded,
     slots: &[Slot],
 ) -> Result<Vec<Assignment>, Vec<PlaceError>> {
+    // Slot ids are indices into `slots` below; renumber a list that says otherwise.
+    let renumbered: Vec<Slot>;
+    let slots = if slots.iter().enumerate().all(|(i, s)| s.id == i) {
+        slots
+    } else {
+        renumbered = slots
+            .iter()
+            .enumerate()
+            .map(|(id, s)| Slot { id, ..s.clone() })
+            .collect();
+        &renumbered
+    };
     // Compile the requirements that are used.
     let mut checks: Vec<Option<Check>> = Vec::with_capacity(topology.requirements.len());
     let mut errors = Vec::new();
@@ -319,7 +333,11 @@ pub fn place(
             .unwrap_or(0);
         units.push(Unit {
             collection: Some(ci),
-            tasks: c.tasks.clone().filter(|&t| t < expanded.tasks.len()).collect(),
+            tasks: c
+                .tasks
+                .clone()
+                .filter(|&t| t < expanded.tasks.len())
+                .collect(),
             weight: own + most,
             path: c.path.clone(),
             span: decl.map_or(0..0, |d| d.span.clone()),
@@ -373,7 +391,7 @@ pub fn place(
             })
             .filter(|(free, _)| *free >= unit.tasks.len())
             .collect();
-        order.sort_by(|a, b| b.0.cmp(&a.0));
+        order.sort_by_key(|o| std::cmp::Reverse(o.0));
         let mut placed = None;
         for (_, host) in &order {
             if let Some(a) = try_host(topology, expanded, unit, host, &needs, &req_of, &state) {
@@ -710,7 +728,7 @@ fn explain<'c>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::*;
+    use crate::testing::*;
 
     fn slots(spec: &[(&str, &str, &[&str])]) -> Vec<Slot> {
         let mut counters: HashMap<(String, String), usize> = HashMap::new();
@@ -811,7 +829,10 @@ mod tests {
         assert_eq!(e[0].path, "main/c_0");
         let d = &e[0].diagnostic;
         assert!(d.message.contains("3 free workers on one host"), "{d}");
-        assert!(d.notes[0].contains("a: 2 of 2 free, b: 2 of 2 free"), "{d:?}");
+        assert!(
+            d.notes[0].contains("a: 2 of 2 free, b: 2 of 2 free"),
+            "{d:?}"
+        );
     }
 
     #[test]
@@ -977,9 +998,9 @@ mod tests {
         assert_eq!(codes(&e), ["dds-place-maxinstances"]);
         assert_eq!(e[0].path, "main/t_2");
         assert!(
-            e[0].diagnostic
-                .message
-                .contains("`one` (maxinstances `1`) is reached on every host with free workers (a, b)"),
+            e[0].diagnostic.message.contains(
+                "`one` (maxinstances `1`) is reached on every host with free workers (a)"
+            ),
             "{}",
             e[0].diagnostic.message
         );

@@ -165,7 +165,12 @@ impl PropertyBook {
     /// Writes `key = value` from `task`: the value reaches every other task that reads the
     /// property (within the writer's collection instance for collection scope). Returns those
     /// tasks.
-    pub fn set(&mut self, task: usize, key: &str, value: &str) -> Result<Vec<usize>, PropertyError> {
+    pub fn set(
+        &mut self,
+        task: usize,
+        key: &str,
+        value: &str,
+    ) -> Result<Vec<usize>, PropertyError> {
         let (p, a) = self.lookup(task, key)?;
         if !a.writes() {
             return Err(PropertyError {
@@ -216,7 +221,7 @@ impl PropertyBook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::Builder;
+    use crate::testing::Builder;
 
     /// A producer writing `x` (global) and `c` (collection); two collection instances of
     /// (writer, reader, reader); a lone reader of both.
@@ -295,7 +300,10 @@ mod tests {
         let w = task(&exp, "main/unit_0/writer_0");
         let e = book.get(w, "x").unwrap_err();
         assert_eq!(e.code, "property-no-read-access");
-        assert!(e.message.contains("with access `write`, so it cannot read it"));
+        assert!(
+            e.message
+                .contains("with access `write`, so it cannot read it")
+        );
         let e = book.set(w, "nope", "v").unwrap_err();
         assert_eq!(e.code, "property-undeclared");
         assert_eq!(

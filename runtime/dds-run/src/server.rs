@@ -196,16 +196,11 @@ fn read_frame(r: &mut impl Read, limit: usize) -> Result<Vec<u8>, String> {
 }
 
 fn refuse(shared: &Shared, stream: &mut TcpStream, peer: &str, reason: String) {
-    let _ = write_msg(
-        stream,
-        &PropertyReply::Refused {
-            reason: reason.clone(),
-        },
-    );
     shared.event(Event::Refused {
         peer: peer.to_string(),
-        reason,
+        reason: reason.clone(),
     });
+    let _ = write_msg(stream, &PropertyReply::Refused { reason });
 }
 
 /// Checks the hello; returns the task and role.
@@ -232,7 +227,12 @@ fn handshake(shared: &Shared, stream: &mut TcpStream, peer: &str) -> Option<(usi
             return None;
         }
         None => {
-            refuse(shared, stream, peer, "the first message is not a hello".into());
+            refuse(
+                shared,
+                stream,
+                peer,
+                "the first message is not a hello".into(),
+            );
             return None;
         }
     }
@@ -375,21 +375,19 @@ fn handle(shared: &Shared, task: usize, role: &Role, req: PropertyRequest) -> Pr
                 }
             }
         }
-        (Role::Client, PropertyRequest::Get { key }) => {
-            match shared.lock().book.get(task, &key) {
-                Ok(v) => PropertyReply::Value(v.map(str::to_string)),
-                Err(e) => {
-                    shared.event(Event::PropertyRefused {
-                        task,
-                        message: e.message.clone(),
-                    });
-                    PropertyReply::Error {
-                        code: e.code.into(),
-                        message: e.message,
-                    }
+        (Role::Client, PropertyRequest::Get { key }) => match shared.lock().book.get(task, &key) {
+            Ok(v) => PropertyReply::Value(v.map(str::to_string)),
+            Err(e) => {
+                shared.event(Event::PropertyRefused {
+                    task,
+                    message: e.message.clone(),
+                });
+                PropertyReply::Error {
+                    code: e.code.into(),
+                    message: e.message,
                 }
             }
-        }
+        },
         (Role::Client, PropertyRequest::Wait { key, timeout_ms }) => {
             let deadline = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
             let mut st = shared.lock();
@@ -429,5 +427,228 @@ fn handle(shared: &Shared, task: usize, role: &Role, req: PropertyRequest) -> Pr
             }
         }
         (Role::Client, _) => bad_request("a client sends Set, Get and Wait only"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{ClientError, Properties};
+    use crate::testing::Builder;
+    use pnet_dds::{Access, PropertyScope};
+    use pnet_protocol::property::AssetFile;
+
+    fn setup(path: &str) -> TaskSetup {
+        TaskSetup {
+            session: "s".into(),
+            path: path.into(),
+            exe: "true".into(),
+            env_script: None,
+            env: vec![("DDS_TASK_PATH".into(), path.into())],
+            session_dir: None,
+            assets: vec![AssetFile {
+                name: "a".into(),
+                global: false,
+                content: "x".into(),
+            }],
+        }
+    }
+
+    /// Task 0 writes `x`, tasks 1 and 2 read it.
+    fn server(secret: &Secret, tx: Option<Sender<Event>>) -> Server {
+        let mut b = Builder::new();
+        let x = b.property("x", PropertyScope::Global);
+        let w = b.task("w", "true");
+        b.task_property(w, x, Access::Write);
+        let r = b.task("r", "true");
+        b.task_property(r, x, Access::Read);
+        b.main_tasks(&[w, r, r]);
+        let (topo, exp) = b.build();
+        let setups = exp.tasks.iter().map(|t| setup(&t.path)).collect();
+        Server::start(
+            "127.0.0.1:0".parse().unwrap(),
+            secret.clone(),
+            PropertyBook::new(&topo, &exp),
+            setups,
+            tx,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn set_get_and_wait_over_loopback() {
+        let secret = Secret::random().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut srv = server(&secret, Some(tx));
+        let addr = srv.addr().to_string();
+        let writer = Properties::new(&addr, secret.clone(), 0);
+        let reader = Properties::new(&addr, secret.clone(), 1);
+        assert_eq!(reader.get("x").unwrap(), None);
+        // A waiter blocks until the write.
+        let waiter = {
+            let r = Properties::new(&addr, secret.clone(), 2);
+            std::thread::spawn(move || r.wait("x", Some(Duration::from_secs(10))))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        writer.set("x", "hello").unwrap();
+        assert_eq!(waiter.join().unwrap().unwrap(), "hello");
+        assert_eq!(reader.get("x").unwrap().as_deref(), Some("hello"));
+        assert_eq!(reader.wait("x", None).unwrap(), "hello");
+        // Rules come back as errors with codes.
+        match reader.set("x", "no") {
+            Err(ClientError::Property { code, message }) => {
+                assert_eq!(code, "property-no-write-access");
+                assert!(message.contains("task `main/r_0`"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        match writer.set("x", &"z".repeat(300)) {
+            Err(ClientError::Property { code, .. }) => assert_eq!(code, "property-too-long"),
+            other => panic!("{other:?}"),
+        }
+        // A wait that times out.
+        let r = Properties::new(&addr, secret.clone(), 2);
+        writer.set("x", "again").unwrap();
+        assert_eq!(r.get("x").unwrap().as_deref(), Some("again"));
+        let lonely = Properties::new(&addr, secret.clone(), 0);
+        assert!(matches!(
+            lonely.wait("x", Some(Duration::from_millis(50))),
+            Err(ClientError::Property { .. })
+        ));
+        let events: Vec<Event> = rx.try_iter().collect();
+        assert!(events.contains(&Event::PropertySet {
+            task: 0,
+            key: "x".into(),
+            receivers: 2
+        }));
+        srv.shutdown();
+    }
+
+    #[test]
+    fn wait_times_out_and_shutdown_wakes_waiters() {
+        let secret = Secret::random().unwrap();
+        let mut srv = server(&secret, None);
+        let addr = srv.addr().to_string();
+        let r = Properties::new(&addr, secret.clone(), 1);
+        let t0 = Instant::now();
+        assert_eq!(
+            r.wait("x", Some(Duration::from_millis(100))).unwrap_err(),
+            ClientError::TimedOut {
+                key: "x".into(),
+                after: Duration::from_millis(100)
+            }
+        );
+        assert!(t0.elapsed() >= Duration::from_millis(100));
+        let waiter = std::thread::spawn(move || r.wait("x", None));
+        std::thread::sleep(Duration::from_millis(50));
+        srv.shutdown();
+        match waiter.join().unwrap() {
+            Err(ClientError::Property { code, .. }) => assert_eq!(code, "property-session-ended"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn handshake_refuses_wrong_secret_unknown_task_and_garbage() {
+        let secret = Secret::random().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let srv = server(&secret, Some(tx));
+        let addr = srv.addr().to_string();
+        let other = Properties::new(&addr, Secret::random().unwrap(), 0);
+        match other.get("x") {
+            Err(ClientError::Refused(m)) => assert!(m.starts_with("wrong secret"), "{m}"),
+            r => panic!("{r:?}"),
+        }
+        let unknown = Properties::new(&addr, secret.clone(), 9);
+        match unknown.get("x") {
+            Err(ClientError::Refused(m)) => {
+                assert_eq!(m, "there is no task number 9 in this session (it has 3)")
+            }
+            r => panic!("{r:?}"),
+        }
+        // Another protocol version.
+        let mut s = TcpStream::connect(srv.addr()).unwrap();
+        let hello = PropertyRequest::Hello(PropertyHello {
+            protocol: 99,
+            secret: secret.clone(),
+            task: 0,
+            role: Role::Client,
+        });
+        write_msg(&mut s, &hello).unwrap();
+        match read_msg::<_, PropertyReply>(&mut s).unwrap() {
+            PropertyReply::Refused { reason } => {
+                assert!(
+                    reason.starts_with("property protocol version 99"),
+                    "{reason}"
+                )
+            }
+            r => panic!("{r:?}"),
+        }
+        // Garbage and a huge length.
+        let mut s = TcpStream::connect(srv.addr()).unwrap();
+        s.write_all(&[0xff, 0xff, 0xff, 0xff, 1, 2, 3]).unwrap();
+        assert!(matches!(
+            read_msg::<_, PropertyReply>(&mut s).unwrap(),
+            PropertyReply::Refused { .. }
+        ));
+        let mut s = TcpStream::connect(srv.addr()).unwrap();
+        s.write_all(&[0, 0, 0, 3, 9, 9, 9]).unwrap();
+        assert!(matches!(
+            read_msg::<_, PropertyReply>(&mut s).unwrap(),
+            PropertyReply::Refused { .. }
+        ));
+        let refused = rx
+            .try_iter()
+            .filter(|e| matches!(e, Event::Refused { .. }))
+            .count();
+        assert_eq!(refused, 5);
+    }
+
+    #[test]
+    fn wrapper_role_fetches_setup_and_reports() {
+        let secret = Secret::random().unwrap();
+        let srv = server(&secret, None);
+        let mut s = TcpStream::connect(srv.addr()).unwrap();
+        crate::client::hello(&mut s, &secret, 1, Role::Wrapper { attempt: 2 }).unwrap();
+        write_msg(&mut s, &PropertyRequest::Setup).unwrap();
+        match read_msg::<_, PropertyReply>(&mut s).unwrap() {
+            PropertyReply::Setup(setup) => assert_eq!(setup.path, "main/r_0"),
+            r => panic!("{r:?}"),
+        }
+        write_msg(
+            &mut s,
+            &PropertyRequest::Exited {
+                exit: TaskExit::Code(4),
+                stderr_tail: "oops".into(),
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            read_msg::<_, PropertyReply>(&mut s).unwrap(),
+            PropertyReply::Ok
+        );
+        // A wrapper may not set properties.
+        write_msg(
+            &mut s,
+            &PropertyRequest::Set {
+                key: "x".into(),
+                value: "v".into(),
+            },
+        )
+        .unwrap();
+        assert!(matches!(
+            read_msg::<_, PropertyReply>(&mut s).unwrap(),
+            PropertyReply::Error { .. }
+        ));
+        assert_eq!(srv.take_report(1, 1), None);
+        assert_eq!(
+            srv.take_report(1, 2),
+            Some(Report {
+                attempt: 2,
+                exit: TaskExit::Code(4),
+                stderr_tail: "oops".into()
+            })
+        );
+        assert_eq!(srv.take_report(1, 2), None);
     }
 }

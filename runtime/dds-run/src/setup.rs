@@ -137,7 +137,7 @@ pub fn session_id() -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::Builder;
+    use crate::testing::Builder;
 
     fn slot() -> Slot {
         Slot {

@@ -1,5 +1,6 @@
 //! `gspc-run`: runs a net on workers started from a topology and prints its output tokens;
-//! its subcommands are the clients of a running job's control socket.
+//! its subcommands are the clients of a running job's control socket. Given a DDS topology
+//! file (`<topology>`), it runs it as a DDS session (`pnet_dds_run`, options as `gspc-dds`).
 //!
 //! Exit codes: 0 success, 1 the net did not compile or the run failed, 2 usage errors,
 //! 130 cancelled by the user.
@@ -16,8 +17,19 @@ fn main() -> ExitCode {
         Some(cmd @ ("put-token" | "workflow-response" | "status" | "close" | "cancel")) => {
             client::main(cmd, &argv[1..])
         }
+        _ if runs_dds_topology(&argv) => pnet_dds_run::main_as("gspc-run", &argv),
         _ => run::main(&argv),
     }
+}
+
+/// True if an argument names a DDS topology file (XML whose root is `<topology>`): those run
+/// as DDS sessions (`pnet-dds-run`), nets (`<defun>`, bundles) through the agent.
+fn runs_dds_topology(argv: &[String]) -> bool {
+    argv.iter().any(|a| {
+        !a.starts_with('-')
+            && a.ends_with(".xml")
+            && std::fs::read_to_string(a).is_ok_and(|t| pnet_dds_run::is_dds_topology(&t))
+    })
 }
 
 /// Prints a usage error and returns exit code 2.

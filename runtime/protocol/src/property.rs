@@ -118,13 +118,23 @@ pub enum PropertyRequest {
     /// Wrapper: send my [`TaskSetup`].
     Setup,
     /// Wrapper: the task runs as process `pid`.
-    Started { pid: u32 },
+    Started {
+        pid: u32,
+    },
     /// Wrapper: the task ended; `stderr_tail` holds the last lines it wrote to its stderr.
-    Exited { exit: TaskExit, stderr_tail: String },
+    Exited {
+        exit: TaskExit,
+        stderr_tail: String,
+    },
     /// Client: write a property.
-    Set { key: String, value: String },
+    Set {
+        key: String,
+        value: String,
+    },
     /// Client: read a property (`None` when no value has reached the task yet).
-    Get { key: String },
+    Get {
+        key: String,
+    },
     /// Client: wait until a value of the property has reached the task, at most `timeout_ms`
     /// milliseconds (`None`: no limit).
     Wait {

@@ -27,7 +27,8 @@ pnetv: verify a Petri net by exploring its state space
 Usage: pnetv [OPTIONS] NET
 
 NET is a Place/Transition net in PNML (.pnml, the Model Checking Contest's format), a bundle
-written by pnetc (.pnet) or an .xpnet file, compiled on the fly.
+written by pnetc (.pnet), an .xpnet file, compiled on the fly, or a workload description
+(.workload), lowered to a net and compiled.
 
 Reports: states and edges of the reachability graph; deadlocks (dead markings that are not a
 proper end: for coloured nets, tokens left on places some transition consumes from; for P/T

@@ -1,4 +1,5 @@
-//! Hand-built topologies for the unit tests (independent of the XML front end).
+//! Hand-built topologies for tests (independent of the XML front end): a [`Builder`] of a
+//! [`Topology`] and a simple [`Expanded`].
 
 use pnet_dds::{
     Access, AssetDecl, AssetVisibility, CollectionDecl, CollectionInstance, Command, Expanded,
@@ -11,6 +12,12 @@ pub struct Builder {
     next_span: usize,
     main_tasks: Vec<usize>,
     main_collections: Vec<usize>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder::new()
+    }
 }
 
 impl Builder {

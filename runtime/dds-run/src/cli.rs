@@ -1,0 +1,707 @@
+//! The command lines: `gspc-dds` (the runner, [`main`]) and `gspc-property`
+//! ([`property_main`]).
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use pnet_launch::Launcher;
+use pnet_topology::{Diagnostic, Plan};
+
+use crate::client::{ClientError, Properties};
+use crate::place::{place, slots_from_plan};
+use crate::report::Outcome;
+use crate::runner::{RunConfig, run_placed};
+
+const USAGE: &str = "\
+gspc-dds: run a DDS topology (FairRootGroup/DDS XML) on the runtime's workers
+
+Usage: gspc-dds [OPTIONS] TOPOLOGY.xml
+
+Every task instance runs as a process of its own on a worker (DDS's slot), started through
+`gspc-property exec` with the DDS_* variables; tasks exchange properties with
+`gspc-property set|get|wait`; tasks whose TaskCrashed/RestartTask trigger allows it are
+restarted; any other crash stops the session.
+
+Options:
+      --var NAME=VALUE     set topology variable NAME (repeatable; replaces its <var> value)
+      --timeout SECS       stop the session after SECS seconds (exit 1)
+      --json               print the report as JSON on stdout
+      --dry-run            print where each task would run, and exit
+
+Workers (the slots):
+      --topology DESC      the workers, GPI-Space's worker description string, e.g.
+                           \"worker:8 gpu+GPU:2\" (default: \"worker:N\" on this host, one
+                           slot per task of the topology, at least one per core); the
+                           class is DDS's group name, the capabilities serve `custom` and `gpu`
+                           requirements
+      --nodefile FILE      hosts, one a line (default: this host)
+      --launcher NAME      local (default), ssh or slurm (srun, inside an allocation)
+      --ssh-option OPT     an option for ssh (repeatable)
+      --listen ADDR        the property server's address (default 127.0.0.1:0, loopback only;
+                           use e.g. 0.0.0.0:0 with ssh or slurm)
+      --advertise HOST:PORT  the address tasks connect to (default: the listen address, or
+                           this host's name when listening on all interfaces)
+      --workdir DIR        put the session folders (task folders, assets, logs) below DIR on
+                           every host (default: the host's temporary folder)
+      --keep-workdir       keep the session folder after a successful run
+
+Output:
+  -v, --verbose            print per-task events on stderr
+      --progress           show a progress line on stderr (default when stderr is a terminal)
+      --no-progress        do not
+  -V, --version            print the version
+  -h, --help               print this help
+
+Tasks run `/bin/sh -c EXE` (after sourcing `<env>`) in their folder
+<session>/tasks/<task path>, where the assets are, with stdout and stderr appended to
+stdout.log and stderr.log there. Besides DDS_TASK_ID, DDS_SLOT_ID, DDS_TASK_PATH,
+DDS_GROUP_NAME, DDS_COLLECTION_NAME, DDS_TASK_NAME, DDS_TASK_INDEX, DDS_COLLECTION_INDEX and
+DDS_SESSION_ID, they get GSPC_DDS_TOPOLOGY_DIR (the topology file's folder),
+GSPC_DDS_SESSION_DIR, GSPC_DDS_ASSET_DIR, GSPC_DDS_SLOT_NAME, GSPC_DDS_HOST, and what
+gspc-property needs (GSPC_PROPERTY_ADDR, GSPC_PROPERTY_TASK, GSPC_PROPERTY_SECRET_FILE).
+
+Exit status: 0 every task exited with 0; 1 the topology has errors, cannot be placed, a task
+failed or the session timed out; 2 usage errors; 130 interrupted.
+";
+
+const PROPERTY_USAGE: &str = "\
+gspc-property: DDS properties, from inside a task started by gspc-dds
+
+Usage: gspc-property set KEY VALUE
+       gspc-property get KEY
+       gspc-property wait KEY [--timeout SECS]
+       gspc-property exec --connect HOST:PORT --task N [--attempt K]   (started by gspc-dds)
+
+  set    write property KEY (the task must declare it with write or readwrite access): the
+         value reaches every other task that declares it with read access (with
+         scope=\"collection\": only the tasks of the same collection instance); at most 256
+         characters
+  get    print the value of KEY that reached this task (exit 1 if none has yet)
+  wait   wait until a value of KEY has reached this task and print it; --timeout SECS gives
+         up after SECS seconds (exit 1)
+  exec   run one task (the runner starts it; the secret comes on stdin)
+
+The task's environment tells how to reach the runner: GSPC_PROPERTY_ADDR, GSPC_PROPERTY_TASK
+and GSPC_PROPERTY_SECRET_FILE.
+
+Exit status: 0 done; 1 refused (with the reason), no value, timed out or no runner; 2 usage
+errors.
+";
+
+fn usage_error(prog: &str, msg: &str) -> ExitCode {
+    eprintln!("{prog}: {msg}\nTry '{prog} --help' for more information.");
+    ExitCode::from(2)
+}
+
+/// `--flag=value` or `--flag value`.
+fn split_flag(arg: &str) -> (&str, Option<&str>) {
+    if arg.starts_with("--")
+        && let Some((f, v)) = arg.split_once('=')
+    {
+        return (f, Some(v));
+    }
+    (arg, None)
+}
+
+#[derive(Debug, Default)]
+struct Args {
+    file: Option<String>,
+    vars: Vec<(String, String)>,
+    timeout: Option<Duration>,
+    json: bool,
+    dry_run: bool,
+    topology: Option<String>,
+    nodefile: Option<PathBuf>,
+    launcher: Option<String>,
+    ssh_options: Vec<String>,
+    listen: Option<String>,
+    advertise: Option<String>,
+    workdir: Option<PathBuf>,
+    keep_workdir: bool,
+    verbose: bool,
+    progress: Option<bool>,
+}
+
+/// `Ok(None)`: help or version was printed.
+fn parse_args(prog: &str, argv: &[String]) -> Result<Option<Args>, String> {
+    let mut a = Args::default();
+    let mut i = 0;
+    while i < argv.len() {
+        let arg = argv[i].as_str();
+        let (flag, inline) = split_flag(arg);
+        let value = |i: &mut usize| -> Result<String, String> {
+            if let Some(v) = inline {
+                return Ok(v.to_string());
+            }
+            *i += 1;
+            argv.get(*i)
+                .cloned()
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match flag {
+            "-h" | "--help" => {
+                print!("{}", USAGE.replace("gspc-dds", prog));
+                return Ok(None);
+            }
+            "-V" | "--version" => {
+                println!("{prog} {}", env!("CARGO_PKG_VERSION"));
+                return Ok(None);
+            }
+            "--var" => {
+                let v = value(&mut i)?;
+                let Some((name, val)) = v.split_once('=') else {
+                    return Err(format!("--var: `{v}` is not NAME=VALUE"));
+                };
+                if name.is_empty() {
+                    return Err(format!("--var: `{v}` has no name"));
+                }
+                a.vars.push((name.to_string(), val.to_string()));
+            }
+            "--timeout" => {
+                let v = value(&mut i)?;
+                let secs: f64 = v
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s < 1e9)
+                    .ok_or_else(|| {
+                        format!("--timeout: `{v}` is not a positive number of seconds")
+                    })?;
+                a.timeout = Some(Duration::from_secs_f64(secs));
+            }
+            "--json" => a.json = true,
+            "--dry-run" => a.dry_run = true,
+            "--topology" => a.topology = Some(value(&mut i)?),
+            "--nodefile" => a.nodefile = Some(PathBuf::from(value(&mut i)?)),
+            "--launcher" => a.launcher = Some(value(&mut i)?),
+            "--ssh-option" => a.ssh_options.push(value(&mut i)?),
+            "--listen" => a.listen = Some(value(&mut i)?),
+            "--advertise" => a.advertise = Some(value(&mut i)?),
+            "--workdir" => a.workdir = Some(PathBuf::from(value(&mut i)?)),
+            "--keep-workdir" => a.keep_workdir = true,
+            "-v" | "--verbose" => a.verbose = true,
+            "--progress" => a.progress = Some(true),
+            "--no-progress" => a.progress = Some(false),
+            _ if arg.starts_with('-') && arg != "-" => {
+                return Err(format!("unknown option '{arg}'"));
+            }
+            _ => {
+                if a.file.is_some() {
+                    return Err(format!("more than one topology file ('{arg}')"));
+                }
+                a.file = Some(arg.to_string());
+            }
+        }
+        i += 1;
+    }
+    if a.file.is_none() {
+        return Err("no topology file given".into());
+    }
+    Ok(Some(a))
+}
+
+/// Prints diagnostics as `origin:line:col: severity[code]: message`.
+fn print_diagnostics(origin: &str, text: &str, diagnostics: &[Diagnostic]) {
+    for d in diagnostics {
+        eprintln!("{}", d.render(origin, text));
+    }
+}
+
+/// The worker plan from `--topology` and `--nodefile` (as gspc-run makes it).
+fn make_plan(prog: &str, args: &Args, tasks: usize) -> Result<Plan, ExitCode> {
+    let (topo, text) = match &args.topology {
+        Some(t) => {
+            let (topo, diags) = pnet_topology::parse_topology(t);
+            print_diagnostics("--topology", t, &diags);
+            if pnet_topology::has_errors(&diags) {
+                return Err(usage_error(prog, "the worker topology has errors"));
+            }
+            (topo, t.clone())
+        }
+        None => {
+            // A DDS task is a process of its own, often waiting (for properties, for
+            // peers): by default every task gets a slot on this host, and at least one slot
+            // per core.
+            let slots = (tasks as u32).max(pnet_topology::hwloc::core_count());
+            let topo = pnet_topology::default_topology(slots);
+            let text = topo.to_string();
+            (topo, text)
+        }
+    };
+    let hosts = match &args.nodefile {
+        Some(path) => {
+            let content = std::fs::read_to_string(path).map_err(|e| {
+                usage_error(
+                    prog,
+                    &format!("cannot read the nodefile {}: {e}", path.display()),
+                )
+            })?;
+            let (hosts, diags) = pnet_topology::parse_nodefile(&content);
+            print_diagnostics(&path.display().to_string(), &content, &diags);
+            if pnet_topology::has_errors(&diags) {
+                return Err(usage_error(prog, "the nodefile has errors"));
+            }
+            hosts
+        }
+        None => vec![pnet_topology::local_hostname()],
+    };
+    let checks = pnet_topology::check_worker_count(&topo, hosts.len());
+    print_diagnostics("--topology", &text, &checks);
+    if pnet_topology::has_errors(&checks) {
+        return Err(usage_error(prog, "the worker topology does not fit"));
+    }
+    Ok(pnet_topology::plan(&topo, &hosts))
+}
+
+static CANCEL: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+extern "C" fn on_signal(_: libc::c_int) {
+    if let Some(flag) = CANCEL.get() {
+        flag.store(true, Ordering::SeqCst);
+    }
+}
+
+/// SIGINT and SIGTERM set the returned flag (the runner then stops the tasks).
+fn install_cancel() -> Arc<AtomicBool> {
+    let flag = CANCEL
+        .get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .clone();
+    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only performs an atomic load and store, which are
+    // async-signal-safe; signal(2) has no other preconditions.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+    flag
+}
+
+/// Parses and expands a DDS topology text with `--var` values; prints its diagnostics
+/// (`origin:line:col: ...`). `None` if it has errors.
+pub fn load_topology(
+    origin: &str,
+    text: &str,
+    vars: &[(String, String)],
+) -> Option<(pnet_dds::Topology, pnet_dds::Expanded)> {
+    let (topology, diagnostics) = crate::frontend::parse(text, vars);
+    print_diagnostics(origin, text, &diagnostics);
+    if pnet_topology::has_errors(&diagnostics) {
+        return None;
+    }
+    let topology = topology?;
+    let expanded = crate::frontend::expand(&topology);
+    Some((topology, expanded))
+}
+
+/// True if `text` is XML whose root element is `<topology>` (a DDS topology), so that a
+/// front end such as `gspc-run` can tell it from a net (`<defun>`). Looks past the XML
+/// declaration, comments, processing instructions and a doctype.
+pub fn is_dds_topology(text: &str) -> bool {
+    let mut rest = text.trim_start_matches('\u{feff}');
+    loop {
+        rest = rest.trim_start();
+        if let Some(r) = rest.strip_prefix("<!--") {
+            match r.find("-->") {
+                Some(end) => rest = &r[end + 3..],
+                None => return false,
+            }
+        } else if rest.starts_with("<?") || rest.starts_with("<!") {
+            match rest.find('>') {
+                Some(end) => rest = &rest[end + 1..],
+                None => return false,
+            }
+        } else if let Some(r) = rest.strip_prefix('<') {
+            let name: String = r
+                .chars()
+                .take_while(|c| !c.is_whitespace() && *c != '>' && *c != '/')
+                .collect();
+            return name == "topology";
+        } else {
+            return false;
+        }
+    }
+}
+
+/// `gspc-dds ARGS`: see `gspc-dds --help`.
+pub fn main(argv: &[String]) -> ExitCode {
+    main_as("gspc-dds", argv)
+}
+
+/// [`main`] under another program name (`gspc-run` runs a DDS topology file with the same
+/// options): `prog` replaces `gspc-dds` in the help and in messages.
+pub fn main_as(prog: &str, argv: &[String]) -> ExitCode {
+    let args = match parse_args(prog, argv) {
+        Ok(Some(a)) => a,
+        Ok(None) => return ExitCode::SUCCESS,
+        Err(m) => return usage_error(prog, &m),
+    };
+    let started = Instant::now();
+    let file = args.file.clone().unwrap_or_default();
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{prog}: cannot read {file}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let Some((topology, expanded)) = load_topology(&file, &text, &args.vars) else {
+        eprintln!("{prog}: the topology {file} has errors");
+        return ExitCode::from(1);
+    };
+    let launcher_name = args.launcher.as_deref().unwrap_or("local");
+    let mut launcher = match Launcher::parse(launcher_name) {
+        Ok(l) => l,
+        Err(e) => return usage_error(prog, &format!("--launcher: {e}")),
+    };
+    match &mut launcher {
+        Launcher::Ssh(o) => o.args.extend(args.ssh_options.iter().cloned()),
+        _ if !args.ssh_options.is_empty() => {
+            return usage_error(prog, "--ssh-option needs --launcher ssh");
+        }
+        _ => {}
+    }
+    let plan = match make_plan(prog, &args, expanded.tasks.len()) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let slots = slots_from_plan(&plan);
+    let assignments = match place(&topology, &expanded, &slots) {
+        Ok(a) => a,
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("{}", e.diagnostic.render(&file, &text));
+            }
+            eprintln!(
+                "{prog}: cannot place the topology on {} worker{}",
+                slots.len(),
+                if slots.len() == 1 { "" } else { "s" }
+            );
+            return ExitCode::from(1);
+        }
+    };
+    if args.dry_run {
+        return print_placement(prog, &expanded, &slots, &assignments, args.json);
+    }
+    let listen: std::net::SocketAddr = match args.listen.as_deref().unwrap_or("127.0.0.1:0").parse()
+    {
+        Ok(a) => a,
+        Err(_) => {
+            return usage_error(
+                prog,
+                &format!(
+                    "--listen: '{}' is not an address like 127.0.0.1:0",
+                    args.listen.as_deref().unwrap_or_default()
+                ),
+            );
+        }
+    };
+    if !matches!(launcher, Launcher::Local) && listen.ip().is_loopback() && args.advertise.is_none()
+    {
+        eprintln!(
+            "{prog}: warning: the property server listens on {listen}, which tasks on other hosts cannot reach; use e.g. --listen 0.0.0.0:0"
+        );
+    }
+    let topology_dir = Path::new(&file)
+        .parent()
+        .map(|d| {
+            if d.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                d
+            }
+        })
+        .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf()));
+    let mut config = RunConfig::new(plan);
+    config.launcher = launcher;
+    config.listen = listen;
+    config.advertise = args.advertise.clone();
+    config.workdir = args.workdir.clone();
+    config.keep_workdir = args.keep_workdir;
+    config.topology_dir = topology_dir;
+    config.timeout = args.timeout;
+    config.verbose = args.verbose;
+    config.progress = args
+        .progress
+        .unwrap_or_else(|| std::io::stderr().is_terminal());
+    config.cancel = Some(install_cancel());
+    config.name = prog.to_string();
+    let report = match run_placed(&topology, &expanded, &config, &slots, &assignments, started) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{prog}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(m) = report.failure_message() {
+        eprintln!("{prog}: error: {m}");
+        if let Some(d) = &report.workdir {
+            eprintln!("{prog}: the session folder {} is kept", d.display());
+        }
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let written = if args.json {
+        writeln!(out, "{}", report.to_json())
+    } else {
+        writeln!(out, "{prog}: {}", report.summary())
+    };
+    if let Err(e) = written
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("{prog}: cannot write the report: {e}");
+        return ExitCode::from(1);
+    }
+    match report.outcome {
+        Outcome::Success => ExitCode::SUCCESS,
+        Outcome::Cancelled => ExitCode::from(130),
+        _ => ExitCode::from(1),
+    }
+}
+
+fn print_placement(
+    prog: &str,
+    expanded: &pnet_dds::Expanded,
+    slots: &[crate::place::Slot],
+    assignments: &[crate::place::Assignment],
+    json: bool,
+) -> ExitCode {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let result = if json {
+        let rows: Vec<serde_json::Value> = assignments
+            .iter()
+            .map(|a| {
+                let s = &slots[a.slot];
+                serde_json::json!({
+                    "task": expanded.tasks.get(a.task).map(|t| t.path.clone()),
+                    "slot": a.slot,
+                    "worker": s.name,
+                    "host": s.host,
+                    "reserved": a.reserved.iter().map(|&r| slots[r].name.clone()).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::json!({ "placement": rows }))
+    } else {
+        let width = expanded
+            .tasks
+            .iter()
+            .map(|t| t.path.chars().count())
+            .max()
+            .unwrap_or(0);
+        assignments.iter().try_for_each(|a| {
+            let s = &slots[a.slot];
+            let path = expanded.tasks.get(a.task).map_or("?", |t| t.path.as_str());
+            let mut line = format!("{path:width$}  {}  {}", s.name, s.host);
+            if !a.reserved.is_empty() {
+                let r: Vec<&str> = a.reserved.iter().map(|&r| slots[r].name.as_str()).collect();
+                line.push_str(&format!("  (also reserves {})", r.join(", ")));
+            }
+            writeln!(out, "{line}")
+        })
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{prog}: cannot write: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `gspc-property ARGS`: see `gspc-property --help`.
+pub fn property_main(argv: &[String]) -> ExitCode {
+    const P: &str = "gspc-property";
+    let Some(cmd) = argv.first() else {
+        return usage_error(P, "no command given (set, get, wait or exec)");
+    };
+    let rest = &argv[1..];
+    match cmd.as_str() {
+        "-h" | "--help" | "help" => {
+            print!("{PROPERTY_USAGE}");
+            ExitCode::SUCCESS
+        }
+        "-V" | "--version" => {
+            println!("{P} {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        "exec" => crate::wrapper::exec_main(rest),
+        "set" | "get" | "wait" => {
+            if rest.iter().any(|a| a == "-h" || a == "--help") {
+                print!("{PROPERTY_USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            let mut positional: Vec<&str> = Vec::new();
+            let mut timeout = None;
+            let mut i = 0;
+            while i < rest.len() {
+                let (flag, inline) = split_flag(&rest[i]);
+                if flag == "--timeout" && cmd == "wait" {
+                    let v = match inline {
+                        Some(v) => v.to_string(),
+                        None => {
+                            i += 1;
+                            match rest.get(i) {
+                                Some(v) => v.clone(),
+                                None => return usage_error(P, "--timeout needs a value"),
+                            }
+                        }
+                    };
+                    match v.parse::<f64>() {
+                        Ok(s) if (0.0..1e9).contains(&s) => {
+                            timeout = Some(Duration::from_secs_f64(s));
+                        }
+                        _ => {
+                            return usage_error(
+                                P,
+                                &format!("--timeout: `{v}` is not a number of seconds"),
+                            );
+                        }
+                    }
+                } else if rest[i] == "--" {
+                    positional.extend(rest[i + 1..].iter().map(String::as_str));
+                    break;
+                } else if rest[i].starts_with("--") {
+                    return usage_error(P, &format!("unknown option '{}'", rest[i]));
+                } else {
+                    positional.push(&rest[i]);
+                }
+                i += 1;
+            }
+            let want = if cmd == "set" { 2 } else { 1 };
+            if positional.len() != want {
+                return usage_error(
+                    P,
+                    &format!(
+                        "`{cmd}` takes {}",
+                        if want == 2 { "KEY VALUE" } else { "KEY" }
+                    ),
+                );
+            }
+            property_command(cmd, &positional, timeout)
+        }
+        other => usage_error(P, &format!("unknown command '{other}'")),
+    }
+}
+
+fn property_command(cmd: &str, args: &[&str], timeout: Option<Duration>) -> ExitCode {
+    let fail = |e: ClientError| {
+        eprintln!("gspc-property: {e}");
+        ExitCode::from(1)
+    };
+    let props = match Properties::from_env() {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let printed = match cmd {
+        "set" => match props.set(args[0], args[1]) {
+            Ok(()) => return ExitCode::SUCCESS,
+            Err(e) => return fail(e),
+        },
+        "get" => match props.get(args[0]) {
+            Ok(Some(v)) => v,
+            Ok(None) => {
+                eprintln!(
+                    "gspc-property: no value of property `{}` has reached this task yet",
+                    args[0]
+                );
+                return ExitCode::from(1);
+            }
+            Err(e) => return fail(e),
+        },
+        _ => match props.wait(args[0], timeout) {
+            Ok(v) => v,
+            Err(e) => return fail(e),
+        },
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match writeln!(out, "{printed}") {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gspc-property: cannot write: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn runner_options() {
+        let a = parse_args(
+            "gspc-dds",
+            &args(&[
+                "--var",
+                "n=3",
+                "--var=msg=a=b",
+                "--timeout",
+                "2.5",
+                "--topology=worker:4",
+                "-v",
+                "--json",
+                "t.xml",
+            ]),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            a.vars,
+            [("n".into(), "3".into()), ("msg".into(), "a=b".into())]
+        );
+        assert_eq!(a.timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(a.topology.as_deref(), Some("worker:4"));
+        assert!(a.verbose && a.json);
+        assert_eq!(a.file.as_deref(), Some("t.xml"));
+        assert_eq!(
+            parse_args("gspc-dds", &args(&["--var", "x", "t"])).unwrap_err(),
+            "--var: `x` is not NAME=VALUE"
+        );
+        assert_eq!(
+            parse_args("gspc-dds", &args(&[])).unwrap_err(),
+            "no topology file given"
+        );
+        assert_eq!(
+            parse_args("gspc-dds", &args(&["--timeout", "-1", "t"])).unwrap_err(),
+            "--timeout: `-1` is not a positive number of seconds"
+        );
+        assert_eq!(
+            parse_args("gspc-dds", &args(&["--bogus"])).unwrap_err(),
+            "unknown option '--bogus'"
+        );
+        assert_eq!(
+            parse_args("gspc-dds", &args(&["a", "b"])).unwrap_err(),
+            "more than one topology file ('b')"
+        );
+        assert_eq!(
+            parse_args("gspc-dds", &args(&["--topology"])).unwrap_err(),
+            "--topology needs a value"
+        );
+    }
+
+    #[test]
+    fn recognizes_dds_topologies() {
+        assert!(is_dds_topology(
+            "<topology name=\"t\"><main name=\"m\"/></topology>"
+        ));
+        assert!(is_dds_topology(
+            "\u{feff}<?xml version=\"1.0\"?>\n<!-- a -- comment -->\n<!DOCTYPE x>\n<topology>"
+        ));
+        assert!(!is_dds_topology("<defun name=\"x\"/>"));
+        assert!(!is_dds_topology("<topologyx/>"));
+        assert!(!is_dds_topology("<!-- unterminated"));
+        assert!(!is_dds_topology("not xml"));
+        assert!(!is_dds_topology(""));
+    }
+}
