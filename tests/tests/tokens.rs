@@ -79,3 +79,42 @@ fn pnetput_refuses_what_does_not_fit() {
 fn output(cmd: &mut Command) -> std::process::Output {
     cmd.output().expect("the binary runs")
 }
+
+#[test]
+fn pnetget_reads_the_result_file_of_a_run() {
+    let plain = countdown_bundle();
+    let result = tmp("countdown.pnr");
+    let o = output(
+        Command::new(bin("gspc-run"))
+            .arg(&plain)
+            .args(["-p", "n=4L", "--result"])
+            .arg(&result),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let printed = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(printed, "done = 0L\n");
+    // The literal form is what gspc-run printed.
+    let o = output(Command::new(bin("pnetget")).arg(&result));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), printed);
+    // JSON: typed, in the encoding modules see.
+    let o = output(Command::new(bin("pnetget")).arg(&result).arg("--json"));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["outputs"]["done"]["type"], "long");
+    assert_eq!(json["outputs"]["done"]["tokens"], serde_json::json!([0]));
+    // An unknown port, and a file that is not a result file.
+    let o = output(Command::new(bin("pnetget")).arg(&result).arg("nope"));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("has no output port `nope`"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = output(Command::new(bin("pnetget")).arg(&plain));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not a pnet result file"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -176,6 +176,8 @@ pub enum JobOutcome {
         outputs: Vec<(String, Vec<Value>)>,
         firings: u64,
         tasks: u64,
+        /// The root's out ports and their types (for result files).
+        types: Vec<(String, pnet_stdlib::Type)>,
     },
     /// `code` is the stable code of the error (`agent-job-failed`, ...).
     Failed {
@@ -418,7 +420,11 @@ pub fn read_secret(dir: &Path) -> Result<pnet_protocol::Secret, RtError> {
                 "the secret file {} must be a regular file of yours with mode 600 (it is {}, \
                  mode {mode:o}, owned by {})",
                 path.display(),
-                if meta.is_file() { "a file" } else { "not a file" },
+                if meta.is_file() {
+                    "a file"
+                } else {
+                    "not a file"
+                },
                 user_name(meta.uid())
             ),
         ));
@@ -464,7 +470,11 @@ impl RtClient {
     }
 
     /// Sends one request and reads the answer (`timeout` None: wait as long as it takes).
-    pub fn call(&self, request: RtRequest, timeout: Option<Duration>) -> Result<RtResponse, RtError> {
+    pub fn call(
+        &self,
+        request: RtRequest,
+        timeout: Option<Duration>,
+    ) -> Result<RtResponse, RtError> {
         let mut s = UnixStream::connect(&self.socket).map_err(|e| {
             RtError::new(
                 "gspc-not-running",

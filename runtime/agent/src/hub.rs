@@ -122,9 +122,15 @@ impl OwnedCore {
 /// Something for the shell to do.
 #[derive(Debug)]
 pub enum HubCmd {
-    Send { worker: WorkerId, msg: AgentMsg },
+    Send {
+        worker: WorkerId,
+        msg: AgentMsg,
+    },
     /// An answer for a control client.
-    Reply { client: u64, reply: ClientReply },
+    Reply {
+        client: u64,
+        reply: ClientReply,
+    },
     Log(String),
     Trace(TraceRecord),
     /// A job has ended (its outcome is also kept for `wait` and `jobs`).
@@ -181,6 +187,9 @@ pub struct HubConfig {
     pub job_prefix: bool,
     /// Keep at most this many ended jobs for `wait` and `jobs`.
     pub keep_ended: usize,
+    /// Tell the workers to forget an ended job's modules (a persistent runtime; a runtime
+    /// with one job stops its workers instead).
+    pub forget_modules: bool,
 }
 
 /// Many jobs over one set of workers.
@@ -214,12 +223,15 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// How a job ended; `types` (of a job that is done) are filled in by the caller, who has the
+/// bundle.
 fn outcome_of(result: &Result<RunResult, AgentError>) -> JobOutcome {
     match result {
         Ok(r) => JobOutcome::Done {
             outputs: r.outputs.clone(),
             firings: r.stats.firings,
             tasks: r.stats.tasks,
+            types: Vec::new(),
         },
         Err(AgentError::Cancelled) => JobOutcome::Cancelled,
         Err(e) => JobOutcome::Failed {
@@ -399,7 +411,7 @@ impl Hub {
         }
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
         for id in ids {
-            self.to_job(
+            self.send_event(
                 id,
                 Event::Joined {
                     worker,
@@ -418,7 +430,7 @@ impl Hub {
         }
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
         for id in ids {
-            self.to_job(
+            self.send_event(
                 id,
                 Event::Lost {
                     worker,
@@ -466,13 +478,19 @@ impl Hub {
             };
             let (job, _) = split_task(task);
             if self.jobs.contains_key(&job) {
-                self.to_job(job, Event::Msg { worker, msg: local }, out);
+                self.send_event(job, Event::Msg { worker, msg: local }, out);
             }
         }
     }
 
     /// A control request of a legacy client for a job (put-token, status, close, cancel).
-    pub fn job_control(&mut self, job: JobId, client: u64, request: Request, out: &mut Vec<HubCmd>) {
+    pub fn job_control(
+        &mut self,
+        job: JobId,
+        client: u64,
+        request: Request,
+        out: &mut Vec<HubCmd>,
+    ) {
         if !self.jobs.contains_key(&job) {
             let msg = match self.records.get(&job) {
                 Some(_) => format!("job {job} has ended"),
@@ -484,7 +502,7 @@ impl Hub {
             });
             return;
         }
-        self.to_job(job, Event::Control { client, request }, out);
+        self.send_event(job, Event::Control { client, request }, out);
     }
 
     /// Cancels a job; false if it is not running.
@@ -492,7 +510,7 @@ impl Hub {
         if !self.jobs.contains_key(&job) {
             return false;
         }
-        self.to_job(job, Event::Cancel, out);
+        self.send_event(job, Event::Cancel, out);
         true
     }
 
@@ -500,7 +518,7 @@ impl Hub {
     pub fn cancel_all(&mut self, out: &mut Vec<HubCmd>) -> Vec<JobId> {
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
         for &id in &ids {
-            self.to_job(id, Event::Cancel, out);
+            self.send_event(id, Event::Cancel, out);
         }
         ids
     }
@@ -509,12 +527,17 @@ impl Hub {
     pub fn join_timeout(&mut self, out: &mut Vec<HubCmd>) {
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
         for id in ids {
-            self.to_job(id, Event::JoinTimeout, out);
+            self.send_event(id, Event::JoinTimeout, out);
         }
     }
 
     /// Answers `client` when the job has ended (at once if it has).
-    pub fn wait_for(&mut self, job: JobId, client: u64, out: &mut Vec<HubCmd>) -> Result<(), String> {
+    pub fn wait_for(
+        &mut self,
+        job: JobId,
+        client: u64,
+        out: &mut Vec<HubCmd>,
+    ) -> Result<(), String> {
         match self.records.get(&job) {
             None => Err(format!("there is no job {job} (see `gspc jobs`)")),
             Some(r) => {
@@ -542,7 +565,7 @@ impl Hub {
         self.waiters.retain(|_, v| !v.is_empty());
     }
 
-    fn to_job(&mut self, job: JobId, ev: Event, out: &mut Vec<HubCmd>) {
+    fn send_event(&mut self, job: JobId, ev: Event, out: &mut Vec<HubCmd>) {
         let Some(j) = self.jobs.get_mut(&job) else {
             return;
         };
@@ -621,7 +644,12 @@ impl Hub {
         self.scratch = cmds;
     }
 
-    fn ended(&mut self, job: JobId, result: Box<Result<RunResult, AgentError>>, out: &mut Vec<HubCmd>) {
+    fn ended(
+        &mut self,
+        job: JobId,
+        result: Box<Result<RunResult, AgentError>>,
+        out: &mut Vec<HubCmd>,
+    ) {
         let Some(j) = self.jobs.remove(&job) else {
             return;
         };
@@ -631,7 +659,7 @@ impl Hub {
             .iter()
             .map(|d| j.def_base + d.id)
             .collect();
-        if !ids.is_empty() {
+        if !ids.is_empty() && self.cfg.forget_modules {
             for &wid in self.workers.keys() {
                 out.push(HubCmd::Send {
                     worker: wid,
@@ -639,7 +667,10 @@ impl Hub {
                 });
             }
         }
-        let outcome = outcome_of(&result);
+        let mut outcome = outcome_of(&result);
+        if let JobOutcome::Done { types, .. } = &mut outcome {
+            *types = pnet_bundle::result::output_types(j.core.bundle());
+        }
         let done = j.core.status().tasks_done;
         if let Some(r) = self.records.get_mut(&job) {
             r.end = Some(self.now);
@@ -680,8 +711,11 @@ impl Hub {
                         .map_or("running", |o| o.state())
                         .to_string(),
                     submitted_unix: r.submitted_unix,
-                    elapsed_ms: r.end.unwrap_or(self.now).saturating_sub(r.start).as_millis()
-                        as u64,
+                    elapsed_ms: r
+                        .end
+                        .unwrap_or(self.now)
+                        .saturating_sub(r.start)
+                        .as_millis() as u64,
                     tasks_running: running,
                     tasks_queued: queued,
                     tasks_done: done,

@@ -5,7 +5,12 @@ use pnet_stdlib::Value;
 /// The output tokens as text: one line `PORT = VALUE` per token, ports in alphabetical
 /// order, the tokens of a port in the value order of the language; with `json`, one JSON
 /// object `{"outputs": {PORT: [VALUE, ...]}, "firings": N, "tasks": N}` on one line.
-pub fn format_outputs(outputs: &[(String, Vec<Value>)], firings: u64, tasks: u64, json: bool) -> String {
+pub fn format_outputs(
+    outputs: &[(String, Vec<Value>)],
+    firings: u64,
+    tasks: u64,
+    json: bool,
+) -> String {
     let mut outputs: Vec<(String, Vec<Value>)> = outputs.to_vec();
     outputs.sort_by(|a, b| a.0.cmp(&b.0));
     for (_, tokens) in &mut outputs {
@@ -50,7 +55,10 @@ mod tests {
             ("ys".to_string(), vec![Value::Long(3), Value::Long(1)]),
             ("a".to_string(), vec![Value::Control]),
         ];
-        assert_eq!(format_outputs(&outs, 5, 2, false), "a = []\nys = 1L\nys = 3L\n");
+        assert_eq!(
+            format_outputs(&outs, 5, 2, false),
+            "a = []\nys = 1L\nys = 3L\n"
+        );
         let j: serde_json::Value =
             serde_json::from_str(&format_outputs(&outs, 5, 2, true)).unwrap();
         assert_eq!(j["outputs"]["ys"], serde_json::json!(["1L", "3L"]));

@@ -44,8 +44,8 @@ use tokio::task::JoinHandle;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
 use crate::control::{
-    INFO_FILE, PID_FILE, Request, Response, RtEnvelope, RtRequest, RtResponse,
-    RtWorker, RuntimeStatus, SOCKET_FILE, StopReport, WorkerRef,
+    INFO_FILE, PID_FILE, Request, Response, RtEnvelope, RtRequest, RtResponse, RtWorker,
+    RuntimeStatus, SOCKET_FILE, StopReport, WorkerRef,
 };
 use crate::core::{CoreConfig, calls_modules};
 use crate::hub::{ClientReply, Hub, HubCmd, HubConfig, JobId};
@@ -130,6 +130,7 @@ pub(crate) fn run(
             core: core_cfg,
             job_prefix: false,
             keep_ended: 1,
+            forget_modules: false,
         },
         0,
     );
@@ -176,6 +177,7 @@ pub(crate) fn serve(rc: RuntimeConfig) -> Result<StopReport, AgentError> {
             core: core_cfg,
             job_prefix: true,
             keep_ended: 10_000,
+            forget_modules: true,
         },
         1,
     );
@@ -192,9 +194,8 @@ pub(crate) fn serve(rc: RuntimeConfig) -> Result<StopReport, AgentError> {
         ..JobOptions::default()
     };
     let pid_file = state_dir.join(PID_FILE);
-    std::fs::write(&pid_file, format!("{}\n", std::process::id())).map_err(|e| {
-        AgentError::Setup(format!("cannot write {}: {e}", pid_file.display()))
-    })?;
+    std::fs::write(&pid_file, format!("{}\n", std::process::id()))
+        .map_err(|e| AgentError::Setup(format!("cannot write {}: {e}", pid_file.display())))?;
     let mut shell = Shell::new(
         hub,
         config,
@@ -211,7 +212,18 @@ pub(crate) fn serve(rc: RuntimeConfig) -> Result<StopReport, AgentError> {
             finished,
             client,
         } => (cancelled, finished, client),
-        End::Job(_) => (Vec::new(), Vec::new(), None),
+        End::Job(r) => {
+            // Only a failed setup ends the loop this way.
+            let _ = shell.stop_launched(rc.stop_grace);
+            drop(shell);
+            drop(rt);
+            let _ = std::fs::remove_file(&pid_file);
+            let _ = std::fs::remove_file(state_dir.join(INFO_FILE));
+            return Err(match *r {
+                Err(e) => e,
+                Ok(_) => AgentError::Setup("the runtime ended without a stop".into()),
+            });
+        }
     };
     let workers: Vec<WorkerRef> = shell.launched.iter().map(|l| l.meta.clone()).collect();
     let pids: Vec<(WorkerRef, u32)> = shell
@@ -228,7 +240,7 @@ pub(crate) fn serve(rc: RuntimeConfig) -> Result<StopReport, AgentError> {
     }
     let left: Vec<WorkerRef> = pids
         .into_iter()
-        .filter(|(_, p)| std::path::Path::new(&format!("/proc/{p}")).exists())
+        .filter(|(_, p)| pnet_launch::testing::alive(*p))
         .map(|(w, _)| w)
         .collect();
     let report = StopReport {
@@ -254,7 +266,12 @@ pub(crate) fn serve(rc: RuntimeConfig) -> Result<StopReport, AgentError> {
     });
     drop(shell);
     drop(rt);
-    for f in [SOCKET_FILE, PID_FILE, INFO_FILE, crate::control::SECRET_FILE] {
+    for f in [
+        SOCKET_FILE,
+        PID_FILE,
+        INFO_FILE,
+        crate::control::SECRET_FILE,
+    ] {
         let _ = std::fs::remove_file(state_dir.join(f));
     }
     Ok(report)
@@ -446,15 +463,16 @@ impl<'c> Shell<'c> {
     /// Starts the workers of a plan; returns the ones started (names made unique).
     fn launch(&mut self, workers: &[PlannedWorker]) -> Result<Vec<WorkerRef>, AgentError> {
         let Some(shared) = self.shared.clone() else {
-            return Err(AgentError::Setup("the runtime does not listen for workers".into()));
+            return Err(AgentError::Setup(
+                "the runtime does not listen for workers".into(),
+            ));
         };
         let config = self.config;
         let mut started = Vec::new();
         for w in workers {
             let mut name = w.name.clone();
             let taken = |n: &str, s: &Shell<'_>| {
-                s.launched.iter().any(|l| l.meta.name == n)
-                    || s.conns.values().any(|c| c.name == n)
+                s.launched.iter().any(|l| l.meta.name == n) || s.conns.values().any(|c| c.name == n)
             };
             let mut k = w.index_on_host;
             while taken(&name, self) {
@@ -528,7 +546,11 @@ impl<'c> Shell<'c> {
         }
     }
 
-    async fn run_inner(&mut self, start_workers: bool, first: Vec<HubCmd>) -> Result<End, AgentError> {
+    async fn run_inner(
+        &mut self,
+        start_workers: bool,
+        first: Vec<HubCmd>,
+    ) -> Result<End, AgentError> {
         let config = self.config;
         let Some(mut ev_rx) = self.ev_rx.take() else {
             return Err(AgentError::Setup("the shell ran twice".into()));
@@ -615,8 +637,8 @@ impl<'c> Shell<'c> {
             None
         };
 
-        let mut join_over = self.is_runtime()
-            || (planned_names.is_empty() && self.options.external_workers == 0);
+        let mut join_over =
+            self.is_runtime() || (planned_names.is_empty() && self.options.external_workers == 0);
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut out: Vec<HubCmd> = first;
@@ -1127,8 +1149,10 @@ impl<'c> Shell<'c> {
             }
         }
         if let Some(c) = class {
-            let mut of: Vec<&(String, String, u32)> =
-                known.iter().filter(|k| k.1 == c && !targets.contains(&k.0)).collect();
+            let mut of: Vec<&(String, String, u32)> = known
+                .iter()
+                .filter(|k| k.1 == c && !targets.contains(&k.0))
+                .collect();
             if of.is_empty() && targets.is_empty() {
                 return RtResponse::Error(format!("there is no worker of class `{c}`"));
             }
@@ -1532,8 +1556,9 @@ async fn control_client(
             None => match frame::recv::<_, Request>(&mut r).await {
                 Ok(request) => ShellEvent::Control { client, request },
                 Err(frame::FrameError::Decode(e)) => {
-                    let _ = frame::send(&mut w, &Response::Error(format!("malformed request: {e}")))
-                        .await;
+                    let _ =
+                        frame::send(&mut w, &Response::Error(format!("malformed request: {e}")))
+                            .await;
                     break;
                 }
                 Err(_) => break,
@@ -1587,5 +1612,7 @@ async fn control_client(
 
 #[cfg(test)]
 mod real;
+#[cfg(test)]
+mod rt_tests;
 #[cfg(test)]
 mod tests;

@@ -30,6 +30,8 @@ Options:
                            expression language's literal syntax (3L, \"s\", Struct [a := 1], ...);
                            repeatable, also for several tokens on one port
       --json               print the result as JSON
+      --result FILE        also write the output tokens, with their types, to FILE (a result
+                           file: `pnetget FILE` prints them, as literals or JSON)
       --seed N             seed of the random choice among enabled transitions (a fixed
                            default; the same seed repeats a run exactly)
       --max-firings N      stop with an error after N firings (a guard against runaway nets)
@@ -75,6 +77,7 @@ struct Args {
     net: Option<String>,
     puts: Vec<(String, Value)>,
     json: bool,
+    result: Option<PathBuf>,
     config: pnet_vm::RunConfig,
     compile: pnet_sema::Options,
     jit: pnet_jit::JitMode,
@@ -99,6 +102,7 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
         net: None,
         puts: Vec::new(),
         json: false,
+        result: None,
         config: pnet_vm::RunConfig::default(),
         compile: pnet_sema::Options::default(),
         jit: match std::env::var("PNET_JIT") {
@@ -154,6 +158,7 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
                 a.puts.push(parse_put(&v).map_err(|m| usage_error(&m))?);
             }
             "--json" => a.json = true,
+            "--result" => a.result = Some(PathBuf::from(take_value(&mut i)?)),
             "--seed" => a.config.seed = number(&take_value(&mut i)?)?,
             "--max-firings" => a.config.max_firings = Some(number(&take_value(&mut i)?)?),
             "--jit" => {
@@ -339,42 +344,33 @@ pub fn main(argv: &[String]) -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1));
         }
     };
+    if let Some(path) = &args.result {
+        let file = pnet_bundle::result::RunOutputs::new(&bundle, &net, &result.outputs);
+        let written = file
+            .encode()
+            .map_err(|e| e.to_string())
+            .and_then(|b| std::fs::write(path, b).map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            eprintln!(
+                "gspc-run: cannot write the result file {}: {e}",
+                path.display()
+            );
+            return ExitCode::from(1);
+        }
+    }
     print_result(result, args.json)
 }
 
 fn print_result(result: pnet_vm::RunResult, json: bool) -> ExitCode {
-    let mut outputs: Vec<(String, Vec<Value>)> = result.outputs;
-    outputs.sort_by(|a, b| a.0.cmp(&b.0));
-    for (_, tokens) in &mut outputs {
-        tokens.sort();
-    }
+    let text = pnet_agent::output::format_outputs(
+        &result.outputs,
+        result.stats.firings,
+        result.stats.tasks,
+        json,
+    );
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let written = if json {
-        let ports: serde_json::Map<String, serde_json::Value> = outputs
-            .iter()
-            .map(|(p, ts)| {
-                (
-                    p.clone(),
-                    ts.iter()
-                        .map(|t| serde_json::Value::String(t.to_string()))
-                        .collect(),
-                )
-            })
-            .collect();
-        let doc = serde_json::json!({
-            "outputs": ports,
-            "firings": result.stats.firings,
-            "tasks": result.stats.tasks,
-        });
-        writeln!(out, "{doc}")
-    } else {
-        outputs
-            .iter()
-            .flat_map(|(p, ts)| ts.iter().map(move |t| (p, t)))
-            .try_for_each(|(p, t)| writeln!(out, "{p} = {t}"))
-    };
-    match written {
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {

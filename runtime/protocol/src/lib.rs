@@ -170,4 +170,17 @@ mod tests {
         let back: WorkerMsg = postcard::from_bytes(&bytes).unwrap();
         assert_eq!(back, hello);
     }
+
+    #[test]
+    fn old_agent_messages_keep_their_tags() {
+        // Appended variants must not renumber the old ones.
+        let tag = |m: &AgentMsg| postcard::to_allocvec(m).unwrap()[0];
+        assert_eq!(tag(&AgentMsg::Heartbeat), 4);
+        assert_eq!(tag(&AgentMsg::Shutdown), 5);
+        assert_eq!(tag(&AgentMsg::Modules { modules: vec![] }), 6);
+        let m = AgentMsg::ForgetModules { ids: vec![3, 4] };
+        assert_eq!(tag(&m), 7);
+        let back: AgentMsg = postcard::from_bytes(&postcard::to_allocvec(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
+    }
 }

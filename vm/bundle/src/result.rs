@@ -35,17 +35,23 @@ impl RunOutputs {
     /// The outputs of a run of `bundle` (its root's out ports, with their types; ports
     /// missing from `outputs` have no tokens).
     pub fn new(bundle: &Bundle, net: &str, outputs: &[(String, Vec<Value>)]) -> RunOutputs {
-        let root = bundle.function(bundle.root);
-        let ports = root
-            .ports
+        RunOutputs::from_parts(net, &output_types(bundle), outputs)
+    }
+
+    /// The outputs from the root's out port types (see [`output_types`]) and the tokens.
+    pub fn from_parts(
+        net: &str,
+        types: &[(String, Type)],
+        outputs: &[(String, Vec<Value>)],
+    ) -> RunOutputs {
+        let ports = types
             .iter()
-            .filter(|p| p.dir.is_output())
-            .map(|p| OutputPort {
-                name: p.name.clone(),
-                ty: p.ty.clone(),
+            .map(|(name, ty)| OutputPort {
+                name: name.clone(),
+                ty: ty.clone(),
                 tokens: outputs
                     .iter()
-                    .find(|(n, _)| *n == p.name)
+                    .find(|(n, _)| n == name)
                     .map(|(_, t)| t.clone())
                     .unwrap_or_default(),
             })
@@ -83,6 +89,17 @@ impl RunOutputs {
         ports.sort_by(|a, b| a.0.cmp(b.0));
         ports
     }
+}
+
+/// The names and types of the root's out (and inout) ports, in port order.
+pub fn output_types(bundle: &Bundle) -> Vec<(String, Type)> {
+    bundle
+        .function(bundle.root)
+        .ports
+        .iter()
+        .filter(|p| p.dir.is_output())
+        .map(|p| (p.name.clone(), p.ty.clone()))
+        .collect()
 }
 
 #[cfg(test)]

@@ -199,3 +199,25 @@ fn stderr_tail_keeps_the_end() {
     );
     assert_eq!(read_limited(&b"abc"[..], 3), Ok(b"abc".to_vec()));
 }
+
+#[test]
+fn modules_announced_later_are_found_and_forgotten_ones_are_not() {
+    let dir = TempDir::new();
+    dir.script(
+        "late.f",
+        "#!/bin/sh\ncat > /dev/null\necho '{\"r\": \"ok\"}'\n",
+    );
+    let mut exec = Executor::new("w".into(), Vec::new(), vec![dir.0.clone()]);
+    let table = exec.module_table();
+    assert!(table.is_empty());
+    assert!(run_one(&mut exec, 40, "x").is_err());
+    // What the connection loop does on AgentMsg::Modules / ForgetModules.
+    table.add(vec![def(40, "late", "f", vec![("r", Type::String)])]);
+    assert_eq!(table.len(), 1);
+    assert_eq!(run_one(&mut exec, 40, "x"), Ok(vec![Value::string("ok")]));
+    table.forget(&[40]);
+    assert_eq!(
+        run_one(&mut exec, 40, "x"),
+        Err("task 7 names module implementation 40, which the agent did not announce".into())
+    );
+}

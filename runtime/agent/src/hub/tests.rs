@@ -1,0 +1,313 @@
+//! Pure tests of the hub: several jobs over fake workers (answers computed here).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use pnet_protocol::{AgentMsg, Hello, Secret, TaskRun, WorkerMsg};
+use pnet_stdlib::Value;
+
+use super::*;
+use crate::core::tests::{arith, square_net, xs};
+use crate::sched::SchedConfig;
+
+fn hub(window: u32) -> Hub {
+    Hub::new(
+        HubConfig {
+            run: RunConfig::default(),
+            core: CoreConfig {
+                control: true,
+                wait_for_workers: true,
+                sched: SchedConfig::fixed(window),
+                ..CoreConfig::default()
+            },
+            job_prefix: true,
+            keep_ended: 100,
+            forget_modules: true,
+        },
+        1,
+    )
+}
+
+fn hello(name: &str, caps: &[&str]) -> Hello {
+    Hello {
+        protocol: pnet_protocol::PROTOCOL_VERSION,
+        secret: Secret::from_hex(&"00".repeat(32)).unwrap(),
+        name: name.into(),
+        host: "localhost".into(),
+        pid: 1,
+        capabilities: caps.iter().map(|c| c.to_string()).collect(),
+        socket: None,
+    }
+}
+
+/// What the fake workers hold: per worker, the tasks sent and not answered, in order.
+#[derive(Default)]
+struct Fakes {
+    queues: HashMap<u32, Vec<TaskRun>>,
+    /// Module definitions each worker was told about (global id -> function).
+    defs: HashMap<u32, HashMap<u32, String>>,
+    ended: Vec<(JobId, JobOutcome)>,
+    replies: Vec<(u64, ClientReply)>,
+}
+
+impl Fakes {
+    fn take(&mut self, out: &mut Vec<HubCmd>) {
+        for c in out.drain(..) {
+            match c {
+                HubCmd::Send { worker, msg } => match msg {
+                    AgentMsg::Run(runs) => {
+                        for r in &runs {
+                            assert!(
+                                self.defs
+                                    .get(&worker)
+                                    .is_some_and(|d| d.contains_key(&r.module)),
+                                "task {} names module {} before worker {worker} knew it",
+                                r.task,
+                                r.module
+                            );
+                        }
+                        self.queues.entry(worker).or_default().extend(runs)
+                    }
+                    AgentMsg::Modules { modules } => {
+                        let d = self.defs.entry(worker).or_default();
+                        for m in modules {
+                            d.insert(m.id, m.function);
+                        }
+                    }
+                    AgentMsg::ForgetModules { ids } => {
+                        if let Some(d) = self.defs.get_mut(&worker) {
+                            for id in ids {
+                                d.remove(&id);
+                            }
+                        }
+                    }
+                    AgentMsg::Cancel { task } => {
+                        if let Some(q) = self.queues.get_mut(&worker) {
+                            q.retain(|t| t.task != task);
+                        }
+                    }
+                    _ => {}
+                },
+                HubCmd::Ended { job, result } => self.ended.push((job, outcome_of(&result))),
+                HubCmd::Reply { client, reply } => self.replies.push((client, reply)),
+                HubCmd::Log(_) | HubCmd::Trace(_) => {}
+            }
+        }
+    }
+
+    /// The worker answers its oldest task (squares its input).
+    fn answer_one(&mut self, h: &mut Hub, worker: u32, out: &mut Vec<HubCmd>) -> Option<u64> {
+        let q = self.queues.get_mut(&worker)?;
+        if q.is_empty() {
+            return None;
+        }
+        let t = q.remove(0);
+        let outputs = match t.inputs[..] {
+            [Value::Long(n)] => vec![Value::Long(n * n)],
+            _ => vec![Value::Control],
+        };
+        h.worker_msgs(
+            worker,
+            vec![WorkerMsg::Done {
+                task: t.task,
+                outputs,
+            }],
+            out,
+        );
+        Some(t.task)
+    }
+}
+
+fn settle(h: &mut Hub, f: &mut Fakes, out: &mut Vec<HubCmd>) {
+    for _ in 0..1000 {
+        let more = h.pump(out);
+        f.take(out);
+        if !more {
+            break;
+        }
+    }
+}
+
+fn squares(outcome: &JobOutcome) -> Vec<i64> {
+    let JobOutcome::Done { outputs, .. } = outcome else {
+        panic!("job did not end well: {outcome:?}");
+    };
+    let mut v: Vec<i64> = outputs
+        .iter()
+        .find(|(p, _)| p == "ys")
+        .map(|(_, vs)| {
+            vs.iter()
+                .map(|v| match v {
+                    Value::Long(n) => *n,
+                    other => panic!("not a long: {other:?}"),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn task_ids_carry_their_job() {
+    assert_eq!(split_task(global_task(7, 12345)), (7, 12345));
+    assert_eq!(split_task(global_task(0, 5)), (0, 5));
+    assert_ne!(global_task(1, 1), global_task(2, 1));
+}
+
+#[test]
+fn two_jobs_share_one_worker_fairly_and_both_finish() {
+    let mut h = hub(2);
+    let mut f = Fakes::default();
+    let mut out = Vec::new();
+    h.worker_joined(0, &hello("w0", &[]), 0, &mut out);
+    let a = h
+        .add_job(
+            "a",
+            square_net(arith(), &[], Vec::new()),
+            &xs(0..40),
+            &mut out,
+        )
+        .unwrap();
+    let b = h
+        .add_job(
+            "b",
+            square_net(arith(), &[], Vec::new()),
+            &xs(100..110),
+            &mut out,
+        )
+        .unwrap();
+    assert_eq!((a, b), (1, 2));
+    settle(&mut h, &mut f, &mut out);
+    // Each job has its window (2) on the worker.
+    let held: Vec<JobId> = f.queues[&0].iter().map(|t| split_task(t.task).0).collect();
+    assert_eq!(held.iter().filter(|&&j| j == a).count(), 2, "{held:?}");
+    assert_eq!(held.iter().filter(|&&j| j == b).count(), 2, "{held:?}");
+    // The worker answers in order: while both jobs have work, they alternate closely.
+    let mut order = Vec::new();
+    while let Some(t) = f.answer_one(&mut h, 0, &mut out) {
+        order.push(split_task(t).0);
+        settle(&mut h, &mut f, &mut out);
+    }
+    let first20 = &order[..20];
+    let b_in_first20 = first20.iter().filter(|&&j| j == b).count();
+    assert!(
+        (8..=12).contains(&b_in_first20),
+        "job b got {b_in_first20} of the first 20 tasks: {order:?}"
+    );
+    assert_eq!(order.len(), 50);
+    let ended: HashMap<JobId, JobOutcome> = f.ended.iter().cloned().collect();
+    assert_eq!(
+        squares(&ended[&a]),
+        (0..40).map(|x| x * x).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        squares(&ended[&b]),
+        (100..110).map(|x| x * x).collect::<Vec<_>>()
+    );
+    // Ended jobs' modules are forgotten; their records stay for `wait` and `jobs`.
+    assert!(f.defs[&0].is_empty(), "{:?}", f.defs[&0]);
+    let jobs = h.jobs();
+    assert_eq!(jobs.len(), 2);
+    assert!(jobs.iter().all(|j| j.state == "done"), "{jobs:?}");
+    assert_eq!(jobs[0].tasks_done, 40);
+    h.wait_for(a, 9, &mut out).unwrap();
+    f.take(&mut out);
+    assert!(matches!(
+        f.replies.last(),
+        Some((9, ClientReply::Outcome { job: 1, .. }))
+    ));
+    assert!(h.wait_for(77, 9, &mut out).is_err());
+}
+
+#[test]
+fn a_task_waits_for_a_fitting_worker_and_a_late_worker_learns_the_modules() {
+    let mut h = hub(4);
+    let mut f = Fakes::default();
+    let mut out = Vec::new();
+    h.worker_joined(0, &hello("cpu", &["CPU"]), 0, &mut out);
+    let j = h
+        .add_job(
+            "gpu",
+            square_net(arith(), &["GPU"], Vec::new()),
+            &xs(0..3),
+            &mut out,
+        )
+        .unwrap();
+    settle(&mut h, &mut f, &mut out);
+    h.set_now(Duration::from_secs(5));
+    settle(&mut h, &mut f, &mut out);
+    // Nothing fits: the job waits instead of failing.
+    assert!(f.ended.is_empty());
+    assert!(f.queues.get(&0).is_none_or(|q| q.is_empty()));
+    assert_eq!(h.jobs()[0].tasks_queued, 3);
+    // A worker welcomed before the job was submitted (defs_upto 0) gets its modules late.
+    h.worker_joined(1, &hello("gpu", &["GPU"]), 0, &mut out);
+    settle(&mut h, &mut f, &mut out);
+    assert_eq!(f.queues[&1].len(), 3);
+    while f.answer_one(&mut h, 1, &mut out).is_some() {
+        settle(&mut h, &mut f, &mut out);
+    }
+    assert_eq!(f.ended.len(), 1);
+    assert_eq!(f.ended[0].0, j);
+    assert_eq!(squares(&f.ended[0].1), vec![0, 1, 4]);
+}
+
+#[test]
+fn a_removed_worker_s_tasks_run_on_another_and_cancel_ends_one_job() {
+    let mut h = hub(8);
+    let mut f = Fakes::default();
+    let mut out = Vec::new();
+    h.worker_joined(0, &hello("w0", &[]), 0, &mut out);
+    let a = h
+        .add_job(
+            "a",
+            square_net(arith(), &[], Vec::new()),
+            &xs(0..4),
+            &mut out,
+        )
+        .unwrap();
+    let b = h
+        .add_job(
+            "b",
+            square_net(arith(), &[], Vec::new()),
+            &xs(0..4),
+            &mut out,
+        )
+        .unwrap();
+    settle(&mut h, &mut f, &mut out);
+    assert_eq!(f.queues[&0].len(), 8);
+    assert!(h.cancel_job(b, &mut out));
+    f.take(&mut out);
+    assert_eq!(f.ended, vec![(b, JobOutcome::Cancelled)]);
+    assert_eq!(
+        f.queues[&0].len(),
+        4,
+        "b's tasks were cancelled on the worker"
+    );
+    assert!(!h.cancel_job(b, &mut out));
+    // Remove w0 while it holds a's tasks; they go to w1.
+    h.worker_joined(1, &hello("w1", &[]), 0, &mut out);
+    h.worker_lost(0, "removed", &mut out);
+    f.queues.remove(&0);
+    settle(&mut h, &mut f, &mut out);
+    assert_eq!(f.queues[&1].len(), 4);
+    // A late answer from the removed worker is ignored.
+    h.worker_msgs(
+        0,
+        vec![WorkerMsg::Done {
+            task: global_task(a, 0),
+            outputs: vec![Value::Long(0)],
+        }],
+        &mut out,
+    );
+    while f.answer_one(&mut h, 1, &mut out).is_some() {
+        settle(&mut h, &mut f, &mut out);
+    }
+    assert_eq!(f.ended.len(), 2);
+    assert_eq!(squares(&f.ended[1].1), vec![0, 1, 4, 9]);
+    let running = h.worker_status();
+    assert_eq!(running.len(), 1);
+    assert_eq!(running[0].1.name, "w1");
+    assert_eq!(running[0].1.done, 4);
+}

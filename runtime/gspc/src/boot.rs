@@ -1,0 +1,460 @@
+//! `gspc boot` (start a runtime in the background, wait for its workers, print where it
+//! runs) and the hidden `gspc daemon` (the runtime itself).
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use pnet_agent::control::{
+    INFO_FILE, LOG_FILE, PID_FILE, RtClient, RtError, RtRequest, RtResponse, RuntimeStatus,
+    SECRET_FILE, SOCKET_FILE, check_private_dir,
+};
+use pnet_driver::args::{option_value, parse_number, split_flag};
+
+use crate::{default_state_dir, fail, topo, usage_error};
+
+const BOOT_USAGE: &str = "\
+gspc boot: start a runtime with its workers in the background
+
+Usage: gspc boot [OPTIONS]
+
+Options:
+      --topology DESC      the workers, GPI-Space's worker description string, e.g.
+                           \"compute+CPU:2 reduce:1x1\" (default: \"worker:N\", one per core)
+      --nodefile FILE      hosts to start workers on, one a line (default: this host)
+      --launcher NAME      local (default), ssh or slurm
+      --ssh-option OPT     an option for ssh (repeatable)
+      --listen ADDR        where workers connect (default 127.0.0.1:0)
+      --module-path DIR    where workers look for modules (repeatable; then gspc-worker's
+                           folder and $PNET_MODULE_PATH)
+      --max-retries N      re-run a task whose worker died at most N times (default: the
+                           net's fhg.drts.schedule.maximum_number_of_retries, else unlimited)
+      --timeout SECS       how long to wait for the workers to join (default 60)
+      --state-dir DIR      the state directory (see `gspc --help`); created with mode 700
+  -h, --help               print this help
+
+The runtime runs in its own session (it survives the shell); its output and worker event
+log go to DIR/daemon.log. `gspc stop` stops it.
+";
+
+/// Options shared by `boot` and `daemon`.
+#[derive(Default)]
+struct BootArgs {
+    topology: Option<String>,
+    nodefile: Option<PathBuf>,
+    launcher: Option<String>,
+    ssh_options: Vec<String>,
+    listen: Option<String>,
+    module_path: Vec<PathBuf>,
+    max_retries: Option<u32>,
+    timeout: Option<u64>,
+    state_dir: Option<PathBuf>,
+}
+
+fn parse(argv: &[String]) -> Result<BootArgs, ExitCode> {
+    let mut a = BootArgs::default();
+    let mut i = 0;
+    while i < argv.len() {
+        let arg = argv[i].as_str();
+        let (flag, inline) = split_flag(arg);
+        let value = |i: &mut usize| -> Result<String, ExitCode> {
+            option_value(argv, i, flag, inline).map_err(|m| usage_error(&m))
+        };
+        match flag {
+            "-h" | "--help" => {
+                print!("{BOOT_USAGE}");
+                return Err(ExitCode::SUCCESS);
+            }
+            "--topology" => a.topology = Some(value(&mut i)?),
+            "--nodefile" => a.nodefile = Some(PathBuf::from(value(&mut i)?)),
+            "--launcher" => a.launcher = Some(value(&mut i)?),
+            "--ssh-option" => a.ssh_options.push(value(&mut i)?),
+            "--listen" => a.listen = Some(value(&mut i)?),
+            "--module-path" => a.module_path.push(PathBuf::from(value(&mut i)?)),
+            "--max-retries" => {
+                a.max_retries =
+                    Some(parse_number(flag, &value(&mut i)?).map_err(|m| usage_error(&m))?)
+            }
+            "--timeout" => {
+                a.timeout = Some(parse_number(flag, &value(&mut i)?).map_err(|m| usage_error(&m))?)
+            }
+            "--state-dir" => a.state_dir = Some(PathBuf::from(value(&mut i)?)),
+            _ => return Err(usage_error(&format!("boot: unexpected argument '{arg}'"))),
+        }
+        i += 1;
+    }
+    Ok(a)
+}
+
+/// Creates the state directory (mode 700; for the default one, its parent too) and checks
+/// that it is private.
+fn prepare_state_dir(dir: &Path) -> Result<(), RtError> {
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| {
+                RtError::new(
+                    "gspc-state-dir",
+                    format!("cannot create the state directory {}: {e}", dir.display()),
+                )
+            })?;
+    }
+    check_private_dir(dir)
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    pid > 0 && unsafe { libc::kill(pid, 0) } == 0
+}
+
+/// The pid of a live runtime in `dir`, if there is one; removes a stale one's files.
+fn live_runtime(dir: &Path) -> Option<i32> {
+    let pid: Option<i32> = std::fs::read_to_string(dir.join(PID_FILE))
+        .ok()
+        .and_then(|t| t.trim().parse().ok());
+    let sock = dir.join(SOCKET_FILE);
+    if let Some(p) = pid
+        && pid_alive(p)
+        && std::os::unix::net::UnixStream::connect(&sock).is_ok()
+    {
+        return Some(p);
+    }
+    let stale = [SOCKET_FILE, PID_FILE, INFO_FILE, SECRET_FILE]
+        .iter()
+        .any(|f| dir.join(f).exists());
+    if stale {
+        eprintln!(
+            "gspc: removing the files of a runtime that is gone{} from {}",
+            pid.map(|p| format!(" (pid {p})")).unwrap_or_default(),
+            dir.display()
+        );
+        for f in [SOCKET_FILE, PID_FILE, INFO_FILE, SECRET_FILE] {
+            let _ = std::fs::remove_file(dir.join(f));
+        }
+    }
+    None
+}
+
+pub fn boot(argv: &[String]) -> ExitCode {
+    let args = match parse(argv) {
+        Ok(a) => a,
+        Err(c) => return c,
+    };
+    let dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
+    // Check the plan here, so that mistakes are usage errors with rendered diagnostics.
+    let launcher = args.launcher.as_deref().unwrap_or("local");
+    let plan = match topo::plan(args.topology.as_deref(), args.nodefile.as_deref(), launcher) {
+        Ok(p) => p,
+        Err(c) => return c,
+    };
+    if let Err(c) = topo::launcher(launcher, &args.ssh_options) {
+        return c;
+    }
+    if let Err(e) = prepare_state_dir(&dir) {
+        return fail(&e);
+    }
+    if let Some(pid) = live_runtime(&dir) {
+        return fail(&RtError::new(
+            "gspc-already-running",
+            format!(
+                "a runtime is already running in {} (pid {pid}); stop it with `gspc stop \
+                 --state-dir {}` or boot into another --state-dir",
+                dir.display(),
+                dir.display()
+            ),
+        ));
+    }
+    let secret = match pnet_protocol::Secret::random() {
+        Ok(s) => s,
+        Err(e) => {
+            return fail(&RtError::new(
+                "gspc-secret",
+                format!("cannot make a secret: {e}"),
+            ));
+        }
+    };
+    let secret_path = dir.join(SECRET_FILE);
+    let written = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&secret_path)
+        .and_then(|mut f| writeln!(f, "{}", secret.to_hex()));
+    if let Err(e) = written {
+        return fail(&RtError::new(
+            "gspc-secret",
+            format!("cannot write {}: {e}", secret_path.display()),
+        ));
+    }
+    let log_path = dir.join(LOG_FILE);
+    let log = match OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&log_path)
+    {
+        Ok(f) => f,
+        Err(e) => {
+            return fail(&RtError::new(
+                "gspc-log",
+                format!("cannot open {}: {e}", log_path.display()),
+            ));
+        }
+    };
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            return fail(&RtError::new(
+                "gspc-exe",
+                format!("cannot find this program: {e}"),
+            ));
+        }
+    };
+    let mut daemon_args: Vec<String> = vec!["daemon".into()];
+    let mut push = |k: &str, v: String| {
+        daemon_args.push(k.into());
+        daemon_args.push(v);
+    };
+    push("--state-dir", dir.display().to_string());
+    if let Some(t) = &args.topology {
+        push("--topology", t.clone());
+    }
+    if let Some(n) = &args.nodefile {
+        let n = std::fs::canonicalize(n).unwrap_or_else(|_| n.clone());
+        push("--nodefile", n.display().to_string());
+    }
+    push("--launcher", launcher.to_string());
+    for o in &args.ssh_options {
+        push("--ssh-option", o.clone());
+    }
+    if let Some(l) = &args.listen {
+        push("--listen", l.clone());
+    }
+    for m in &args.module_path {
+        let m = std::fs::canonicalize(m).unwrap_or_else(|_| m.clone());
+        push("--module-path", m.display().to_string());
+    }
+    if let Some(r) = args.max_retries {
+        push("--max-retries", r.to_string());
+    }
+    let stderr = match log.try_clone() {
+        Ok(f) => f,
+        Err(e) => {
+            return fail(&RtError::new(
+                "gspc-log",
+                format!("cannot open {}: {e}", log_path.display()),
+            ));
+        }
+    };
+    let mut cmd = Command::new(&exe);
+    cmd.args(&daemon_args)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(stderr);
+    // SAFETY: setsid is async-signal-safe; it puts the runtime in its own session, away from
+    // this terminal's job control and hangups.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&secret_path);
+            return fail(&RtError::new(
+                "gspc-spawn",
+                format!("cannot start the runtime ({}): {e}", exe.display()),
+            ));
+        }
+    };
+    let timeout = Duration::from_secs(args.timeout.unwrap_or(60));
+    let t0 = Instant::now();
+    let planned = plan.workers.len();
+    let log_tail = || {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
+    };
+    let status: RuntimeStatus = loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            return fail(&RtError::new(
+                "gspc-boot-failed",
+                format!(
+                    "the runtime exited during boot ({st}); the end of {}:\n{}",
+                    log_path.display(),
+                    log_tail()
+                ),
+            ));
+        }
+        if let Ok(c) = RtClient::open(&dir)
+            && let Ok(RtResponse::Status(s)) =
+                c.call(RtRequest::Status, Some(Duration::from_secs(5)))
+        {
+            let up = s.workers.iter().filter(|w| w.state == "up").count();
+            let dead: Vec<String> = s
+                .workers
+                .iter()
+                .filter(|w| w.state.starts_with("exited"))
+                .map(|w| format!("`{}` ({})", w.name, w.state))
+                .collect();
+            if !dead.is_empty() {
+                let _ = c.call(
+                    RtRequest::Stop { wait: false },
+                    Some(Duration::from_secs(30)),
+                );
+                return fail(&RtError::new(
+                    "gspc-boot-failed",
+                    format!(
+                        "workers exited before joining: {}; the runtime was stopped; see {}:\n{}",
+                        dead.join(", "),
+                        log_path.display(),
+                        log_tail()
+                    ),
+                ));
+            }
+            if up >= planned {
+                break s;
+            }
+            if t0.elapsed() >= timeout {
+                let _ = c.call(
+                    RtRequest::Stop { wait: false },
+                    Some(Duration::from_secs(30)),
+                );
+                return fail(&RtError::new(
+                    "gspc-boot-timeout",
+                    format!(
+                        "only {up} of {planned} workers joined within {} s; the runtime was \
+                         stopped (a longer --timeout? see {})",
+                        timeout.as_secs(),
+                        log_path.display()
+                    ),
+                ));
+            }
+        } else if t0.elapsed() >= timeout {
+            // SAFETY: kill(2) on the runtime this command started.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            return fail(&RtError::new(
+                "gspc-boot-timeout",
+                format!(
+                    "the runtime did not answer within {} s; see {}",
+                    timeout.as_secs(),
+                    log_path.display()
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    println!("gspc: runtime booted (pid {})", status.pid);
+    println!("  state directory  {}", dir.display());
+    println!("  control socket   {}", dir.join(SOCKET_FILE).display());
+    println!("  workers connect  {}", status.address);
+    println!("  log              {}", log_path.display());
+    println!("  workers          {}", status.workers.len());
+    for w in &status.workers {
+        println!(
+            "    {:<24} {:<16} pid {:<8} [{}]",
+            w.name,
+            w.host,
+            w.pid.map_or("?".into(), |p| p.to_string()),
+            w.capabilities.join(",")
+        );
+    }
+    let hint = if args.state_dir.is_some() {
+        format!(" --state-dir {}", dir.display())
+    } else {
+        String::new()
+    };
+    println!("Next: gspc submit{hint} NET, gspc status{hint}, gspc stop{hint}");
+    ExitCode::SUCCESS
+}
+
+/// The runtime itself (started by `boot`).
+pub fn daemon(argv: &[String]) -> ExitCode {
+    let args = match parse(argv) {
+        Ok(a) => a,
+        Err(c) => return c,
+    };
+    let Some(dir) = args.state_dir.clone() else {
+        return usage_error("daemon: --state-dir is required");
+    };
+    let launcher_name = args.launcher.as_deref().unwrap_or("local");
+    let plan = match topo::plan(
+        args.topology.as_deref(),
+        args.nodefile.as_deref(),
+        launcher_name,
+    ) {
+        Ok(p) => p,
+        Err(c) => return c,
+    };
+    let launcher = match topo::launcher(launcher_name, &args.ssh_options) {
+        Ok(l) => l,
+        Err(c) => return c,
+    };
+    let listen = match args.listen.as_deref().unwrap_or("127.0.0.1:0").parse() {
+        Ok(a) => a,
+        Err(_) => return usage_error("--listen: not an address like 127.0.0.1:0"),
+    };
+    let secret = match pnet_agent::control::read_secret(&dir) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    let worker = worker_program();
+    let mut module_path = args.module_path.clone();
+    if let Some(d) = worker.parent().filter(|d| !d.as_os_str().is_empty()) {
+        module_path.push(d.to_path_buf());
+    }
+    let run = pnet_vm::RunConfig {
+        runner: Some(std::sync::Arc::new(pnet_jit::JitFactory::new(
+            pnet_jit::JitMode::Auto,
+        ))),
+        ..pnet_vm::RunConfig::default()
+    };
+    let mut agent = pnet_agent::AgentConfig::new(plan, worker);
+    agent.run = run;
+    agent.launcher = launcher;
+    agent.module_path = module_path;
+    agent.listen = listen;
+    agent.log = Some(dir.join(LOG_FILE));
+    agent.max_retries = args.max_retries;
+    let rc = pnet_agent::RuntimeConfig {
+        agent,
+        state_dir: dir,
+        secret,
+        sched: pnet_agent::SchedConfig::default(),
+        stop_grace: Duration::from_secs(3),
+    };
+    match pnet_agent::serve(rc) {
+        Ok(r) => {
+            eprintln!(
+                "gspc daemon: stopped: {} jobs cancelled, {} workers stopped, {} left",
+                r.cancelled.len(),
+                r.workers.len(),
+                r.left.len()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("gspc daemon: error[{}]: {e}", e.code());
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `gspc-worker` next to this executable, unless `GSPC_WORKER` names another.
+fn worker_program() -> PathBuf {
+    if let Some(p) = std::env::var_os("GSPC_WORKER") {
+        return PathBuf::from(p);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join("gspc-worker")))
+        .unwrap_or_else(|| PathBuf::from("gspc-worker"))
+}

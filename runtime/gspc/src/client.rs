@@ -1,0 +1,885 @@
+//! The client commands: status, submit, wait, cancel, put-token, close, jobs, add-workers,
+//! remove-workers, stop.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use pnet_agent::control::{
+    JobOutcome, JobSummary, RtClient, RtError, RtRequest, RtResponse, RuntimeStatus, StopReport,
+    WorkerRef,
+};
+use pnet_driver::args::{
+    COMPILER_OPTIONS_HELP, option_value, parse_number, split_flag, take_compiler_option,
+};
+use pnet_driver::{ColorMode, load_net, parse_put};
+use pnet_stdlib::Value;
+
+use crate::{default_state_dir, fail, topo, usage_error};
+
+fn help(cmd: &str) -> &'static str {
+    match cmd {
+        "status" => {
+            "\
+gspc status: the runtime (pid, address, uptime, jobs) and a table of its workers
+
+Usage: gspc status [--json] [--state-dir DIR]
+
+Worker columns: name, host, pid, capabilities, health (`up 0.1s`: the age of its last
+heartbeat; `starting`, `lost: ...`, `exited: ...`), the task it runs (job/transition), the
+tasks it holds, and the tasks it has done. --json prints the same with stable keys.
+"
+        }
+        "submit" => {
+            "\
+gspc submit: start a workflow on the runtime and print its job id (at once)
+
+Usage: gspc submit NET [-p PORT=VALUE]... [--json] [COMPILER OPTIONS] [--state-dir DIR]
+
+NET is a bundle (.pnet) or an .xpnet file (compiled here). -p puts a token on an input port
+(VALUE in the expression language's literal syntax: 3L, \"s\", Struct [a := 1], ...);
+repeatable. --json prints {\"job\": N}.
+"
+        }
+        "wait" => {
+            "\
+gspc wait: wait for a job to end and print its output tokens like gspc-run
+
+Usage: gspc wait JOB [--json] [--result FILE] [--state-dir DIR]
+
+--result FILE also writes the output tokens with their types to FILE (read it with pnetget).
+
+Exit code 0 when the job succeeded, 1 when it failed (the error names the transition and
+its file:line:col), 130 when it was cancelled.
+"
+        }
+        "cancel" => "gspc cancel: cancel a job\n\nUsage: gspc cancel JOB [--state-dir DIR]\n",
+        "put-token" => {
+            "\
+gspc put-token: put tokens on put_token=\"true\" places of a running job, in order
+
+Usage: gspc put-token JOB PLACE=VALUE... [--close] [--state-dir DIR]
+
+--close then tells the job that no more tokens will come (see `gspc close`).
+"
+        }
+        "close" => {
+            "\
+gspc close: no more tokens will be put into the job; it ends once nothing is left to do
+
+Usage: gspc close JOB [--state-dir DIR]
+
+(A net with put_token places and without drts.wait_for_output keeps running for its
+clients until it is closed.)
+"
+        }
+        "jobs" => {
+            "\
+gspc jobs: the runtime's jobs: id, net, state, submitted, elapsed, running/queued/done tasks
+
+Usage: gspc jobs [--json] [--state-dir DIR]
+"
+        }
+        "add-workers" => {
+            "\
+gspc add-workers: start more workers on the running runtime and wait until they joined
+
+Usage: gspc add-workers DESC [--nodefile FILE] [--timeout SECS] [--state-dir DIR]
+
+DESC is a topology description like \"compute+CPU:2\"; names that are taken get the next
+free number. Without --nodefile, the workers start on the runtime's hosts.
+"
+        }
+        "remove-workers" => {
+            "\
+gspc remove-workers: stop workers; the tasks they held run again on others
+
+Usage: gspc remove-workers NAME... [--state-dir DIR]
+       gspc remove-workers --class CLASS [--count N] [--state-dir DIR]
+
+With --class, idle workers of the class go first; without --count, all of them.
+"
+        }
+        "stop" => {
+            "\
+gspc stop: stop the runtime: cancel its running jobs (or --wait for them), stop its
+workers, remove its control socket and pid file, and print what was stopped
+
+Usage: gspc stop [--wait] [--state-dir DIR]
+"
+        }
+        _ => "",
+    }
+}
+
+struct Args {
+    state_dir: PathBuf,
+    json: bool,
+    wait: bool,
+    close: bool,
+    positional: Vec<String>,
+    puts: Vec<(String, Value)>,
+    compile: pnet_sema::Options,
+    nodefile: Option<PathBuf>,
+    class: Option<String>,
+    count: Option<u32>,
+    timeout: Option<u64>,
+    result: Option<PathBuf>,
+}
+
+fn parse(cmd: &str, argv: &[String]) -> Result<Args, ExitCode> {
+    let mut a = Args {
+        state_dir: default_state_dir(),
+        json: false,
+        wait: false,
+        close: false,
+        result: None,
+        positional: Vec::new(),
+        puts: Vec::new(),
+        compile: pnet_sema::Options::default(),
+        nodefile: None,
+        class: None,
+        count: None,
+        timeout: None,
+    };
+    let mut i = 0;
+    while i < argv.len() {
+        if cmd == "submit" {
+            match take_compiler_option(argv, i, &mut a.compile) {
+                Err(msg) => return Err(usage_error(&msg)),
+                Ok(n) if n > 0 => {
+                    i += n;
+                    continue;
+                }
+                Ok(_) => {}
+            }
+        }
+        let arg = argv[i].as_str();
+        let (flag, inline) = split_flag(arg);
+        let value = |i: &mut usize| -> Result<String, ExitCode> {
+            option_value(argv, i, flag, inline).map_err(|m| usage_error(&m))
+        };
+        match flag {
+            "-h" | "--help" => {
+                print!("{}", help(cmd));
+                if cmd == "submit" {
+                    print!("\n{COMPILER_OPTIONS_HELP}");
+                }
+                return Err(ExitCode::SUCCESS);
+            }
+            "--state-dir" => a.state_dir = PathBuf::from(value(&mut i)?),
+            "--json" if matches!(cmd, "status" | "submit" | "wait" | "jobs") => a.json = true,
+            "--wait" if cmd == "stop" => a.wait = true,
+            "--result" if cmd == "wait" => a.result = Some(PathBuf::from(value(&mut i)?)),
+            "--close" if cmd == "put-token" => a.close = true,
+            "-p" | "--put" if cmd == "submit" => {
+                a.puts
+                    .push(parse_put(&value(&mut i)?).map_err(|m| usage_error(&m))?);
+            }
+            "--nodefile" if cmd == "add-workers" => {
+                a.nodefile = Some(PathBuf::from(value(&mut i)?))
+            }
+            "--timeout" if cmd == "add-workers" => {
+                a.timeout = Some(parse_number(flag, &value(&mut i)?).map_err(|m| usage_error(&m))?)
+            }
+            "--class" if cmd == "remove-workers" => a.class = Some(value(&mut i)?),
+            "--count" if cmd == "remove-workers" => {
+                a.count = Some(parse_number(flag, &value(&mut i)?).map_err(|m| usage_error(&m))?)
+            }
+            _ if cmd == "submit" && arg.starts_with("-p") && arg.len() > 2 => {
+                a.puts
+                    .push(parse_put(&arg[2..]).map_err(|m| usage_error(&m))?);
+            }
+            _ if arg.starts_with('-') && arg.len() > 1 => {
+                return Err(usage_error(&format!("{cmd}: unknown option '{arg}'")));
+            }
+            _ => a.positional.push(arg.to_string()),
+        }
+        i += 1;
+    }
+    Ok(a)
+}
+
+fn job_id(cmd: &str, a: &Args) -> Result<u64, ExitCode> {
+    match a.positional.first() {
+        None => Err(usage_error(&format!("{cmd}: no job id given"))),
+        Some(s) => s
+            .parse()
+            .map_err(|_| usage_error(&format!("{cmd}: '{s}' is not a job id (a number)"))),
+    }
+}
+
+fn positional_count(cmd: &str, a: &Args, n: usize) -> Result<(), ExitCode> {
+    if a.positional.len() > n {
+        return Err(usage_error(&format!(
+            "{cmd}: unexpected argument '{}'",
+            a.positional[n]
+        )));
+    }
+    Ok(())
+}
+
+pub fn main(cmd: &str, argv: &[String]) -> ExitCode {
+    let a = match parse(cmd, argv) {
+        Ok(a) => a,
+        Err(c) => return c,
+    };
+    match run(cmd, &a) {
+        Ok(c) => c,
+        Err(Failure::Usage(c)) => c,
+        Err(Failure::Rt(e)) => fail(&e),
+    }
+}
+
+enum Failure {
+    Usage(ExitCode),
+    Rt(RtError),
+}
+
+impl From<RtError> for Failure {
+    fn from(e: RtError) -> Self {
+        Failure::Rt(e)
+    }
+}
+
+impl From<ExitCode> for Failure {
+    fn from(c: ExitCode) -> Self {
+        Failure::Usage(c)
+    }
+}
+
+fn unexpected(r: RtResponse) -> Failure {
+    Failure::Rt(RtError::new(
+        "gspc-protocol",
+        format!("unexpected answer from the runtime: {r:?}"),
+    ))
+}
+
+const SHORT: Option<Duration> = Some(Duration::from_secs(30));
+
+fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
+    // Usage checks first, so that they do not depend on a running runtime.
+    match cmd {
+        "status" | "jobs" | "stop" => positional_count(cmd, a, 0)?,
+        "wait" | "cancel" | "close" => {
+            job_id(cmd, a)?;
+            positional_count(cmd, a, 1)?
+        }
+        "put-token" => {
+            job_id(cmd, a)?;
+            if a.positional.len() < 2 {
+                return Err(usage_error("put-token: no PLACE=VALUE given").into());
+            }
+        }
+        "submit" => {
+            if a.positional.is_empty() {
+                return Err(usage_error("submit: no net given").into());
+            }
+            positional_count(cmd, a, 1)?
+        }
+        "add-workers" => {
+            if a.positional.is_empty() {
+                return Err(usage_error("add-workers: no topology description given").into());
+            }
+            positional_count(cmd, a, 1)?
+        }
+        "remove-workers" => {
+            if a.positional.is_empty() && a.class.is_none() {
+                return Err(usage_error("remove-workers: name workers or give --class").into());
+            }
+            if a.count.is_some() && a.class.is_none() {
+                return Err(usage_error("remove-workers: --count needs --class").into());
+            }
+        }
+        _ => {}
+    }
+    let client = RtClient::open(&a.state_dir)?;
+    let stdout = |s: &str| {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(s.as_bytes());
+        let _ = out.flush();
+    };
+    match cmd {
+        "status" => match client.call(RtRequest::Status, SHORT)? {
+            RtResponse::Status(s) => {
+                if a.json {
+                    stdout(&format!("{}\n", status_json(&s)));
+                } else {
+                    stdout(&status_table(&s));
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            r => Err(unexpected(r)),
+        },
+        "jobs" => match client.call(RtRequest::Jobs, SHORT)? {
+            RtResponse::Jobs(jobs) => {
+                if a.json {
+                    stdout(&format!("{}\n", jobs_json(&jobs)));
+                } else {
+                    stdout(&jobs_table(&jobs));
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            r => Err(unexpected(r)),
+        },
+        "submit" => {
+            let net = &a.positional[0];
+            let path = Path::new(net);
+            let bundle = std::fs::read(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))
+                .and_then(|bytes| load_net(path, &bytes, &a.compile, ColorMode::Auto))
+                .map_err(|m| RtError::new("gspc-net", m))?
+                .0;
+            let bytes = pnet_bundle::format::encode(&bundle)
+                .map_err(|e| RtError::new("gspc-net", format!("{net}: {e}")))?;
+            let mut inputs: Vec<(String, Vec<Value>)> = Vec::new();
+            for (port, v) in &a.puts {
+                match inputs.iter_mut().find(|(p, _)| p == port) {
+                    Some((_, vs)) => vs.push(v.clone()),
+                    None => inputs.push((port.clone(), vec![v.clone()])),
+                }
+            }
+            let name = path
+                .file_name()
+                .map_or_else(|| net.clone(), |n| n.to_string_lossy().into_owned());
+            match client.call(
+                RtRequest::Submit {
+                    net: name,
+                    bundle: bytes,
+                    inputs,
+                },
+                SHORT,
+            )? {
+                RtResponse::Submitted { job } => {
+                    if a.json {
+                        stdout(&format!("{}\n", serde_json::json!({ "job": job })));
+                    } else {
+                        stdout(&format!("{job}\n"));
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                r => Err(unexpected(r)),
+            }
+        }
+        "wait" => {
+            let job = job_id(cmd, a)?;
+            match client.call(RtRequest::Wait { job }, None)? {
+                RtResponse::Outcome { outcome, .. } => {
+                    if let (Some(path), JobOutcome::Done { outputs, types, .. }) =
+                        (&a.result, &outcome)
+                    {
+                        let file = pnet_bundle::result::RunOutputs::from_parts(
+                            &format!("job {job}"),
+                            types,
+                            outputs,
+                        );
+                        let written = file
+                            .encode()
+                            .map_err(|e| e.to_string())
+                            .and_then(|b| std::fs::write(path, b).map_err(|e| e.to_string()));
+                        if let Err(e) = written {
+                            eprintln!("gspc: cannot write the result file {}: {e}", path.display());
+                            return Ok(ExitCode::from(1));
+                        }
+                    }
+                    Ok(print_outcome(job, &outcome, a.json))
+                }
+                r => Err(unexpected(r)),
+            }
+        }
+        "cancel" => {
+            let job = job_id(cmd, a)?;
+            match client.call(RtRequest::Cancel { job }, SHORT)? {
+                RtResponse::Ok => {
+                    eprintln!("gspc: job {job} cancelled");
+                    Ok(ExitCode::SUCCESS)
+                }
+                r => Err(unexpected(r)),
+            }
+        }
+        "put-token" => {
+            let job = job_id(cmd, a)?;
+            let mut puts = Vec::new();
+            for p in &a.positional[1..] {
+                puts.push(parse_put(p).map_err(|m| usage_error(&format!("put-token: {m}")))?);
+            }
+            for (place, value) in puts {
+                match client.call(RtRequest::PutToken { job, place, value }, SHORT)? {
+                    RtResponse::Job(pnet_agent::control::Response::Ok) | RtResponse::Ok => {}
+                    r => return Err(unexpected(r)),
+                }
+            }
+            if a.close {
+                close(&client, job)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        "close" => {
+            close(&client, job_id(cmd, a)?)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        "add-workers" => add_workers(&client, a),
+        "remove-workers" => {
+            match client.call(
+                RtRequest::RemoveWorkers {
+                    names: a.positional.clone(),
+                    class: a.class.clone(),
+                    count: a.count,
+                },
+                SHORT,
+            )? {
+                RtResponse::Workers(ws) => {
+                    println!("gspc: removed {} workers{}", ws.len(), worker_list(&ws));
+                    Ok(ExitCode::SUCCESS)
+                }
+                r => Err(unexpected(r)),
+            }
+        }
+        "stop" => {
+            let timeout = if a.wait {
+                None
+            } else {
+                Some(Duration::from_secs(120))
+            };
+            match client.call(RtRequest::Stop { wait: a.wait }, timeout)? {
+                RtResponse::Stopped(r) => {
+                    // Wait for the runtime's process to be gone.
+                    let t0 = Instant::now();
+                    while t0.elapsed() < Duration::from_secs(10) && alive(r.pid) {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    println!("{}", stop_account(&r, alive(r.pid)));
+                    Ok(ExitCode::SUCCESS)
+                }
+                r => Err(unexpected(r)),
+            }
+        }
+        _ => Err(usage_error(&format!("unknown command '{cmd}'")).into()),
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists() && {
+        // A zombie counts as gone.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        !stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z'))
+    }
+}
+
+fn close(client: &RtClient, job: u64) -> Result<(), Failure> {
+    match client.call(RtRequest::Close { job }, SHORT)? {
+        RtResponse::Job(pnet_agent::control::Response::Ok) | RtResponse::Ok => Ok(()),
+        r => Err(unexpected(r)),
+    }
+}
+
+fn add_workers(client: &RtClient, a: &Args) -> Result<ExitCode, Failure> {
+    let desc = &a.positional[0];
+    // Check the description (and the nodefile) here, rendering their diagnostics.
+    let plan = topo::plan(Some(desc), a.nodefile.as_deref(), "local")?;
+    let hosts = if a.nodefile.is_some() {
+        plan.hosts.clone()
+    } else {
+        Vec::new()
+    };
+    let started = match client.call(
+        RtRequest::AddWorkers {
+            topology: desc.clone(),
+            hosts,
+        },
+        SHORT,
+    )? {
+        RtResponse::Workers(ws) => ws,
+        r => return Err(unexpected(r)),
+    };
+    let timeout = Duration::from_secs(a.timeout.unwrap_or(60));
+    let t0 = Instant::now();
+    loop {
+        let s = match client.call(RtRequest::Status, SHORT)? {
+            RtResponse::Status(s) => s,
+            r => return Err(unexpected(r)),
+        };
+        let state = |n: &str| {
+            s.workers
+                .iter()
+                .find(|w| w.name == n)
+                .map_or("gone".to_string(), |w| w.state.clone())
+        };
+        let failed: Vec<String> = started
+            .iter()
+            .filter(|w| {
+                let st = state(&w.name);
+                st.starts_with("exited") || st.starts_with("lost") || st == "gone"
+            })
+            .map(|w| format!("`{}` ({})", w.name, state(&w.name)))
+            .collect();
+        if !failed.is_empty() {
+            return Err(RtError::new(
+                "gspc-workers-failed",
+                format!("workers did not join: {}", failed.join(", ")),
+            )
+            .into());
+        }
+        if started.iter().all(|w| state(&w.name) == "up") {
+            break;
+        }
+        if t0.elapsed() >= timeout {
+            return Err(RtError::new(
+                "gspc-workers-timeout",
+                format!(
+                    "the new workers did not all join within {} s (see `gspc status`)",
+                    timeout.as_secs()
+                ),
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!(
+        "gspc: added {} workers{}",
+        started.len(),
+        worker_list(&started)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn worker_list(ws: &[WorkerRef]) -> String {
+    if ws.is_empty() {
+        return String::new();
+    }
+    format!(
+        ": {}",
+        ws.iter()
+            .map(|w| match w.pid {
+                Some(p) => format!("{} (pid {p})", w.name),
+                None => w.name.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+fn print_outcome(job: u64, outcome: &JobOutcome, json: bool) -> ExitCode {
+    match outcome {
+        JobOutcome::Done {
+            outputs,
+            firings,
+            tasks,
+            ..
+        } => {
+            use std::io::Write;
+            let text = pnet_agent::output::format_outputs(outputs, *firings, *tasks, json);
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+            ExitCode::SUCCESS
+        }
+        JobOutcome::Failed { code, message } => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"job": job, "state": "failed", "code": code, "error": message})
+                );
+            }
+            eprintln!("gspc: error[{code}]: job {job} failed: {message}");
+            ExitCode::from(1)
+        }
+        JobOutcome::Cancelled => {
+            if json {
+                println!("{}", serde_json::json!({"job": job, "state": "cancelled"}));
+            }
+            eprintln!("gspc: job {job} was cancelled");
+            ExitCode::from(130)
+        }
+    }
+}
+
+fn secs(ms: u64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}
+
+/// The human status: one line for the runtime, a table of workers.
+fn status_table(s: &RuntimeStatus) -> String {
+    let mut out = format!(
+        "runtime pid {}, workers connect to {}, up {}, jobs: {} running, {} in total\n\
+         state directory {}\n",
+        s.pid,
+        s.address,
+        secs(s.uptime_ms),
+        s.jobs_running,
+        s.jobs_total,
+        s.state_dir
+    );
+    let rows: Vec<[String; 8]> = s
+        .workers
+        .iter()
+        .map(|w| {
+            [
+                w.name.clone(),
+                w.host.clone(),
+                w.pid.map_or("-".into(), |p| p.to_string()),
+                if w.capabilities.is_empty() {
+                    "-".into()
+                } else {
+                    w.capabilities.join(",")
+                },
+                match w.heartbeat_age_ms {
+                    Some(ms) if w.state == "up" => format!("up {}", secs(ms)),
+                    _ => w.state.clone(),
+                },
+                w.running
+                    .as_ref()
+                    .map_or("-".into(), |r| format!("{}/{}", r.job, r.transition)),
+                w.in_flight.to_string(),
+                w.done.to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&format!("{} workers\n", rows.len()));
+    let head = [
+        "NAME",
+        "HOST",
+        "PID",
+        "CAPABILITIES",
+        "HEALTH",
+        "RUNNING",
+        "HOLDS",
+        "DONE",
+    ];
+    out.push_str(&table(&head, &rows));
+    out
+}
+
+fn table<const N: usize>(head: &[&str; N], rows: &[[String; N]]) -> String {
+    let mut widths = head.map(str::len);
+    for r in rows {
+        for (k, c) in r.iter().enumerate() {
+            widths[k] = widths[k].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut l = String::new();
+        for (k, c) in cells.iter().enumerate() {
+            if k + 1 == N {
+                l.push_str(c);
+            } else {
+                l.push_str(&format!("{c:<w$}  ", w = widths[k]));
+            }
+        }
+        l.trim_end().to_string() + "\n"
+    };
+    let mut out = line(head.to_vec());
+    for r in rows {
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+fn status_json(s: &RuntimeStatus) -> serde_json::Value {
+    serde_json::json!({
+        "pid": s.pid,
+        "address": s.address,
+        "state_dir": s.state_dir,
+        "uptime_ms": s.uptime_ms,
+        "jobs_running": s.jobs_running,
+        "jobs_total": s.jobs_total,
+        "workers": s.workers.iter().map(|w| serde_json::json!({
+            "name": w.name,
+            "host": w.host,
+            "pid": w.pid,
+            "capabilities": w.capabilities,
+            "state": w.state,
+            "heartbeat_age_ms": w.heartbeat_age_ms,
+            "running": w.running.as_ref().map(|r| serde_json::json!({
+                "job": r.job, "transition": r.transition
+            })),
+            "in_flight": w.in_flight,
+            "done": w.done,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn when(unix: u64) -> String {
+    let day = unix % 86_400;
+    format!(
+        "{:02}:{:02}:{:02}Z",
+        day / 3600,
+        (day % 3600) / 60,
+        day % 60
+    )
+}
+
+fn jobs_table(jobs: &[JobSummary]) -> String {
+    let rows: Vec<[String; 8]> = jobs
+        .iter()
+        .map(|j| {
+            [
+                j.id.to_string(),
+                j.net.clone(),
+                j.state.clone(),
+                when(j.submitted_unix),
+                secs(j.elapsed_ms),
+                j.tasks_running.to_string(),
+                j.tasks_queued.to_string(),
+                j.tasks_done.to_string(),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "JOB",
+            "NET",
+            "STATE",
+            "SUBMITTED",
+            "ELAPSED",
+            "RUNNING",
+            "QUEUED",
+            "DONE",
+        ],
+        &rows,
+    )
+}
+
+fn jobs_json(jobs: &[JobSummary]) -> serde_json::Value {
+    serde_json::Value::Array(
+        jobs.iter()
+            .map(|j| {
+                serde_json::json!({
+                    "id": j.id,
+                    "net": j.net,
+                    "state": j.state,
+                    "submitted_unix": j.submitted_unix,
+                    "elapsed_ms": j.elapsed_ms,
+                    "tasks_running": j.tasks_running,
+                    "tasks_queued": j.tasks_queued,
+                    "tasks_done": j.tasks_done,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// "stopped runtime pid N: 2 jobs cancelled (3, 5), 4 workers stopped (names, pids), 0 left".
+fn stop_account(r: &StopReport, daemon_alive: bool) -> String {
+    let ids = |v: &[u64]| {
+        if v.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({})",
+                v.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+            )
+        }
+    };
+    let mut s = format!(
+        "gspc: stopped runtime pid {}: {} jobs cancelled{}",
+        r.pid,
+        r.cancelled.len(),
+        ids(&r.cancelled)
+    );
+    if !r.finished.is_empty() {
+        s.push_str(&format!(
+            ", {} jobs waited for{}",
+            r.finished.len(),
+            ids(&r.finished)
+        ));
+    }
+    s.push_str(&format!(
+        ", {} workers stopped{}",
+        r.workers.len(),
+        if r.workers.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({})",
+                r.workers
+                    .iter()
+                    .map(|w| format!(
+                        "{} pid {}",
+                        w.name,
+                        w.pid.map_or("?".into(), |p| p.to_string())
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    ));
+    let left = r.left.len() + usize::from(daemon_alive);
+    s.push_str(&format!(", {left} left"));
+    if left > 0 {
+        let mut names: Vec<String> = r.left.iter().map(|w| w.name.clone()).collect();
+        if daemon_alive {
+            names.push(format!("the runtime itself, pid {}", r.pid));
+        }
+        s.push_str(&format!(" ({})", names.join(", ")));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pnet_agent::control::{RtWorker, RunningTask};
+
+    #[test]
+    fn stop_account_names_everything() {
+        let r = StopReport {
+            pid: 42,
+            cancelled: vec![3, 5],
+            finished: vec![],
+            workers: vec![WorkerRef {
+                name: "w-h-0".into(),
+                host: "h".into(),
+                pid: Some(7),
+            }],
+            left: vec![],
+        };
+        assert_eq!(
+            stop_account(&r, false),
+            "gspc: stopped runtime pid 42: 2 jobs cancelled (3, 5), 1 workers stopped \
+             (w-h-0 pid 7), 0 left"
+        );
+        assert!(stop_account(&r, true).ends_with("1 left (the runtime itself, pid 42)"));
+    }
+
+    #[test]
+    fn status_table_has_a_row_per_worker() {
+        let s = RuntimeStatus {
+            pid: 1,
+            address: "127.0.0.1:5".into(),
+            state_dir: "/tmp/x".into(),
+            uptime_ms: 1500,
+            jobs_running: 1,
+            jobs_total: 2,
+            workers: vec![RtWorker {
+                name: "w".into(),
+                host: "h".into(),
+                pid: Some(9),
+                capabilities: vec!["A".into(), "B".into()],
+                state: "up".into(),
+                heartbeat_age_ms: Some(100),
+                running: Some(RunningTask {
+                    job: 2,
+                    transition: "square".into(),
+                }),
+                in_flight: 1,
+                done: 4,
+            }],
+        };
+        let t = status_table(&s);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("runtime pid 1, workers connect to 127.0.0.1:5, up 1.5s"));
+        assert_eq!(lines[2], "1 workers");
+        assert!(lines[3].starts_with("NAME  HOST  PID  CAPABILITIES  HEALTH"));
+        assert_eq!(
+            lines[4],
+            "w     h     9    A,B           up 0.1s  2/square  1      4"
+        );
+        let j = status_json(&s);
+        assert_eq!(j["workers"][0]["running"]["transition"], "square");
+        assert_eq!(j["workers"][0]["heartbeat_age_ms"], 100);
+    }
+}
