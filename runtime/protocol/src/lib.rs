@@ -142,7 +142,13 @@ pub enum WorkerMsg {
 
 /// Decodes just the protocol version at the front of a [`WorkerMsg::Hello`] frame.
 pub fn hello_protocol(frame: &[u8]) -> Option<u32> {
-    // The enum tag (varint 0 = Hello), then the first field.
+    leading_version(frame)
+}
+
+/// The version at the front of a frame holding the first variant of a message enum whose
+/// first field is a `u32` protocol version (the hellos of both protocols): the enum tag
+/// (varint 0), then the version, decoded without the rest of the message.
+pub(crate) fn leading_version(frame: &[u8]) -> Option<u32> {
     let (tag, rest) = postcard::take_from_bytes::<u32>(frame).ok()?;
     if tag != 0 {
         return None;

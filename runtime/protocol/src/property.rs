@@ -168,11 +168,7 @@ pub enum PropertyReply {
 
 /// Decodes just the protocol version at the front of a [`PropertyRequest::Hello`] frame.
 pub fn property_hello_protocol(frame: &[u8]) -> Option<u32> {
-    let (tag, rest) = postcard::take_from_bytes::<u32>(frame).ok()?;
-    if tag != 0 {
-        return None;
-    }
-    postcard::take_from_bytes::<u32>(rest).ok().map(|(v, _)| v)
+    crate::leading_version(frame)
 }
 
 #[cfg(test)]
