@@ -34,7 +34,20 @@ mod shell;
 mod trace;
 
 pub use control::Status;
+pub use core::calls_modules;
 pub use sched::SchedConfig;
+
+/// The `gspc-worker` program to start: the one next to the running executable, unless the
+/// environment variable `GSPC_WORKER` names another.
+pub fn worker_program() -> PathBuf {
+    if let Some(p) = std::env::var_os("GSPC_WORKER") {
+        return PathBuf::from(p);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join("gspc-worker")))
+        .unwrap_or_else(|| PathBuf::from("gspc-worker"))
+}
 
 /// When to start the plan's workers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use pnet_bundle::{Body, Bundle};
+use pnet_bundle::Bundle;
 use pnet_driver::args::{
     COMPILER_OPTIONS_HELP, option_value, parse_number, split_flag, take_compiler_option,
 };
@@ -224,23 +224,7 @@ fn load(net: &str, compile: &pnet_sema::Options) -> Result<Bundle, ExitCode> {
     })
 }
 
-fn has_module_calls(bundle: &Bundle) -> bool {
-    bundle
-        .functions
-        .iter()
-        .any(|f| matches!(f.body, Body::Module(_) | Body::Modules { .. }))
-}
 
-/// `gspc-worker` next to this executable, unless `GSPC_WORKER` names another.
-fn worker_program() -> PathBuf {
-    if let Some(p) = std::env::var_os("GSPC_WORKER") {
-        return PathBuf::from(p);
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join("gspc-worker")))
-        .unwrap_or_else(|| PathBuf::from("gspc-worker"))
-}
 
 pub fn main(argv: &[String]) -> ExitCode {
     let args = match parse_args(argv) {
@@ -259,7 +243,7 @@ pub fn main(argv: &[String]) -> ExitCode {
         print!("{plan}");
         if let Some(net) = &args.net {
             return match load(net, &args.compile) {
-                Ok(b) if !has_module_calls(&b) => {
+                Ok(b) if !pnet_agent::calls_modules(&b) => {
                     println!("(the net has no module calls: it would run without workers)");
                     ExitCode::SUCCESS
                 }
@@ -310,7 +294,7 @@ pub fn main(argv: &[String]) -> ExitCode {
         module_path.push(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()));
     }
     // Last: the folder of gspc-worker, where cargo also puts the example native modules.
-    let worker = worker_program();
+    let worker = pnet_agent::worker_program();
     if let Some(dir) = worker.parent().filter(|d| !d.as_os_str().is_empty()) {
         module_path.push(dir.to_path_buf());
     }

@@ -406,7 +406,7 @@ pub fn daemon(argv: &[String]) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
-    let worker = worker_program();
+    let worker = pnet_agent::worker_program();
     let mut module_path = args.module_path.clone();
     if let Some(d) = worker.parent().filter(|d| !d.as_os_str().is_empty()) {
         module_path.push(d.to_path_buf());
@@ -448,13 +448,3 @@ pub fn daemon(argv: &[String]) -> ExitCode {
     }
 }
 
-/// `gspc-worker` next to this executable, unless `GSPC_WORKER` names another.
-fn worker_program() -> PathBuf {
-    if let Some(p) = std::env::var_os("GSPC_WORKER") {
-        return PathBuf::from(p);
-    }
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join("gspc-worker")))
-        .unwrap_or_else(|| PathBuf::from("gspc-worker"))
-}
