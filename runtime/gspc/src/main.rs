@@ -35,6 +35,8 @@ Commands:
   remove-workers NAME... | --class C [--count N]
                   stop workers; their tasks run again on others
   stop            stop the runtime: cancel (or --wait for) its jobs, stop its workers
+  selftest        check the installation end to end (compiler, VM, JIT, a local runtime
+                  with two workers, a command module, a native module); one line per check
 
 Options of every command:
       --state-dir DIR   the runtime's private state directory (default: $GSPC_STATE_DIR, else
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         "boot" => boot::boot(rest),
+        "selftest" => pnet_selftest::main_as("gspc selftest", rest),
         // Hidden: the runtime itself, started by `boot`.
         "daemon" => boot::daemon(rest),
         "status" | "submit" | "wait" | "cancel" | "put-token" | "close" | "jobs"

@@ -1,0 +1,472 @@
+//! `gspc selftest` (and the binary `gspc-selftest`): checks an installation end to end.
+//!
+//! The selftest runs the INSTALLED binaries found next to its own executable (or in
+//! `--bin-dir DIR`): it never links the compiler, the VM or the runtime, so what it checks is
+//! what a user would run. Each check works in a private temporary directory (removed
+//! afterwards unless `--keep`), prints one line, and the run ends with a summary line; the
+//! exit code is 0 when every check passed, 1 when one failed, 2 for a usage error.
+//!
+//! The checks, in order:
+//!
+//! | name             | what                                                                       |
+//! |------------------|----------------------------------------------------------------------------|
+//! | `binaries`       | pnetc, gspc-run and gspc-worker are there and answer `--version` (and so do pnetv, pnet2dot, gspc if installed), all of this selftest's version |
+//! | `compiler`       | pnetc compiles a net with expressions and conditions, and rejects a broken one with `error[duplicate_place]` at the right line and column |
+//! | `vm`             | gspc-run runs pnetc's bundle with `--jit off` and prints the expected tokens |
+//! | `jit`            | the same with `--jit on`: same output, and `--emit jit-stats` shows compiled code that ran |
+//! | `workers`        | `--topology worker:2`: module calls land on both workers                    |
+//! | `command-module` | a shell script written into the temporary directory, called as a command module |
+//! | `native-module`  | the installation's `libnoop.so` (else `libarith.so`, else `libpi.so`) called through a net |
+//!
+//! A check that needs a binary the `binaries` check found missing or broken is skipped (and
+//! says so); the `binaries` line names the file.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+mod checks;
+mod nets;
+mod proc;
+
+/// The selftest's options.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Where the installed binaries are (default: the folder of the running executable).
+    pub bin_dir: Option<PathBuf>,
+    /// Extra folders to look for native modules in (and to pass to `gspc-run`).
+    pub module_path: Vec<PathBuf>,
+    /// Keep the temporary directory (its path is in the report).
+    pub keep: bool,
+    /// Print the report as JSON.
+    pub json: bool,
+    /// Print every command run and what it said.
+    pub verbose: bool,
+    /// The time limit of each command (default 60 s).
+    pub timeout: Option<Duration>,
+}
+
+/// How a check ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    Fail,
+    /// Not run: it needs a piece another check found broken.
+    Skip,
+}
+
+impl Status {
+    pub fn word(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Fail => "FAIL",
+            Status::Skip => "skip",
+        }
+    }
+}
+
+/// One check: its name, how it ended, one line of detail, how long it took, and the
+/// commands it ran with what they said (printed with `-v`).
+#[derive(Clone, Debug)]
+pub struct Check {
+    pub name: &'static str,
+    pub status: Status,
+    pub detail: String,
+    pub duration: Duration,
+    pub log: Vec<String>,
+}
+
+impl Check {
+    pub fn ok(&self) -> bool {
+        self.status == Status::Ok
+    }
+
+    /// `ok   compiler        pnetc compiled ... (12 ms)`.
+    pub fn line(&self) -> String {
+        format!(
+            "{:<4} {:<15} {} ({})",
+            self.status.word(),
+            self.name,
+            self.detail,
+            show_duration(self.duration)
+        )
+    }
+}
+
+/// Every check, where the binaries were, and the temporary directory if it was kept.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub bin_dir: PathBuf,
+    pub checks: Vec<Check>,
+    pub kept_dir: Option<PathBuf>,
+}
+
+impl Report {
+    pub fn count(&self, status: Status) -> usize {
+        self.checks.iter().filter(|c| c.status == status).count()
+    }
+
+    /// True when every check passed.
+    pub fn passed(&self) -> bool {
+        !self.checks.is_empty() && self.checks.iter().all(Check::ok)
+    }
+
+    /// 0 when every check passed, else 1.
+    pub fn exit_code(&self) -> u8 {
+        if self.passed() { 0 } else { 1 }
+    }
+
+    /// `selftest: 7 checks, 7 passed` or `selftest: 7 checks, 5 passed, 1 FAILED, 1 skipped`.
+    pub fn summary(&self) -> String {
+        let n = self.checks.len();
+        let mut s = format!(
+            "selftest: {n} check{}, {} passed",
+            if n == 1 { "" } else { "s" },
+            self.count(Status::Ok)
+        );
+        let failed = self.count(Status::Fail);
+        if failed > 0 {
+            s.push_str(&format!(", {failed} FAILED"));
+        }
+        let skipped = self.count(Status::Skip);
+        if skipped > 0 {
+            s.push_str(&format!(", {skipped} skipped"));
+        }
+        s
+    }
+
+    /// The report as one JSON document.
+    pub fn to_json(&self) -> serde_json::Value {
+        let checks: Vec<serde_json::Value> = self
+            .checks
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "name": c.name,
+                    "status": match c.status {
+                        Status::Ok => "ok",
+                        Status::Fail => "fail",
+                        Status::Skip => "skip",
+                    },
+                    "ok": c.ok(),
+                    "detail": c.detail,
+                    "duration_ms": u64::try_from(c.duration.as_millis()).unwrap_or(u64::MAX),
+                    "log": c.log,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "bin_dir": self.bin_dir.display().to_string(),
+            "checks": checks,
+            "total": self.checks.len(),
+            "passed": self.count(Status::Ok),
+            "failed": self.count(Status::Fail),
+            "skipped": self.count(Status::Skip),
+            "ok": self.passed(),
+            "kept_dir": self.kept_dir.as_ref().map(|d| d.display().to_string()),
+        })
+    }
+}
+
+fn show_duration(d: Duration) -> String {
+    if d < Duration::from_secs(10) {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+/// Runs every check (see the crate's documentation).
+pub fn run(opts: &Options) -> Report {
+    run_with(opts, &mut |_| {})
+}
+
+/// [`run`], calling `each` as soon as a check is done (to print lines as they come).
+pub fn run_with(opts: &Options, each: &mut dyn FnMut(&Check)) -> Report {
+    checks::run_all(opts, each)
+}
+
+const USAGE: &str = "\
+PROG: checks the installation end to end: the compiler, the VM, the JIT, a local
+runtime with two workers, a command module and a native module; one line per check, then a
+summary
+
+Usage: PROG [OPTIONS]
+
+The installed binaries (pnetc, gspc-run, gspc-worker; pnetv, pnet2dot, gspc if there) are
+taken from the folder of this executable, or from --bin-dir. Every check works in a private
+temporary directory that is removed afterwards.
+
+Options:
+      --bin-dir DIR       where the installed binaries are (default: this executable's folder)
+      --module-path DIR   also look for the native module (libnoop.so, else libarith.so, else
+                          libpi.so) in DIR, before the bin dir and $PNET_MODULE_PATH; passed
+                          on to gspc-run (repeatable)
+      --timeout SECS      the time limit of each command run (default 60)
+      --keep              keep the temporary directory (its path is printed)
+      --json              print the report as JSON
+  -v, --verbose           print every command run and what it said
+  -V, --version           print the version
+  -h, --help              print this help
+
+Exit codes: 0 every check passed, 1 a check failed, 2 usage error.
+";
+
+/// Parses the command line (without the program name). `Err((message, code))` is what to
+/// print and the exit code (0 for `--help`/`--version`, 2 for usage errors).
+pub fn parse_args(prog: &str, argv: &[String]) -> Result<Options, (String, u8)> {
+    let usage = |m: String| {
+        (
+            format!("{prog}: {m}\nTry '{prog} --help' for more information."),
+            2,
+        )
+    };
+    let mut o = Options::default();
+    let mut i = 0;
+    while i < argv.len() {
+        let arg = argv[i].as_str();
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (arg, None),
+        };
+        let value = |i: &mut usize| -> Result<String, (String, u8)> {
+            if let Some(v) = inline.clone() {
+                return Ok(v);
+            }
+            *i += 1;
+            argv.get(*i)
+                .cloned()
+                .ok_or_else(|| usage(format!("{flag} needs a value")))
+        };
+        let takes_no_value = || -> Result<(), (String, u8)> {
+            if inline.is_some() {
+                return Err(usage(format!("{flag} takes no value")));
+            }
+            Ok(())
+        };
+        match flag {
+            "-h" | "--help" => {
+                return Err((USAGE.replace("PROG", prog).trim_end().to_string(), 0));
+            }
+            "-V" | "--version" => {
+                return Err((format!("{prog} {}", env!("CARGO_PKG_VERSION")), 0));
+            }
+            "--bin-dir" => {
+                let v = value(&mut i)?;
+                let dir = absolute(Path::new(&v));
+                if !dir.is_dir() {
+                    return Err(usage(format!("--bin-dir: '{v}' is not a directory")));
+                }
+                o.bin_dir = Some(dir);
+            }
+            "--module-path" => {
+                let v = value(&mut i)?;
+                let dir = absolute(Path::new(&v));
+                if !dir.is_dir() {
+                    return Err(usage(format!("--module-path: '{v}' is not a directory")));
+                }
+                o.module_path.push(dir);
+            }
+            "--timeout" => {
+                let v = value(&mut i)?;
+                match v.parse::<u64>() {
+                    Ok(s) if s > 0 && s <= 86_400 => o.timeout = Some(Duration::from_secs(s)),
+                    _ => {
+                        return Err(usage(format!(
+                            "--timeout: '{v}' is not a number of seconds from 1 to 86400"
+                        )));
+                    }
+                }
+            }
+            "--keep" => {
+                takes_no_value()?;
+                o.keep = true;
+            }
+            "--json" => {
+                takes_no_value()?;
+                o.json = true;
+            }
+            "-v" | "--verbose" => {
+                takes_no_value()?;
+                o.verbose = true;
+            }
+            _ if arg.starts_with('-') => return Err(usage(format!("unknown option '{arg}'"))),
+            _ => return Err(usage(format!("unexpected argument '{arg}'"))),
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+/// `p` made absolute against the current directory (the checks run in another one).
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// `gspc-selftest ARGS`: parse, run, print, and the exit code.
+pub fn main(argv: &[String]) -> ExitCode {
+    main_as("gspc-selftest", argv)
+}
+
+/// The same under another program name (`gspc selftest`).
+pub fn main_as(prog: &str, argv: &[String]) -> ExitCode {
+    let opts = match parse_args(prog, argv) {
+        Ok(o) => o,
+        Err((text, 0)) => {
+            say(&text);
+            return ExitCode::SUCCESS;
+        }
+        Err((text, code)) => {
+            eprintln!("{text}");
+            return ExitCode::from(code);
+        }
+    };
+    let verbose = opts.verbose;
+    let report = if opts.json {
+        run(&opts)
+    } else {
+        run_with(&opts, &mut |c| {
+            say(&c.line());
+            if verbose {
+                for l in &c.log {
+                    say(&format!("       {l}"));
+                }
+            }
+        })
+    };
+    if opts.json {
+        say(&report.to_json().to_string());
+    } else {
+        if let Some(d) = &report.kept_dir {
+            say(&format!("kept the temporary directory {}", d.display()));
+        }
+        say(&report.summary());
+    }
+    ExitCode::from(report.exit_code())
+}
+
+/// Prints a line; a closed standard output (`| head`) is not an error worth a panic, and
+/// the exit code still tells the result.
+fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(xs: &[&str]) -> Vec<String> {
+        xs.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn parses_options() {
+        let tmp = std::env::temp_dir();
+        let t = tmp.display().to_string();
+        let o = parse_args(
+            "gspc-selftest",
+            &args(&[
+                "--bin-dir",
+                &t,
+                "--module-path=/",
+                "--keep",
+                "--json",
+                "-v",
+                "--timeout",
+                "5",
+            ]),
+        )
+        .expect("valid");
+        assert_eq!(o.bin_dir.as_deref(), Some(tmp.as_path()));
+        assert_eq!(o.module_path, vec![PathBuf::from("/")]);
+        assert!(o.keep && o.json && o.verbose);
+        assert_eq!(o.timeout, Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn usage_errors_and_help() {
+        let err = |xs: &[&str]| parse_args("gspc-selftest", &args(xs)).expect_err("error");
+        let (m, c) = err(&["--frobnicate"]);
+        assert_eq!(c, 2);
+        assert!(m.contains("unknown option '--frobnicate'"), "{m}");
+        let (m, c) = err(&["--bin-dir", "/nonexistent/selftest"]);
+        assert_eq!(c, 2);
+        assert!(
+            m.contains("--bin-dir: '/nonexistent/selftest' is not a directory"),
+            "{m}"
+        );
+        let (m, c) = err(&["--bin-dir"]);
+        assert_eq!(c, 2);
+        assert!(m.contains("--bin-dir needs a value"), "{m}");
+        let (m, c) = err(&["--timeout", "soon"]);
+        assert_eq!(c, 2);
+        assert!(m.contains("--timeout: 'soon'"), "{m}");
+        let (m, c) = err(&["--keep=yes"]);
+        assert_eq!(c, 2);
+        assert!(m.contains("--keep takes no value"), "{m}");
+        let (m, c) = err(&["extra"]);
+        assert_eq!(c, 2);
+        assert!(m.contains("unexpected argument 'extra'"), "{m}");
+        let (m, c) = parse_args("gspc selftest", &args(&["--help"])).expect_err("help");
+        assert_eq!(c, 0);
+        assert!(m.contains("Usage: gspc selftest [OPTIONS]"), "{m}");
+        assert!(m.contains("--bin-dir DIR"), "{m}");
+        let (m, c) = err(&["-V"]);
+        assert_eq!(
+            (m, c),
+            (format!("gspc-selftest {}", env!("CARGO_PKG_VERSION")), 0)
+        );
+    }
+
+    #[test]
+    fn lines_summary_and_json() {
+        let check = |name, status, detail: &str, ms| Check {
+            name,
+            status,
+            detail: detail.into(),
+            duration: Duration::from_millis(ms),
+            log: vec![],
+        };
+        let report = Report {
+            bin_dir: PathBuf::from("/opt/pnet/bin"),
+            checks: vec![
+                check("compiler", Status::Ok, "pnetc compiled a net", 12),
+                check("native-module", Status::Fail, "libnoop.so: bad", 12_345),
+                check("workers", Status::Skip, "needs gspc-worker", 0),
+            ],
+            kept_dir: None,
+        };
+        assert_eq!(
+            report.checks[0].line(),
+            "ok   compiler        pnetc compiled a net (12 ms)"
+        );
+        assert_eq!(
+            report.checks[1].line(),
+            "FAIL native-module   libnoop.so: bad (12.3 s)"
+        );
+        assert_eq!(
+            report.summary(),
+            "selftest: 3 checks, 1 passed, 1 FAILED, 1 skipped"
+        );
+        assert_eq!(report.exit_code(), 1);
+        let j = report.to_json();
+        assert_eq!(j["failed"], 1);
+        assert_eq!(j["checks"][1]["status"], "fail");
+        assert_eq!(j["checks"][1]["duration_ms"], 12_345);
+        assert_eq!(j["ok"], false);
+
+        let good = Report {
+            checks: vec![check("vm", Status::Ok, "fine", 1)],
+            ..report
+        };
+        assert_eq!(good.summary(), "selftest: 1 check, 1 passed");
+        assert_eq!(good.exit_code(), 0);
+        let empty = Report {
+            checks: vec![],
+            ..good
+        };
+        assert_eq!(empty.exit_code(), 1);
+    }
+}
