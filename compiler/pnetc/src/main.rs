@@ -33,6 +33,17 @@ Options:
   -MQ TARGET                   like -MT, with make's special characters quoted
   -MP                          add a phony target for each dependency
       --color WHEN             colours in diagnostics: auto, always, never
+
+C++ modules (modules with <code>; see compiler/cxx/README.md):
+  -g, --path-to-cpp DIR        write the modules' generated C++ sources, the support header
+                               and a Makefile (make -C DIR builds lib<module>.so) to DIR
+      --build-modules DIR      generate and build every module into DIR/lib<module>.so with
+                               the C++ compiler ($CXX, default c++); run the net with
+                               gspc-run --module-path DIR
+      --gen-cxxflags FLAGS     more compiler flags for the modules (repeatable)
+      --gen-ldflags FLAGS      more linker flags for the modules (repeatable)
+      --print-cxxflags         print each module's compiler flags (`MODULE: FLAGS`)
+      --print-ldflags          print each module's linker flags (`MODULE: FLAGS`)
   -V, --version                print the version
   -h, --help                   print this help
 ";
@@ -46,6 +57,27 @@ struct Args {
     make: Option<MakeDeps>,
     color: ColorMode,
     options: Options,
+    cxx: CxxArgs,
+}
+
+/// The C++ module options.
+#[derive(Default)]
+struct CxxArgs {
+    sources_dir: Option<PathBuf>,
+    build_dir: Option<PathBuf>,
+    cxx_flags: Vec<String>,
+    ld_flags: Vec<String>,
+    print_cxx_flags: bool,
+    print_ld_flags: bool,
+}
+
+impl CxxArgs {
+    fn wanted(&self) -> bool {
+        self.sources_dir.is_some()
+            || self.build_dir.is_some()
+            || self.print_cxx_flags
+            || self.print_ld_flags
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -106,6 +138,20 @@ fn parse_args(argv: &[String]) -> Parsed {
                 print!("{}", warnings_listing());
                 return Parsed::Exit(ExitCode::SUCCESS);
             }
+            "-g" | "--path-to-cpp" | "--build-modules" | "--gen-cxxflags" | "--gen-ldflags" => {
+                let Some(v) = next else {
+                    return usage_error(&format!("{arg} needs a value"));
+                };
+                used = 2;
+                match arg {
+                    "-g" | "--path-to-cpp" => a.cxx.sources_dir = Some(PathBuf::from(v)),
+                    "--build-modules" => a.cxx.build_dir = Some(PathBuf::from(v)),
+                    "--gen-cxxflags" => a.cxx.cxx_flags.push(v),
+                    _ => a.cxx.ld_flags.push(v),
+                }
+            }
+            "--print-cxxflags" => a.cxx.print_cxx_flags = true,
+            "--print-ldflags" => a.cxx.print_ld_flags = true,
             "-i" | "--input" | "-o" | "--output" | "--emit" | "--color" | "-MF" | "-MT" | "-MQ" => {
                 let Some(v) = next else {
                     return usage_error(&format!("{arg} needs a value"));
@@ -171,6 +217,14 @@ fn parse_args(argv: &[String]) -> Parsed {
                             ));
                         }
                     }
+                } else if let Some(v) = arg.strip_prefix("--path-to-cpp=") {
+                    a.cxx.sources_dir = Some(PathBuf::from(v));
+                } else if let Some(v) = arg.strip_prefix("--build-modules=") {
+                    a.cxx.build_dir = Some(PathBuf::from(v));
+                } else if let Some(v) = arg.strip_prefix("--gen-cxxflags=") {
+                    a.cxx.cxx_flags.push(v.to_string());
+                } else if let Some(v) = arg.strip_prefix("--gen-ldflags=") {
+                    a.cxx.ld_flags.push(v.to_string());
                 } else if let Some(v) = arg.strip_prefix("--output=") {
                     a.output = Some(PathBuf::from(v));
                 } else if let Some(v) = arg.strip_prefix("--input=") {
@@ -339,7 +393,61 @@ fn run(args: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     }
+    if args.cxx.wanted()
+        && let Some(bundle) = &output.bundle
+        && let Err(code) = cxx_modules(args, bundle)
+    {
+        return code;
+    }
     ExitCode::SUCCESS
+}
+
+/// `-g`, `--build-modules`, `--print-cxxflags`, `--print-ldflags`: generates the net's C++
+/// modules, writes and builds them. Diagnostics are printed here; the error is the exit code.
+fn cxx_modules(args: &Args, bundle: &pnet_bundle::Bundle) -> Result<(), ExitCode> {
+    let report = |diags: Vec<pnet_cxx::Diagnostic>| {
+        for d in &diags {
+            eprintln!("{d}");
+        }
+        eprintln!(
+            "pnetc: {} error{} in C++ modules",
+            diags.len(),
+            if diags.len() == 1 { "" } else { "s" }
+        );
+        ExitCode::from(1)
+    };
+    let modules = pnet_cxx::generate(bundle).map_err(report)?;
+    let options = pnet_cxx::BuildOptions {
+        cxx: None,
+        include_dirs: args.options.search_paths.clone(),
+        cxx_flags: args.cxx.cxx_flags.clone(),
+        ld_flags: args.cxx.ld_flags.clone(),
+        jobs: 0,
+    };
+    for m in &modules {
+        if args.cxx.print_cxx_flags {
+            let dir = args
+                .cxx
+                .sources_dir
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("."));
+            println!("{}: {}", m.name, options.cxx_flags_of(m, &dir).join(" "));
+        }
+        if args.cxx.print_ld_flags {
+            println!("{}: {}", m.name, options.ld_flags_of(m).join(" "));
+        }
+    }
+    if let Some(dir) = &args.cxx.sources_dir {
+        pnet_cxx::write_sources(&modules, dir, &options).map_err(|d| report(vec![d]))?;
+    }
+    if let Some(dir) = &args.cxx.build_dir {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("pnetc: cannot create {}: {e}", dir.display());
+            return Err(ExitCode::from(1));
+        }
+        pnet_cxx::build(&modules, dir, &options).map_err(report)?;
+    }
+    Ok(())
 }
 
 /// Lowers and compiles a `.workload` file (printing the generated net for `--emit=xpnet`).
