@@ -224,8 +224,6 @@ fn load(net: &str, compile: &pnet_sema::Options) -> Result<Bundle, ExitCode> {
     })
 }
 
-
-
 pub fn main(argv: &[String]) -> ExitCode {
     let args = match parse_args(argv) {
         Ok(a) => a,

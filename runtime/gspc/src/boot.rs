@@ -447,4 +447,3 @@ pub fn daemon(argv: &[String]) -> ExitCode {
         }
     }
 }
-
