@@ -76,26 +76,35 @@ pub fn parse_literal(text: &str) -> Result<Value, LiteralError> {
     Ok(v)
 }
 
-/// Parses `NAME=VALUE` (the argument of `-p PORT=VALUE`, `pnetput -p`, `put-token`): a
-/// non-empty name, then a value in literal syntax. `flag` names the option in messages
-/// (`-p`): `-p 'n': expected NAME=VALUE`, `-p n: '1L +' is not a value: ... (at character 4)`.
-pub fn parse_binding(flag: &str, text: &str) -> Result<(String, Value), String> {
+/// Parses a value in literal syntax for a command line; `what` names it in the message:
+/// `-p n: '1L +' is not a value: ... (at character 4)`.
+pub fn parse_value_of(what: &str, text: &str) -> Result<Value, String> {
+    parse_literal(text).map_err(|e| {
+        format!(
+            "{what}: '{text}' is not a value: {} (at character {})",
+            e.message,
+            e.offset + 1
+        )
+    })
+}
+
+/// Parses `NAME=VALUE` (the argument of `-p PORT=VALUE`, `pnetput --place`, `put-token`): a
+/// non-empty name, then a value in literal syntax. `flag` names the option and `kind` the
+/// name in messages (`-p`, `port`): `-p 'n': expected PORT=VALUE`, `-p '=1': empty port
+/// name`, `-p n: '1L +' is not a value: ... (at character 4)`.
+pub fn parse_binding(flag: &str, kind: &str, text: &str) -> Result<(String, Value), String> {
     let Some((name, value)) = text.split_once('=') else {
-        return Err(format!("{flag} '{text}': expected NAME=VALUE"));
+        return Err(format!(
+            "{flag} '{text}': expected {}=VALUE",
+            kind.to_uppercase()
+        ));
     };
     let name = name.trim();
     if name.is_empty() {
-        return Err(format!("{flag} '{text}': empty name"));
+        return Err(format!("{flag} '{text}': empty {kind} name"));
     }
-    parse_literal(value)
-        .map(|v| (name.to_string(), v))
-        .map_err(|e| {
-            format!(
-                "{flag} {name}: '{value}' is not a value: {} (at character {})",
-                e.message,
-                e.offset + 1
-            )
-        })
+    let value = parse_value_of(&format!("{flag} {name}"), value)?;
+    Ok((name.to_string(), value))
 }
 
 /// Parses a numeric literal token without sign (`23`, `23L`, `23U`, `23UL`, `23A`, `0x1f`,

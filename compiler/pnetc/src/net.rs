@@ -12,25 +12,12 @@ use crate::{ColorMode, render_diagnostics};
 
 /// Parses a value in the literal syntax; `what` names it in the message (`-p n`).
 pub fn parse_value(what: &str, text: &str) -> Result<Value, String> {
-    pnet_stdlib::literal::parse_literal(text).map_err(|e| {
-        format!(
-            "{what}: '{text}' is not a value: {} (at character {})",
-            e.message,
-            e.offset + 1
-        )
-    })
+    pnet_stdlib::literal::parse_value_of(what, text)
 }
 
 /// Parses `PORT=VALUE` (the argument of `-p`).
 pub fn parse_put(s: &str) -> Result<(String, Value), String> {
-    let Some((port, value)) = s.split_once('=') else {
-        return Err(format!("-p '{s}': expected PORT=VALUE"));
-    };
-    let port = port.trim();
-    if port.is_empty() {
-        return Err(format!("-p '{s}': empty port name"));
-    }
-    Ok((port.to_string(), parse_value(&format!("-p {port}"), value)?))
+    pnet_stdlib::literal::parse_binding("-p", "port", s)
 }
 
 /// Turns the contents of a net file into a bundle: `bytes` that start with the bundle magic

@@ -71,7 +71,8 @@ fn main() -> ExitCode {
                     Ok(v) => v,
                     Err(c) => return c,
                 };
-                match pnet_stdlib::literal::parse_binding(flag, &text) {
+                let kind = if flag == "--place" { "place" } else { "port" };
+                match pnet_stdlib::literal::parse_binding(flag, kind, &text) {
                     Ok((name, v)) => puts.push((
                         if flag == "--place" {
                             Target::Place(name)
