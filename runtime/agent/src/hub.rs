@@ -223,15 +223,18 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// How a job ended; `types` (of a job that is done) are filled in by the caller, who has the
-/// bundle.
-fn outcome_of(result: &Result<RunResult, AgentError>) -> JobOutcome {
+/// How a job ended; `types` are the root's out ports (see
+/// [`pnet_bundle::result::output_types`]), kept for a job that is done.
+fn outcome_of(
+    result: &Result<RunResult, AgentError>,
+    types: Vec<(String, pnet_stdlib::Type)>,
+) -> JobOutcome {
     match result {
         Ok(r) => JobOutcome::Done {
             outputs: r.outputs.clone(),
             firings: r.stats.firings,
             tasks: r.stats.tasks,
-            types: Vec::new(),
+            types,
         },
         Err(AgentError::Cancelled) => JobOutcome::Cancelled,
         Err(e) => JobOutcome::Failed {
@@ -667,10 +670,7 @@ impl Hub {
                 });
             }
         }
-        let mut outcome = outcome_of(&result);
-        if let JobOutcome::Done { types, .. } = &mut outcome {
-            *types = pnet_bundle::result::output_types(j.core.bundle());
-        }
+        let outcome = outcome_of(&result, pnet_bundle::result::output_types(j.core.bundle()));
         let done = j.core.status().tasks_done;
         if let Some(r) = self.records.get_mut(&job) {
             r.end = Some(self.now);

@@ -88,7 +88,9 @@ impl Fakes {
                     }
                     _ => {}
                 },
-                HubCmd::Ended { job, result } => self.ended.push((job, outcome_of(&result))),
+                HubCmd::Ended { job, result } => {
+                    self.ended.push((job, outcome_of(&result, Vec::new())))
+                }
                 HubCmd::Reply { client, reply } => self.replies.push((client, reply)),
                 HubCmd::Log(_) | HubCmd::Trace(_) => {}
             }
