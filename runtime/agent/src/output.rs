@@ -11,17 +11,17 @@ pub fn format_outputs(
     tasks: u64,
     json: bool,
 ) -> String {
-    let mut outputs: Vec<(String, Vec<Value>)> = outputs.to_vec();
-    outputs.sort_by(|a, b| a.0.cmp(&b.0));
-    for (_, tokens) in &mut outputs {
-        tokens.sort();
-    }
+    let sorted = pnet_bundle::result::sort_outputs(
+        outputs
+            .iter()
+            .map(|(name, tokens)| (name.as_str(), tokens.as_slice())),
+    );
     if json {
-        let ports: serde_json::Map<String, serde_json::Value> = outputs
+        let ports: serde_json::Map<String, serde_json::Value> = sorted
             .iter()
             .map(|(p, ts)| {
                 (
-                    p.clone(),
+                    p.to_string(),
                     ts.iter()
                         .map(|t| serde_json::Value::String(t.to_string()))
                         .collect(),
@@ -35,13 +35,7 @@ pub fn format_outputs(
         });
         format!("{doc}\n")
     } else {
-        let mut s = String::new();
-        for (p, ts) in &outputs {
-            for t in ts {
-                s.push_str(&format!("{p} = {t}\n"));
-            }
-        }
-        s
+        pnet_bundle::result::output_lines(&sorted)
     }
 }
 

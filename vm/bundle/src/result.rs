@@ -77,18 +77,41 @@ impl RunOutputs {
     /// The ports in alphabetical order, each port's tokens in the value order of the
     /// language: the order `gspc-run` prints them in.
     pub fn sorted(&self) -> Vec<(&str, Vec<&Value>)> {
-        let mut ports: Vec<(&str, Vec<&Value>)> = self
-            .ports
-            .iter()
-            .map(|p| {
-                let mut tokens: Vec<&Value> = p.tokens.iter().collect();
-                tokens.sort();
-                (p.name.as_str(), tokens)
-            })
-            .collect();
-        ports.sort_by(|a, b| a.0.cmp(b.0));
-        ports
+        sort_outputs(
+            self.ports
+                .iter()
+                .map(|p| (p.name.as_str(), p.tokens.as_slice())),
+        )
     }
+}
+
+/// Output tokens in printing order: ports in alphabetical order, each port's tokens in the
+/// value order of the language.
+pub fn sort_outputs<'a>(
+    ports: impl IntoIterator<Item = (&'a str, &'a [Value])>,
+) -> Vec<(&'a str, Vec<&'a Value>)> {
+    let mut ports: Vec<(&str, Vec<&Value>)> = ports
+        .into_iter()
+        .map(|(name, tokens)| {
+            let mut tokens: Vec<&Value> = tokens.iter().collect();
+            tokens.sort();
+            (name, tokens)
+        })
+        .collect();
+    ports.sort_by(|a, b| a.0.cmp(b.0));
+    ports
+}
+
+/// Sorted outputs (see [`sort_outputs`]) as text: one line `PORT = VALUE` per token, as
+/// `gspc-run`, `gspc wait` and `pnetget` print them.
+pub fn output_lines(sorted: &[(&str, Vec<&Value>)]) -> String {
+    let mut out = String::new();
+    for (name, tokens) in sorted {
+        for t in tokens {
+            out.push_str(&format!("{name} = {t}\n"));
+        }
+    }
+    out
 }
 
 /// The names and types of the root's out (and inout) ports, in port order.

@@ -37,13 +37,7 @@ fn select<'a>(
 
 /// `PORT = VALUE` lines, ports in alphabetical order, tokens in value order.
 pub fn text(outputs: &RunOutputs, ports: &[String]) -> Result<String, String> {
-    let mut out = String::new();
-    for (name, tokens) in select(outputs, ports)? {
-        for t in tokens {
-            out.push_str(&format!("{name} = {t}\n"));
-        }
-    }
-    Ok(out)
+    Ok(pnet_bundle::result::output_lines(&select(outputs, ports)?))
 }
 
 /// `{"net": ..., "outputs": {"PORT": {"type": "...", "tokens": [...]}}}`.
