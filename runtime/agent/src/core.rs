@@ -440,7 +440,7 @@ impl<'b> Core<'b> {
             WorkerMsg::Done { task, .. } => (*task, "done"),
             WorkerMsg::Failed { task, .. } => (*task, "failed"),
             WorkerMsg::Cancelled { task } => (*task, "cancelled"),
-            WorkerMsg::Heartbeat { .. } => return,
+            WorkerMsg::Heartbeat { .. } | WorkerMsg::Memory(_) => return,
             WorkerMsg::Hello(_) => {
                 out.push(Command::Log(format!(
                     "worker {worker} sent a second Hello; ignored"
@@ -526,7 +526,7 @@ impl<'b> Core<'b> {
                 )));
                 self.sched.enqueue_front(inf.task);
             }
-            WorkerMsg::Heartbeat { .. } | WorkerMsg::Hello(_) => {}
+            WorkerMsg::Heartbeat { .. } | WorkerMsg::Hello(_) | WorkerMsg::Memory(_) => {}
         }
     }
 
@@ -802,6 +802,7 @@ impl<'b> Core<'b> {
                 task: inf.task.id,
                 module: inf.def,
                 inputs: inf.task.inputs.clone(),
+                memory: None,
             };
             match batches.iter_mut().find(|(b, _)| *b == w) {
                 Some((_, v)) => v.push(run),

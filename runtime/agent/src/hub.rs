@@ -459,7 +459,7 @@ impl Hub {
                     }
                     continue;
                 }
-                WorkerMsg::Hello(_) => continue,
+                WorkerMsg::Hello(_) | WorkerMsg::Memory(_) => continue,
                 WorkerMsg::Done { task, outputs } => {
                     if let Some(info) = self.workers.get_mut(&worker) {
                         info.done += 1;

@@ -121,6 +121,7 @@ mod tests {
             task: 3,
             module: 1,
             inputs: vec![pnet_stdlib::Value::Long(-5)],
+            memory: None,
         }]);
         let mut buf = Vec::new();
         write_msg(&mut buf, &msg).unwrap();

@@ -21,6 +21,7 @@ use pnet_stdlib::{Type, Value};
 use serde::{Deserialize, Serialize};
 
 pub mod frame;
+pub mod memory;
 pub mod property;
 pub mod secret;
 
@@ -28,7 +29,7 @@ pub use frame::{FrameError, MAX_FRAME, read_msg, recv, send, write_msg};
 pub use secret::Secret;
 
 /// The protocol version; a peer with another version is refused.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// How often both sides send a heartbeat.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(250);
@@ -72,12 +73,14 @@ pub struct ModuleDef {
 }
 
 /// One task to run: a module call with its input values, in the order of
-/// [`ModuleDef::inputs`].
+/// [`ModuleDef::inputs`], and its memory buffers and transfers, if it has any.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskRun {
     pub task: u64,
     pub module: u32,
     pub inputs: Vec<Value>,
+    /// Since protocol version 2.
+    pub memory: Option<memory::MemoryTask>,
 }
 
 /// Agent to worker.
@@ -138,6 +141,9 @@ pub enum WorkerMsg {
     Heartbeat {
         running: Option<u64>,
     },
+    /// Sent once right after the welcome by a worker with working memory: its segment (whose
+    /// `id` the worker sets to the id the welcome gave it).
+    Memory(memory::SegmentInfo),
 }
 
 /// Decodes just the protocol version at the front of a [`WorkerMsg::Hello`] frame.

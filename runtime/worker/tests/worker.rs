@@ -190,6 +190,7 @@ impl Worker {
             task,
             module,
             inputs,
+            memory: None,
         }]))
         .await;
         self.next().await
@@ -565,6 +566,7 @@ async fn cancellation() {
         task,
         module,
         inputs,
+        memory: None,
     };
     // A running command module and two queued tasks.
     w.send(AgentMsg::Run(vec![
@@ -659,6 +661,7 @@ async fn exits_on_stdin_eof_and_sigterm_killing_the_running_command() {
         task: 1,
         module: 0,
         inputs: vec![],
+        memory: None,
     }]))
     .await;
     let start = Instant::now();
@@ -710,6 +713,7 @@ async fn throughput_of_noop_tasks() {
         task: id,
         module: 0,
         inputs: vec![Value::Control],
+        memory: None,
     };
     let start = Instant::now();
     let mut sent = 0;

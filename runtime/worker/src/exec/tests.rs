@@ -51,6 +51,7 @@ fn run_one(exec: &mut Executor, module: u32, input: &str) -> Result<Vec<Value>, 
         task: 7,
         module,
         inputs: vec![Value::string(input)],
+        memory: None,
     };
     shared.push(vec![task]);
     let task = shared.next().unwrap();
@@ -169,6 +170,7 @@ fn cancel_drops_queued_tasks() {
         task,
         module: 0,
         inputs: vec![],
+        memory: None,
     };
     shared.push(vec![t(1), t(2), t(3)]);
     assert_eq!(shared.cancel(2), CancelOutcome::Dropped);

@@ -1,0 +1,1 @@
+//! The virtual memory layer (skeleton: being written).
