@@ -61,6 +61,8 @@ pub struct MemoryTask {
 impl MemoryTask {
     /// The total size of the buffers (what the call needs of the worker's working memory).
     pub fn buffer_bytes(&self) -> u64 {
-        self.buffers.iter().fold(0u64, |a, b| a.saturating_add(b.size))
+        self.buffers
+            .iter()
+            .fold(0u64, |a, b| a.saturating_add(b.size))
     }
 }
