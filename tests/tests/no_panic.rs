@@ -108,3 +108,43 @@ proptest! {
         compile(&apply(&texts[i % texts.len()], &ms));
     }
 }
+
+/// A reader that stops early (`pnetc --emit=ir net | head -1`) ends the tools quietly, as it
+/// does other Unix filters, instead of a "failed printing to stdout" panic (exit 101).
+#[test]
+fn tools_end_quietly_when_the_reader_of_their_output_stops() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+
+    let dir = pnet_tests::build_packages(&["pnetc", "pnet2dot", "pnetv", "pnet-dds"]);
+    let net = pnet_tests::workspace_root().join("examples/collatz/collatz.xpnet");
+    let topology = pnet_tests::corpus().join("dds/dds-topology-lib/tests/topology_test_8.xml");
+    let net = net.display().to_string();
+    let runs: [(&str, Vec<&str>); 3] = [
+        ("pnetc", vec!["--emit=ir", &net]),
+        ("pnet2dot", vec![&net]),
+        ("gspc-topology", vec!["expand", topology.to_str().unwrap()]),
+    ];
+    for (tool, args) in runs {
+        let mut child = Command::new(dir.join(tool))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one byte, then close the pipe while the tool is still writing.
+        let mut out = child.stdout.take().unwrap();
+        let mut first = [0u8; 1];
+        out.read_exact(&mut first).unwrap();
+        drop(out);
+        let mut err = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        let status = child.wait().unwrap();
+        assert!(!err.contains("panicked"), "{tool}: {err}");
+        assert!(
+            status.success() || status.signal() == Some(libc::SIGPIPE),
+            "{tool}: {status:?} {err}"
+        );
+    }
+}

@@ -8,3 +8,16 @@ pub mod render;
 
 pub use net::{load_net, parse_put, parse_value};
 pub use render::{ColorMode, render_diagnostics};
+
+/// Makes writing to a closed pipe end the process quietly, as other Unix filters do
+/// (`pnetc --emit=ir net.xpnet | head`): Rust starts programs with SIGPIPE ignored, so that
+/// `println!` to a closed pipe panics instead. Call it first thing in `main` of a tool that
+/// only reads files and writes standard output and error — not in one that talks to peers
+/// over sockets, where a closed peer must be an error, not a silent exit.
+pub fn exit_quietly_on_broken_pipe() {
+    // SAFETY: restoring the default disposition of SIGPIPE at the start of `main`, before any
+    // other thread exists; no handler is installed.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
