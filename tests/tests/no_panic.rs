@@ -139,7 +139,12 @@ fn tools_end_quietly_when_the_reader_of_their_output_stops() {
         out.read_exact(&mut first).unwrap();
         drop(out);
         let mut err = String::new();
-        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
         let status = child.wait().unwrap();
         assert!(!err.contains("panicked"), "{tool}: {err}");
         assert!(
