@@ -1,0 +1,1327 @@
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use pnet_bundle::{
+    Body, Bundle, CodeId, Function, FunctionId, MemoryBuffer, MemoryTransfer, SourceFile,
+    SourceFileId, SourceSpan, TransferKind,
+};
+use pnet_protocol::Secret;
+use pnet_stdlib::Value;
+
+use super::*;
+
+// ---- fixtures
+
+/// A fresh directory under the system's temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "pnet-memory-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `n` segments of `size` bytes (ids 1..=n), each with a server on 127.0.0.1, all on `host`.
+struct World {
+    _dir: TempDir,
+    segs: Vec<Arc<Segment>>,
+    servers: Vec<Server>,
+    infos: Vec<SegmentInfo>,
+    secret: Secret,
+}
+
+impl World {
+    fn new(n: u32, size: u64, host: &str) -> World {
+        let dir = TempDir::new();
+        let secret = Secret::random().unwrap();
+        let (mut segs, mut servers, mut infos) = (Vec::new(), Vec::new(), Vec::new());
+        for id in 1..=n {
+            let seg = Arc::new(Segment::create(dir.path(), &format!("seg-{id}"), size).unwrap());
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let server = Server::start(seg.clone(), l, secret.clone()).unwrap();
+            infos.push(SegmentInfo {
+                id,
+                host: host.to_string(),
+                shm_path: seg.path().to_string_lossy().into_owned(),
+                server: server.addr().to_string(),
+                size,
+            });
+            segs.push(seg);
+            servers.push(server);
+        }
+        World {
+            _dir: dir,
+            segs,
+            servers,
+            infos,
+            secret,
+        }
+    }
+
+    fn table(&self) -> GlobalTable {
+        let mut t = GlobalTable::new();
+        for i in &self.infos {
+            t.add_segment(i.clone());
+        }
+        t
+    }
+
+    /// Peers of a worker on `host` (no own segment).
+    fn peers(&self, host: &str) -> Peers {
+        Peers::new(host.to_string(), None, self.secret.clone())
+    }
+}
+
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ ((i >> 8) as u8))
+        .collect()
+}
+
+fn spec(name: &str, size: u64, alignment: u64) -> BufferSpec {
+    BufferSpec {
+        name: name.to_string(),
+        size,
+        alignment,
+        read_only: false,
+    }
+}
+
+// ---- a function with memory buffers and transfers, for `plan`
+
+const SOURCE: &str =
+    "<defun name=\"f\">\n  <memory-get/>\n  <memory-get/>\n  <memory-get/>\n  <memory-get/>\n";
+
+/// Buffers `(name, size, alignment)`; transfers `(kind, allow empty, global, local)`.
+/// Transfer k sits at line k + 2, column 3; the buffers at line 1.
+struct Call {
+    bundle: Bundle,
+    mem: pnet_vm::TaskMemory,
+}
+
+fn span_at_line(line: usize) -> SourceSpan {
+    let start: usize = SOURCE.split('\n').take(line - 1).map(|l| l.len() + 1).sum();
+    SourceSpan {
+        file: SourceFileId(0),
+        start: start as u32 + 2,
+        end: start as u32 + 3,
+    }
+}
+
+fn call(buffers: &[(&str, u64, u64)], transfers: Vec<(TransferKind, bool, Value, Value)>) -> Call {
+    let f = Function {
+        name: Some("f".into()),
+        ports: vec![],
+        body: Body::Expression(CodeId(0)),
+        requires: vec![],
+        properties: vec![],
+        memory_buffers: buffers
+            .iter()
+            .map(|(n, _, _)| MemoryBuffer {
+                name: n.to_string(),
+                read_only: false,
+                size: CodeId(0),
+                alignment: None,
+                span: SourceSpan::default(),
+            })
+            .collect(),
+        memory_transfers: transfers
+            .iter()
+            .enumerate()
+            .map(|(k, (kind, allow, _, _))| MemoryTransfer {
+                kind: *kind,
+                global: CodeId(0),
+                local: CodeId(0),
+                allow_empty_ranges: *allow,
+                not_modified_in_module_call: false,
+                span: span_at_line(k + 2),
+            })
+            .collect(),
+        span: SourceSpan::default(),
+    };
+    Call {
+        bundle: Bundle {
+            root: FunctionId(0),
+            functions: vec![f],
+            codes: vec![],
+            structs: vec![],
+            files: vec![SourceFile::new("t.xpnet", SOURCE)],
+        },
+        mem: pnet_vm::TaskMemory {
+            buffers: buffers.iter().map(|&(_, s, a)| (s, a)).collect(),
+            transfers: transfers.into_iter().map(|(_, _, g, l)| (g, l)).collect(),
+        },
+    }
+}
+
+fn globals(rs: &[(&str, u64, u64)]) -> Value {
+    Value::List(rs.iter().map(|&(h, o, s)| range_value(h, o, s)).collect())
+}
+
+fn locals(rs: &[(&str, u64, u64)]) -> Value {
+    Value::List(
+        rs.iter()
+            .map(|&(b, o, s)| {
+                Value::Struct(vec![
+                    (Arc::from("buffer"), Value::string(b)),
+                    (Arc::from("offset"), Value::ULong(o)),
+                    (Arc::from("size"), Value::ULong(s)),
+                ])
+            })
+            .collect(),
+    )
+}
+
+fn plan_err(c: &Call, t: &GlobalTable) -> String {
+    match plan(&c.bundle, FunctionId(0), &c.mem, t) {
+        Ok(task) => panic!("expected an error, got {task:?}"),
+        Err(e) => e.message,
+    }
+}
+
+/// The reference model of one transfer: the streams byte by byte. Returns, per stream byte,
+/// ((handle, offset), (buffer, offset)).
+fn reference(
+    g: &[(&str, u64, u64)],
+    l: &[(&str, u64, u64)],
+) -> Vec<((String, u64), (String, u64))> {
+    let gs = g
+        .iter()
+        .flat_map(|&(h, o, s)| (o..o + s).map(move |x| (h.to_string(), x)));
+    let ls = l
+        .iter()
+        .flat_map(|&(b, o, s)| (o..o + s).map(move |x| (b.to_string(), x)));
+    gs.zip(ls).collect()
+}
+
+/// Runs one get transfer of the given shape end to end (plan, run_gets) against the model,
+/// then a put of the same shape back into fresh global memory; both through `peers`.
+fn check_shape(
+    w: &World,
+    peers: &mut Peers,
+    allocs: &[u64],
+    buffers: &[(&str, u64, u64)],
+    g: &[(&str, u64, u64)],
+    l: &[(&str, u64, u64)],
+) {
+    let mut table = w.table();
+    let handles: Vec<String> = allocs.iter().map(|&s| table.alloc(s).unwrap()).collect();
+    let name = |h: &str| -> String {
+        // ranges name allocations "a0", "a1", ... in the shape
+        let i: usize = h[1..].parse().unwrap();
+        handles[i].clone()
+    };
+    let g_real: Vec<(String, u64, u64)> = g.iter().map(|&(h, o, s)| (name(h), o, s)).collect();
+    let g_ref: Vec<(&str, u64, u64)> = g_real
+        .iter()
+        .map(|(h, o, s)| (h.as_str(), *o, *s))
+        .collect();
+    // global contents
+    let mut contents = std::collections::HashMap::new();
+    for (i, h) in handles.iter().enumerate() {
+        let data = pattern(allocs[i] as usize, i as u8 * 7 + 1);
+        write_global(&table, peers, h, 0, &data).unwrap();
+        contents.insert(h.clone(), data);
+    }
+    // get
+    let c = call(
+        buffers,
+        vec![(TransferKind::Get, true, globals(&g_ref), locals(l))],
+    );
+    let task = plan(&c.bundle, FunctionId(0), &c.mem, &table).unwrap();
+    assert!(task.puts.is_empty());
+    let mut touched: Vec<u32> = task.gets.iter().map(|c| c.segment).collect();
+    touched.sort();
+    touched.dedup();
+    assert_eq!(
+        task.segments.iter().map(|s| s.id).collect::<Vec<_>>(),
+        touched
+    );
+    let mut bufs = LocalBuffers::allocate(&task.buffers, u64::MAX).unwrap();
+    let n = run_gets(&task, &mut bufs, peers).unwrap();
+    let model = reference(&g_ref, l);
+    assert_eq!(n, model.len() as u64);
+    let bindex = |b: &str| buffers.iter().position(|x| x.0 == b).unwrap();
+    let mut expected: Vec<Vec<u8>> = buffers.iter().map(|b| vec![0u8; b.1 as usize]).collect();
+    for ((h, go), (b, lo)) in &model {
+        expected[bindex(b)][*lo as usize] = contents[h][*go as usize];
+    }
+    for (i, e) in expected.iter().enumerate() {
+        assert_eq!(bufs.bytes(i), &e[..], "buffer {}", buffers[i].0);
+    }
+    bufs.check_guards().unwrap();
+    // put: fresh buffers with other bytes, into zeroed global memory
+    for (h, data) in &contents {
+        write_global(&table, peers, h, 0, &vec![0u8; data.len()]).unwrap();
+    }
+    let c = call(
+        buffers,
+        vec![(TransferKind::Put, true, globals(&g_ref), locals(l))],
+    );
+    let task = plan(&c.bundle, FunctionId(0), &c.mem, &table).unwrap();
+    assert!(task.gets.is_empty());
+    let mut bufs = LocalBuffers::allocate(&task.buffers, u64::MAX).unwrap();
+    for (i, b) in buffers.iter().enumerate() {
+        bufs.bytes_mut(i)
+            .copy_from_slice(&pattern(b.1 as usize, 100 + i as u8));
+    }
+    assert_eq!(run_puts(&task, &bufs, peers).unwrap(), model.len() as u64);
+    let mut expected_g: std::collections::HashMap<String, Vec<u8>> = contents
+        .iter()
+        .map(|(h, d)| (h.clone(), vec![0u8; d.len()]))
+        .collect();
+    for ((h, go), (b, lo)) in &model {
+        let i = bindex(b);
+        expected_g.get_mut(h).unwrap()[*go as usize] = bufs.bytes(i)[*lo as usize];
+    }
+    for (h, e) in &expected_g {
+        let mut got = vec![0u8; e.len()];
+        read_global(&table, peers, h, 0, &mut got).unwrap();
+        assert_eq!(&got, e, "allocation {h}");
+    }
+}
+
+// ---- range shapes
+
+#[test]
+fn shape_one_range() {
+    let w = World::new(1, 1 << 16, "h");
+    let mut p = w.peers("h");
+    check_shape(
+        &w,
+        &mut p,
+        &[100],
+        &[("b", 100, 1)],
+        &[("a0", 0, 100)],
+        &[("b", 0, 100)],
+    );
+    // and the plan is a single copy
+    let mut t = w.table();
+    let h = t.alloc(100).unwrap();
+    let c = call(
+        &[("b", 100, 1)],
+        vec![(
+            TransferKind::Get,
+            false,
+            globals(&[(&h, 0, 100)]),
+            locals(&[("b", 0, 100)]),
+        )],
+    );
+    let task = plan(&c.bundle, FunctionId(0), &c.mem, &t).unwrap();
+    assert_eq!(
+        task.gets,
+        vec![Copy {
+            buffer: 0,
+            buffer_offset: 0,
+            segment: 1,
+            segment_offset: 0,
+            len: 100
+        }]
+    );
+    assert_eq!(task.segments, vec![w.infos[0].clone()]);
+}
+
+#[test]
+fn shape_many_ranges_different_cut_points() {
+    let w = World::new(1, 1 << 16, "h");
+    let mut p = w.peers("h");
+    // global cuts at 10, 40, 45; local cuts at 7, 27, 45 over two buffers
+    check_shape(
+        &w,
+        &mut p,
+        &[200, 50],
+        &[("x", 64, 8), ("y", 30, 1)],
+        &[("a0", 5, 10), ("a1", 0, 30), ("a0", 150, 5)],
+        &[("x", 1, 7), ("y", 10, 20), ("x", 40, 18)],
+    );
+}
+
+#[test]
+fn shape_many_small_ranges_coalesce() {
+    let w = World::new(1, 1 << 16, "h");
+    let mut t = w.table();
+    let h = t.alloc(1000).unwrap();
+    // 100 contiguous global ranges of 10 bytes into one local range: one copy
+    let g: Vec<(&str, u64, u64)> = (0..100).map(|i| (h.as_str(), i * 10, 10)).collect();
+    let c = call(
+        &[("b", 1000, 1)],
+        vec![(
+            TransferKind::Get,
+            false,
+            globals(&g),
+            locals(&[("b", 0, 1000)]),
+        )],
+    );
+    let task = plan(&c.bundle, FunctionId(0), &c.mem, &t).unwrap();
+    assert_eq!(task.gets.len(), 1);
+    assert_eq!(task.gets[0].len, 1000);
+    // and a strided shape end to end
+    let mut p = w.peers("h");
+    let g: Vec<(&str, u64, u64)> = (0..50).map(|i| ("a0", i * 20 + 3, 7)).collect();
+    check_shape(&w, &mut p, &[1000], &[("b", 350, 1)], &g, &[("b", 0, 350)]);
+}
+
+#[test]
+fn shape_unaligned_offsets() {
+    let w = World::new(1, 1 << 16, "h");
+    let mut p = w.peers("h");
+    check_shape(
+        &w,
+        &mut p,
+        &[10000],
+        &[("b", 9100, 64)],
+        &[("a0", 3, 4090), ("a0", 4093, 5000)],
+        &[("b", 4093, 4000), ("b", 3, 4090), ("b", 8093, 1000)],
+    );
+}
+
+#[test]
+fn shape_empty_ranges_allowed_and_refused() {
+    let w = World::new(1, 1 << 16, "h");
+    let mut p = w.peers("h");
+    check_shape(
+        &w,
+        &mut p,
+        &[64],
+        &[("b", 64, 1)],
+        &[("a0", 0, 0), ("a0", 0, 32), ("a0", 64, 0), ("a0", 32, 32)],
+        &[("b", 10, 0), ("b", 0, 64), ("b", 64, 0)],
+    );
+    // no ranges at all
+    check_shape(&w, &mut p, &[64], &[("b", 64, 1)], &[], &[]);
+    let mut t = w.table();
+    let h = t.alloc(64).unwrap();
+    let c = call(
+        &[("b", 64, 1)],
+        vec![
+            (
+                TransferKind::Get,
+                false,
+                globals(&[(&h, 0, 64)]),
+                locals(&[("b", 0, 64)]),
+            ),
+            (
+                TransferKind::Put,
+                false,
+                globals(&[(&h, 0, 64), (&h, 0, 0)]),
+                locals(&[("b", 0, 64)]),
+            ),
+        ],
+    );
+    let e = plan_err(&c, &t);
+    assert!(
+        e.starts_with("t.xpnet:3:3: memory-put: global range 2 is empty"),
+        "{e}"
+    );
+    let c = call(
+        &[("b", 64, 1)],
+        vec![(
+            TransferKind::GetPut,
+            false,
+            globals(&[(&h, 0, 64)]),
+            locals(&[("b", 0, 0), ("b", 0, 64)]),
+        )],
+    );
+    let e = plan_err(&c, &t);
+    assert!(
+        e.starts_with("t.xpnet:2:3: memory-getput: local range 1 is empty"),
+        "{e}"
+    );
+}
+
+#[test]
+fn shape_across_segments() {
+    // 3 segments; an allocation of 300 bytes has parts of 100 in each: ranges crossing the
+    // part boundaries at 100 and 200
+    let w = World::new(3, 1 << 12, "h");
+    let mut t = w.table();
+    let h = t.alloc(300).unwrap();
+    assert_eq!(
+        t.locate(&h, 90, 120).unwrap(),
+        vec![
+            Piece {
+                segment: 1,
+                offset: 90,
+                len: 10
+            },
+            Piece {
+                segment: 2,
+                offset: 0,
+                len: 100
+            },
+            Piece {
+                segment: 3,
+                offset: 0,
+                len: 10
+            },
+        ]
+    );
+    let mut p = w.peers("h");
+    check_shape(
+        &w,
+        &mut p,
+        &[300],
+        &[("b", 300, 8), ("c", 17, 1)],
+        &[
+            ("a0", 95, 110),
+            ("a0", 0, 95),
+            ("a0", 205, 95),
+            ("a0", 199, 17),
+        ],
+        &[("b", 0, 300), ("c", 0, 17)],
+    );
+}
+
+#[test]
+fn shape_across_hosts_via_tcp() {
+    // the same shapes when every segment is on another host: through the memory servers
+    let w = World::new(3, 1 << 12, "other");
+    let mut p = w.peers("me");
+    check_shape(
+        &w,
+        &mut p,
+        &[300, 50],
+        &[("b", 400, 64)],
+        &[("a0", 3, 290), ("a1", 1, 49), ("a0", 293, 7)],
+        &[("b", 4, 100), ("b", 200, 200), ("b", 104, 46)],
+    );
+}
+
+#[test]
+fn getput_runs_both_halves_in_order() {
+    let w = World::new(2, 1 << 12, "h");
+    let mut p = w.peers("h");
+    let mut t = w.table();
+    let a = t.alloc(100).unwrap();
+    let b = t.alloc(100).unwrap();
+    let c = call(
+        &[("x", 100, 1), ("y", 50, 1)],
+        vec![
+            (
+                TransferKind::Put,
+                false,
+                globals(&[(&b, 0, 50)]),
+                locals(&[("y", 0, 50)]),
+            ),
+            (
+                TransferKind::GetPut,
+                false,
+                globals(&[(&a, 0, 100)]),
+                locals(&[("x", 0, 100)]),
+            ),
+            (
+                TransferKind::Get,
+                false,
+                globals(&[(&b, 50, 50)]),
+                locals(&[("y", 0, 50)]),
+            ),
+        ],
+    );
+    let task = plan(&c.bundle, FunctionId(0), &c.mem, &t).unwrap();
+    // gets: the getput (x), then the get (y); puts: the put (y), then the getput (x)
+    assert_eq!(
+        task.gets.iter().map(|c| c.buffer).collect::<Vec<_>>(),
+        vec![0, 0, 1]
+    );
+    assert_eq!(
+        task.puts.iter().map(|c| c.buffer).collect::<Vec<_>>(),
+        vec![1, 0, 0]
+    );
+    assert_eq!(task.buffer_bytes(), 150);
+    write_global(&t, &mut p, &a, 0, &pattern(100, 9)).unwrap();
+    let mut bufs = LocalBuffers::allocate(&task.buffers, 150).unwrap();
+    assert_eq!(run_gets(&task, &mut bufs, &mut p).unwrap(), 150);
+    assert_eq!(bufs.bytes(0), &pattern(100, 9)[..]);
+    bufs.bytes_mut(0).reverse();
+    assert_eq!(run_puts(&task, &bufs, &mut p).unwrap(), 150);
+    let mut back = vec![0u8; 100];
+    read_global(&t, &mut p, &a, 0, &mut back).unwrap();
+    let mut rev = pattern(100, 9);
+    rev.reverse();
+    assert_eq!(back, rev);
+    t.count_transfer(&task);
+    let s = t.stats();
+    assert_eq!((s.bytes_got, s.bytes_put), (150, 150));
+}
+
+// ---- plan errors
+
+#[test]
+fn plan_total_size_mismatch_names_the_transfer() {
+    let w = World::new(1, 1 << 12, "h");
+    let mut t = w.table();
+    let h = t.alloc(100).unwrap();
+    let c = call(
+        &[("b", 100, 1)],
+        vec![
+            (
+                TransferKind::Get,
+                false,
+                globals(&[(&h, 0, 10)]),
+                locals(&[("b", 0, 10)]),
+            ),
+            (
+                TransferKind::Get,
+                false,
+                globals(&[(&h, 0, 60), (&h, 60, 40)]),
+                locals(&[("b", 0, 99)]),
+            ),
+        ],
+    );
+    assert_eq!(
+        plan_err(&c, &t),
+        "t.xpnet:3:3: memory-get: the global ranges total 100 bytes but the local ranges 99 bytes; they must be equal."
+    );
+}
+
+#[test]
+fn plan_local_range_outside_buffer() {
+    let w = World::new(1, 1 << 12, "h");
+    let mut t = w.table();
+    let h = t.alloc(100).unwrap();
+    let c = call(
+        &[("b", 100, 1)],
+        vec![(
+            TransferKind::Get,
+            false,
+            globals(&[(&h, 0, 10)]),
+            locals(&[("b", 95, 10)]),
+        )],
+    );
+    assert_eq!(
+        plan_err(&c, &t),
+        "t.xpnet:2:3: memory-get: local range 1 (offset 95, size 10) lies outside memory buffer `b` of 100 bytes."
+    );
+    // offset + size overflowing
+    let c = call(
+        &[("b", 100, 1)],
+        vec![(
+            TransferKind::Get,
+            false,
+            globals(&[(&h, 0, 10)]),
+            locals(&[("b", u64::MAX, 10)]),
+        )],
+    );
+    assert!(plan_err(&c, &t).contains("lies outside memory buffer `b`"));
+}
+
+#[test]
+fn plan_global_range_outside_allocation() {
+    let w = World::new(2, 1 << 12, "h");
+    let mut t = w.table();
+    let h = t.alloc(100).unwrap();
+    let c = call(
+        &[("b", 100, 1)],
+        vec![(
+            TransferKind::Put,
+            false,
+            globals(&[(&h, 0, 10), (&h, 91, 10)]),
+            locals(&[("b", 0, 20)]),
+        )],
+    );
+    assert_eq!(
+        plan_err(&c, &t),
+        format!(
+            "t.xpnet:2:3: memory-put: global range 2: The range of 10 bytes at offset 91 is outside the global allocation {h} of 100 bytes."
+        )
+    );
+}
+
+#[test]
+fn plan_unknown_handle_and_buffer() {
+    let w = World::new(1, 1 << 12, "h");
+    let mut t = w.table();
+    let h = t.alloc(100).unwrap();
+    let c = call(
+        &[("b", 100, 1)],
+        vec![(
+            TransferKind::Get,
+            false,
+            globals(&[("0xdeadbeef", 0, 10)]),
+            locals(&[("b", 0, 10)]),
+        )],
+    );
+    assert_eq!(
+        plan_err(&c, &t),
+        "t.xpnet:2:3: memory-get: global range 1 names the handle `0xdeadbeef`, which is not a global allocation."
+    );
+    let c = call(
+        &[("b", 100, 1)],
+        vec![(
+            TransferKind::Get,
+            false,
+            globals(&[(&h, 0, 10)]),
+            locals(&[("nope", 0, 10)]),
+        )],
+    );
+    assert_eq!(
+        plan_err(&c, &t),
+        "t.xpnet:2:3: memory-get: local range 1 names the memory buffer `nope`, which does not exist (the buffers are: b)."
+    );
+    // a freed handle is unknown too
+    t.free(&h).unwrap();
+    let c = call(
+        &[("b", 100, 1)],
+        vec![(
+            TransferKind::Get,
+            false,
+            globals(&[(&h, 0, 10)]),
+            locals(&[("b", 0, 10)]),
+        )],
+    );
+    assert!(plan_err(&c, &t).contains("which is not a global allocation"));
+}
+
+#[test]
+fn plan_wrong_shapes() {
+    let t = GlobalTable::new();
+    let cases: Vec<(Value, Value, &str)> = vec![
+        (
+            Value::ULong(3),
+            locals(&[]),
+            "the global ranges must be a list",
+        ),
+        (
+            globals(&[]),
+            Value::string("x"),
+            "the local ranges must be a list",
+        ),
+        (
+            Value::List(vec![Value::Int(1)]),
+            locals(&[]),
+            "global range 1 (1) is not a struct",
+        ),
+        (
+            Value::List(vec![Value::Struct(vec![(
+                Arc::from("offset"),
+                Value::ULong(0),
+            )])]),
+            locals(&[]),
+            "has no field `handle`",
+        ),
+        (
+            globals(&[]),
+            Value::List(vec![Value::Struct(vec![
+                (Arc::from("buffer"), Value::string("b")),
+                (Arc::from("offset"), Value::Double(1.0)),
+                (Arc::from("size"), Value::ULong(1)),
+            ])]),
+            "has a field `offset` that is not an unsigned long",
+        ),
+        (
+            globals(&[]),
+            Value::List(vec![Value::Struct(vec![
+                (Arc::from("buffer"), Value::string("b")),
+                (Arc::from("offset"), Value::Long(-1)),
+                (Arc::from("size"), Value::ULong(1)),
+            ])]),
+            "has a field `offset` that is not an unsigned long",
+        ),
+    ];
+    for (g, l, want) in cases {
+        let c = call(&[("b", 8, 1)], vec![(TransferKind::Get, true, g, l)]);
+        let e = plan_err(&c, &t);
+        assert!(e.starts_with("t.xpnet:2:3: memory-get: "), "{e}");
+        assert!(e.contains(want), "{e} lacks {want}");
+    }
+    // fields in any order, other integer types
+    let c = call(
+        &[("b", 8, 1)],
+        vec![(
+            TransferKind::Get,
+            true,
+            Value::List(vec![]),
+            Value::List(vec![Value::Struct(vec![
+                (Arc::from("size"), Value::UInt(0)),
+                (Arc::from("offset"), Value::Int(8)),
+                (Arc::from("buffer"), Value::string("b")),
+            ])]),
+        )],
+    );
+    let task = plan(&c.bundle, FunctionId(0), &c.mem, &t).unwrap();
+    assert!(task.gets.is_empty() && task.segments.is_empty());
+}
+
+#[test]
+fn plan_alignment_must_be_a_power_of_two() {
+    let t = GlobalTable::new();
+    for a in [0u64, 3, 12, 4097] {
+        let c = call(&[("b", 8, a)], vec![]);
+        assert_eq!(
+            plan_err(&c, &t),
+            format!("t.xpnet:1:1: the alignment {a} of memory buffer `b` is not a power of two.")
+        );
+        let e = LocalBuffers::allocate(&[spec("b", 8, a)], 100).unwrap_err();
+        assert_eq!(
+            e.message,
+            format!("The alignment {a} of memory buffer `b` is not a power of two.")
+        );
+    }
+    let c = call(&[("b", 8, 4096)], vec![]);
+    let task = plan(&c.bundle, FunctionId(0), &c.mem, &t).unwrap();
+    assert_eq!(task.buffers, vec![spec("b", 8, 4096)]);
+}
+
+#[test]
+fn plan_mismatched_call_and_function() {
+    let t = GlobalTable::new();
+    let mut c = call(&[("b", 8, 1)], vec![]);
+    c.mem.buffers.clear();
+    assert!(
+        plan_err(&c, &t)
+            .contains("has 1 memory buffer(s) and 0 transfer(s), but the call evaluated 0 and 0")
+    );
+    let e = plan(&c.bundle, FunctionId(7), &c.mem, &t).unwrap_err();
+    assert_eq!(e.message, "The bundle has no function 7 (it has 1).");
+}
+
+// ---- local buffers
+
+#[test]
+fn local_alignment_honoured() {
+    for a in [1u64, 8, 64, 4096, 65536] {
+        for size in [0u64, 1, 63, 4095, 4096, 10000] {
+            let specs = [spec("b", size, a), spec("c", 3, 1)];
+            let mut bufs = LocalBuffers::allocate(&specs, 1 << 20).unwrap();
+            assert_eq!(bufs.len(), 2);
+            let p = bufs.ptr(0);
+            assert!(!p.is_null());
+            assert_eq!(p as usize % a as usize, 0, "alignment {a}, size {size}");
+            assert_eq!(bufs.size(0), size);
+            assert_eq!(bufs.bytes(0).len(), size as usize);
+            assert!(bufs.bytes(0).iter().all(|&b| b == 0));
+            bufs.bytes_mut(0).fill(0xFF);
+            bufs.bytes_mut(1).copy_from_slice(b"abc");
+            bufs.check_guards().unwrap();
+            // the buffer ends less than an alignment (or a page) before its trailing guard
+            let guards = bufs.guard_ranges();
+            assert_eq!(guards.len(), 4);
+            let end = p as usize + size as usize;
+            assert!(end <= guards[1].start);
+            assert!(
+                guards[1].start - end < a as usize,
+                "alignment {a}, size {size}"
+            );
+            assert!(p as usize >= guards[0].end);
+        }
+    }
+}
+
+#[test]
+fn local_buffer_end_is_tight() {
+    // alignment 1: the buffer ends exactly at the guard page
+    let bufs = LocalBuffers::allocate(&[spec("b", 100, 1)], 100).unwrap();
+    let g = bufs.guard_ranges();
+    assert_eq!(bufs.ptr(0) as usize + 100, g[1].start);
+    // alignment 64, size 100: ends 28 bytes before it
+    let bufs = LocalBuffers::allocate(&[spec("b", 100, 64)], 100).unwrap();
+    let g = bufs.guard_ranges();
+    assert_eq!(bufs.ptr(0) as usize + 100 + 28, g[1].start);
+    assert_eq!(bufs.guard_owner(g[1].start + 5), Some("b"));
+    assert_eq!(bufs.guard_owner(g[0].start), Some("b"));
+    assert_eq!(bufs.guard_owner(bufs.ptr(0) as usize), None);
+}
+
+#[test]
+fn local_limit() {
+    let e = LocalBuffers::allocate(&[spec("a", 600, 1), spec("b", 500, 1)], 1000).unwrap_err();
+    assert_eq!(
+        e.message,
+        "The call's memory buffers need 1100 bytes, more than the worker's 1000 bytes of working memory."
+    );
+    assert!(LocalBuffers::allocate(&[spec("a", 500, 1), spec("b", 500, 1)], 1000).is_ok());
+    let e = LocalBuffers::allocate(&[spec("a", u64::MAX, 1), spec("b", 5, 1)], 10).unwrap_err();
+    assert!(e.message.contains("10 bytes of working memory"), "{e}");
+    // too big for the address space even when allowed
+    let e = LocalBuffers::allocate(&[spec("huge", u64::MAX - 10, 1)], u64::MAX).unwrap_err();
+    assert!(e.message.contains("`huge`"), "{e}");
+    let empty = LocalBuffers::allocate(&[], 0).unwrap();
+    assert!(empty.is_empty());
+    empty.check_guards().unwrap();
+}
+
+#[test]
+fn local_canary_overwrite_is_reported() {
+    let mut bufs =
+        LocalBuffers::allocate(&[spec("ok", 10, 1), spec("data", 100, 64)], 1000).unwrap();
+    bufs.bytes_mut(1).fill(7);
+    bufs.check_guards().unwrap();
+    let p = bufs.ptr(1);
+    // SAFETY: 100 + 5 < 128: inside the canaried slack of the mapping (readable, writable).
+    unsafe { p.add(105).write_volatile(0) };
+    let e = bufs.check_guards().unwrap_err();
+    assert_eq!(
+        e.message,
+        "The module wrote past the end of memory buffer `data` (100 bytes): the byte at offset 5 after its end was overwritten."
+    );
+    // size 4000, alignment 64: the buffer starts 64 bytes after the leading guard page
+    let bufs = LocalBuffers::allocate(&[spec("low", 4000, 64)], 4000).unwrap();
+    assert_eq!(bufs.ptr(0) as usize - bufs.guard_ranges()[0].end, 64);
+    // SAFETY: the byte just before the buffer lies in the canaried lead slack.
+    unsafe { bufs.ptr(0).sub(1).write_volatile(0) };
+    let e = bufs.check_guards().unwrap_err();
+    assert_eq!(
+        e.message,
+        "The module wrote before the start of memory buffer `low` (4000 bytes): the byte 1 bytes before its start was overwritten."
+    );
+}
+
+#[test]
+fn local_guard_page_faults() {
+    use std::os::unix::process::ExitStatusExt;
+    const VAR: &str = "PNET_MEMORY_GUARD_CHILD";
+    if let Ok(which) = std::env::var(VAR) {
+        // The child: touch a guard page; surviving is a failure. No core file, please.
+        let no_core = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: setrlimit reads the struct passed by reference and nothing else.
+        unsafe { libc::setrlimit(libc::RLIMIT_CORE, &no_core) };
+        let bufs = LocalBuffers::allocate(&[spec("b", 100, 1)], 1000).unwrap();
+        let g = bufs.guard_ranges();
+        let addr = if which == "tail" {
+            g[1].start
+        } else {
+            g[0].end - 1
+        };
+        // SAFETY: deliberately faulting: the page is PROT_NONE, the write raises SIGSEGV.
+        unsafe { (addr as *mut u8).write_volatile(1) };
+        std::process::exit(3);
+    }
+    for which in ["tail", "lead"] {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "tests::local_guard_page_faults",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(VAR, which)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGSEGV),
+            "{which}: {:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+// ---- segments, server, peers
+
+#[test]
+fn segment_file_and_cleanup() {
+    let dir = TempDir::new();
+    // More than the file system has is refused up front (not a SIGBUS on first touch).
+    let err = Segment::create(dir.path(), "huge", 1 << 62).unwrap_err();
+    assert!(err.message.contains("Not enough space"), "{err}");
+    assert!(!dir.path().join("huge").exists());
+    let seg = Segment::create(dir.path(), "s", 4096).unwrap();
+    let path = seg.path().to_path_buf();
+    assert_eq!(path, dir.path().join("s"));
+    let meta = std::fs::metadata(&path).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert_eq!(meta.len(), 4096);
+    assert_eq!(seg.size(), 4096);
+    // exclusive creation
+    let e = Segment::create(dir.path(), "s", 10).unwrap_err();
+    assert!(
+        e.message.starts_with("Cannot create the segment file"),
+        "{e}"
+    );
+    seg.write_at(4090, b"abcdef").unwrap();
+    let mut b = [0u8; 6];
+    seg.read_at(4090, &mut b).unwrap();
+    assert_eq!(&b, b"abcdef");
+    assert!(seg.write_at(4091, b"abcdef").is_err());
+    assert!(seg.read_at(u64::MAX, &mut b).is_err());
+    drop(seg);
+    assert!(!path.exists());
+    assert!(Segment::create(dir.path(), "a/b", 10).is_err());
+    assert!(Segment::create(dir.path(), "..", 10).is_err());
+    let empty = Segment::create(dir.path(), "empty", 0).unwrap();
+    assert_eq!(empty.size(), 0);
+}
+
+#[test]
+fn server_round_trips_and_refusals() {
+    use crate::server::{CHUNK, Conn, ConnError};
+    let size = 3 * CHUNK + 1000;
+    let w = World::new(1, size, "h");
+    let addr = w.servers[0].addr().to_string();
+    let mut c = Conn::connect(&addr, &w.secret).unwrap();
+    assert_eq!(c.size, size);
+    // a transfer larger than a chunk, at an unaligned offset
+    let data = pattern((2 * CHUNK + 12345) as usize, 3);
+    c.write(777, &data).unwrap();
+    let mut back = vec![0u8; data.len()];
+    c.read(777, &mut back).unwrap();
+    assert!(back == data);
+    let mut direct = vec![0u8; 100];
+    w.segs[0].read_at(777, &mut direct).unwrap();
+    assert_eq!(direct, data[..100]);
+    // out of bounds: refused, the connection stays usable
+    match c.read(size - 10, &mut [0u8; 11]) {
+        Err(ConnError::Server(m)) => assert!(m.contains("outside the segment"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    match c.write(u64::MAX - 3, &[1u8; 8]) {
+        Err(ConnError::Server(m)) => assert!(m.contains("outside the segment"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    let mut small = [0u8; 4];
+    c.read(777, &mut small).unwrap();
+    assert_eq!(small, data[..4]);
+    // wrong secret
+    match Conn::connect(&addr, &Secret::random().unwrap()) {
+        Err(ConnError::Server(m)) => assert!(m.contains("wrong secret"), "{m}"),
+        Err(ConnError::Io(m)) => panic!("{m}"),
+        Ok(_) => panic!("a wrong secret was accepted"),
+    }
+    // not a memory client at all
+    {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.write_all(&[b'x'; 44]).unwrap();
+        let mut ans = Vec::new();
+        s.read_to_end(&mut ans).unwrap();
+        assert_eq!(ans[0], 1);
+        assert!(String::from_utf8_lossy(&ans[9..]).contains("wrong magic"));
+    }
+    // stop closes open connections
+    let World { servers, .. } = w;
+    for s in servers {
+        s.stop();
+    }
+    assert!(matches!(c.read(0, &mut small), Err(ConnError::Io(_))));
+    assert!(Conn::connect(&addr, &Secret::random().unwrap()).is_err());
+}
+
+#[test]
+fn peers_mapping_and_tcp_give_the_same_bytes() {
+    let w = World::new(2, 1 << 20, "hostA");
+    // a worker on hostA with segment 1 as its own: own segment, mapping of segment 2
+    let mut local = Peers::new(
+        "hostA".into(),
+        Some((1, w.segs[0].clone())),
+        w.secret.clone(),
+    );
+    // a worker on hostB: both over TCP
+    let mut remote = w.peers("hostB");
+    let data = pattern(300_000, 5);
+    local.write(&w.infos[1], 4093, &data).unwrap();
+    local.write(&w.infos[0], 3, &data).unwrap();
+    for info in &w.infos {
+        let (mut a, mut b) = (vec![0u8; data.len()], vec![0u8; data.len()]);
+        let off = if info.id == 1 { 3 } else { 4093 };
+        local.read(info, off, &mut a).unwrap();
+        remote.read(info, off, &mut b).unwrap();
+        assert!(a == data && b == data, "segment {}", info.id);
+    }
+    // writes over TCP are seen through the mapping
+    remote.write(&w.infos[1], 0, b"over tcp").unwrap();
+    let mut m = [0u8; 8];
+    local.read(&w.infos[1], 0, &mut m).unwrap();
+    assert_eq!(&m, b"over tcp");
+    // out of range: refused before any access
+    let e = local.read(&w.infos[1], (1 << 20) - 2, &mut m).unwrap_err();
+    assert_eq!(
+        e.message,
+        "The range of 8 bytes at offset 1048574 is outside segment 2 of 1048576 bytes."
+    );
+    assert!(remote.write(&w.infos[0], u64::MAX, &m).is_err());
+    // a segment file that cannot be opened: falls back to the server
+    let mut moved = w.infos[1].clone();
+    moved.shm_path = "/nonexistent/pnet-seg".into();
+    let mut back = [0u8; 8];
+    local.read(&moved, 0, &mut back).unwrap();
+    assert_eq!(&back, b"over tcp");
+    // an unreachable server with a wrong secret
+    let mut stranger = Peers::new("hostC".into(), None, Secret::random().unwrap());
+    let e = stranger.read(&w.infos[0], 0, &mut back).unwrap_err();
+    assert!(e.message.contains("wrong secret"), "{e}");
+}
+
+#[test]
+fn peers_reconnect_after_server_restart() {
+    let w = World::new(1, 1 << 12, "a");
+    let mut p = w.peers("b");
+    p.write(&w.infos[0], 0, b"one").unwrap();
+    let World {
+        segs,
+        servers,
+        mut infos,
+        secret,
+        _dir,
+    } = w;
+    for s in servers {
+        s.stop();
+    }
+    // the worker's server comes back on another port
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = Server::start(segs[0].clone(), l, secret).unwrap();
+    infos[0].server = server.addr().to_string();
+    let mut b = [0u8; 3];
+    p.read(&infos[0], 0, &mut b).unwrap();
+    assert_eq!(&b, b"one");
+    server.stop();
+}
+
+// ---- the global table
+
+fn info(id: u32, size: u64) -> SegmentInfo {
+    SegmentInfo {
+        id,
+        host: "h".into(),
+        shm_path: format!("/dev/shm/none-{id}"),
+        server: "127.0.0.1:1".into(),
+        size,
+    }
+}
+
+#[test]
+fn table_spreads_over_three_segments() {
+    let mut t = GlobalTable::new();
+    for id in [3, 1, 2] {
+        t.add_segment(info(id, 10_000));
+    }
+    let h = t.alloc(1000).unwrap();
+    assert!(h.starts_with("0x") && h.len() == 18, "{h}");
+    assert_eq!(t.size_of(&h), Some(1000));
+    assert_eq!(
+        t.locate(&h, 0, 1000).unwrap(),
+        vec![
+            Piece {
+                segment: 1,
+                offset: 0,
+                len: 334
+            },
+            Piece {
+                segment: 2,
+                offset: 0,
+                len: 334
+            },
+            Piece {
+                segment: 3,
+                offset: 0,
+                len: 332
+            },
+        ]
+    );
+    // the next allocation starts at the next multiple of 64
+    let h2 = t.alloc(30).unwrap();
+    assert_eq!(
+        t.locate(&h2, 0, 30).unwrap(),
+        vec![
+            Piece {
+                segment: 1,
+                offset: 384,
+                len: 10
+            },
+            Piece {
+                segment: 2,
+                offset: 384,
+                len: 10
+            },
+            Piece {
+                segment: 3,
+                offset: 384,
+                len: 10
+            },
+        ]
+    );
+    // fewer bytes than segments
+    let h3 = t.alloc(2).unwrap();
+    assert_eq!(t.locate(&h3, 0, 2).unwrap().len(), 2);
+    assert_eq!(t.locate(&h, 500, 0).unwrap(), vec![]);
+    let s = t.stats();
+    assert_eq!(s.segments, 3);
+    assert_eq!(s.capacity, 30_000);
+    assert_eq!(s.allocated, 1032);
+    assert_eq!(s.allocations, 3);
+    assert_eq!(
+        s.per_segment
+            .iter()
+            .map(|(i, a)| (i.id, *a))
+            .collect::<Vec<_>>(),
+        vec![(1, 345), (2, 345), (3, 342)]
+    );
+    assert_eq!(t.segment(2), Some(&info(2, 10_000)));
+    assert_eq!(t.segment(9), None);
+}
+
+#[test]
+fn table_free_reuses_space_and_handles_are_fresh() {
+    let mut t = GlobalTable::new();
+    t.add_segment(info(1, 1024));
+    let a = t.alloc(500).unwrap();
+    let b = t.alloc(500).unwrap();
+    assert!(t.alloc(64).is_err());
+    t.free(&a).unwrap();
+    let c = t.alloc(448).unwrap();
+    assert_ne!(c, a);
+    assert_eq!(t.locate(&c, 0, 448).unwrap()[0].offset, 0);
+    t.free(&b).unwrap();
+    t.free(&c).unwrap();
+    // all merged again: the whole segment in one piece
+    let d = t.alloc(1024).unwrap();
+    assert_eq!(
+        t.locate(&d, 0, 1024).unwrap(),
+        vec![Piece {
+            segment: 1,
+            offset: 0,
+            len: 1024
+        }]
+    );
+    assert_eq!(
+        t.free(&a).unwrap_err().message,
+        format!("There is no global allocation with handle `{a}`.")
+    );
+    assert_eq!(t.size_of(&a), None);
+}
+
+#[test]
+fn table_no_space_left() {
+    let mut t = GlobalTable::new();
+    let e = t.alloc(10).unwrap_err();
+    assert_eq!(
+        e.message,
+        "Cannot allocate 10 bytes of global memory: no worker has working memory."
+    );
+    t.add_segment(info(1, 1000));
+    t.add_segment(info(2, 500));
+    let e = t.alloc(1200).unwrap_err();
+    assert_eq!(
+        e.message,
+        "Cannot allocate 1200 bytes of global memory: no space left (a part of 600 bytes does not fit segment 2, whose largest free extent has 448 bytes)."
+    );
+    // nothing leaked by the failed attempt
+    assert_eq!(t.stats().allocated, 0);
+    assert_eq!(t.stats().per_segment[0].1, 0);
+    let h = t.alloc(896).unwrap();
+    assert_eq!(t.locate(&h, 0, 896).unwrap().len(), 2);
+    assert!(t.alloc(u64::MAX).is_err());
+}
+
+#[test]
+fn table_remove_segment_refuses_or_forces() {
+    let mut t = GlobalTable::new();
+    t.add_segment(info(1, 4096));
+    t.add_segment(info(2, 4096));
+    let h = t.alloc(1000).unwrap();
+    let only1 = t.alloc(1).unwrap(); // a single part, in segment 1
+    let e = t.remove_segment(2, false).unwrap_err();
+    assert_eq!(
+        e.message,
+        format!(
+            "Segment 2 holds parts of 1 global allocation(s) ({h}); free them first or force the removal."
+        )
+    );
+    assert!(t.locate(&h, 0, 1000).is_ok());
+    t.remove_segment(2, true).unwrap();
+    assert_eq!(t.stats().segments, 1);
+    assert_eq!(
+        t.locate(&h, 0, 10).unwrap_err().message,
+        format!("The global allocation {h} is lost: worker 2, which held part of it, is gone.")
+    );
+    assert!(t.locate(&only1, 0, 1).is_ok());
+    // freeing the broken allocation releases its part in segment 1
+    t.free(&h).unwrap();
+    assert_eq!(t.stats().per_segment, vec![(info(1, 4096), 1)]);
+    t.remove_segment(7, false).unwrap();
+    t.free(&only1).unwrap();
+    t.remove_segment(1, false).unwrap();
+    assert_eq!(t.stats().segments, 0);
+    // a segment re-added with the same id is a fresh one
+    t.add_segment(info(1, 128));
+    let x = t.alloc(128).unwrap();
+    t.add_segment(info(1, 128)); // the same info: no change
+    assert!(t.locate(&x, 0, 128).is_ok());
+    t.add_segment(info(1, 256)); // a different one: replaces (x is lost)
+    assert!(t.locate(&x, 0, 1).is_err());
+    t.free(&x).unwrap();
+    assert!(t.alloc(256).is_ok());
+}
+
+#[test]
+fn global_read_write_across_segments() {
+    let w = World::new(3, 1 << 16, "h");
+    let t = {
+        let mut t = w.table();
+        t.alloc(5).unwrap(); // shifts the next allocation's parts
+        t
+    };
+    let mut t = t;
+    let h = t.alloc(30_000).unwrap();
+    let mut p = w.peers("h");
+    let data = pattern(30_000, 11);
+    write_global(&t, &mut p, &h, 0, &data).unwrap();
+    let mut back = vec![0u8; 12_000];
+    read_global(&t, &mut p, &h, 9_000, &mut back).unwrap();
+    assert_eq!(back, data[9_000..21_000]);
+    // the same through TCP
+    let mut r = w.peers("elsewhere");
+    let mut back2 = vec![0u8; 12_000];
+    read_global(&t, &mut r, &h, 9_000, &mut back2).unwrap();
+    assert_eq!(back2, back);
+    write_global(&t, &mut r, &h, 29_990, b"0123456789").unwrap();
+    let mut tail = [0u8; 10];
+    read_global(&t, &mut p, &h, 29_990, &mut tail).unwrap();
+    assert_eq!(&tail, b"0123456789");
+    let e = read_global(&t, &mut p, &h, 29_995, &mut tail).unwrap_err();
+    assert!(e.message.contains("outside the global allocation"), "{e}");
+    assert!(write_global(&t, &mut p, "0x1234", 0, b"x").is_err());
+}
+
+#[test]
+fn run_rejects_malformed_tasks() {
+    let w = World::new(1, 4096, "h");
+    let mut p = w.peers("h");
+    let mut bufs = LocalBuffers::allocate(&[spec("b", 10, 1)], 100).unwrap();
+    let copy = |buffer, buffer_offset, segment, len| Copy {
+        buffer,
+        buffer_offset,
+        segment,
+        segment_offset: 0,
+        len,
+    };
+    let mut task = MemoryTask {
+        buffers: vec![spec("b", 10, 1)],
+        segments: w.infos.clone(),
+        gets: vec![copy(1, 0, 1, 5)],
+        puts: vec![copy(0, 8, 1, 5)],
+    };
+    let e = run_gets(&task, &mut bufs, &mut p).unwrap_err();
+    assert!(e.message.contains("does not exist (1 buffers)"), "{e}");
+    let e = run_puts(&task, &bufs, &mut p).unwrap_err();
+    assert!(e.message.contains("has only 10 bytes"), "{e}");
+    task.gets = vec![copy(0, 0, 9, 5)];
+    let e = run_gets(&task, &mut bufs, &mut p).unwrap_err();
+    assert!(
+        e.message.contains("segment 9, which it does not list"),
+        "{e}"
+    );
+}
