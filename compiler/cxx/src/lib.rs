@@ -31,7 +31,7 @@ pub const SUPPORT_HEADER_NAME: &str = "pnet_cxx.hpp";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
     /// A stable code: `cxx-compiler-missing`, `cxx-compile-failed`, `cxx-unknown-port`,
-    /// `cxx-bad-signature`, `cxx-duplicate-function`, `cxx-memory-unsupported`, `cxx-io`.
+    /// `cxx-bad-signature`, `cxx-duplicate-function`, `cxx-io`.
     pub code: &'static str,
     pub message: String,
     /// `file:line:col` (of the module in the net, or of the compiler's first error).
@@ -99,30 +99,27 @@ pub fn generate_with_sources(
             }
             match groups.iter_mut().find(|(n, _)| *n == m.name) {
                 Some((_, fs)) => {
-                    let same = fs
-                        .iter()
-                        .find(|(_, other)| other.signature.function == m.signature.function);
+                    // One function per name and target (implementations for several
+                    // targets are exported as `f@target`).
+                    let same = fs.iter().find(|(_, other)| {
+                        other.signature.function == m.signature.function && other.target == m.target
+                    });
                     match same {
                         None => fs.push((f, m)),
                         Some((of, om)) => {
                             if om.code != m.code
                                 || om.signature != m.signature
                                 || port_types(of) != port_types(f)
+                                || buffer_names(of) != buffer_names(f)
                             {
-                                let why = if om.target != m.target {
-                                    format!(
-                                        "; implementations of one function for several targets \
-                                         (`{}`, `{}`) are not supported yet",
-                                        om.target.as_deref().unwrap_or("none"),
-                                        m.target.as_deref().unwrap_or("none")
-                                    )
-                                } else {
-                                    String::new()
+                                let target = match &m.target {
+                                    Some(t) => format!(" for target `{t}`"),
+                                    None => String::new(),
                                 };
                                 diags.push(Diagnostic {
                                     code: "cxx-duplicate-function",
                                     message: format!(
-                                        "module `{}` has two different functions `{}` (the other is at {}){why}",
+                                        "module `{}` has two different functions `{}`{target} (the other is at {})",
                                         m.name,
                                         m.signature.function,
                                         bundle.location(om.span)
@@ -157,6 +154,41 @@ pub fn generate_with_sources(
     } else {
         Err(diags)
     }
+}
+
+fn buffer_names(f: &Function) -> Vec<(&str, bool)> {
+    f.memory_buffers
+        .iter()
+        .map(|b| (b.name.as_str(), b.read_only))
+        .collect()
+}
+
+/// The name under which an implementation is exported: `f`, or `f@target` for a target
+/// (the worker looks for `f@target` first, then `f`).
+pub fn exported_name(function: &str, target: Option<&str>) -> String {
+    match target {
+        Some(t) => format!("{function}@{t}"),
+        None => function.to_string(),
+    }
+}
+
+/// A C++ identifier for a target that keeps distinct targets distinct: letters and digits
+/// stay, `_` doubles, anything else is `_x` and the hex digits of its UTF-8 bytes.
+fn target_ident(t: &str) -> String {
+    let mut out = String::from("target_");
+    for c in t.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if c == '_' {
+            out.push_str("__");
+        } else {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("_x{b:02x}"));
+            }
+        }
+    }
+    out
 }
 
 fn port_types(f: &Function) -> Vec<(&str, PortDir, &Type)> {
@@ -397,17 +429,6 @@ fn generate_module(
                 include_dirs.push(dir);
             }
         }
-        if !f.memory_buffers.is_empty() || !f.memory_transfers.is_empty() {
-            diags.push(Diagnostic {
-                code: "cxx-memory-unsupported",
-                message: format!(
-                    "function `{}` of module `{name}` uses memory buffers or transfers, \
-                     which C++ modules do not support yet",
-                    m.signature.function
-                ),
-                location: bundle.location(m.span),
-            });
-        }
     }
 
     w.line(&format!(
@@ -490,6 +511,59 @@ fn generate_module(
             w.line("}");
         }
         w.line("}  // namespace pnet_cxx");
+        // As in GPI-Space: a struct converts to a value, prints in literal syntax and
+        // compares (fields in order).
+        w.line("namespace pnetc { namespace type {");
+        for s in &structs {
+            let n = ident(&s.name);
+            w.line(&format!(
+                "namespace {n} {{ inline ::gspc::pnet::type::value::value_type to_value (const {n}& x); }}"
+            ));
+        }
+        for s in &structs {
+            let n = ident(&s.name);
+            w.line(&format!("namespace {n} {{"));
+            w.line(&format!(
+                "inline ::gspc::pnet::type::value::value_type to_value (const {n}& x)"
+            ));
+            w.line("{");
+            w.line("  ::gspc::pnet::type::value::structured_type s;");
+            for (fname, ft) in &s.fields {
+                let v = match ft {
+                    Type::Struct(fs) => {
+                        let f = ident(&fs.name);
+                        format!("::pnetc::type::{f}::to_value (x.{})", ident(fname))
+                    }
+                    _ => format!("::gspc::pnet::type::value::value_type (x.{})", ident(fname)),
+                };
+                w.line(&format!("  s.emplace_back ({}, {v});", c_string(fname)));
+            }
+            w.line("  return ::gspc::pnet::type::value::value_type (std::move (s));");
+            w.line("}");
+            w.line(&format!(
+                "inline std::ostream& operator<< (std::ostream& os, const {n}& x)"
+            ));
+            w.line("{");
+            w.line("  return os << ::gspc::pnet::type::value::show (to_value (x));");
+            w.line("}");
+            let same: Vec<String> = s
+                .fields
+                .iter()
+                .map(|(f, _)| format!(" && a.{f} == b.{f}", f = ident(f)))
+                .collect();
+            w.line(&format!(
+                "inline bool operator== (const {n}& a, const {n}& b) {{ (void) a; (void) b; return true{}; }}",
+                same.join("")
+            ));
+            w.line(&format!(
+                "inline bool operator!= (const {n}& a, const {n}& b) {{ return !(a == b); }}"
+            ));
+            w.line(&format!(
+                "inline bool operator< (const {n}& a, const {n}& b) {{ return to_value (a) < to_value (b); }}"
+            ));
+            w.line("}");
+        }
+        w.line("} }");
     }
     w.line("");
     if !cincludes.is_empty() {
@@ -528,21 +602,25 @@ fn generate_module(
                     let pi = f.ports.iter().position(|q| std::ptr::eq(q, p)).unwrap_or(0);
                     call_args.push(format!("_p{pi}"));
                 }
-                None if f.memory_buffers.iter().any(|b| b.name == *a) => {
-                    // Reported as cxx-memory-unsupported above.
-                    ok = false;
-                }
-                None => {
-                    ok = false;
-                    diags.push(Diagnostic {
-                        code: "cxx-unknown-port",
-                        message: format!(
-                            "the signature of `{name}.{}` names `{a}`, which is not a port of the function",
-                            sig.function
-                        ),
-                        location: bundle.location(m.span),
-                    });
-                }
+                None => match f.memory_buffers.iter().find(|b| b.name == *a) {
+                    // A memory buffer: its address, from the call's buffers by name.
+                    Some(b) => {
+                        let constness = if b.read_only { "const " } else { "" };
+                        params.push(format!("{constness}void* {}", ident(a)));
+                        call_args.push(format!("_ctx.buffer ({})", c_string(a)));
+                    }
+                    None => {
+                        ok = false;
+                        diags.push(Diagnostic {
+                            code: "cxx-unknown-port",
+                            message: format!(
+                                "the signature of `{name}.{}` names `{a}`, which is not a port or memory buffer of the function",
+                                sig.function
+                            ),
+                            location: bundle.location(m.span),
+                        });
+                    }
+                },
             }
         }
         let result = match &sig.result {
@@ -572,9 +650,25 @@ fn generate_module(
             Some(i) => cxx_type(&f.ports[i].ty),
             None => "void".to_string(),
         };
-        w.line(&format!(
-            "namespace pnetc {{ namespace op {{ namespace {ns} {{"
-        ));
+        // An implementation for a target lives in a namespace of its own.
+        let (open, close, qualified) = match &m.target {
+            None => (
+                format!("namespace pnetc {{ namespace op {{ namespace {ns} {{"),
+                "} } }",
+                format!("::pnetc::op::{ns}::{fname}"),
+            ),
+            Some(t) => {
+                let tn = target_ident(t);
+                (
+                    format!(
+                        "namespace pnetc {{ namespace op {{ namespace {ns} {{ namespace {tn} {{"
+                    ),
+                    "} } } }",
+                    format!("::pnetc::op::{ns}::{tn}::{fname}"),
+                )
+            }
+        };
+        w.line(&open);
         w.line(&format!("{ret} {fname} ({})", params.join(", ")));
         w.line("{");
         let code = m.code.as_deref().unwrap_or("");
@@ -589,7 +683,7 @@ fn generate_module(
         }
         w.restore_line();
         w.line("}");
-        w.line("} } }");
+        w.line(close);
 
         // The ABI wrapper: JSON in, C++ call, JSON out.
         w.line(&format!(
@@ -617,7 +711,7 @@ fn generate_module(
                 ));
             }
         }
-        let call = format!("::pnetc::op::{ns}::{fname} ({})", call_args.join(", "));
+        let call = format!("{qualified} ({})", call_args.join(", "));
         match result {
             Some(i) => w.line(&format!("    _p{i} = {call};")),
             None => w.line(&format!("    {call};")),
@@ -635,7 +729,7 @@ fn generate_module(
         w.line("  });");
         w.line("}");
         w.line("");
-        wrappers.push((sig.function.clone(), idx));
+        wrappers.push((exported_name(&sig.function, m.target.as_deref()), idx));
     }
 
     w.line("static const pnet_function pnetc_functions[] = {");

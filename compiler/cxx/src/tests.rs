@@ -89,6 +89,25 @@ fn a_small_module_has_this_shape() {
           out += '}';
         }
         }  // namespace pnet_cxx
+        namespace pnetc { namespace type {
+        namespace pt { inline ::gspc::pnet::type::value::value_type to_value (const pt& x); }
+        namespace pt {
+        inline ::gspc::pnet::type::value::value_type to_value (const pt& x)
+        {
+          ::gspc::pnet::type::value::structured_type s;
+          s.emplace_back ("x", ::gspc::pnet::type::value::value_type (x.x));
+          s.emplace_back ("tag", ::gspc::pnet::type::value::value_type (x.tag));
+          return ::gspc::pnet::type::value::value_type (std::move (s));
+        }
+        inline std::ostream& operator<< (std::ostream& os, const pt& x)
+        {
+          return os << ::gspc::pnet::type::value::show (to_value (x));
+        }
+        inline bool operator== (const pt& a, const pt& b) { (void) a; (void) b; return true && a.x == b.x && a.tag == b.tag; }
+        inline bool operator!= (const pt& a, const pt& b) { return !(a == b); }
+        inline bool operator< (const pt& a, const pt& b) { return to_value (a) < to_value (b); }
+        }
+        } }
 
         // The module's cincludes.
         #include <iostream>
@@ -99,7 +118,7 @@ fn a_small_module_has_this_shape() {
         #line 10 "t.xpnet"
 
               return p.x + long (k.size ());
-        #line 50 "small.cpp"
+        #line 69 "small.cpp"
         }
         } } }
         static int32_t pnetc_call_0 (const pnet_call_context* _c, const uint8_t* _in, size_t _len, pnet_out_buffer* _out)
@@ -211,4 +230,341 @@ fn type_mapping() {
     }));
     assert_eq!(cxx_type(&s), "::pnetc::type::a_b::a_b");
     assert_eq!(ident("3x"), "_3x");
+}
+
+/// Tests that build modules with the real C++ compiler (g++, installed by .ci/setup) and call
+/// them through the module ABI, as a worker does.
+mod compiled {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use pnet_module_sdk::host::{self, Buffer, CallInfo, Module};
+    use pnet_module_sdk::{ENTRY_SYMBOL, EntryFn};
+
+    use super::*;
+
+    /// A fresh directory, removed on drop.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            static N: AtomicUsize = AtomicUsize::new(0);
+            let dir = std::env::temp_dir().join(format!(
+                "pnet-cxx-unit-{name}-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::SeqCst)
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A built library, loaded.
+    struct Lib {
+        _lib: libloading::Library,
+        module: Module,
+    }
+
+    fn load(path: &Path) -> Lib {
+        // SAFETY: a library just built from the generated code.
+        let lib = unsafe { libloading::Library::new(path) }.unwrap();
+        // SAFETY: the entry point has the ABI's type.
+        let entry = unsafe { lib.get::<EntryFn>(ENTRY_SYMBOL.as_bytes()) }.unwrap();
+        // SAFETY: the entry point returns the generated descriptor.
+        let module = unsafe { host::read_descriptor(entry()) }.unwrap();
+        Lib { _lib: lib, module }
+    }
+
+    /// Calls `function` (for `target`) with `input`; (status, output).
+    fn call(
+        lib: &Lib,
+        function: &str,
+        target: Option<&str>,
+        input: &str,
+        buffers: &[Buffer<'_>],
+        cancelled: bool,
+    ) -> (i32, String) {
+        let f = lib
+            .module
+            .function_for(function, target)
+            .unwrap_or_else(|| panic!("no function {function} for {target:?}"));
+        let flag = AtomicBool::new(cancelled);
+        let info = CallInfo {
+            worker_name: "w-3",
+            hostname: "node-a",
+            task: 9,
+            cancelled: &flag,
+            buffers,
+        };
+        let mut out = Vec::new();
+        // SAFETY: a function of the loaded library; the buffers are the caller's vectors.
+        let status = unsafe { host::call_with(f.call, &info, input.as_bytes(), &mut out) };
+        (status, String::from_utf8(out).unwrap())
+    }
+
+    const MEMORY: &str = r#"<defun name="mem">
+  <struct name="inner"><field name="b" type="bool"/><field name="l" type="list"/></struct>
+  <struct name="outer"><field name="s" type="string"/><field name="i" type="inner"/></struct>
+  <in name="delta" type="unsigned long" place="delta"/>
+  <out name="sum" type="unsigned long" place="sum"/>
+  <out name="who" type="string" place="who"/>
+  <net>
+    <place name="delta" type="unsigned long"/>
+    <place name="sum" type="unsigned long"/>
+    <place name="who" type="string"/>
+    <transition name="add">
+      <defun>
+        <in name="delta" type="unsigned long"/>
+        <out name="sum" type="unsigned long"/>
+        <memory-buffer name="data"><size>4UL</size></memory-buffer>
+        <memory-buffer name="src" read-only="true"><size>3UL</size></memory-buffer>
+        <module name="memtest" function="sum add (delta, data, src)">
+          <code><![CDATA[
+            unsigned char* d = static_cast<unsigned char*> (data);
+            const unsigned char* s = static_cast<const unsigned char*> (src);
+            unsigned long total = 0;
+            for (int i = 0; i < 3; ++i) total += s[i];
+            for (int i = 0; i < 4; ++i) d[i] = (unsigned char) (d[i] + delta);
+            return total;
+          ]]></code>
+        </module>
+      </defun>
+      <connect-in port="delta" place="delta"/>
+      <connect-out port="sum" place="sum"/>
+    </transition>
+    <transition name="context">
+      <defun>
+        <in name="delta" type="unsigned long"/>
+        <out name="who" type="string"/>
+        <module name="memtest" function="who context ()" pass_context="true">
+          <code><![CDATA[
+            std::string w = _pnetc_context->worker_name ();
+            std::set<std::string> all = _pnetc_context->workers ();
+            std::string answer = w + "@" + _pnetc_context->hostname ()
+              + " workers=" + std::to_string (all.size ()) + ":" + *all.begin ()
+              + " host-of-self=" + _pnetc_context->worker_to_hostname (w)
+              + " cancelled=" + (_pnetc_context->is_cancelled () ? "yes" : "no")
+              + " task=" + std::to_string (_pnetc_context->task ());
+            try
+            {
+              _pnetc_context->worker_to_hostname ("w-other");
+            }
+            catch (std::exception const& e)
+            {
+              answer += std::string (" | ") + e.what ();
+            }
+            return answer;
+          ]]></code>
+        </module>
+      </defun>
+      <connect-in port="delta" place="delta"/>
+      <connect-out port="who" place="who"/>
+    </transition>
+    <transition name="show">
+      <defun>
+        <in name="o" type="outer"/>
+        <out name="text" type="string"/>
+        <module name="memtest" function="text show (o)">
+          <cinclude href="sstream"/>
+          <code><![CDATA[
+            std::ostringstream s;
+            pnetc::type::outer::outer p = o;
+            p.i.b = !p.i.b;
+            s << o << (o == o ? " ==" : " !=") << (o != p ? " !=" : " ==")
+              << (p < o ? " <" : " >=");
+            return s.str ();
+          ]]></code>
+        </module>
+      </defun>
+      <connect-in port="o" place="o"/>
+      <connect-out port="text" place="text"/>
+    </transition>
+    <place name="o" type="outer"/>
+    <place name="text" type="string"/>
+  </net>
+</defun>
+"#;
+
+    #[test]
+    fn memory_buffers_are_pointers_into_the_calls_buffers_and_the_context_answers() {
+        let modules = generate_text(MEMORY).expect("generated");
+        let text = &modules[0].files[0].1;
+        assert!(
+            text.contains(
+                "unsigned long add (const unsigned long& delta, void* data, const void* src)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "_p1 = ::pnetc::op::memtest::add (_p0, _ctx.buffer (\"data\"), _ctx.buffer (\"src\"));"
+            ),
+            "{text}"
+        );
+        let dir = Scratch::new("memory");
+        let libs = build(&modules, &dir.0, &BuildOptions::default()).expect("built");
+        assert_eq!(libs, vec![dir.0.join("libmemtest.so")]);
+        let lib = load(&libs[0]);
+
+        let mut data = vec![1u8, 2, 3, 250];
+        let mut src = vec![10u8, 20, 30];
+        let buffers = [
+            Buffer {
+                name: "data",
+                ptr: data.as_mut_ptr(),
+                size: 4,
+                read_only: false,
+            },
+            Buffer {
+                name: "src",
+                ptr: src.as_mut_ptr(),
+                size: 3,
+                read_only: true,
+            },
+        ];
+        assert_eq!(
+            call(&lib, "add", None, r#"{"delta": 10}"#, &buffers, false),
+            (0, r#"{"sum":60}"#.to_string())
+        );
+        assert_eq!(data, [11, 12, 13, 4]);
+        assert_eq!(src, [10, 20, 30]);
+
+        // A missing buffer is an error, not a crash.
+        assert_eq!(
+            call(&lib, "add", None, r#"{"delta": 1}"#, &buffers[..1], false),
+            (
+                1,
+                "memory buffer `src` is missing from the call (the worker gave no such buffer)"
+                    .to_string()
+            )
+        );
+        assert_eq!(data, [11, 12, 13, 4]);
+
+        // (One build for the context too: the compiler is the slow part.)
+        // The context knows the worker, its host and cancellation.
+        let expected = |cancelled: &str| {
+            format!(
+                r#"{{"who":"w-3@node-a workers=1:w-3 host-of-self=node-a cancelled={cancelled} task=9 | worker_to_hostname: `w-other` is not a worker of this task (its only worker is `w-3`)"}}"#
+            )
+        };
+        assert_eq!(
+            call(&lib, "context", None, r#"{"delta": 0}"#, &[], false),
+            (0, expected("no"))
+        );
+        assert_eq!(
+            call(&lib, "context", None, r#"{"delta": 0}"#, &[], true),
+            (0, expected("yes"))
+        );
+        // Structs print in literal syntax and compare, as in GPI-Space.
+        assert_eq!(
+            call(
+                &lib,
+                "show",
+                None,
+                r#"{"o": {"s": "x", "i": {"b": true, "l": [1, "a"]}}}"#,
+                &[],
+                false
+            ),
+            (
+                0,
+                r#"{"text":"Struct [s := \"x\", i := Struct [b := true, l := List (1L, \"a\")]] == != <"}"#
+                    .to_string()
+            )
+        );
+    }
+
+    #[test]
+    fn implementations_for_several_targets_are_exported_with_their_target() {
+        let net = pnet_bundle_of_corpus_example();
+        let Some((path, text)) = net else {
+            panic!("the GPI-Space corpus is missing (expected beside the checkout)");
+        };
+        let out = pnet_sema::compile_source(&path, &text, &Default::default());
+        let errors: Vec<String> = out
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| format!("{d:?}"))
+            .collect();
+        assert!(errors.is_empty(), "{errors:?}");
+        let bundle = out.bundle.expect("a bundle");
+        let modules =
+            generate_with_sources(&bundle, &|i| (i == 0).then(|| text.clone())).expect("generated");
+        assert_eq!(modules.len(), 1);
+        let cpp = &modules[0].files[0].1;
+        assert!(
+            cpp.contains("namespace pnetc { namespace op { namespace hello_world_pref_list { namespace target_cpu {"),
+            "{cpp}"
+        );
+        assert!(
+            cpp.contains("{ \"one_call_to_hello_world@cpu\", pnetc_call_0 },"),
+            "{cpp}"
+        );
+        assert!(
+            cpp.contains("{ \"one_call_to_hello_world@gpu\", pnetc_call_1 },"),
+            "{cpp}"
+        );
+
+        // The example's "C++ library" (not in the corpus): one function per target.
+        let dir = Scratch::new("targets");
+        std::fs::write(
+            dir.0.join("hello_world.hpp"),
+            "#include <string>\n\
+             inline std::string impl_hello_world_cpu () { return \"hello from the cpu\"; }\n\
+             inline std::string impl_hello_world_gpu () { return \"hello from the gpu\"; }\n",
+        )
+        .unwrap();
+        let options = BuildOptions {
+            include_dirs: vec![dir.0.clone()],
+            ..BuildOptions::default()
+        };
+        let libs = build(&modules, &dir.0, &options).expect("built");
+        let lib = load(&libs[0]);
+        for (target, expected) in [("cpu", "hello from the cpu"), ("gpu", "hello from the gpu")] {
+            assert_eq!(
+                call(
+                    &lib,
+                    "one_call_to_hello_world",
+                    Some(target),
+                    r#"{"in": null}"#,
+                    &[],
+                    false
+                ),
+                (0, format!(r#"{{"out":"{expected}"}}"#)),
+                "{target}"
+            );
+        }
+        // No implementation without a target: a worker with another target finds none.
+        assert!(
+            lib.module
+                .function_for("one_call_to_hello_world", Some("fpga"))
+                .is_none()
+        );
+    }
+
+    /// The corpus' hello_world_multiple_implementations net: (path, text).
+    fn pnet_bundle_of_corpus_example() -> Option<(PathBuf, String)> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "../../../shared/corpus/gpispace/share/doc/example/\
+             hello_world_multiple_implementations/hello_world_multiple_implementations.xpnet",
+        );
+        let text = std::fs::read_to_string(&path).ok()?;
+        Some((path, text))
+    }
+
+    #[test]
+    fn target_identifiers_stay_distinct() {
+        assert_eq!(target_ident("gpu"), "target_gpu");
+        assert_eq!(target_ident("a-b"), "target_a_x2db");
+        assert_eq!(target_ident("a_b"), "target_a__b");
+        assert_eq!(target_ident("é"), "target__xc3_xa9");
+        assert_eq!(exported_name("f", Some("gpu")), "f@gpu");
+        assert_eq!(exported_name("f", None), "f");
+    }
 }

@@ -167,6 +167,30 @@ pub enum RtRequest {
     Stop {
         wait: bool,
     },
+    /// Allocate `size` bytes of global memory (spread over the workers' segments); answered
+    /// with [`RtResponse::Allocated`].
+    MemAlloc {
+        size: u64,
+    },
+    /// Free an allocation.
+    MemFree {
+        handle: String,
+    },
+    /// Write bytes into an allocation at `offset` (at most [`crate::memory::CLIENT_CHUNK`]
+    /// bytes a request is a good size; a frame holds at most 64 MiB).
+    MemWrite {
+        handle: String,
+        offset: u64,
+        data: Vec<u8>,
+    },
+    /// Read `size` bytes of an allocation at `offset`; answered with [`RtResponse::Bytes`].
+    MemRead {
+        handle: String,
+        offset: u64,
+        size: u64,
+    },
+    /// The memory statistics; answered with [`RtResponse::Memory`].
+    MemStats,
 }
 
 /// How a job ended.
@@ -258,6 +282,8 @@ pub struct RuntimeStatus {
     pub jobs_running: u64,
     pub jobs_total: u64,
     pub workers: Vec<RtWorker>,
+    /// The global memory (all zero when no worker has working memory).
+    pub memory: MemoryStatus,
 }
 
 /// A worker named in an answer.
@@ -302,6 +328,68 @@ pub enum RtResponse {
     /// Workers started or stopped.
     Workers(Vec<WorkerRef>),
     Stopped(StopReport),
+    /// A new allocation: its handle and the `global_memory_range` value of all of it.
+    Allocated {
+        handle: String,
+        range: Value,
+    },
+    /// Bytes read from global memory.
+    Bytes(Vec<u8>),
+    Memory(MemoryStatus),
+}
+
+/// The memory of one host (the workers' host identities).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostMemory {
+    pub host: String,
+    pub segments: u64,
+    pub capacity: u64,
+    pub allocated: u64,
+}
+
+/// The global memory of a runtime: the workers' segments and the allocations in them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryStatus {
+    pub segments: u64,
+    /// Bytes in all segments.
+    pub capacity: u64,
+    /// Bytes allocated (the sum of the allocations' sizes).
+    pub allocated: u64,
+    pub allocations: u64,
+    /// Bytes copied from global memory into module buffers (`memory-get`) and out of them
+    /// (`memory-put`), by the tasks dispatched so far.
+    pub bytes_got: u64,
+    pub bytes_put: u64,
+    /// Per host, sorted by host.
+    pub hosts: Vec<HostMemory>,
+}
+
+impl std::fmt::Display for MemoryStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::memory::human_bytes as hb;
+        write!(
+            f,
+            "memory: {} segments, {} capacity, {} allocated in {} allocations; transfers: {} got, \
+             {} put",
+            self.segments,
+            hb(self.capacity),
+            hb(self.allocated),
+            self.allocations,
+            hb(self.bytes_got),
+            hb(self.bytes_put)
+        )?;
+        for h in &self.hosts {
+            write!(
+                f,
+                "\n  host {}: {} segments, {} capacity, {} allocated",
+                h.host,
+                h.segments,
+                hb(h.capacity),
+                hb(h.allocated)
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// An error of a `gspc` client, with a stable code.
@@ -504,6 +592,104 @@ impl RtClient {
             r => Ok(r),
         }
     }
+
+    /// Allocates `size` bytes of global memory: (handle, `global_memory_range` of all of it).
+    pub fn mem_alloc(&self, size: u64) -> Result<(String, Value), RtError> {
+        match self.call(RtRequest::MemAlloc { size }, Some(MEM_TIMEOUT))? {
+            RtResponse::Allocated { handle, range } => Ok((handle, range)),
+            r => Err(unexpected_answer(r)),
+        }
+    }
+
+    pub fn mem_free(&self, handle: &str) -> Result<(), RtError> {
+        match self.call(
+            RtRequest::MemFree {
+                handle: handle.to_string(),
+            },
+            Some(MEM_TIMEOUT),
+        )? {
+            RtResponse::Ok => Ok(()),
+            r => Err(unexpected_answer(r)),
+        }
+    }
+
+    /// Writes `data` at `offset` of an allocation, in chunks of
+    /// [`crate::memory::CLIENT_CHUNK`] bytes.
+    pub fn mem_write(&self, handle: &str, offset: u64, data: &[u8]) -> Result<(), RtError> {
+        let mut at = 0usize;
+        loop {
+            let end = (at + crate::memory::CLIENT_CHUNK).min(data.len());
+            let request = RtRequest::MemWrite {
+                handle: handle.to_string(),
+                offset: offset.saturating_add(at as u64),
+                data: data[at..end].to_vec(),
+            };
+            match self.call(request, Some(MEM_TIMEOUT))? {
+                RtResponse::Ok => {}
+                r => return Err(unexpected_answer(r)),
+            }
+            at = end;
+            if at >= data.len() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reads `size` bytes at `offset` of an allocation, in chunks of
+    /// [`crate::memory::CLIENT_CHUNK`] bytes.
+    pub fn mem_read(&self, handle: &str, offset: u64, size: u64) -> Result<Vec<u8>, RtError> {
+        let total = usize::try_from(size).map_err(|_| {
+            RtError::new(
+                "gspc-memory",
+                format!("{size} bytes do not fit in this machine's memory"),
+            )
+        })?;
+        let mut out = Vec::new();
+        out.try_reserve_exact(total).map_err(|e| {
+            RtError::new(
+                "gspc-memory",
+                format!("cannot hold {size} bytes in this process: {e}"),
+            )
+        })?;
+        loop {
+            let n = (total - out.len()).min(crate::memory::CLIENT_CHUNK);
+            let request = RtRequest::MemRead {
+                handle: handle.to_string(),
+                offset: offset.saturating_add(out.len() as u64),
+                size: n as u64,
+            };
+            match self.call(request, Some(MEM_TIMEOUT))? {
+                RtResponse::Bytes(b) if b.len() == n => out.extend_from_slice(&b),
+                RtResponse::Bytes(b) => {
+                    return Err(RtError::new(
+                        "gspc-protocol",
+                        format!("asked for {n} bytes, the runtime sent {}", b.len()),
+                    ));
+                }
+                r => return Err(unexpected_answer(r)),
+            }
+            if out.len() >= total {
+                return Ok(out);
+            }
+        }
+    }
+
+    pub fn mem_stats(&self) -> Result<MemoryStatus, RtError> {
+        match self.call(RtRequest::MemStats, Some(MEM_TIMEOUT))? {
+            RtResponse::Memory(m) => Ok(m),
+            r => Err(unexpected_answer(r)),
+        }
+    }
+}
+
+/// How long a memory request may take.
+const MEM_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn unexpected_answer(r: RtResponse) -> RtError {
+    RtError::new(
+        "gspc-protocol",
+        format!("unexpected answer from the runtime: {r:?}"),
+    )
 }
 
 /// Sends one request and reads the answer.

@@ -21,6 +21,7 @@ use pnet_vm::{Engine, RunConfig, RunError, RunResult, Step, Task, TaskId};
 
 use crate::AgentError;
 use crate::control::{Request, Response, Status, WorkerStatus};
+use crate::memory::{GPI_CAPABILITY, SharedTable, function_uses_memory};
 use crate::sched::{ClassSpec, Impls, Pending, Sched, SchedConfig, WorkerId};
 
 /// The property that limits retries after lost workers.
@@ -46,6 +47,8 @@ pub struct CoreConfig {
     /// A task that no current worker can run waits for one to join (a persistent runtime,
     /// where workers come and go) rather than failing the job.
     pub wait_for_workers: bool,
+    /// The agent's global memory (one table for all jobs of a runtime: clones share it).
+    pub memory: SharedTable,
 }
 
 impl Default for CoreConfig {
@@ -59,6 +62,7 @@ impl Default for CoreConfig {
             step_budget: 2048,
             high_water: 4096,
             wait_for_workers: false,
+            memory: SharedTable::new(),
         }
     }
 }
@@ -624,6 +628,10 @@ impl<'b> Core<'b> {
             tprops = &t.properties;
         }
         mandatory(&f.requires, &mut req);
+        // Memory buffers and transfers need a worker with working memory.
+        if function_uses_memory(f) && !req.iter().any(|r| r == GPI_CAPABILITY) {
+            req.push(GPI_CAPABILITY.to_string());
+        }
         let max_retries = match self.cfg.max_retries {
             Some(n) => Some(n),
             None => {
@@ -698,6 +706,7 @@ impl<'b> Core<'b> {
             class,
             inputs,
             eureka: task.eureka_group.map(Arc::from),
+            memory: task.memory.map(Box::new),
             retries: 0,
             seq,
         });
@@ -797,18 +806,39 @@ impl<'b> Core<'b> {
 
     fn dispatch(&mut self, out: &mut Vec<Command>) {
         let mut batches = std::mem::take(&mut self.batches);
-        self.sched.dispatch(self.now, |w, inf| {
-            let run = TaskRun {
-                task: inf.task.id,
-                module: inf.def,
-                inputs: inf.task.inputs.clone(),
-                memory: None,
-            };
-            match batches.iter_mut().find(|(b, _)| *b == w) {
-                Some((_, v)) => v.push(run),
-                None => batches.push((w, vec![run])),
-            }
-        });
+        let mut failed: Vec<(WorkerId, u64, String)> = Vec::new();
+        {
+            let bundle = self.bundle;
+            let class_fn = &self.class_fn;
+            let memory = self.cfg.memory.clone();
+            let mut table = None;
+            self.sched.dispatch(self.now, |w, inf| {
+                let mut run = TaskRun {
+                    task: inf.task.id,
+                    module: inf.def,
+                    inputs: inf.task.inputs.clone(),
+                    memory: None,
+                };
+                if let Some(m) = &inf.task.memory {
+                    let table = table.get_or_insert_with(|| memory.lock());
+                    let f = class_fn[inf.task.class as usize];
+                    match pnet_memory::plan(bundle, f, m, table) {
+                        Ok(plan) => {
+                            table.count_transfer(&plan);
+                            run.memory = Some(plan);
+                        }
+                        Err(e) => {
+                            failed.push((w, inf.task.id, e.message));
+                            return;
+                        }
+                    }
+                }
+                match batches.iter_mut().find(|(b, _)| *b == w) {
+                    Some((_, v)) => v.push(run),
+                    None => batches.push((w, vec![run])),
+                }
+            });
+        }
         for (worker, runs) in batches.drain(..) {
             out.push(Command::Send {
                 worker,
@@ -816,6 +846,16 @@ impl<'b> Core<'b> {
             });
         }
         self.batches = batches;
+        if let Some((worker, task, message)) = failed.into_iter().next() {
+            // Never sent: take it back from the worker, then fail the job with the
+            // transition's location, like a failed module call.
+            self.sched.withdraw(worker, task);
+            out.push(Command::Log(format!(
+                "task {task} cannot run: its memory transfers are wrong: {message}"
+            )));
+            let e = self.engine.fail_task(TaskId(task), &message);
+            self.fail(AgentError::Run(e), out);
+        }
     }
 
     fn no_worker(&self, class: u32) -> AgentError {

@@ -28,9 +28,13 @@ use pnet_stdlib::Value;
 use pnet_vm::{RunConfig, RunResult};
 
 use crate::AgentError;
-use crate::control::{JobOutcome, JobSummary, Request, Response, RtWorker, RunningTask, Status};
+use crate::control::{
+    JobOutcome, JobSummary, MemoryStatus, Request, Response, RtWorker, RunningTask, Status,
+};
 use crate::core::{Command, Core, CoreConfig, Event, TraceRecord};
+use crate::memory::SharedTable;
 use crate::sched::WorkerId;
+use pnet_memory::SegmentInfo;
 
 /// A job's number (the first job of a runtime is 1; `run_job`'s only job is 0).
 pub type JobId = u64;
@@ -426,11 +430,13 @@ impl Hub {
         }
     }
 
-    /// A worker is gone (lost, or removed): its tasks are queued again in their jobs.
+    /// A worker is gone (lost, or removed): its tasks are queued again in their jobs, its
+    /// segment leaves the global memory (the allocations with parts in it break).
     pub fn worker_lost(&mut self, worker: WorkerId, reason: &str, out: &mut Vec<HubCmd>) {
-        if self.workers.remove(&worker).is_none() {
+        let Some(info) = self.workers.remove(&worker) else {
             return;
-        }
+        };
+        self.remove_segment(worker, &info.name, out);
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
         for id in ids {
             self.send_event(
@@ -442,6 +448,64 @@ impl Hub {
                 out,
             );
         }
+    }
+
+    /// The agent's global memory (shared by every job).
+    pub fn memory(&self) -> &SharedTable {
+        &self.cfg.core.memory
+    }
+
+    fn add_segment(&mut self, worker: WorkerId, mut seg: SegmentInfo, out: &mut Vec<HubCmd>) {
+        let name = self.workers.get(&worker).map_or("?", |w| w.name.as_str());
+        if seg.id != worker {
+            out.push(HubCmd::Log(format!(
+                "worker {worker} `{name}` reported its segment as number {}; using {worker}",
+                seg.id
+            )));
+            seg.id = worker;
+        }
+        out.push(HubCmd::Log(format!(
+            "worker {worker} `{name}` offers {} of working memory on host `{}` ({}, memory \
+             server {})",
+            crate::memory::human_bytes(seg.size),
+            seg.host,
+            seg.shm_path,
+            seg.server
+        )));
+        let mut table = self.cfg.core.memory.lock();
+        if table.segment(worker).is_some() {
+            // A second report replaces the first (forced: it is the same worker).
+            let _ = table.remove_segment(worker, true);
+        }
+        table.add_segment(seg);
+    }
+
+    fn remove_segment(&mut self, worker: WorkerId, name: &str, out: &mut Vec<HubCmd>) {
+        let mut table = self.cfg.core.memory.lock();
+        if table.segment(worker).is_none() {
+            return;
+        }
+        if let Err(e) = table.remove_segment(worker, false) {
+            // Allocations live in it: they are lost with the worker.
+            out.push(HubCmd::Log(format!(
+                "worker {worker} `{name}` is gone with its working memory: the global \
+                 allocations with parts in it are lost ({e})"
+            )));
+            if let Err(e) = table.remove_segment(worker, true) {
+                out.push(HubCmd::Log(format!(
+                    "cannot remove the segment of worker {worker} `{name}`: {e}"
+                )));
+            }
+        } else {
+            out.push(HubCmd::Log(format!(
+                "worker {worker} `{name}`: its working memory left the global memory"
+            )));
+        }
+    }
+
+    /// The memory statistics (`gspc status`).
+    pub fn memory_status(&self) -> MemoryStatus {
+        crate::memory::memory_status(&self.cfg.core.memory.lock().stats())
     }
 
     /// Messages from a worker.
@@ -459,7 +523,11 @@ impl Hub {
                     }
                     continue;
                 }
-                WorkerMsg::Hello(_) | WorkerMsg::Memory(_) => continue,
+                WorkerMsg::Hello(_) => continue,
+                WorkerMsg::Memory(seg) => {
+                    self.add_segment(worker, seg, out);
+                    continue;
+                }
                 WorkerMsg::Done { task, outputs } => {
                     if let Some(info) = self.workers.get_mut(&worker) {
                         info.done += 1;

@@ -11,6 +11,9 @@
 //!
 //! - [`hub`]: many jobs (one [`core::Core`] each) over one set of workers, no I/O: global
 //!   task and module ids, round-robin pumping, per-job windows on every worker (fairness);
+//! - [`memory`]: the global memory (one table of the workers' segments and the allocations
+//!   in them, shared by all jobs), the implicit `GPI` requirement of module calls with memory
+//!   transfers, their planning at dispatch, and the client API's I/O thread;
 //!
 //! The entry points are [`run_job`] (one job: a runtime stopped when the job ends; used by
 //! `gspc-run`) and [`serve`] (the persistent runtime of `gspc`); both run the same shell.
@@ -28,6 +31,7 @@ use pnet_vm::{RunError, RunResult};
 pub mod control;
 pub mod core;
 pub mod hub;
+pub mod memory;
 pub mod output;
 pub mod sched;
 mod shell;
@@ -35,6 +39,7 @@ mod trace;
 
 pub use control::Status;
 pub use core::calls_modules;
+pub use memory::{DEFAULT_WORKER_SHM, uses_memory};
 pub use sched::SchedConfig;
 
 /// The `gspc-worker` program to start: the one next to the running executable, unless the
@@ -87,6 +92,10 @@ pub struct AgentConfig {
     /// Overrides the net's `fhg.drts.schedule.maximum_number_of_retries`.
     pub max_retries: Option<u32>,
     pub start_workers: StartWorkers,
+    /// A testing aid: with N > 0, the i-th worker this agent starts gets the host identity
+    /// `local-<i mod N>` (`gspc-worker --host-id`), so that workers on one machine transfer
+    /// memory between "hosts" over TCP (loopback) instead of through shared memory.
+    pub fake_hosts: u32,
 }
 
 impl AgentConfig {
@@ -107,6 +116,7 @@ impl AgentConfig {
             control: None,
             max_retries: None,
             start_workers: StartWorkers::IfModules,
+            fake_hosts: 0,
         }
     }
 }
@@ -125,6 +135,24 @@ pub struct JobOptions {
     pub sched: SchedConfig,
     /// Grace period for workers to exit after the job before they are killed.
     pub stop_grace: Duration,
+    /// Global memory to allocate (and fill) once the workers have joined, before the job
+    /// starts; each binds a root in-port to the allocation's range (`gspc-run --alloc`).
+    /// Freed when the job ends.
+    pub allocs: Vec<MemAlloc>,
+    /// After a successful job, write the bytes of the allocation bound to a port to a file
+    /// (`gspc-run --dump PORT=FILE`; the port must be one of `allocs`).
+    pub dumps: Vec<(String, PathBuf)>,
+}
+
+/// One allocation of [`JobOptions::allocs`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemAlloc {
+    /// The root in-port that gets the `global_memory_range` token of the allocation.
+    pub port: String,
+    /// Size in bytes (with `data`: its length).
+    pub size: u64,
+    /// The initial contents (else zeros).
+    pub data: Option<Vec<u8>>,
 }
 
 impl Default for JobOptions {
@@ -136,6 +164,8 @@ impl Default for JobOptions {
             join_timeout: Duration::from_secs(60),
             sched: SchedConfig::default(),
             stop_grace: Duration::from_secs(3),
+            allocs: Vec::new(),
+            dumps: Vec::new(),
         }
     }
 }
@@ -146,6 +176,8 @@ impl std::fmt::Debug for JobOptions {
             .field("external_workers", &self.external_workers)
             .field("join_timeout", &self.join_timeout)
             .field("sched", &self.sched)
+            .field("allocs", &self.allocs.len())
+            .field("dumps", &self.dumps)
             .finish_non_exhaustive()
     }
 }

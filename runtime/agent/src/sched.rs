@@ -162,6 +162,8 @@ pub struct Pending {
     /// Input values in the order of the module definition's inputs.
     pub inputs: Vec<Value>,
     pub eureka: Option<Arc<str>>,
+    /// The evaluated memory buffers and transfers of the call (planned at dispatch).
+    pub memory: Option<Box<pnet_vm::TaskMemory>>,
     /// How often a worker was lost while running it.
     pub retries: u32,
     /// Arrival order (kept across retries, so that a retried task goes first).
@@ -458,6 +460,15 @@ impl Sched {
         Some(inf)
     }
 
+    /// Takes back a task that was placed on a worker but never sent (its dispatch failed):
+    /// no service time is measured and nothing is counted as done.
+    pub fn withdraw(&mut self, wid: WorkerId, task: u64) -> Option<InFlight> {
+        let w = self.workers.get_mut(wid as usize)?.as_mut()?;
+        let inf = w.in_flight.remove(&task)?;
+        self.running -= 1;
+        Some(inf)
+    }
+
     /// Removes the queued tasks of these eureka groups and marks the running ones cancelled;
     /// returns the removed tasks and the (worker, task) pairs to send a Cancel to.
     pub fn cancel_groups(&mut self, groups: &[String]) -> (Vec<u64>, Vec<(WorkerId, u64)>) {
@@ -646,6 +657,7 @@ mod tests {
             class,
             inputs: vec![Value::Long(id as i64)],
             eureka: None,
+            memory: None,
             retries: 0,
             seq: s.next_seq(),
         }

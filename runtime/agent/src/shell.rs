@@ -49,6 +49,7 @@ use crate::control::{
 };
 use crate::core::{CoreConfig, calls_modules};
 use crate::hub::{ClientReply, Hub, HubCmd, HubConfig, JobId};
+use crate::memory::{IoJob, MemIo, RangePiece, read_pieces, write_pieces};
 use crate::trace::TraceWriter;
 use crate::{AgentConfig, AgentError, JobOptions, RuntimeConfig, StartWorkers};
 
@@ -94,6 +95,11 @@ enum ShellEvent {
     ClientClosed {
         client: u64,
     },
+    /// The answer of a memory request, from the memory I/O thread.
+    MemReply {
+        client: u64,
+        response: RtResponse,
+    },
 }
 
 fn setup(what: &str) -> impl Fn(std::io::Error) -> AgentError + '_ {
@@ -135,13 +141,31 @@ pub(crate) fn run(
         0,
     );
     let mut first = Vec::new();
-    hub.add_job("job", bundle.clone(), inputs, &mut first)?;
+    // With global memory to allocate first, the job starts once the workers (and their
+    // segments) are there.
+    let deferred = if options.allocs.is_empty() {
+        if !options.dumps.is_empty() {
+            return Err(AgentError::Setup(
+                "--dump needs the allocation it names (--alloc)".into(),
+            ));
+        }
+        hub.add_job("job", bundle.clone(), inputs, &mut first)?;
+        None
+    } else {
+        if !start_workers {
+            return Err(AgentError::Setup(
+                "--alloc needs workers with working memory, but the net calls no modules".into(),
+            ));
+        }
+        Some((bundle.clone(), inputs.to_vec()))
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(setup("cannot start the runtime"))?;
     let grace = options.stop_grace;
     let mut shell = Shell::new(hub, config, Mode::Job, options)?;
+    shell.deferred_job = deferred;
     let result = rt.block_on(shell.run(start_workers, first));
     drop(rt);
     let ended = shell.stop_launched(grace);
@@ -322,6 +346,9 @@ enum Mode {
     Runtime { state_dir: PathBuf, secret: Secret },
 }
 
+/// A job's input tokens by port.
+type JobInputs = Vec<(String, Vec<Value>)>;
+
 /// How the loop ended.
 enum End {
     /// `run_job`'s job ended.
@@ -338,6 +365,8 @@ enum End {
 struct LaunchedWorker {
     meta: WorkerRef,
     class: String,
+    /// Bytes of working memory (`--shm`).
+    shm: u64,
     proc: Launched,
 }
 
@@ -371,6 +400,16 @@ struct Shell<'c> {
     ev_rx: Option<UnboundedReceiver<ShellEvent>>,
     /// A `Stop { wait: true }` is waiting for the jobs: (client, jobs waited for).
     stopping: Option<(u64, Vec<JobId>)>,
+    /// Workers started so far (for `--fake-hosts`).
+    launch_count: u64,
+    /// The thread reading and writing global memory for clients (started on first use).
+    memio: Option<MemIo>,
+    /// `run_job`'s job when it waits for the workers' segments to allocate its memory.
+    deferred_job: Option<(Bundle, JobInputs)>,
+    /// When the joining was over while a job waited for segments.
+    segments_wait: Option<Instant>,
+    /// `run_job`'s allocations: (port, handle, size), freed when the job ends.
+    job_allocs: Vec<(String, String, u64)>,
 }
 
 impl<'c> Shell<'c> {
@@ -431,6 +470,11 @@ impl<'c> Shell<'c> {
             ev_tx,
             ev_rx: Some(ev_rx),
             stopping: None,
+            launch_count: 0,
+            memio: None,
+            deferred_job: None,
+            segments_wait: None,
+            job_allocs: Vec::new(),
         })
     }
 
@@ -493,6 +537,18 @@ impl<'c> Shell<'c> {
                 args.push("--socket".into());
                 args.push(s.to_string());
             }
+            if w.shm > 0 {
+                args.push("--shm".into());
+                args.push(w.shm.to_string());
+            }
+            if config.fake_hosts > 0 {
+                args.push("--host-id".into());
+                args.push(format!(
+                    "local-{}",
+                    self.launch_count % u64::from(config.fake_hosts)
+                ));
+            }
+            self.launch_count += 1;
             args.push("--secret-stdin".into());
             args.push("--exit-on-stdin-eof".into());
             let cmd = WorkerCommand {
@@ -522,6 +578,7 @@ impl<'c> Shell<'c> {
                     self.launched.push(LaunchedWorker {
                         meta,
                         class: w.class.clone(),
+                        shm: w.shm,
                         proc: l,
                     });
                 }
@@ -794,6 +851,12 @@ impl<'c> Shell<'c> {
                     join_over = true;
                 }
             }
+            if join_over && self.deferred_job.is_some() && self.segments_ready() {
+                if let Err(e) = self.start_deferred_job(&mut out).await {
+                    break 'outer End::Job(Box::new(Err(e)));
+                }
+                more = true;
+            }
             if had_events || !out.is_empty() {
                 more = true;
             }
@@ -815,6 +878,16 @@ impl<'c> Shell<'c> {
         };
         if self.log.progress_shown {
             eprint!("\r\x1b[K");
+        }
+        let mut end = end;
+        if !self.job_allocs.is_empty() {
+            if let End::Job(r) = &end
+                && r.is_ok()
+                && let Err(e) = self.write_dumps().await
+            {
+                end = End::Job(Box::new(Err(e)));
+            }
+            self.free_job_allocs();
         }
         if let End::Job(r) = &end {
             match r.as_ref() {
@@ -946,6 +1019,7 @@ impl<'c> Shell<'c> {
                 self.clients.remove(&client);
                 self.hub.client_closed(client);
             }
+            ShellEvent::MemReply { client, response } => self.reply_rt(client, response),
         }
         None
     }
@@ -1008,6 +1082,79 @@ impl<'c> Shell<'c> {
                 class,
                 count,
             } => self.remove_workers(&names, class.as_deref(), count, out),
+            RtRequest::MemAlloc { size } => self.mem_alloc(size),
+            RtRequest::MemFree { handle } => match self.hub.memory().lock().free(&handle) {
+                Ok(()) => {
+                    self.log.line(&format!("freed global memory {handle}"));
+                    RtResponse::Ok
+                }
+                Err(e) => RtResponse::Error(e.message),
+            },
+            RtRequest::MemWrite {
+                handle,
+                offset,
+                data,
+            } => {
+                let pieces = resolve_range(&self.hub, &handle, offset, data.len() as u64);
+                match pieces {
+                    Err(e) => RtResponse::Error(e),
+                    Ok(pieces) => {
+                        let ev = self.ev_tx.clone();
+                        let job: IoJob = Box::new(move |peers| {
+                            let response = match write_pieces(peers, &pieces, &data) {
+                                Ok(()) => RtResponse::Ok,
+                                Err(e) => RtResponse::Error(format!(
+                                    "cannot write {} bytes at offset {offset} of {handle}: {e}",
+                                    data.len()
+                                )),
+                            };
+                            let _ = ev.send(ShellEvent::MemReply { client, response });
+                        });
+                        match self.submit_io(job) {
+                            Ok(()) => return None,
+                            Err(e) => RtResponse::Error(e),
+                        }
+                    }
+                }
+            }
+            RtRequest::MemRead {
+                handle,
+                offset,
+                size,
+            } => {
+                let most = pnet_protocol::frame::MAX_FRAME - 1024;
+                let n = match usize::try_from(size) {
+                    Ok(n) if n <= most => Ok(n),
+                    _ => Err(format!(
+                        "cannot read {size} bytes in one request (at most {most}; clients read \
+                         in chunks of {})",
+                        crate::memory::CLIENT_CHUNK
+                    )),
+                };
+                let pieces =
+                    n.and_then(|n| resolve_range(&self.hub, &handle, offset, size).map(|p| (n, p)));
+                match pieces {
+                    Err(e) => RtResponse::Error(e),
+                    Ok((n, pieces)) => {
+                        let ev = self.ev_tx.clone();
+                        let job: IoJob = Box::new(move |peers| {
+                            let mut buf = vec![0u8; n];
+                            let response = match read_pieces(peers, &pieces, &mut buf) {
+                                Ok(()) => RtResponse::Bytes(buf),
+                                Err(e) => RtResponse::Error(format!(
+                                    "cannot read {size} bytes at offset {offset} of {handle}: {e}"
+                                )),
+                            };
+                            let _ = ev.send(ShellEvent::MemReply { client, response });
+                        });
+                        match self.submit_io(job) {
+                            Ok(()) => return None,
+                            Err(e) => RtResponse::Error(e),
+                        }
+                    }
+                }
+            }
+            RtRequest::MemStats => RtResponse::Memory(self.hub.memory_status()),
             RtRequest::Stop { wait } => {
                 if wait {
                     let jobs = self.hub.live_jobs();
@@ -1078,6 +1225,181 @@ impl<'c> Shell<'c> {
             jobs_running: jobs.iter().filter(|j| j.state == "running").count() as u64,
             jobs_total: jobs.len() as u64,
             workers,
+            memory: self.hub.memory_status(),
+        }
+    }
+
+    /// Starts the memory I/O thread if it is not running.
+    fn memio(&mut self) -> Result<&MemIo, String> {
+        if self.memio.is_none() {
+            let secret = match &self.shared {
+                Some(s) => s.secret.clone(),
+                None => {
+                    return Err("the runtime has no workers, so no global memory".into());
+                }
+            };
+            let io = MemIo::start(pnet_topology::local_hostname(), secret)
+                .map_err(|e| format!("cannot start the memory thread: {e}"))?;
+            self.memio = Some(io);
+        }
+        self.memio
+            .as_ref()
+            .ok_or_else(|| "the memory thread is not running".to_string())
+    }
+
+    fn submit_io(&mut self, job: IoJob) -> Result<(), String> {
+        if self.memio()?.submit(job) {
+            Ok(())
+        } else {
+            Err("the memory thread has stopped".into())
+        }
+    }
+
+    /// Runs `f` on the memory I/O thread and waits for its result (the other tasks of the
+    /// runtime go on meanwhile).
+    async fn io<T: Send + 'static>(
+        &mut self,
+        f: impl FnOnce(&mut pnet_memory::Peers) -> T + Send + 'static,
+    ) -> Result<T, String> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.submit_io(Box::new(move |peers| {
+            let _ = tx.send(f(peers));
+        }))?;
+        rx.await
+            .map_err(|_| "the memory thread stopped during a transfer".to_string())
+    }
+
+    fn mem_alloc(&mut self, size: u64) -> RtResponse {
+        let r = self.hub.memory().lock().alloc(size);
+        match r {
+            Ok(handle) => {
+                self.log.line(&format!(
+                    "allocated {} of global memory: {handle}",
+                    crate::memory::human_bytes(size)
+                ));
+                RtResponse::Allocated {
+                    range: pnet_memory::range_value(&handle, 0, size),
+                    handle,
+                }
+            }
+            Err(e) => RtResponse::Error(alloc_error(&self.hub, &e)),
+        }
+    }
+
+    /// Whether every joined worker started with working memory has reported its segment (or
+    /// 10 s have passed since the joining was over).
+    fn segments_ready(&mut self) -> bool {
+        let since = *self.segments_wait.get_or_insert_with(Instant::now);
+        if since.elapsed() >= Duration::from_secs(10) {
+            return true;
+        }
+        let table = self.hub.memory().lock();
+        self.conns.iter().all(|(&id, c)| {
+            let shm = self
+                .launched
+                .iter()
+                .find(|l| l.meta.name == c.name)
+                .map_or(0, |l| l.shm);
+            shm == 0 || table.segment(id).is_some()
+        })
+    }
+
+    /// Allocates and fills `run_job`'s global memory, binds the ports, and starts the job.
+    async fn start_deferred_job(&mut self, out: &mut Vec<HubCmd>) -> Result<(), AgentError> {
+        let Some((bundle, mut inputs)) = self.deferred_job.take() else {
+            return Ok(());
+        };
+        // The log lines so far first (the workers' segments), so that the log is in order.
+        let log = &mut self.log;
+        out.retain(|c| match c {
+            HubCmd::Log(m) => {
+                log.line(m);
+                false
+            }
+            _ => true,
+        });
+        let allocs = std::mem::take(&mut self.options.allocs);
+        for a in allocs {
+            let what = match &a.data {
+                Some(_) => format!("--alloc {}=@FILE", a.port),
+                None => format!("--alloc {}={}", a.port, a.size),
+            };
+            let r = self.hub.memory().lock().alloc(a.size);
+            let handle = r.map_err(|e| {
+                AgentError::Setup(format!("{what}: {}", alloc_error(&self.hub, &e)))
+            })?;
+            self.job_allocs
+                .push((a.port.clone(), handle.clone(), a.size));
+            self.log.line(&format!(
+                "allocated {} of global memory for port `{}`: {handle}",
+                crate::memory::human_bytes(a.size),
+                a.port
+            ));
+            if let Some(data) = a.data
+                && !data.is_empty()
+            {
+                let pieces = resolve_range(&self.hub, &handle, 0, a.size)
+                    .map_err(|e| AgentError::Setup(format!("{what}: {e}")))?;
+                self.io(move |peers| write_pieces(peers, &pieces, &data))
+                    .await
+                    .map_err(|e| AgentError::Setup(format!("{what}: {e}")))?
+                    .map_err(|e| AgentError::Setup(format!("{what}: cannot fill {handle}: {e}")))?;
+            }
+            let range = pnet_memory::range_value(&handle, 0, a.size);
+            match inputs.iter_mut().find(|(p, _)| *p == a.port) {
+                Some((_, vs)) => vs.push(range),
+                None => inputs.push((a.port.clone(), vec![range])),
+            }
+        }
+        self.hub.add_job("job", bundle, &inputs, out)?;
+        self.refresh_welcome_defs();
+        // The workers that were to join have joined (or never will).
+        self.hub.join_timeout(out);
+        Ok(())
+    }
+
+    /// `--dump PORT=FILE`: writes the bytes of the allocations to their files.
+    async fn write_dumps(&mut self) -> Result<(), AgentError> {
+        let dumps = std::mem::take(&mut self.options.dumps);
+        for (port, path) in dumps {
+            let what = format!("--dump {port}={}", path.display());
+            let Some((_, handle, size)) =
+                self.job_allocs.iter().find(|(p, ..)| *p == port).cloned()
+            else {
+                return Err(AgentError::Setup(format!(
+                    "{what}: no --alloc for port `{port}`"
+                )));
+            };
+            let n = usize::try_from(size)
+                .map_err(|_| AgentError::Setup(format!("{what}: {size} bytes are too many")))?;
+            let pieces = resolve_range(&self.hub, &handle, 0, size)
+                .map_err(|e| AgentError::Setup(format!("{what}: {e}")))?;
+            let bytes = self
+                .io(move |peers| {
+                    let mut buf = vec![0u8; n];
+                    read_pieces(peers, &pieces, &mut buf).map(|()| buf)
+                })
+                .await
+                .map_err(|e| AgentError::Setup(format!("{what}: {e}")))?
+                .map_err(|e| AgentError::Setup(format!("{what}: cannot read {handle}: {e}")))?;
+            std::fs::write(&path, &bytes).map_err(|e| {
+                AgentError::Setup(format!("{what}: cannot write {}: {e}", path.display()))
+            })?;
+            self.log.line(&format!(
+                "wrote {} of {handle} (port `{port}`) to {}",
+                crate::memory::human_bytes(size),
+                path.display()
+            ));
+        }
+        Ok(())
+    }
+
+    fn free_job_allocs(&mut self) {
+        for (port, handle, _) in std::mem::take(&mut self.job_allocs) {
+            if let Err(e) = self.hub.memory().lock().free(&handle) {
+                self.log
+                    .line(&format!("cannot free {handle} (port `{port}`): {e}"));
+            }
         }
     }
 
@@ -1199,6 +1521,39 @@ impl<'c> Shell<'c> {
             removed.push(r);
         }
         RtResponse::Workers(removed)
+    }
+}
+
+/// The pieces of a global range, or the error as a message.
+fn resolve_range(
+    hub: &Hub,
+    handle: &str,
+    offset: u64,
+    len: u64,
+) -> Result<Vec<RangePiece>, String> {
+    let table = hub.memory().lock();
+    if len == 0 {
+        // Nothing to move; the handle and offset must still make sense.
+        return match table.size_of(handle) {
+            None => Err(format!("there is no allocation {handle}")),
+            Some(size) if offset > size => Err(format!(
+                "offset {offset} is past the end of {handle} ({size} bytes)"
+            )),
+            Some(_) => Ok(Vec::new()),
+        };
+    }
+    crate::memory::resolve(&table, handle, offset, len).map_err(|e| e.message)
+}
+
+/// An allocation error, with a hint when no worker offers working memory.
+fn alloc_error(hub: &Hub, e: &pnet_memory::MemError) -> String {
+    if hub.memory().lock().stats().segments == 0 {
+        format!(
+            "{e} Give the workers working memory: a shm size in the topology, like \
+             `worker:2,67108864` (64 MiB each)."
+        )
+    } else {
+        e.to_string()
     }
 }
 
@@ -1610,6 +1965,8 @@ async fn control_client(
     let _ = ev.send(ShellEvent::ClientClosed { client });
 }
 
+#[cfg(test)]
+mod mem_tests;
 #[cfg(test)]
 mod real;
 #[cfg(test)]

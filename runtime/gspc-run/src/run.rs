@@ -43,7 +43,9 @@ Options:
 
 Workers:
       --topology DESC      the workers to start, GPI-Space's worker description string, e.g.
-                           \"compute+CPU:2 reduce:1x1\" (default: \"worker:N\", one worker per core)
+                           \"compute+CPU:2 reduce:1x1\" (default: \"worker:N\", one worker per core;
+                           when the net has memory buffers or transfers, or with --alloc, each
+                           default worker gets 64 MiB of working memory: \"worker:N,67108864\")
       --nodefile FILE      hosts to start workers on, one a line (default: this host)
       --launcher NAME      local (default), ssh (OpenSSH to each host of the nodefile) or slurm
                            (srun, inside an allocation)
@@ -56,6 +58,21 @@ Workers:
       --max-retries N      re-run a task whose worker died at most N times (default: the
                            net's fhg.drts.schedule.maximum_number_of_retries, else unlimited)
       --dry-run            print which workers would start where, and exit
+      --fake-hosts N       testing aid: the i-th worker started gets the host identity
+                           `local-<i mod N>` (gspc-worker --host-id), so that workers on this
+                           machine move global memory between them over TCP (loopback), as
+                           between hosts
+
+Global memory (workers with working memory, a shm size in the topology, offer it; module
+calls with memory transfers run only on them):
+      --alloc PORT=SIZE    allocate SIZE bytes of global memory (a number, or with a unit:
+                           4096, 64K, 16M, 1GiB; zeros: the workers are fresh) once they joined,
+                           and put its `global_memory_range` token ([handle := [name := ...],
+                           offset := 0UL, size := SIZE]) on input port PORT; repeatable
+      --alloc PORT=@FILE   the same, the size of FILE, filled with its bytes
+      --dump PORT=FILE     after a successful run, write the bytes of the allocation of
+                           --alloc PORT to FILE; repeatable
+                           (allocations are freed when the run ends)
 
 Seeing and controlling the run:
       --control SOCKET     accept clients on this Unix socket (`gspc-run put-token ...`); the
@@ -95,6 +112,45 @@ struct Args {
     log: Option<PathBuf>,
     verbose: bool,
     progress: Option<bool>,
+    fake_hosts: u32,
+    allocs: Vec<AllocArg>,
+    dumps: Vec<(String, PathBuf)>,
+}
+
+/// `--alloc PORT=SIZE` or `--alloc PORT=@FILE`.
+struct AllocArg {
+    port: String,
+    size: u64,
+    file: Option<PathBuf>,
+}
+
+/// Splits `PORT=REST` of `flag`.
+fn port_value<'a>(flag: &str, v: &'a str, what: &str) -> Result<(&'a str, &'a str), String> {
+    match v.split_once('=') {
+        Some((p, r)) if !p.trim().is_empty() && !r.is_empty() => Ok((p.trim(), r)),
+        _ => Err(format!("{flag}: '{v}' is not PORT={what}")),
+    }
+}
+
+fn parse_alloc(v: &str) -> Result<AllocArg, String> {
+    let (port, rest) = port_value("--alloc", v, "SIZE or PORT=@FILE")?;
+    if let Some(file) = rest.strip_prefix('@') {
+        let path = PathBuf::from(file);
+        let size = std::fs::metadata(&path)
+            .map_err(|e| format!("--alloc {v}: cannot read {}: {e}", path.display()))?
+            .len();
+        return Ok(AllocArg {
+            port: port.to_string(),
+            size,
+            file: Some(path),
+        });
+    }
+    let size = pnet_agent::memory::parse_size(rest).map_err(|e| format!("--alloc {v}: {e}"))?;
+    Ok(AllocArg {
+        port: port.to_string(),
+        size,
+        file: None,
+    })
 }
 
 fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
@@ -125,6 +181,9 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
         log: None,
         verbose: false,
         progress: None,
+        fake_hosts: 0,
+        allocs: Vec::new(),
+        dumps: Vec::new(),
     };
     let mut i = 0;
     while i < argv.len() {
@@ -185,6 +244,27 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
                 a.max_retries = Some(u32::try_from(n).unwrap_or(u32::MAX));
             }
             "--dry-run" => a.dry_run = true,
+            "--fake-hosts" => {
+                let n = number(&take_value(&mut i)?)?;
+                a.fake_hosts = u32::try_from(n)
+                    .map_err(|_| usage_error(&format!("--fake-hosts: {n} is too many")))?;
+            }
+            "--alloc" => {
+                let v = take_value(&mut i)?;
+                let alloc = parse_alloc(&v).map_err(|m| usage_error(&m))?;
+                if a.allocs.iter().any(|x| x.port == alloc.port) {
+                    return Err(usage_error(&format!(
+                        "--alloc: port `{}` is given twice",
+                        alloc.port
+                    )));
+                }
+                a.allocs.push(alloc);
+            }
+            "--dump" => {
+                let v = take_value(&mut i)?;
+                let (port, file) = port_value("--dump", &v, "FILE").map_err(|m| usage_error(&m))?;
+                a.dumps.push((port.to_string(), PathBuf::from(file)));
+            }
             "--control" => a.control = Some(PathBuf::from(take_value(&mut i)?)),
             "--trace" => a.trace = Some(PathBuf::from(take_value(&mut i)?)),
             "--log" => a.log = Some(PathBuf::from(take_value(&mut i)?)),
@@ -210,6 +290,14 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
     if a.net.is_none() && !a.dry_run {
         return Err(usage_error("no net given"));
     }
+    for (port, file) in &a.dumps {
+        if !a.allocs.iter().any(|x| &x.port == port) {
+            return Err(usage_error(&format!(
+                "--dump {port}={}: there is no --alloc {port}=...",
+                file.display()
+            )));
+        }
+    }
     Ok(a)
 }
 
@@ -229,28 +317,43 @@ pub fn main(argv: &[String]) -> ExitCode {
         Ok(a) => a,
         Err(code) => return code,
     };
+    let bundle = match &args.net {
+        Some(net) => match load(net, &args.compile) {
+            Ok(b) => Some(b),
+            Err(code) => return code,
+        },
+        None => None,
+    };
+    // Nets with memory transfers need workers with working memory.
+    let uses_memory =
+        !args.allocs.is_empty() || bundle.as_ref().is_some_and(pnet_agent::uses_memory);
+    let default_shm = if uses_memory {
+        pnet_agent::DEFAULT_WORKER_SHM
+    } else {
+        0
+    };
     let plan = match topo::plan(
         args.topology.as_deref(),
         args.nodefile.as_deref(),
         &args.launcher,
+        default_shm,
     ) {
         Ok(p) => p,
         Err(code) => return code,
     };
     if args.dry_run {
         print!("{plan}");
-        if let Some(net) = &args.net {
-            return match load(net, &args.compile) {
-                Ok(b) if !pnet_agent::calls_modules(&b) => {
-                    println!("(the net has no module calls: it would run without workers)");
-                    ExitCode::SUCCESS
-                }
-                Ok(_) => ExitCode::SUCCESS,
-                Err(code) => code,
-            };
+        if bundle
+            .as_ref()
+            .is_some_and(|b| !pnet_agent::calls_modules(b))
+        {
+            println!("(the net has no module calls: it would run without workers)");
         }
         return ExitCode::SUCCESS;
     }
+    let Some(bundle) = bundle else {
+        return usage_error("no net given");
+    };
     let launcher = match topo::launcher(&args.launcher, &args.ssh_options) {
         Ok(l) => l,
         Err(code) => return code,
@@ -265,10 +368,6 @@ pub fn main(argv: &[String]) -> ExitCode {
         }
     };
     let net = args.net.clone().unwrap_or_default();
-    let bundle = match load(&net, &args.compile) {
-        Ok(b) => b,
-        Err(code) => return code,
-    };
     // Group the puts by port, keeping their order.
     let mut inputs: Vec<(String, Vec<Value>)> = Vec::new();
     for (port, v) in &args.puts {
@@ -312,8 +411,32 @@ pub fn main(argv: &[String]) -> ExitCode {
         control: args.control.clone(),
         max_retries: args.max_retries,
         start_workers: pnet_agent::StartWorkers::IfModules,
+        fake_hosts: args.fake_hosts,
     };
-    let result = pnet_agent::run_job(&bundle, &inputs, &config);
+    let mut options = pnet_agent::JobOptions::default();
+    for a in &args.allocs {
+        let data = match &a.file {
+            Some(path) => match std::fs::read(path) {
+                Ok(d) => Some(d),
+                Err(e) => {
+                    eprintln!(
+                        "gspc-run: error: --alloc {}=@{}: cannot read it: {e}",
+                        a.port,
+                        path.display()
+                    );
+                    return ExitCode::from(1);
+                }
+            },
+            None => None,
+        };
+        options.allocs.push(pnet_agent::MemAlloc {
+            port: a.port.clone(),
+            size: data.as_ref().map_or(a.size, |d| d.len() as u64),
+            data,
+        });
+    }
+    options.dumps = args.dumps.clone();
+    let result = pnet_agent::run_job_with(&bundle, &inputs, &config, options);
     if args.jit_stats {
         let mut stats = jit.stats();
         stats.mode = Some(args.jit);

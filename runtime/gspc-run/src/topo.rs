@@ -43,12 +43,14 @@ fn render(origin: &str, text: &str, diagnostics: &[pnet_topology::Diagnostic]) {
     render_diagnostics(&[file], &converted, ColorMode::Auto);
 }
 
-/// Parses the topology (default: one worker per core) and the nodefile (default: this
-/// host), checks them, and expands them into a plan. Errors are usage errors (exit code 2).
+/// Parses the topology (default: one worker per core, each with `default_shm` bytes of
+/// working memory) and the nodefile (default: this host), checks them, and expands them into
+/// a plan. Errors are usage errors (exit code 2).
 pub fn plan(
     topology: Option<&str>,
     nodefile: Option<&Path>,
     launcher: &str,
+    default_shm: u64,
 ) -> Result<Plan, ExitCode> {
     let (topo, text) = match topology {
         Some(t) => {
@@ -62,7 +64,20 @@ pub fn plan(
             (topo, t.to_string())
         }
         None => {
-            let topo = pnet_topology::default_topology(pnet_topology::hwloc::core_count());
+            let mut topo = pnet_topology::default_topology(pnet_topology::hwloc::core_count());
+            if default_shm > 0 {
+                for c in &mut topo.classes {
+                    c.shm = default_shm;
+                    if !c
+                        .capabilities
+                        .iter()
+                        .any(|k| k == pnet_topology::GPI_CAPABILITY)
+                    {
+                        c.capabilities
+                            .push(pnet_topology::GPI_CAPABILITY.to_string());
+                    }
+                }
+            }
             let text = topo.to_string();
             (topo, text)
         }

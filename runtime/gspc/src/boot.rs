@@ -35,7 +35,16 @@ Options:
                            net's fhg.drts.schedule.maximum_number_of_retries, else unlimited)
       --timeout SECS       how long to wait for the workers to join (default 60)
       --state-dir DIR      the state directory (see `gspc --help`); created with mode 700
+      --fake-hosts N       testing aid: the i-th worker started gets the host identity
+                           `local-<i mod N>` (gspc-worker --host-id), so that workers on this
+                           machine move global memory between them over TCP (loopback) as
+                           between hosts
   -h, --help               print this help
+
+Global memory: workers with working memory (a topology description with a shm size, like
+\"worker:4,67108864\": 64 MiB each) offer it to the runtime's global memory; module calls with
+memory transfers run only on them. Clients allocate, fill, read and free global memory with
+`gspc alloc`, `gspc mem-write`, `gspc mem-read` and `gspc free`; `gspc status` shows it.
 
 The runtime runs in its own session (it survives the shell); its output and worker event
 log go to DIR/daemon.log. `gspc stop` stops it.
@@ -53,6 +62,7 @@ struct BootArgs {
     max_retries: Option<u32>,
     timeout: Option<u64>,
     state_dir: Option<PathBuf>,
+    fake_hosts: Option<u32>,
 }
 
 fn parse(argv: &[String]) -> Result<BootArgs, ExitCode> {
@@ -83,6 +93,10 @@ fn parse(argv: &[String]) -> Result<BootArgs, ExitCode> {
                 a.timeout = Some(parse_number(flag, &value(&mut i)?).map_err(|m| usage_error(&m))?)
             }
             "--state-dir" => a.state_dir = Some(PathBuf::from(value(&mut i)?)),
+            "--fake-hosts" => {
+                a.fake_hosts =
+                    Some(parse_number(flag, &value(&mut i)?).map_err(|m| usage_error(&m))?)
+            }
             _ => return Err(usage_error(&format!("boot: unexpected argument '{arg}'"))),
         }
         i += 1;
@@ -149,7 +163,12 @@ pub fn boot(argv: &[String]) -> ExitCode {
     let dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     // Check the plan here, so that mistakes are usage errors with rendered diagnostics.
     let launcher = args.launcher.as_deref().unwrap_or("local");
-    let plan = match topo::plan(args.topology.as_deref(), args.nodefile.as_deref(), launcher) {
+    let plan = match topo::plan(
+        args.topology.as_deref(),
+        args.nodefile.as_deref(),
+        launcher,
+        0,
+    ) {
         Ok(p) => p,
         Err(c) => return c,
     };
@@ -242,6 +261,9 @@ pub fn boot(argv: &[String]) -> ExitCode {
     }
     if let Some(r) = args.max_retries {
         push("--max-retries", r.to_string());
+    }
+    if let Some(n) = args.fake_hosts {
+        push("--fake-hosts", n.to_string());
     }
     let stderr = match log.try_clone() {
         Ok(f) => f,
@@ -390,6 +412,7 @@ pub fn daemon(argv: &[String]) -> ExitCode {
         args.topology.as_deref(),
         args.nodefile.as_deref(),
         launcher_name,
+        0,
     ) {
         Ok(p) => p,
         Err(c) => return c,
@@ -424,6 +447,7 @@ pub fn daemon(argv: &[String]) -> ExitCode {
     agent.listen = listen;
     agent.log = Some(dir.join(LOG_FILE));
     agent.max_retries = args.max_retries;
+    agent.fake_hosts = args.fake_hosts.unwrap_or(0);
     let rc = pnet_agent::RuntimeConfig {
         agent,
         state_dir: dir,

@@ -1,5 +1,5 @@
 //! The client commands: status, submit, wait, cancel, put-token, close, jobs, add-workers,
-//! remove-workers, stop.
+//! remove-workers, stop, and the global memory's alloc, free, mem-write, mem-read.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -27,7 +27,11 @@ Usage: gspc status [--json] [--state-dir DIR]
 
 Worker columns: name, host, pid, capabilities, health (`up 0.1s`: the age of its last
 heartbeat; `starting`, `lost: ...`, `exited: ...`), the task it runs (job/transition), the
-tasks it holds, and the tasks it has done. --json prints the same with stable keys.
+tasks it holds, and the tasks it has done. Then the global memory: segments (workers with
+working memory), capacity, bytes allocated, allocations, bytes moved into module buffers
+(got) and out of them (put), and the same per host. --json prints the same with stable keys
+(\"memory\": {\"segments\", \"capacity\", \"allocated\", \"allocations\", \"bytes_got\",
+\"bytes_put\", \"hosts\": [{\"host\", \"segments\", \"capacity\", \"allocated\"}]}).
 "
         }
         "submit" => {
@@ -108,6 +112,46 @@ workers, remove its control socket and pid file, and print what was stopped
 Usage: gspc stop [--wait] [--state-dir DIR]
 "
         }
+        "alloc" => {
+            "\
+gspc alloc: allocate global memory and print its handle and range
+
+Usage: gspc alloc SIZE [--from FILE] [--json] [--state-dir DIR]
+       gspc alloc --from FILE [--json] [--state-dir DIR]
+
+SIZE is a number of bytes, or with a unit: 4096, 64K, 16M, 1GiB. The allocation is spread
+over the working memory of the runtime's workers; its bytes are not cleared (memory that was
+never used is zeros, memory freed earlier keeps its old bytes). With --from FILE it is
+filled with the file's bytes (SIZE defaults to the file's size and must not be smaller; the
+rest is not cleared either). Prints two
+lines: the handle, and the `global_memory_range` literal of the whole allocation to put on a
+job's input port (`gspc submit net.xpnet -p 'range=...'`). --json prints {\"handle\": H,
+\"size\": N, \"range\": \"...\"}. Free it with `gspc free HANDLE`.
+"
+        }
+        "free" => {
+            "gspc free: free an allocation of global memory\n\nUsage: gspc free HANDLE [--state-dir DIR]\n"
+        }
+        "mem-write" => {
+            "\
+gspc mem-write: write bytes into an allocation of global memory
+
+Usage: gspc mem-write HANDLE [--offset N] FILE|- [--state-dir DIR]
+
+Writes the bytes of FILE (- : standard input) at byte N (default 0) of the allocation; they
+must fit in it.
+"
+        }
+        "mem-read" => {
+            "\
+gspc mem-read: read bytes of an allocation of global memory
+
+Usage: gspc mem-read HANDLE [--offset N] --size N [-o FILE] [--state-dir DIR]
+
+Reads --size bytes at byte --offset (default 0) of the allocation and writes them to
+standard output, or to FILE. Sizes take units like alloc's (4K, 16M).
+"
+        }
         _ => "",
     }
 }
@@ -125,6 +169,10 @@ struct Args {
     count: Option<u32>,
     timeout: Option<u64>,
     result: Option<PathBuf>,
+    from: Option<PathBuf>,
+    offset: Option<u64>,
+    size: Option<u64>,
+    output: Option<PathBuf>,
 }
 
 fn parse(cmd: &str, argv: &[String]) -> Result<Args, ExitCode> {
@@ -141,6 +189,10 @@ fn parse(cmd: &str, argv: &[String]) -> Result<Args, ExitCode> {
         class: None,
         count: None,
         timeout: None,
+        from: None,
+        offset: None,
+        size: None,
+        output: None,
     };
     let mut i = 0;
     while i < argv.len() {
@@ -168,7 +220,26 @@ fn parse(cmd: &str, argv: &[String]) -> Result<Args, ExitCode> {
                 return Err(ExitCode::SUCCESS);
             }
             "--state-dir" => a.state_dir = PathBuf::from(value(&mut i)?),
-            "--json" if matches!(cmd, "status" | "submit" | "wait" | "jobs") => a.json = true,
+            "--json" if matches!(cmd, "status" | "submit" | "wait" | "jobs" | "alloc") => {
+                a.json = true
+            }
+            "--from" if cmd == "alloc" => a.from = Some(PathBuf::from(value(&mut i)?)),
+            "--offset" if matches!(cmd, "mem-write" | "mem-read") => {
+                a.offset = Some(
+                    pnet_agent::memory::parse_size(&value(&mut i)?)
+                        .map_err(|m| usage_error(&format!("{cmd}: --offset: {m}")))?,
+                )
+            }
+            "--size" if cmd == "mem-read" => {
+                a.size = Some(
+                    pnet_agent::memory::parse_size(&value(&mut i)?)
+                        .map_err(|m| usage_error(&format!("{cmd}: --size: {m}")))?,
+                )
+            }
+            "-o" | "--output" if cmd == "mem-read" => {
+                a.output = Some(PathBuf::from(value(&mut i)?))
+            }
+            "-" if cmd == "mem-write" => a.positional.push("-".into()),
             "--wait" if cmd == "stop" => a.wait = true,
             "--result" if cmd == "wait" => a.result = Some(PathBuf::from(value(&mut i)?)),
             "--close" if cmd == "put-token" => a.close = true,
@@ -291,6 +362,37 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
                 return Err(usage_error("remove-workers: --count needs --class").into());
             }
         }
+        "alloc" => {
+            if a.positional.is_empty() && a.from.is_none() {
+                return Err(usage_error("alloc: no SIZE given (or --from FILE)").into());
+            }
+            positional_count(cmd, a, 1)?;
+            if let Some(s) = a.positional.first() {
+                pnet_agent::memory::parse_size(s)
+                    .map_err(|m| usage_error(&format!("alloc: {m}")))?;
+            }
+        }
+        "free" => {
+            if a.positional.is_empty() {
+                return Err(usage_error("free: no HANDLE given").into());
+            }
+            positional_count(cmd, a, 1)?
+        }
+        "mem-write" => {
+            if a.positional.len() < 2 {
+                return Err(usage_error("mem-write: give HANDLE and FILE (or - for stdin)").into());
+            }
+            positional_count(cmd, a, 2)?
+        }
+        "mem-read" => {
+            if a.positional.is_empty() {
+                return Err(usage_error("mem-read: no HANDLE given").into());
+            }
+            if a.size.is_none() {
+                return Err(usage_error("mem-read: --size is required").into());
+            }
+            positional_count(cmd, a, 1)?
+        }
         _ => {}
     }
     let client = RtClient::open(&a.state_dir)?;
@@ -312,6 +414,99 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
             }
             r => Err(unexpected(r)),
         },
+        "alloc" => {
+            let data = match &a.from {
+                Some(path) => Some(std::fs::read(path).map_err(|e| {
+                    RtError::new(
+                        "gspc-file",
+                        format!("alloc: cannot read {}: {e}", path.display()),
+                    )
+                })?),
+                None => None,
+            };
+            let size = match (a.positional.first(), &data) {
+                (Some(s), d) => {
+                    let n = pnet_agent::memory::parse_size(s)
+                        .map_err(|m| usage_error(&format!("alloc: {m}")))?;
+                    if let Some(d) = d
+                        && (d.len() as u64) > n
+                    {
+                        return Err(usage_error(&format!(
+                            "alloc: the file has {} bytes, more than SIZE {n}",
+                            d.len()
+                        ))
+                        .into());
+                    }
+                    n
+                }
+                (None, Some(d)) => d.len() as u64,
+                (None, None) => 0,
+            };
+            let (handle, range) = client.mem_alloc(size)?;
+            if let Some(d) = &data
+                && let Err(e) = client.mem_write(&handle, 0, d)
+            {
+                // Do not leave a half-filled allocation behind.
+                let _ = client.mem_free(&handle);
+                return Err(e.into());
+            }
+            if a.json {
+                stdout(&format!(
+                    "{}\n",
+                    serde_json::json!({"handle": handle, "size": size, "range": range.to_string()})
+                ));
+            } else {
+                stdout(&format!("{handle}\n{range}\n"));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        "free" => {
+            client.mem_free(&a.positional[0])?;
+            Ok(ExitCode::SUCCESS)
+        }
+        "mem-write" => {
+            let file = &a.positional[1];
+            let data = if file == "-" {
+                let mut d = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut d).map_err(|e| {
+                    RtError::new("gspc-file", format!("mem-write: cannot read stdin: {e}"))
+                })?;
+                d
+            } else {
+                std::fs::read(file).map_err(|e| {
+                    RtError::new("gspc-file", format!("mem-write: cannot read {file}: {e}"))
+                })?
+            };
+            client.mem_write(&a.positional[0], a.offset.unwrap_or(0), &data)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        "mem-read" => {
+            let bytes =
+                client.mem_read(&a.positional[0], a.offset.unwrap_or(0), a.size.unwrap_or(0))?;
+            match &a.output {
+                Some(path) => std::fs::write(path, &bytes).map_err(|e| {
+                    RtError::new(
+                        "gspc-file",
+                        format!("mem-read: cannot write {}: {e}", path.display()),
+                    )
+                })?,
+                None => {
+                    use std::io::Write;
+                    let mut out = std::io::stdout().lock();
+                    let written = out.write_all(&bytes).and_then(|()| out.flush());
+                    if let Err(e) = written
+                        && e.kind() != std::io::ErrorKind::BrokenPipe
+                    {
+                        return Err(RtError::new(
+                            "gspc-file",
+                            format!("mem-read: cannot write to stdout: {e}"),
+                        )
+                        .into());
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         "jobs" => match client.call(RtRequest::Jobs, SHORT)? {
             RtResponse::Jobs(jobs) => {
                 if a.json {
@@ -479,7 +674,7 @@ fn close(client: &RtClient, job: u64) -> Result<(), Failure> {
 fn add_workers(client: &RtClient, a: &Args) -> Result<ExitCode, Failure> {
     let desc = &a.positional[0];
     // Check the description (and the nodefile) here, rendering their diagnostics.
-    let plan = topo::plan(Some(desc), a.nodefile.as_deref(), "local")?;
+    let plan = topo::plan(Some(desc), a.nodefile.as_deref(), "local", 0)?;
     let hosts = if a.nodefile.is_some() {
         plan.hosts.clone()
     } else {
@@ -650,6 +845,7 @@ fn status_table(s: &RuntimeStatus) -> String {
         "DONE",
     ];
     out.push_str(&table(&head, &rows));
+    out.push_str(&format!("{}\n", s.memory));
     out
 }
 
@@ -699,6 +895,20 @@ fn status_json(s: &RuntimeStatus) -> serde_json::Value {
             "in_flight": w.in_flight,
             "done": w.done,
         })).collect::<Vec<_>>(),
+        "memory": {
+            "segments": s.memory.segments,
+            "capacity": s.memory.capacity,
+            "allocated": s.memory.allocated,
+            "allocations": s.memory.allocations,
+            "bytes_got": s.memory.bytes_got,
+            "bytes_put": s.memory.bytes_put,
+            "hosts": s.memory.hosts.iter().map(|h| serde_json::json!({
+                "host": h.host,
+                "segments": h.segments,
+                "capacity": h.capacity,
+                "allocated": h.allocated,
+            })).collect::<Vec<_>>(),
+        },
     })
 }
 
@@ -822,7 +1032,7 @@ fn stop_account(r: &StopReport, daemon_alive: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pnet_agent::control::{RtWorker, RunningTask};
+    use pnet_agent::control::{HostMemory, MemoryStatus, RtWorker, RunningTask};
 
     #[test]
     fn stop_account_names_everything() {
@@ -868,6 +1078,20 @@ mod tests {
                 in_flight: 1,
                 done: 4,
             }],
+            memory: MemoryStatus {
+                segments: 2,
+                capacity: 2 << 20,
+                allocated: 4096,
+                allocations: 1,
+                bytes_got: 1536,
+                bytes_put: 0,
+                hosts: vec![HostMemory {
+                    host: "h".into(),
+                    segments: 2,
+                    capacity: 2 << 20,
+                    allocated: 4096,
+                }],
+            },
         };
         let t = status_table(&s);
         let lines: Vec<&str> = t.lines().collect();
@@ -878,8 +1102,19 @@ mod tests {
             lines[4],
             "w     h     9    A,B           up 0.1s  2/square  1      4"
         );
+        assert_eq!(
+            lines[5],
+            "memory: 2 segments, 2 MiB capacity, 4 KiB allocated in 1 allocations; transfers: \
+             1.5 KiB got, 0 B put"
+        );
+        assert_eq!(
+            lines[6],
+            "  host h: 2 segments, 2 MiB capacity, 4 KiB allocated"
+        );
         let j = status_json(&s);
         assert_eq!(j["workers"][0]["running"]["transition"], "square");
         assert_eq!(j["workers"][0]["heartbeat_age_ms"], 100);
+        assert_eq!(j["memory"]["allocated"], 4096);
+        assert_eq!(j["memory"]["hosts"][0]["capacity"], 2 << 20);
     }
 }

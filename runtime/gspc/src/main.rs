@@ -35,6 +35,14 @@ Commands:
   remove-workers NAME... | --class C [--count N]
                   stop workers; their tasks run again on others
   stop            stop the runtime: cancel (or --wait for) its jobs, stop its workers
+  alloc SIZE [--from FILE]
+                  allocate global memory (spread over the workers' working memory); prints
+                  the handle and the `global_memory_range` literal to pass to a job
+  free HANDLE     free an allocation
+  mem-write HANDLE [--offset N] FILE|-
+                  write a file's bytes (or stdin's) into an allocation
+  mem-read HANDLE [--offset N] --size N [-o FILE]
+                  read bytes of an allocation (to stdout, or to FILE)
   selftest        check the installation end to end (compiler, VM, JIT, a local runtime
                   with two workers, a command module, a native module); one line per check
 
@@ -67,7 +75,8 @@ fn main() -> ExitCode {
         // Hidden: the runtime itself, started by `boot`.
         "daemon" => boot::daemon(rest),
         "status" | "submit" | "wait" | "cancel" | "put-token" | "close" | "jobs"
-        | "add-workers" | "remove-workers" | "stop" => client::main(cmd, rest),
+        | "add-workers" | "remove-workers" | "stop" | "alloc" | "free" | "mem-write"
+        | "mem-read" => client::main(cmd, rest),
         other => usage_error(&format!("unknown command '{other}'")),
     }
 }

@@ -1,7 +1,7 @@
 //! The native module SDK: the stable C ABI between a worker and a native module library,
 //! and a Rust macro to export module functions through it.
 //!
-//! # The ABI (version 1)
+//! # The ABI (version 1, revision 2)
 //!
 //! A native module `m` is a shared library `libm.so` in a directory of the module path. It
 //! exports one symbol:
@@ -13,11 +13,21 @@
 //! returning a pointer to a static [`ModuleDescriptor`]:
 //!
 //! ```c
+//! typedef struct pnet_buffer {                       /* revision 2 */
+//!     const uint8_t *name; size_t name_len;          /* the memory-buffer's name, UTF-8, no NUL */
+//!     void *ptr;                                     /* its bytes, aligned as declared */
+//!     uint64_t size;                                 /* exactly its size in bytes */
+//!     uint32_t read_only;                            /* 1: the module must not write to it */
+//! } pnet_buffer;
+//!
 //! typedef struct pnet_call_context {
 //!     void *host;                                    /* opaque, for the callbacks */
 //!     int32_t (*is_cancelled)(const struct pnet_call_context *ctx);  /* 1 when cancelled */
 //!     const uint8_t *worker_name; size_t worker_name_len;            /* UTF-8, no NUL */
 //!     uint64_t task;                                 /* the task's id, for logs */
+//!     /* revision 2 (appended: libraries of revision 1 read only the fields above) */
+//!     const pnet_buffer *buffers; size_t buffer_count;  /* the call's memory buffers */
+//!     const uint8_t *hostname; size_t hostname_len;      /* UTF-8, no NUL */
 //! } pnet_call_context;
 //!
 //! typedef struct pnet_out_buffer {
@@ -46,6 +56,18 @@
 //! from one thread, but not always the same thread; the library stays loaded until the
 //! worker exits. A long call should poll `is_cancelled` now and then and return early when it
 //! answers 1 (what it returns then is ignored).
+//!
+//! Revision 2 appended the call's memory buffers (`memory-buffer` elements of the function,
+//! filled by the `memory-get` transfers before the call and read by the `memory-put`
+//! transfers after it; each lives from the call's start to its end, with a guard page behind
+//! it: writing past it stops the worker) and the host's name (the worker's host identity, see
+//! `gspc-worker --host-id`). The version stays 1: libraries of revision 1 keep working, since
+//! they read only the fields they know. A library of revision 2 needs a worker of revision 2
+//! when it uses the new fields (workers and modules of one installation always match).
+//!
+//! A module with several implementations for several targets (`<modules>` with `target`s)
+//! exports the implementation for target `t` of function `f` as `f@t`: the worker looks for
+//! `f@t` first, then for `f` (see `MODULES.md`).
 //!
 //! # From Rust
 //!
@@ -78,6 +100,13 @@ use serde_json::{Map, Value as Json};
 /// The ABI version this SDK implements.
 pub const ABI_VERSION: u32 = 1;
 
+/// The revision of the ABI: 2 appended the memory buffers and the hostname to
+/// [`CallContext`] (compatible: a library of revision 1 still works).
+pub const ABI_REVISION: u32 = 2;
+
+/// The separator between a function's name and its target in an exported name (`f@gpu`).
+pub const TARGET_SEPARATOR: char = '@';
+
 /// The name of the symbol a module library exports.
 pub const ENTRY_SYMBOL: &str = "pnet_module_v1";
 
@@ -104,6 +133,27 @@ pub struct CallContext {
     pub worker_name_len: usize,
     /// The task's id.
     pub task: u64,
+    // ---- revision 2
+    /// The call's memory buffers (`buffer_count` of them; null when there are none).
+    pub buffers: *const BufferRef,
+    pub buffer_count: usize,
+    /// The host's name (the worker's host identity; UTF-8, not NUL-terminated).
+    pub hostname: *const u8,
+    pub hostname_len: usize,
+}
+
+/// One memory buffer of a call (ABI revision 2).
+#[repr(C)]
+pub struct BufferRef {
+    /// The buffer's name (UTF-8, not NUL-terminated).
+    pub name: *const u8,
+    pub name_len: usize,
+    /// The buffer's bytes, aligned as declared.
+    pub ptr: *mut c_void,
+    /// Its size in bytes.
+    pub size: u64,
+    /// 1: the module must not write to it.
+    pub read_only: u32,
 }
 
 /// Where a call writes its outputs (or its error message).
@@ -142,9 +192,111 @@ unsafe impl Sync for ModuleDescriptor {}
 /// What a module function sees of its call.
 pub struct Context<'a> {
     raw: &'a CallContext,
+    /// Per buffer: 0 = not lent, 1 = lent shared, 2 = lent mutably (Rust's aliasing rules
+    /// across calls of [`Context::buffer`] and [`Context::buffer_mut`]).
+    lent: std::cell::RefCell<Vec<u8>>,
 }
 
-impl Context<'_> {
+/// A string given by the host as pointer and length (empty when null or not UTF-8).
+///
+/// # Safety
+/// `ptr` must be null or point to `len` readable bytes that outlive `'a`.
+unsafe fn host_str<'a>(ptr: *const u8, len: usize) -> &'a str {
+    if ptr.is_null() {
+        return "";
+    }
+    // SAFETY: by the caller's guarantee.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr, len) };
+    std::str::from_utf8(bytes).unwrap_or("")
+}
+
+impl<'a> Context<'a> {
+    /// The context of a call, from the host's raw context.
+    ///
+    /// # Safety
+    /// `raw` must be a context as the ABI describes (revision 2), valid for `'a`, whose
+    /// buffers are not accessed otherwise during `'a`.
+    pub unsafe fn from_raw(raw: &'a CallContext) -> Context<'a> {
+        Context {
+            raw,
+            lent: std::cell::RefCell::new(vec![0; raw.buffer_count]),
+        }
+    }
+
+    /// The raw buffers of the call.
+    fn raw_buffers(&self) -> &[BufferRef] {
+        if self.raw.buffers.is_null() || self.raw.buffer_count == 0 {
+            return &[];
+        }
+        // SAFETY: the host provides `buffer_count` descriptions for the call's duration.
+        unsafe { std::slice::from_raw_parts(self.raw.buffers, self.raw.buffer_count) }
+    }
+
+    /// The index of buffer `name`.
+    fn buffer_index(&self, name: &str) -> Option<usize> {
+        self.raw_buffers().iter().position(|b| {
+            // SAFETY: the host provides the names for the call's duration.
+            (unsafe { host_str(b.name, b.name_len) }) == name
+        })
+    }
+
+    /// The names of the call's memory buffers, in declaration order.
+    pub fn buffer_names(&self) -> Vec<&str> {
+        self.raw_buffers()
+            .iter()
+            // SAFETY: the host provides the names for the call's duration.
+            .map(|b| unsafe { host_str(b.name, b.name_len) })
+            .collect()
+    }
+
+    /// The bytes of memory buffer `name` (filled by the `memory-get` transfers before the
+    /// call). `None` when there is no such buffer, or when it is lent mutably already.
+    pub fn buffer(&self, name: &str) -> Option<&[u8]> {
+        let i = self.buffer_index(name)?;
+        let mut lent = self.lent.borrow_mut();
+        if lent.get(i).is_some_and(|l| *l == 2) {
+            return None;
+        }
+        let b = &self.raw_buffers()[i];
+        let size = usize::try_from(b.size).ok()?;
+        if let Some(l) = lent.get_mut(i) {
+            *l = 1;
+        }
+        if size == 0 || b.ptr.is_null() {
+            return Some(&[]);
+        }
+        // SAFETY: the host provides `size` bytes at `ptr` for the call's duration; it is not
+        // lent mutably (checked above).
+        Some(unsafe { std::slice::from_raw_parts(b.ptr.cast::<u8>(), size) })
+    }
+
+    /// The bytes of memory buffer `name` for writing (the `memory-put` transfers read them
+    /// after the call). `None` when there is no such buffer, when it is read-only, or when it
+    /// is lent already (a buffer can be had mutably once per call).
+    #[allow(clippy::mut_from_ref)]
+    pub fn buffer_mut(&self, name: &str) -> Option<&mut [u8]> {
+        let i = self.buffer_index(name)?;
+        let mut lent = self.lent.borrow_mut();
+        let b = &self.raw_buffers()[i];
+        if b.read_only != 0 || lent.get(i).is_none_or(|l| *l != 0) {
+            return None;
+        }
+        let size = usize::try_from(b.size).ok()?;
+        lent[i] = 2;
+        if size == 0 || b.ptr.is_null() {
+            return Some(&mut []);
+        }
+        // SAFETY: the host provides `size` writable bytes at `ptr` for the call's duration;
+        // this is the only reference to them (checked above).
+        Some(unsafe { std::slice::from_raw_parts_mut(b.ptr.cast::<u8>(), size) })
+    }
+
+    /// The name of the worker's host (its host identity: the hostname, or `--host-id`).
+    pub fn hostname(&self) -> &str {
+        // SAFETY: the host provides the name's bytes for the call's duration.
+        unsafe { host_str(self.raw.hostname, self.raw.hostname_len) }
+    }
+
     /// Whether the task has been cancelled: a long computation should check now and then and
     /// return (anything) early.
     pub fn is_cancelled(&self) -> bool {
@@ -154,13 +306,8 @@ impl Context<'_> {
 
     /// The worker's name.
     pub fn worker_name(&self) -> &str {
-        if self.raw.worker_name.is_null() {
-            return "";
-        }
         // SAFETY: the host provides the name's bytes for the call's duration.
-        let bytes =
-            unsafe { std::slice::from_raw_parts(self.raw.worker_name, self.raw.worker_name_len) };
-        std::str::from_utf8(bytes).unwrap_or("")
+        unsafe { host_str(self.raw.worker_name, self.raw.worker_name_len) }
     }
 
     /// The task's id (for logs).
@@ -316,10 +463,8 @@ pub unsafe fn invoke(
             Ok(other) => return Err(format!("inputs: expected a JSON object, found {other}")),
             Err(e) => return Err(format!("inputs: malformed JSON: {e}")),
         };
-        // SAFETY: checked non-null above; valid for the call's duration.
-        let context = Context {
-            raw: unsafe { &*ctx },
-        };
+        // SAFETY: checked non-null above; valid for the call's duration, as are its buffers.
+        let context = unsafe { Context::from_raw(&*ctx) };
         let outputs = f(&context, &inputs)?;
         serde_json::to_vec(&Json::Object(outputs.into_map()))
             .map_err(|e| format!("outputs: cannot encode: {e}"))
@@ -417,6 +562,14 @@ pub mod host {
         pub fn function(&self, name: &str) -> Option<&Function> {
             self.functions.iter().find(|f| f.name == name)
         }
+
+        /// The implementation of function `name` for `target`: `name@target` when the
+        /// module exports it, else `name` (the implementation for any target).
+        pub fn function_for(&self, name: &str, target: Option<&str>) -> Option<&Function> {
+            target
+                .and_then(|t| self.function(&target_name(name, t)))
+                .or_else(|| self.function(name))
+        }
     }
 
     /// Reads a descriptor, checking its ABI version and names.
@@ -494,9 +647,30 @@ pub mod host {
         }
     }
 
+    /// A memory buffer handed to a call.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Buffer<'a> {
+        pub name: &'a str,
+        pub ptr: *mut u8,
+        pub size: u64,
+        pub read_only: bool,
+    }
+
+    /// What a call gets besides its inputs.
+    #[derive(Clone, Copy, Debug)]
+    pub struct CallInfo<'a> {
+        pub worker_name: &'a str,
+        /// The host identity (hostname or `--host-id`).
+        pub hostname: &'a str,
+        pub task: u64,
+        pub cancelled: &'a AtomicBool,
+        pub buffers: &'a [Buffer<'a>],
+    }
+
     /// Calls a module function: `input` is the JSON object of the inputs; on return, `out`
     /// holds what the function wrote (cleared first). Returns the function's status (0 =
-    /// outputs, else an error message).
+    /// outputs, else an error message). Without buffers and with an empty hostname; see
+    /// [`call_with`].
     ///
     /// # Safety
     ///
@@ -509,14 +683,60 @@ pub mod host {
         input: &[u8],
         out: &mut Vec<u8>,
     ) -> i32 {
+        let info = CallInfo {
+            worker_name,
+            hostname: "",
+            task,
+            cancelled,
+            buffers: &[],
+        };
+        // SAFETY: by the caller's guarantee.
+        unsafe { call_with(call, &info, input, out) }
+    }
+
+    /// Calls a module function with the memory buffers and hostname of `info` (ABI revision
+    /// 2); otherwise as [`call`].
+    ///
+    /// # Safety
+    ///
+    /// `call` must be a function following the ABI, from a library that is still loaded;
+    /// every buffer's `ptr` must point to `size` bytes, writable unless `read_only`, that
+    /// nothing else touches during the call.
+    pub unsafe fn call_with(
+        call: CallFn,
+        info: &CallInfo<'_>,
+        input: &[u8],
+        out: &mut Vec<u8>,
+    ) -> i32 {
         out.clear();
-        let host = Host { cancelled };
+        let host = Host {
+            cancelled: info.cancelled,
+        };
+        let refs: Vec<BufferRef> = info
+            .buffers
+            .iter()
+            .map(|b| BufferRef {
+                name: b.name.as_ptr(),
+                name_len: b.name.len(),
+                ptr: b.ptr.cast(),
+                size: b.size,
+                read_only: u32::from(b.read_only),
+            })
+            .collect();
         let ctx = CallContext {
             host: &host as *const Host<'_> as *mut c_void,
             is_cancelled,
-            worker_name: worker_name.as_ptr(),
-            worker_name_len: worker_name.len(),
-            task,
+            worker_name: info.worker_name.as_ptr(),
+            worker_name_len: info.worker_name.len(),
+            task: info.task,
+            buffers: if refs.is_empty() {
+                std::ptr::null()
+            } else {
+                refs.as_ptr()
+            },
+            buffer_count: refs.len(),
+            hostname: info.hostname.as_ptr(),
+            hostname_len: info.hostname.len(),
         };
         let mut buffer = OutBuffer {
             host: out as *mut Vec<u8> as *mut c_void,
@@ -525,6 +745,11 @@ pub mod host {
         // SAFETY: valid context and buffer for the call's duration; `call` follows the ABI by
         // the caller's guarantee.
         unsafe { call(&ctx, input.as_ptr(), input.len(), &mut buffer) }
+    }
+
+    /// The exported name of the implementation of `function` for `target` (`f@t`).
+    pub fn target_name(function: &str, target: &str) -> String {
+        format!("{function}{TARGET_SEPARATOR}{target}")
     }
 }
 

@@ -27,12 +27,45 @@ fn boom(_ctx: &Context, inputs: &Inputs) -> Result<Outputs, String> {
     Ok(Outputs::new().set("never", v[i]))
 }
 
+/// Adds `delta` to every byte of buffer `data`, sums read-only buffer `src`, and reports
+/// what the context lends.
+fn buffers(ctx: &Context, inputs: &Inputs) -> Result<Outputs, String> {
+    let delta = u8::try_from(inputs.get_u64("delta")?).map_err(|_| "delta > 255")?;
+    let sum: u64 = ctx
+        .buffer("src")
+        .ok_or("no buffer src")?
+        .iter()
+        .map(|b| u64::from(*b))
+        .sum();
+    // Read-only: never mutably.
+    let src_mut = ctx.buffer_mut("src").is_some();
+    let data = ctx.buffer_mut("data").ok_or("no buffer data")?;
+    for b in data.iter_mut() {
+        *b = b.wrapping_add(delta);
+    }
+    // Lent mutably already: neither again nor shared.
+    let again = ctx.buffer_mut("data").is_some() || ctx.buffer("data").is_some();
+    Ok(Outputs::new()
+        .set("sum", sum)
+        .set("src_mut", src_mut)
+        .set("again", again)
+        .set("missing", ctx.buffer("nope").is_some())
+        .set("names", ctx.buffer_names().join(","))
+        .set("host", ctx.hostname()))
+}
+
+fn gpu(_ctx: &Context, _inputs: &Inputs) -> Result<Outputs, String> {
+    Ok(Outputs::new().set("impl", "gpu"))
+}
+
 crate::export_module! {
     name: "testmod",
     functions: {
         "square" => square,
         "describe" => describe,
         "boom" => boom,
+        "buffers" => buffers,
+        "square@gpu" => gpu,
     },
 }
 
@@ -56,8 +89,76 @@ fn descriptor_lists_the_functions() {
     let m = module();
     assert_eq!(m.name, "testmod");
     let names: Vec<&str> = m.functions.iter().map(|f| f.name.as_str()).collect();
-    assert_eq!(names, ["square", "describe", "boom"]);
+    assert_eq!(
+        names,
+        ["square", "describe", "boom", "buffers", "square@gpu"]
+    );
     assert!(m.function("nope").is_none());
+}
+
+#[test]
+fn implementations_for_targets_are_found_by_suffix() {
+    let m = module();
+    assert_eq!(host::target_name("f", "gpu"), "f@gpu");
+    let name = |t: Option<&str>, f: &str| m.function_for(f, t).map(|f| f.name.clone());
+    assert_eq!(name(Some("gpu"), "square").as_deref(), Some("square@gpu"));
+    assert_eq!(name(Some("cpu"), "square").as_deref(), Some("square"));
+    assert_eq!(name(None, "square").as_deref(), Some("square"));
+    assert_eq!(name(Some("gpu"), "nope"), None);
+}
+
+#[test]
+fn buffers_and_hostname_reach_the_module() {
+    let m = module();
+    let f = m.function("buffers").unwrap();
+    let mut data = vec![1u8, 2, 255];
+    let mut src = vec![10u8, 20, 30, 40];
+    let bufs = [
+        host::Buffer {
+            name: "data",
+            ptr: data.as_mut_ptr(),
+            size: data.len() as u64,
+            read_only: false,
+        },
+        host::Buffer {
+            name: "src",
+            ptr: src.as_mut_ptr(),
+            size: src.len() as u64,
+            read_only: true,
+        },
+        host::Buffer {
+            name: "empty",
+            ptr: std::ptr::null_mut(),
+            size: 0,
+            read_only: false,
+        },
+    ];
+    let flag = AtomicBool::new(false);
+    let info = host::CallInfo {
+        worker_name: "w",
+        hostname: "node-7",
+        task: 3,
+        cancelled: &flag,
+        buffers: &bufs,
+    };
+    let mut out = Vec::new();
+    // SAFETY: a function of this test binary's module; the buffers are the vectors above.
+    let status = unsafe { host::call_with(f.call, &info, br#"{"delta": 2}"#, &mut out) };
+    assert_eq!(
+        (status, String::from_utf8(out).unwrap()),
+        (
+            0,
+            r#"{"again":false,"host":"node-7","missing":false,"names":"data,src,empty","src_mut":false,"sum":100}"#
+                .into()
+        )
+    );
+    assert_eq!(data, [3, 4, 1]);
+    assert_eq!(src, [10, 20, 30, 40]);
+    // Without buffers (the revision 1 entry point): the module says so.
+    assert_eq!(
+        run("buffers", r#"{"delta": 1}"#, false),
+        (1, "no buffer src".into())
+    );
 }
 
 #[test]

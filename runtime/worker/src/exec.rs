@@ -10,8 +10,9 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use pnet_memory::{LocalBuffers, MemoryTask, Peers, Segment};
 use pnet_module_sdk::{CallFn, ENTRY_SYMBOL, EntryFn, host};
-use pnet_protocol::{ModuleDef, TaskRun, WorkerMsg};
+use pnet_protocol::{ModuleDef, Secret, TaskRun, WorkerMsg};
 use pnet_stdlib::json::{from_json, from_json_at, to_json};
 use serde_json::Value as Json;
 
@@ -245,28 +246,83 @@ impl ModuleTable {
     }
 }
 
+/// A worker's working memory, as the executor uses it for calls with memory buffers.
+pub struct ExecMemory {
+    /// The worker's id (its segment's id).
+    pub id: u32,
+    /// Its segment (also served by the worker's memory server).
+    pub segment: Arc<Segment>,
+    /// The host identity (same-host segments are mapped, others reached over TCP).
+    pub host: String,
+    pub secret: Secret,
+    /// Access to the segments, made on first use and kept for the worker's life.
+    peers: Option<Peers>,
+}
+
+impl ExecMemory {
+    pub fn new(id: u32, segment: Arc<Segment>, host: String, secret: Secret) -> ExecMemory {
+        ExecMemory {
+            id,
+            segment,
+            host,
+            secret,
+            peers: None,
+        }
+    }
+
+    /// The call limit: the segment's size (a call's buffers may use as much in total).
+    pub fn limit(&self) -> u64 {
+        self.segment.size()
+    }
+
+    fn peers(&mut self) -> &mut Peers {
+        self.peers.get_or_insert_with(|| {
+            Peers::new(
+                self.host.clone(),
+                Some((self.id, self.segment.clone())),
+                self.secret.clone(),
+            )
+        })
+    }
+}
+
 /// Runs tasks: module lookup and calls. Lives on the executor thread.
 pub struct Executor {
     worker: String,
+    /// The host identity, for the calls' context.
+    host: String,
     defs: ModuleTable,
     dirs: Vec<PathBuf>,
     resolved: HashMap<u32, Resolved>,
     libs: HashMap<PathBuf, Arc<Loaded>>,
     input: Vec<u8>,
     output: Vec<u8>,
+    memory: Option<ExecMemory>,
 }
 
 impl Executor {
     pub fn new(worker: String, defs: Vec<ModuleDef>, dirs: Vec<PathBuf>) -> Executor {
         Executor {
             worker,
+            host: crate::hostname(),
             defs: ModuleTable::new(defs),
             dirs,
             resolved: HashMap::new(),
             libs: HashMap::new(),
             input: Vec::with_capacity(256),
             output: Vec::with_capacity(256),
+            memory: None,
         }
+    }
+
+    /// Sets the host identity the calls see (default: the hostname).
+    pub fn set_host(&mut self, host: String) {
+        self.host = host;
+    }
+
+    /// Gives the executor the worker's working memory (calls with memory buffers need it).
+    pub fn set_memory(&mut self, memory: ExecMemory) {
+        self.memory = Some(memory);
     }
 
     /// The module table, shared with the connection loop (which adds the implementations
@@ -277,6 +333,13 @@ impl Executor {
 
     /// Runs tasks from `shared` until it is stopped, handing each answer to `answer`.
     pub fn run_loop(mut self, shared: &Shared, mut answer: impl FnMut(WorkerMsg) -> bool) {
+        if self.memory.is_some() {
+            // The fault handler of guard pages runs on this thread's alternate stack; without
+            // one it still runs, on the thread's own stack.
+            if let Err(e) = crate::fault::ensure_altstack() {
+                eprintln!("gspc-worker {}: warning: {e}", self.worker);
+            }
+        }
         while let Some(task) = shared.next() {
             let result = self.run(shared, &task);
             let cancelled = shared.finish();
@@ -336,35 +399,132 @@ impl Executor {
                 r
             }
         };
+        let memory = task
+            .memory
+            .as_ref()
+            .filter(|m| !m.buffers.is_empty() || !m.gets.is_empty() || !m.puts.is_empty());
         match resolved {
-            Resolved::Native { call, .. } => {
-                // SAFETY: `call` comes from a loaded library (kept alive by `resolved`) whose
-                // descriptor declared ABI version 1.
-                let status = unsafe {
-                    host::call(
-                        call,
-                        &self.worker,
-                        task.task,
-                        &shared.cancelled,
-                        &self.input,
-                        &mut self.output,
-                    )
-                };
-                if status != 0 {
-                    let message = String::from_utf8_lossy(&self.output);
-                    return Err(if message.is_empty() {
-                        format!("failed with status {status}")
-                    } else {
-                        message.into_owned()
-                    });
+            Resolved::Native { call, .. } => match memory {
+                None => {
+                    let info = host::CallInfo {
+                        worker_name: &self.worker,
+                        hostname: &self.host,
+                        task: task.task,
+                        cancelled: &shared.cancelled,
+                        buffers: &[],
+                    };
+                    // SAFETY: `call` comes from a loaded library (kept alive by `resolved`)
+                    // whose descriptor declared ABI version 1.
+                    let status =
+                        unsafe { host::call_with(call, &info, &self.input, &mut self.output) };
+                    self.native_result(def, status)
                 }
-                decode_outputs(def, &self.output)
-            }
+                Some(mem) => self.call_with_memory(shared, task, def, call, mem),
+            },
             Resolved::Command { program, arg } => {
+                if let Some(mem) = memory {
+                    let what = if mem.buffers.is_empty() {
+                        "memory transfers".to_string()
+                    } else {
+                        mem.buffers
+                            .iter()
+                            .map(|b| format!("`{}`", b.name))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    };
+                    return Err(format!(
+                        "{} is a command module, which cannot have memory buffers (the call \
+                         has {what}); only native modules (lib{}.so) can",
+                        program.display(),
+                        def.module
+                    ));
+                }
                 let out = self.run_command(shared, task, def, &program, arg.as_deref())?;
                 decode_outputs(def, &out)
             }
         }
+    }
+
+    /// The outputs of a native call that returned `status` (its output in `self.output`).
+    fn native_result(
+        &self,
+        def: &ModuleDef,
+        status: i32,
+    ) -> Result<Vec<pnet_stdlib::Value>, String> {
+        if status != 0 {
+            let message = String::from_utf8_lossy(&self.output);
+            return Err(if message.is_empty() {
+                format!("failed with status {status}")
+            } else {
+                message.into_owned()
+            });
+        }
+        decode_outputs(def, &self.output)
+    }
+
+    /// A native call with memory buffers: allocates them, runs the gets, calls (with the
+    /// guard pages armed), checks the guards, decodes the outputs, runs the puts.
+    fn call_with_memory(
+        &mut self,
+        shared: &Shared,
+        task: &TaskRun,
+        def: &ModuleDef,
+        call: CallFn,
+        mem: &MemoryTask,
+    ) -> Result<Vec<pnet_stdlib::Value>, String> {
+        let Some(memory) = self.memory.as_mut() else {
+            return Err(format!(
+                "the call has memory buffers ({} bytes), but this worker has no working memory \
+                 (it was started without --shm; give its worker type an shm size in the \
+                 topology)",
+                mem.buffer_bytes()
+            ));
+        };
+        let limit = memory.limit();
+        let mut bufs = LocalBuffers::allocate(&mem.buffers, limit).map_err(|e| e.to_string())?;
+        if bufs.len() != mem.buffers.len() {
+            return Err(format!(
+                "allocated {} memory buffers for {} buffer specifications",
+                bufs.len(),
+                mem.buffers.len()
+            ));
+        }
+        pnet_memory::run_gets(mem, &mut bufs, memory.peers()).map_err(|e| e.to_string())?;
+        let buffers: Vec<host::Buffer<'_>> = mem
+            .buffers
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| host::Buffer {
+                name: &spec.name,
+                ptr: bufs.ptr(i),
+                size: bufs.size(i),
+                read_only: spec.read_only,
+            })
+            .collect();
+        let lines = guard_lines(&self.worker, task.task, def, &bufs, mem);
+        let info = host::CallInfo {
+            worker_name: &self.worker,
+            hostname: &self.host,
+            task: task.task,
+            cancelled: &shared.cancelled,
+            buffers: &buffers,
+        };
+        let armed = crate::fault::arm(lines);
+        // SAFETY: `call` comes from a loaded library (kept alive by the caller's `resolved`)
+        // whose descriptor declared ABI version 1; every buffer points to its own mapping of
+        // `size` bytes, which nothing else touches during the call.
+        let status = unsafe { host::call_with(call, &info, &self.input, &mut self.output) };
+        drop(armed);
+        drop(buffers);
+        bufs.check_guards().map_err(|e| e.to_string())?;
+        let outputs = self.native_result(def, status)?;
+        if shared.cancelled.load(Ordering::SeqCst) {
+            // Answered as cancelled: the results must not reach global memory.
+            return Ok(outputs);
+        }
+        let memory = self.memory.as_mut().ok_or("the working memory went away")?;
+        pnet_memory::run_puts(mem, &bufs, memory.peers()).map_err(|e| e.to_string())?;
+        Ok(outputs)
     }
 
     /// The JSON object of the inputs into `self.input`.
@@ -398,7 +558,7 @@ impl Executor {
             let lib = dir.join(&lib_name);
             if lib.is_file() {
                 let loaded = self.load(&lib)?;
-                return match loaded.module.function(f) {
+                return match loaded.module.function_for(f, def.target.as_deref()) {
                     Some(func) => Ok(Resolved::Native {
                         call: func.call,
                         _lib: loaded.clone(),
@@ -410,8 +570,12 @@ impl Executor {
                             .iter()
                             .map(|f| f.name.as_str())
                             .collect();
+                        let wanted = match &def.target {
+                            Some(t) => format!("`{}` or `{f}`", host::target_name(f, t)),
+                            None => format!("`{f}`"),
+                        };
                         Err(format!(
-                            "{} has no function `{f}` (it has: {})",
+                            "{} has no function {wanted} (it has: {})",
                             lib.display(),
                             if names.is_empty() {
                                 "none".to_string()
@@ -552,6 +716,46 @@ impl Executor {
             None => Ok(Vec::new()),
         }
     }
+}
+
+/// The line the fault handler prints for each guard page of the call's buffers (the buffer
+/// nearest to the guard page is the one the module ran off).
+fn guard_lines(
+    worker: &str,
+    task: u64,
+    def: &ModuleDef,
+    bufs: &LocalBuffers,
+    mem: &MemoryTask,
+) -> Vec<(std::ops::Range<usize>, String)> {
+    let spans: Vec<(usize, usize)> = (0..bufs.len())
+        .map(|i| {
+            let start = bufs.ptr(i) as usize;
+            let size = usize::try_from(bufs.size(i)).unwrap_or(usize::MAX);
+            (start, start.saturating_add(size))
+        })
+        .collect();
+    bufs.guard_ranges()
+        .into_iter()
+        .map(|range| {
+            let distance = |(start, end): (usize, usize)| {
+                if range.end <= start {
+                    start - range.end
+                } else {
+                    range.start.saturating_sub(end)
+                }
+            };
+            let owner = (0..spans.len())
+                .min_by_key(|i| distance(spans[*i]))
+                .and_then(|i| mem.buffers.get(i))
+                .map_or("?", |b| b.name.as_str());
+            let line = format!(
+                "gspc-worker {worker}: task {task}: module {} function {} wrote outside memory \
+                 buffer {owner}; stopping the worker so that no memory is corrupted",
+                def.module, def.function
+            );
+            (range, line)
+        })
+        .collect()
 }
 
 /// Spawns, retrying a few times on ETXTBSY (a script just written, whose write handle a

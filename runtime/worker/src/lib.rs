@@ -19,8 +19,10 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 pub mod exec;
+pub mod fault;
 
-use exec::{CancelOutcome, Executor, Shared};
+use exec::{CancelOutcome, ExecMemory, Executor, Shared};
+use pnet_memory::{Segment, SegmentInfo, Server};
 
 /// How long connecting and the handshake may take.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -51,6 +53,12 @@ pub struct Config {
     pub secret: Secret,
     /// Module directories from the command line (searched after the agent's).
     pub module_path: Vec<PathBuf>,
+    /// Working memory in bytes (0: none): the size of this worker's shared-memory segment,
+    /// and what the memory buffers of one call may use in total.
+    pub shm: u64,
+    /// The host identity reported for the segment and seen by modules (the hostname by
+    /// default; a different one makes local workers reach each other's memory over TCP).
+    pub host_id: String,
 }
 
 /// Why the worker stopped.
@@ -114,6 +122,10 @@ pub async fn run(config: Config, stdin_eof: Option<tokio::sync::oneshot::Receive
     if let Err(e) = stream.set_nodelay(true) {
         return Outcome::Error(format!("cannot set TCP_NODELAY: {e}"));
     }
+    let local_ip = match stream.local_addr() {
+        Ok(a) => a.ip(),
+        Err(e) => return Outcome::Error(format!("cannot read the connection's address: {e}")),
+    };
     let (rd, wr) = stream.into_split();
     let mut reader = frame::reader(rd);
     let mut writer = frame::writer(wr);
@@ -132,13 +144,13 @@ pub async fn run(config: Config, stdin_eof: Option<tokio::sync::oneshot::Receive
     }
     let welcome =
         tokio::time::timeout(HANDSHAKE_TIMEOUT, frame::recv::<_, AgentMsg>(&mut reader)).await;
-    let (modules, agent_path) = match welcome {
+    let (worker_id, modules, agent_path) = match welcome {
         Err(_) => return Outcome::Error("the agent did not answer the hello".into()),
         Ok(Ok(AgentMsg::Welcome {
+            worker,
             modules,
             module_path,
-            ..
-        })) => (modules, module_path),
+        })) => (worker, modules, module_path),
         Ok(Ok(AgentMsg::Refused { reason })) => return Outcome::Refused(reason),
         Ok(Ok(other)) => {
             return Outcome::Error(format!("unexpected message before the welcome: {other:?}"));
@@ -160,15 +172,45 @@ pub async fn run(config: Config, stdin_eof: Option<tokio::sync::oneshot::Receive
         &config.module_path,
         std::env::var(MODULE_PATH_ENV).ok().as_deref(),
     );
+    // The working memory: a segment, its server, announced right after the welcome.
+    let memory = if config.shm > 0 {
+        match WorkerMemory::start(&config, worker_id, local_ip) {
+            Ok(m) => Some(m),
+            Err(e) => return Outcome::Error(e),
+        }
+    } else {
+        None
+    };
+    if let Some(m) = memory.as_ref().map(|m| m.info.clone())
+        && let Err(e) = frame::send(&mut writer, &WorkerMsg::Memory(m)).await
+    {
+        if let Some(m) = memory {
+            m.close();
+        }
+        return Outcome::Error(format!("cannot send to the agent: {e}"));
+    }
+
     let shared = Arc::new(Shared::default());
     let (tx, mut rx) = mpsc::unbounded_channel::<WorkerMsg>();
-    let executor = Executor::new(config.name.clone(), modules, dirs);
+    let mut executor = Executor::new(config.name.clone(), modules, dirs);
+    executor.set_host(config.host_id.clone());
+    if let Some(m) = &memory {
+        executor.set_memory(ExecMemory::new(
+            worker_id,
+            m.segment.clone(),
+            config.host_id.clone(),
+            config.secret.clone(),
+        ));
+    }
     let table = executor.module_table();
     let thread_shared = shared.clone();
     let spawned = std::thread::Builder::new()
         .name("executor".into())
         .spawn(move || executor.run_loop(&thread_shared, |msg| tx.send(msg).is_ok()));
     if let Err(e) = spawned {
+        if let Some(m) = memory {
+            m.close();
+        }
         return Outcome::Error(format!("cannot start the executor thread: {e}"));
     }
 
@@ -182,7 +224,92 @@ pub async fn run(config: Config, stdin_eof: Option<tokio::sync::oneshot::Receive
     )
     .await;
     shared.stop(Duration::from_secs(2));
+    if let Some(m) = memory {
+        m.close();
+    }
     outcome
+}
+
+/// A worker's working memory: its segment and the server that serves it to other workers.
+struct WorkerMemory {
+    segment: Arc<Segment>,
+    server: Server,
+    info: SegmentInfo,
+}
+
+impl WorkerMemory {
+    /// Creates the segment (in /dev/shm, else the temporary directory), starts its server on
+    /// `ip` (the address this worker reaches the agent from) and installs the guard page
+    /// fault handler.
+    fn start(config: &Config, id: u32, ip: std::net::IpAddr) -> Result<WorkerMemory, String> {
+        let shm = std::path::Path::new("/dev/shm");
+        let dir = if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let name = segment_name(std::process::id(), &config.name);
+        let segment = Segment::create(&dir, &name, config.shm).map_err(|e| {
+            format!(
+                "cannot create the working memory ({} bytes) in {}: {e}",
+                config.shm,
+                dir.display()
+            )
+        })?;
+        let segment = Arc::new(segment);
+        let fail = |segment: &Segment, message: String| {
+            let _ = std::fs::remove_file(segment.path());
+            message
+        };
+        let listener = std::net::TcpListener::bind((ip, 0)).map_err(|e| {
+            fail(
+                &segment,
+                format!("cannot listen for memory transfers on {ip}: {e}"),
+            )
+        })?;
+        let server = Server::start(segment.clone(), listener, config.secret.clone())
+            .map_err(|e| fail(&segment, format!("cannot start the memory server: {e}")))?;
+        if let Err(e) = fault::install(segment.path()) {
+            server.stop();
+            return Err(fail(&segment, e));
+        }
+        let info = SegmentInfo {
+            id,
+            host: config.host_id.clone(),
+            shm_path: segment.path().display().to_string(),
+            server: server.addr().to_string(),
+            size: segment.size(),
+        };
+        Ok(WorkerMemory {
+            segment,
+            server,
+            info,
+        })
+    }
+
+    /// Stops the server and removes the segment's file (the process may exit without
+    /// running destructors, and the executor thread may still hold the segment).
+    fn close(self) {
+        self.server.stop();
+        let _ = std::fs::remove_file(self.segment.path());
+    }
+}
+
+/// The segment's file name: `pnet-<pid>-<worker name>`, the name reduced to letters, digits,
+/// `-`, `_` and `.`.
+pub fn segment_name(pid: u32, worker: &str) -> String {
+    let clean: String = worker
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(100)
+        .collect();
+    format!("pnet-{pid}-{clean}")
 }
 
 async fn connection_loop<R, W>(
@@ -343,5 +470,15 @@ mod tests {
         assert_eq!(Outcome::Refused("x".into()).exit_code(), 3);
         assert_eq!(Outcome::Error("x".into()).exit_code(), 1);
         assert!(!hostname().is_empty());
+    }
+
+    #[test]
+    fn segment_names_are_file_names() {
+        assert_eq!(segment_name(12, "compute-1-host"), "pnet-12-compute-1-host");
+        assert_eq!(segment_name(3, "a/b c..d"), "pnet-3-a_b_c..d");
+        assert_eq!(
+            segment_name(3, &"x".repeat(300)).len(),
+            "pnet-3-".len() + 100
+        );
     }
 }

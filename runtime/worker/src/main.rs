@@ -37,6 +37,15 @@ struct Args {
     /// directories in PNET_MODULE_PATH, separated by ':').
     #[arg(long, value_name = "DIR")]
     module_path: Vec<PathBuf>,
+    /// Working memory in bytes (0: none): a shared-memory segment of this size for
+    /// the run's global memory, and the most the memory buffers of one module call may use.
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    shm: u64,
+    /// The host identity reported for this worker's memory and seen by modules (default: the
+    /// hostname). Workers with the same identity map each other's memory; others transfer
+    /// over TCP (a testing aid: two local workers with different ids act as two hosts).
+    #[arg(long, value_name = "NAME")]
+    host_id: Option<String>,
 }
 
 fn main() {
@@ -117,6 +126,11 @@ fn start(args: Args) -> Result<Outcome, String> {
         socket: args.socket,
         secret,
         module_path: args.module_path,
+        shm: args.shm,
+        host_id: args
+            .host_id
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(pnet_worker::hostname),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -3,11 +3,12 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
+use pnet_memory::{BufferSpec, Copy, MemoryTask, Peers, Segment, SegmentInfo, Server};
 use pnet_protocol::frame::{self, encode};
 use pnet_protocol::{AgentMsg, ModuleDef, PROTOCOL_VERSION, Secret, TaskRun, WorkerMsg};
 use pnet_stdlib::{Type, Value};
@@ -139,7 +140,17 @@ impl Agent {
 
     /// Starts a worker and completes the handshake.
     async fn worker(&self, modules: Vec<ModuleDef>, module_path: Vec<String>) -> Worker {
-        let child = self.spawn(&[]).await;
+        self.worker_with(&[], modules, module_path).await
+    }
+
+    /// Starts a worker with extra arguments and completes the handshake.
+    async fn worker_with(
+        &self,
+        extra: &[&str],
+        modules: Vec<ModuleDef>,
+        module_path: Vec<String>,
+    ) -> Worker {
+        let child = self.spawn(extra).await;
         let (mut reader, mut writer) = self.accept().await;
         let hello: WorkerMsg = frame::recv(&mut reader).await.unwrap();
         let WorkerMsg::Hello(hello) = hello else {
@@ -186,11 +197,21 @@ impl Worker {
     }
 
     async fn run(&mut self, task: u64, module: u32, inputs: Vec<Value>) -> WorkerMsg {
+        self.run_mem(task, module, inputs, None).await
+    }
+
+    async fn run_mem(
+        &mut self,
+        task: u64,
+        module: u32,
+        inputs: Vec<Value>,
+        memory: Option<MemoryTask>,
+    ) -> WorkerMsg {
         self.send(AgentMsg::Run(vec![TaskRun {
             task,
             module,
             inputs,
-            memory: None,
+            memory,
         }]))
         .await;
         self.next().await
@@ -339,7 +360,10 @@ async fn missing_secret_and_bad_arguments() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("--module-path <DIR>"));
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("--module-path <DIR>"), "{help}");
+    assert!(help.contains("--shm <BYTES>"), "{help}");
+    assert!(help.contains("--host-id <NAME>"), "{help}");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gspc-worker"))
         .arg("--bogus")
         .output()
@@ -823,4 +847,498 @@ async fn the_example_command_modules() {
     );
     w.send(AgentMsg::Shutdown).await;
     assert_eq!(w.exit().await.0, 0);
+}
+
+// ---- memory buffers
+
+/// A C module against the documented C ABI (revision 2), built once with `cc`:
+/// - `memtest.add(n: unsigned long) -> sum: unsigned long`: adds `n` to every byte of buffer
+///   `data`, sums the bytes of the read-only buffer `src`;
+/// - `memtest.overrun(n: unsigned long)`: writes `n` bytes from the end of buffer `data` on;
+/// - `memtest.info() -> host: string, buffers: unsigned long`: the context's hostname and
+///   buffer count.
+fn c_module_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("worker-c-modules");
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = dir.join("memtest.c");
+        std::fs::write(&src, C_MODULE).unwrap();
+        let tmp = dir.join(format!("libmemtest.so.{}", std::process::id()));
+        let out = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-O1", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .output()
+            .expect("run cc");
+        assert!(
+            out.status.success(),
+            "cc failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::rename(&tmp, dir.join("libmemtest.so")).unwrap();
+        dir
+    })
+}
+
+const C_MODULE: &str = r#"
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct pnet_buffer {
+    const uint8_t *name; size_t name_len;
+    void *ptr; uint64_t size; uint32_t read_only;
+} pnet_buffer;
+typedef struct pnet_call_context {
+    void *host;
+    int32_t (*is_cancelled)(const struct pnet_call_context *ctx);
+    const uint8_t *worker_name; size_t worker_name_len;
+    uint64_t task;
+    const pnet_buffer *buffers; size_t buffer_count;
+    const uint8_t *hostname; size_t hostname_len;
+} pnet_call_context;
+typedef struct pnet_out_buffer {
+    void *host;
+    void (*write)(struct pnet_out_buffer *out, const uint8_t *ptr, size_t len);
+} pnet_out_buffer;
+typedef int32_t (*pnet_call)(const pnet_call_context *ctx, const uint8_t *input,
+                             size_t input_len, pnet_out_buffer *out);
+typedef struct { const char *name; pnet_call call; } pnet_function;
+typedef struct pnet_module_descriptor {
+    uint32_t abi_version; const char *name;
+    const pnet_function *functions; size_t function_count;
+} pnet_module_descriptor;
+
+static const pnet_buffer *find(const pnet_call_context *ctx, const char *name) {
+    size_t n = strlen(name);
+    for (size_t i = 0; i < ctx->buffer_count; ++i)
+        if (ctx->buffers[i].name_len == n && memcmp(ctx->buffers[i].name, name, n) == 0)
+            return &ctx->buffers[i];
+    return NULL;
+}
+static void put(pnet_out_buffer *out, const char *s) {
+    out->write(out, (const uint8_t *)s, strlen(s));
+}
+/* The first unsigned number in the JSON input. */
+static unsigned long long number(const uint8_t *in, size_t len) {
+    unsigned long long v = 0; size_t i = 0;
+    while (i < len && (in[i] < '0' || in[i] > '9')) ++i;
+    while (i < len && in[i] >= '0' && in[i] <= '9') v = v * 10 + (in[i++] - '0');
+    return v;
+}
+static int32_t add(const pnet_call_context *ctx, const uint8_t *in, size_t len,
+                   pnet_out_buffer *out) {
+    const pnet_buffer *d = find(ctx, "data"), *s = find(ctx, "src");
+    char text[64];
+    unsigned long long sum = 0, n = number(in, len);
+    if (d == NULL || s == NULL) { put(out, "missing buffer data or src"); return 1; }
+    if (!s->read_only || d->read_only) { put(out, "wrong read-only flags"); return 1; }
+    for (uint64_t i = 0; i < d->size; ++i) ((uint8_t *)d->ptr)[i] += (uint8_t)n;
+    for (uint64_t i = 0; i < s->size; ++i) sum += ((const uint8_t *)s->ptr)[i];
+    snprintf(text, sizeof text, "{\"sum\": %llu}", sum);
+    put(out, text);
+    return 0;
+}
+static int32_t overrun(const pnet_call_context *ctx, const uint8_t *in, size_t len,
+                       pnet_out_buffer *out) {
+    const pnet_buffer *d = find(ctx, "data");
+    unsigned long long n = number(in, len);
+    if (d == NULL) { put(out, "missing buffer data"); return 1; }
+    volatile uint8_t *p = (volatile uint8_t *)d->ptr + d->size;
+    for (unsigned long long i = 0; i < n; ++i) p[i] = 0x11;
+    put(out, "{}");
+    return 0;
+}
+static int32_t info(const pnet_call_context *ctx, const uint8_t *in, size_t len,
+                    pnet_out_buffer *out) {
+    char text[300];
+    (void)in; (void)len;
+    snprintf(text, sizeof text, "{\"host\": \"%.*s\", \"buffers\": %zu}",
+             (int)ctx->hostname_len, (const char *)ctx->hostname, ctx->buffer_count);
+    put(out, text);
+    return 0;
+}
+static const pnet_function functions[] = {
+    { "add", add }, { "overrun", overrun }, { "info", info },
+};
+static const pnet_module_descriptor descriptor = { 1, "memtest", functions, 3 };
+const pnet_module_descriptor *pnet_module_v1(void) { return &descriptor; }
+"#;
+
+const SHM: u64 = 1 << 16;
+
+fn buffer(name: &str, size: u64, alignment: u64, read_only: bool) -> BufferSpec {
+    BufferSpec {
+        name: name.into(),
+        size,
+        alignment,
+        read_only,
+    }
+}
+
+fn copy(buffer: u32, buffer_offset: u64, segment: u32, segment_offset: u64, len: u64) -> Copy {
+    Copy {
+        buffer,
+        buffer_offset,
+        segment,
+        segment_offset,
+        len,
+    }
+}
+
+/// The memory test modules: `memtest.add`, `.overrun`, `.info`, and a command module.
+fn memory_modules() -> Vec<ModuleDef> {
+    vec![
+        def(
+            0,
+            "memtest",
+            "add",
+            &[("n", Type::ULong)],
+            &[("sum", Type::ULong)],
+        ),
+        def(1, "memtest", "overrun", &[("n", Type::ULong)], &[]),
+        def(
+            2,
+            "memtest",
+            "info",
+            &[],
+            &[("host", Type::String), ("buffers", Type::ULong)],
+        ),
+        def(
+            3,
+            "shout",
+            "upper",
+            &[("s", Type::String)],
+            &[("r", Type::String)],
+        ),
+    ]
+}
+
+/// Another worker's segment, made by the test and served on 127.0.0.1.
+struct OtherSegment {
+    segment: Arc<Segment>,
+    server: Option<Server>,
+}
+
+impl OtherSegment {
+    fn new(secret: &Secret) -> OtherSegment {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "pnet-worker-it-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        );
+        let segment = Arc::new(Segment::create(&std::env::temp_dir(), &name, SHM).unwrap());
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let server = Server::start(segment.clone(), listener, secret.clone()).unwrap();
+        OtherSegment {
+            segment,
+            server: Some(server),
+        }
+    }
+
+    fn info(&self, id: u32, host: &str) -> SegmentInfo {
+        SegmentInfo {
+            id,
+            host: host.into(),
+            shm_path: self.segment.path().display().to_string(),
+            server: self.server.as_ref().unwrap().addr().to_string(),
+            size: SHM,
+        }
+    }
+}
+
+impl Drop for OtherSegment {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.stop();
+        }
+    }
+}
+
+/// Starts a worker with `--shm SHM --host-id host-a` and takes its segment announcement.
+async fn memory_worker(agent: &Agent) -> (Worker, SegmentInfo) {
+    let shm = SHM.to_string();
+    let dirs = vec![
+        c_module_dir().display().to_string(),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/modules/bin")
+            .display()
+            .to_string(),
+    ];
+    let mut w = agent
+        .worker_with(
+            &["--shm", &shm, "--host-id", "host-a"],
+            memory_modules(),
+            dirs,
+        )
+        .await;
+    let WorkerMsg::Memory(info) = w.next().await else {
+        panic!("expected the worker's segment");
+    };
+    (w, info)
+}
+
+#[tokio::test]
+async fn the_segment_is_announced_and_served() {
+    let agent = Agent::new().await;
+    let (mut w, info) = memory_worker(&agent).await;
+    assert_eq!(info.id, 1, "the id of the welcome");
+    assert_eq!(info.host, "host-a");
+    assert_eq!(info.size, SHM);
+    let pid = w.child.id().unwrap();
+    assert_eq!(info.shm_path, format!("/dev/shm/pnet-{pid}-w-1"));
+    assert_eq!(std::fs::metadata(&info.shm_path).unwrap().len(), SHM);
+    let server: std::net::SocketAddr = info.server.parse().unwrap();
+    assert_eq!(server.ip().to_string(), "127.0.0.1");
+    // Over TCP (another host) and through the file (the same host).
+    let mut remote = Peers::new("elsewhere".into(), None, agent.secret.clone());
+    remote.write(&info, 7, b"written over tcp").unwrap();
+    let mut local = Peers::new("host-a".into(), None, agent.secret.clone());
+    let mut back = [0u8; 16];
+    local.read(&info, 7, &mut back).unwrap();
+    assert_eq!(&back, b"written over tcp");
+    // A wrong secret is refused.
+    let mut stranger = Peers::new("elsewhere".into(), None, Secret::random().unwrap());
+    assert!(stranger.read(&info, 0, &mut back).is_err());
+    // The context has the host identity, and no buffers.
+    assert_eq!(
+        w.run(1, 2, vec![]).await,
+        WorkerMsg::Done {
+            task: 1,
+            outputs: vec![Value::string("host-a"), Value::ULong(0)]
+        }
+    );
+    w.send(AgentMsg::Shutdown).await;
+    assert_eq!(w.exit().await, (0, String::new()));
+    // The segment's file is gone with the worker.
+    assert!(!Path::new(&info.shm_path).exists());
+}
+
+/// The task of `memtest.add`: `data` (4 bytes) from `other`@200, `src` (3 bytes, read-only)
+/// from `other`@100; after the call `data` to the worker's own segment @1000 and its last two
+/// bytes to `other`@300.
+fn add_task(own: &SegmentInfo, other: &SegmentInfo) -> MemoryTask {
+    MemoryTask {
+        buffers: vec![buffer("data", 4, 8, false), buffer("src", 3, 1, true)],
+        segments: vec![own.clone(), other.clone()],
+        gets: vec![copy(0, 0, other.id, 200, 4), copy(1, 0, other.id, 100, 3)],
+        puts: vec![copy(0, 0, own.id, 1000, 4), copy(0, 2, other.id, 300, 2)],
+    }
+}
+
+#[tokio::test]
+async fn gets_and_puts_through_the_mapping_and_over_tcp() {
+    let agent = Agent::new().await;
+    let (mut w, own) = memory_worker(&agent).await;
+    let other = OtherSegment::new(&agent.secret);
+    let mut peers = Peers::new("test".into(), None, agent.secret.clone());
+    for (task, host) in [(1, "host-a"), (2, "host-b")] {
+        let info = other.info(7, host);
+        peers.write(&info, 100, &[1, 2, 3]).unwrap();
+        peers.write(&info, 200, &[10, 20, 30, 250]).unwrap();
+        peers.write(&info, 300, &[0, 0]).unwrap();
+        peers.write(&own, 1000, &[0; 4]).unwrap();
+        assert_eq!(
+            w.run_mem(
+                task,
+                0,
+                vec![Value::ULong(task)],
+                Some(add_task(&own, &info))
+            )
+            .await,
+            WorkerMsg::Done {
+                task,
+                outputs: vec![Value::ULong(6)]
+            },
+            "{host}"
+        );
+        let d = task as u8;
+        let mut got = [0u8; 4];
+        peers.read(&own, 1000, &mut got).unwrap();
+        assert_eq!(
+            got,
+            [10 + d, 20 + d, 30 + d, 250u8.wrapping_add(d)],
+            "{host}"
+        );
+        let mut got = [0u8; 2];
+        peers.read(&info, 300, &mut got).unwrap();
+        assert_eq!(got, [30 + d, 250u8.wrapping_add(d)], "{host}");
+        // The read-only source is untouched.
+        let mut src = [0u8; 3];
+        peers.read(&info, 100, &mut src).unwrap();
+        assert_eq!(src, [1, 2, 3]);
+    }
+    // The same host maps the file: no server needed. Another host needs the server.
+    let mut dead = other.info(7, "host-a");
+    dead.server = "127.0.0.1:1".into();
+    assert_eq!(
+        w.run_mem(3, 0, vec![Value::ULong(0)], Some(add_task(&own, &dead)))
+            .await,
+        WorkerMsg::Done {
+            task: 3,
+            outputs: vec![Value::ULong(6)]
+        }
+    );
+    dead.host = "host-b".into();
+    let WorkerMsg::Failed { task: 4, message } = w
+        .run_mem(4, 0, vec![Value::ULong(0)], Some(add_task(&own, &dead)))
+        .await
+    else {
+        panic!("a transfer to a dead server succeeded");
+    };
+    assert!(
+        message.starts_with("test.xpnet:1:1: module memtest.add: ")
+            && message.contains("127.0.0.1:1"),
+        "{message}"
+    );
+    w.send(AgentMsg::Shutdown).await;
+    assert_eq!(w.exit().await.0, 0);
+}
+
+#[tokio::test]
+async fn buffers_beyond_the_working_memory_or_of_command_modules_are_refused() {
+    let agent = Agent::new().await;
+    let (mut w, own) = memory_worker(&agent).await;
+    let too_big = MemoryTask {
+        buffers: vec![buffer("data", SHM, 1, false), buffer("src", 1, 1, true)],
+        segments: vec![own.clone()],
+        gets: vec![],
+        puts: vec![],
+    };
+    let WorkerMsg::Failed { message, .. } =
+        w.run_mem(1, 0, vec![Value::ULong(0)], Some(too_big)).await
+    else {
+        panic!("buffers beyond the working memory were allocated");
+    };
+    assert!(
+        message.starts_with("test.xpnet:1:1: module memtest.add: ")
+            && message.contains(&format!("{}", SHM + 1))
+            && message.contains(&format!("{SHM}")),
+        "{message}"
+    );
+    // Exactly the working memory is fine.
+    let fits = MemoryTask {
+        buffers: vec![buffer("data", SHM - 3, 1, false), buffer("src", 3, 1, true)],
+        segments: vec![own.clone()],
+        gets: vec![copy(1, 0, own.id, 0, 3)],
+        puts: vec![],
+    };
+    assert_eq!(
+        w.run_mem(2, 0, vec![Value::ULong(1)], Some(fits)).await,
+        WorkerMsg::Done {
+            task: 2,
+            outputs: vec![Value::ULong(0)]
+        }
+    );
+    // A command module cannot have buffers.
+    let command = MemoryTask {
+        buffers: vec![buffer("text", 8, 1, false)],
+        segments: vec![],
+        gets: vec![],
+        puts: vec![],
+    };
+    let WorkerMsg::Failed { message, .. } = w
+        .run_mem(3, 3, vec![Value::string("x")], Some(command))
+        .await
+    else {
+        panic!("a command module got buffers");
+    };
+    assert!(
+        message.starts_with("test.xpnet:1:1: module shout.upper: ")
+            && message.contains("is a command module, which cannot have memory buffers")
+            && message.contains("`text`"),
+        "{message}"
+    );
+    // A copy outside the segment fails the task; the worker goes on.
+    let outside = MemoryTask {
+        buffers: vec![buffer("data", 4, 1, false), buffer("src", 3, 1, true)],
+        segments: vec![own.clone()],
+        gets: vec![copy(0, 0, own.id, SHM - 2, 4)],
+        puts: vec![],
+    };
+    assert!(matches!(
+        w.run_mem(4, 0, vec![Value::ULong(1)], Some(outside)).await,
+        WorkerMsg::Failed { task: 4, .. }
+    ));
+    w.send(AgentMsg::Shutdown).await;
+    assert_eq!(w.exit().await.0, 0);
+
+    // Without working memory.
+    let mut w = agent
+        .worker(memory_modules(), vec![c_module_dir().display().to_string()])
+        .await;
+    let task = MemoryTask {
+        buffers: vec![buffer("data", 4, 1, false), buffer("src", 3, 1, true)],
+        segments: vec![],
+        gets: vec![],
+        puts: vec![],
+    };
+    assert_eq!(
+        w.run_mem(1, 0, vec![Value::ULong(1)], Some(task)).await,
+        WorkerMsg::Failed {
+            task: 1,
+            message: "test.xpnet:1:1: module memtest.add: the call has memory buffers (7 \
+                      bytes), but this worker has no working memory (it was started without \
+                      --shm; give its worker type an shm size in the topology)"
+                .into()
+        }
+    );
+    w.send(AgentMsg::Shutdown).await;
+    assert_eq!(w.exit().await.0, 0);
+}
+
+#[tokio::test]
+async fn a_module_writing_past_its_buffer_is_caught() {
+    let agent = Agent::new().await;
+    let (mut w, _own) = memory_worker(&agent).await;
+    // SAFETY: a plain query.
+    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
+    let task = |size, alignment| MemoryTask {
+        buffers: vec![buffer("data", size, alignment, false)],
+        segments: vec![],
+        gets: vec![],
+        puts: vec![],
+    };
+    // Into the slack after the buffer (a buffer ends at the guard page, unless its alignment
+    // leaves a gap: 100 bytes aligned to 64 leave 28): the canary check fails the task.
+    let WorkerMsg::Failed { message, .. } = w
+        .run_mem(1, 1, vec![Value::ULong(3)], Some(task(100, 64)))
+        .await
+    else {
+        panic!("an overrun went unnoticed");
+    };
+    assert!(
+        message.starts_with("test.xpnet:1:1: module memtest.overrun: ")
+            && message.contains("past the end of memory buffer `data`"),
+        "{message}"
+    );
+    // Writing nothing past it is fine.
+    assert_eq!(
+        w.run_mem(2, 1, vec![Value::ULong(0)], Some(task(100, 64)))
+            .await,
+        WorkerMsg::Done {
+            task: 2,
+            outputs: vec![]
+        }
+    );
+    // Into the guard page: the worker stops at once, saying why, and removes its segment.
+    let pid = w.child.id().unwrap();
+    w.send(AgentMsg::Run(vec![TaskRun {
+        task: 3,
+        module: 1,
+        inputs: vec![Value::ULong(page)],
+        memory: Some(task(100, 1)),
+    }]))
+    .await;
+    let (code, err) = w.exit().await;
+    assert_eq!(code, pnet_worker::fault::FAULT_EXIT, "{err}");
+    assert_eq!(
+        err,
+        "gspc-worker w-1: task 3: module memtest function overrun wrote outside memory buffer \
+         data; stopping the worker so that no memory is corrupted\n"
+    );
+    assert!(!Path::new(&format!("/dev/shm/pnet-{pid}-w-1")).exists());
 }

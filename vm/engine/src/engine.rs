@@ -85,6 +85,19 @@ pub struct Task {
     pub inputs: Vec<(PortId, Value)>,
     /// The value of the module's `eureka-group` expression, if it has one.
     pub eureka_group: Option<String>,
+    /// The evaluated memory buffers and transfers of the function; `None` when it has
+    /// neither.
+    pub memory: Option<TaskMemory>,
+}
+
+/// A module call's memory, evaluated over the function's input frame when the transition
+/// fires.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskMemory {
+    /// Per memory buffer, in the function's order: (size, alignment; 1 when absent).
+    pub buffers: Vec<(u64, u64)>,
+    /// Per memory transfer, in the function's order: the values of `global` and `local`.
+    pub transfers: Vec<(Value, Value)>,
 }
 
 /// What one step did.
@@ -1118,6 +1131,7 @@ impl State {
                     }
                     None => None,
                 };
+                let memory = self.eval_memory(prog, tf)?;
                 let mut responses = Vec::new();
                 for r in &tr.responses {
                     let v = self.vals.iter().find(|(p, _)| *p == r.to).map(|(_, v)| v);
@@ -1151,6 +1165,7 @@ impl State {
                     location: prog.bundle.location(tr.span),
                     inputs: std::mem::take(&mut self.vals),
                     eureka_group,
+                    memory,
                 }))
             }
             Kind::Child(cf) => {
@@ -1184,6 +1199,58 @@ impl State {
                 Ok(Step::Fired)
             }
         }
+    }
+
+    /// Evaluates a module function's memory buffers and transfers over its input frame
+    /// (`self.vals`).
+    fn eval_memory(
+        &mut self,
+        prog: &Program,
+        tf: &pnet_bundle::ir::Function,
+    ) -> Result<Option<TaskMemory>, RunError> {
+        if tf.memory_buffers.is_empty() && tf.memory_transfers.is_empty() {
+            return Ok(None);
+        }
+        let mut buffers = Vec::with_capacity(tf.memory_buffers.len());
+        for b in &tf.memory_buffers {
+            let size = self.eval_in_frame(prog, tf, b.size)?;
+            let size = memory_ulong(size, &b.name, "size", prog, b.size)?;
+            let alignment = match b.alignment {
+                Some(c) => {
+                    let a = self.eval_in_frame(prog, tf, c)?;
+                    memory_ulong(a, &b.name, "alignment", prog, c)?
+                }
+                None => 1,
+            };
+            buffers.push((size, alignment));
+        }
+        let mut transfers = Vec::with_capacity(tf.memory_transfers.len());
+        for t in &tf.memory_transfers {
+            let global = self.eval_in_frame(prog, tf, t.global)?;
+            let local = self.eval_in_frame(prog, tf, t.local)?;
+            transfers.push((global, local));
+        }
+        Ok(Some(TaskMemory { buffers, transfers }))
+    }
+
+    /// Runs code `c` over a fresh frame holding the values of `self.vals`.
+    fn eval_in_frame(
+        &mut self,
+        prog: &Program,
+        tf: &pnet_bundle::ir::Function,
+        c: pnet_bundle::CodeId,
+    ) -> Result<Value, RunError> {
+        let code = &prog.bundle.codes[c.index()];
+        let n = code.slots.len().max(tf.ports.len());
+        crate::interp::reset_frame(&mut self.frame, n);
+        for (port, v) in &self.vals {
+            self.frame[port.index()] = Some(v.clone());
+        }
+        Eval {
+            interp: &mut self.interp,
+            runner: &mut self.runner,
+        }
+        .run(c, code, &mut self.frame)
     }
 
     /// [`State::fire`] of an expression transition that takes from no place twice: the
@@ -1685,6 +1752,32 @@ impl Eval<'_> {
             None => self.interp.run(code, frame).map(crate::interp::drop_fast),
         }
     }
+}
+
+/// A memory buffer's size or alignment as a `u64` (`unsigned long`; other unsigned and
+/// non-negative integers are accepted too).
+fn memory_ulong(
+    v: Value,
+    buffer: &str,
+    what: &str,
+    prog: &Program,
+    c: pnet_bundle::CodeId,
+) -> Result<u64, RunError> {
+    let n = match &v {
+        Value::ULong(n) => Some(*n),
+        Value::UInt(n) => Some(u64::from(*n)),
+        Value::Long(n) => u64::try_from(*n).ok(),
+        Value::Int(n) => u64::try_from(*n).ok(),
+        _ => None,
+    };
+    n.ok_or_else(|| {
+        RunError::with_span(
+            RunErrorKind::Memory(format!(
+                "the {what} of memory buffer `{buffer}` is {v}, not an unsigned long"
+            )),
+            prog.bundle.codes[c.index()].span,
+        )
+    })
 }
 
 #[cfg(test)]

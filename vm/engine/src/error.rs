@@ -40,6 +40,8 @@ pub enum RunErrorKind {
     Bundle(String),
     /// Bytecode that breaks its invariants (stack underflow, bad index, ...).
     BadCode(String),
+    /// A memory buffer's size or alignment that is not an `unsigned long`.
+    Memory(String),
 }
 
 impl fmt::Display for RunErrorKind {
@@ -82,6 +84,7 @@ impl fmt::Display for RunErrorKind {
             RunErrorKind::Input(m) => write!(f, "bad input: {m}"),
             RunErrorKind::Bundle(m) => write!(f, "bad bundle: {m}"),
             RunErrorKind::BadCode(m) => write!(f, "bad bytecode: {m}"),
+            RunErrorKind::Memory(m) => write!(f, "{m}"),
         }
     }
 }

@@ -15,7 +15,7 @@ pub mod validate;
 #[cfg(test)]
 mod tests;
 
-pub use engine::{Engine, RunConfig, RunResult, Stats, Step, Task, TaskId, run};
+pub use engine::{Engine, RunConfig, RunResult, Stats, Step, Task, TaskId, TaskMemory, run};
 pub use error::{RunError, RunErrorData, RunErrorKind};
 pub use hook::{CodeRunner, CodeRunnerFactory};
 pub use interp::{Interpreter, condition_value, eval};

@@ -591,4 +591,5 @@ fn check_code(src: &str, slots: &[(&str, Option<&str>)], expect: Expect) {
 }
 
 mod interp_tests;
+mod memory_tests;
 mod net_tests;

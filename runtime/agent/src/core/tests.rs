@@ -168,6 +168,8 @@ struct FakeWorker {
     queue: VecDeque<TaskRun>,
     received: Vec<(u64, u32)>,
     cancels: Vec<u64>,
+    /// The memory of each task received.
+    memory: Vec<Option<pnet_protocol::memory::MemoryTask>>,
 }
 
 type Answer = dyn Fn(&ModuleDef, &[Value]) -> Result<Vec<Value>, String>;
@@ -235,6 +237,7 @@ impl<'b> Harness<'b> {
                         AgentMsg::Run(tasks) => {
                             for t in tasks {
                                 w.received.push((t.task, t.module));
+                                w.memory.push(t.memory.clone());
                                 w.queue.push_back(t);
                             }
                         }
@@ -980,3 +983,5 @@ pub(crate) fn call_net(
     );
     bundle(vec![root, f], Vec::new())
 }
+
+pub(crate) mod memory_tests;

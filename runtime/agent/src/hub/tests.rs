@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use pnet_memory::SegmentInfo;
 use pnet_protocol::{AgentMsg, Hello, Secret, TaskRun, WorkerMsg};
 use pnet_stdlib::Value;
 
@@ -312,4 +313,89 @@ fn a_removed_worker_s_tasks_run_on_another_and_cancel_ends_one_job() {
     assert_eq!(running.len(), 1);
     assert_eq!(running[0].1.name, "w1");
     assert_eq!(running[0].1.done, 4);
+}
+
+fn segment(id: u32, host: &str, size: u64) -> SegmentInfo {
+    SegmentInfo {
+        id,
+        host: host.into(),
+        shm_path: format!("/dev/shm/pnet-test-{id}"),
+        server: "127.0.0.1:9".into(),
+        size,
+    }
+}
+
+#[test]
+fn workers_offer_segments_and_lost_ones_break_their_allocations() {
+    let mut h = hub(4);
+    let mut out = Vec::new();
+    h.worker_joined(0, &hello("w0", &["GPI"]), 0, &mut out);
+    h.worker_joined(1, &hello("w1", &["GPI"]), 0, &mut out);
+    h.worker_joined(2, &hello("plain", &[]), 0, &mut out);
+    // A worker reports its segment with a wrong id: the hub uses the worker's.
+    h.worker_msgs(
+        0,
+        vec![WorkerMsg::Memory(segment(7, "a", 1 << 20))],
+        &mut out,
+    );
+    h.worker_msgs(
+        1,
+        vec![WorkerMsg::Memory(segment(1, "b", 1 << 20))],
+        &mut out,
+    );
+    let logs: Vec<String> = out
+        .drain(..)
+        .filter_map(|c| match c {
+            HubCmd::Log(l) => Some(l),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("reported its segment as number 7; using 0")),
+        "{logs:#?}"
+    );
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("worker 1 `w1` offers 1 MiB of working memory on host `b`")),
+        "{logs:#?}"
+    );
+    let m = h.memory_status();
+    assert_eq!((m.segments, m.capacity, m.allocations), (2, 2 << 20, 0));
+    // An allocation spreads over both segments.
+    let handle = h.memory().lock().alloc(1000).unwrap();
+    let m = h.memory_status();
+    assert_eq!((m.allocated, m.allocations), (1000, 1));
+    let hosts: Vec<(&str, u64, u64)> = m
+        .hosts
+        .iter()
+        .map(|x| (x.host.as_str(), x.segments, x.allocated))
+        .collect();
+    assert_eq!(hosts, vec![("a", 1, 500), ("b", 1, 500)]);
+    // The worker without a segment goes: nothing changes.
+    h.worker_lost(2, "connection closed", &mut out);
+    assert_eq!(h.memory_status().segments, 2);
+    // w1 goes: its segment leaves, the allocation breaks (and the log says which).
+    out.clear();
+    h.worker_lost(1, "connection closed", &mut out);
+    let logs: Vec<String> = out
+        .drain(..)
+        .filter_map(|c| match c {
+            HubCmd::Log(l) => Some(l),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("`w1` is gone with its working memory") && l.contains(&handle)),
+        "{logs:#?}"
+    );
+    let m = h.memory_status();
+    assert_eq!((m.segments, m.capacity), (1, 1 << 20));
+    let e = h.memory().lock().locate(&handle, 0, 10).unwrap_err();
+    assert!(e.message.contains("is gone"), "{e}");
+    // Freeing the broken allocation gives its part in w0's segment back.
+    h.memory().lock().free(&handle).unwrap();
+    assert_eq!(h.memory_status().allocated, 0);
+    assert_eq!(h.memory().lock().stats().per_segment[0].1, 0);
 }

@@ -287,7 +287,9 @@ fn refuses_a_wrong_secret_and_a_wrong_protocol() {
     );
     let old = reps[1].refused.as_deref().unwrap_or_default();
     assert!(
-        old.starts_with("protocol version 99 is not supported: this agent speaks version 1"),
+        old.starts_with(&format!(
+            "protocol version 99 is not supported: this agent speaks version {PROTOCOL_VERSION}"
+        )),
         "{old}"
     );
     assert_eq!(reps[2].answered, 10);
