@@ -411,12 +411,16 @@ impl<'a> Elab<'a> {
                     .as_ref()
                     .map_or("the root function".to_string(), |n| n.text.clone());
                 let ef = self.defun(&ctx, d, &label);
-                self.condition(
+                let condition = self.condition(
                     &ef,
                     (Vec::new(), Vec::new()),
                     &format!("condition of {label}"),
                 );
-                ef.function
+                if crate::root::needs_wrapper(&ef.function) {
+                    crate::root::wrap(&mut self.functions, &mut self.codes, ef.function, condition)
+                } else {
+                    ef.function
+                }
             }
             Some(other) => {
                 let what = match other {

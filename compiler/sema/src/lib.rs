@@ -10,6 +10,7 @@ mod elab;
 pub mod expr;
 pub mod facts;
 pub mod recheck;
+pub mod root;
 pub mod signature;
 mod warnings;
 

@@ -83,12 +83,22 @@ fn simple_expression() {
   <expression>${b} := ${a} + 1L</expression>
 </defun>"#,
         expect![[r#"
-            bundle root f0 f
+            bundle root f1 f
 
             function f0 f  @ /nonexistent/test.xpnet:1
               in a : long
               out b : long
               expression c0
+
+            function f1 f  @ /nonexistent/test.xpnet:1
+              in a : long = p0 a
+              out b : long = p1 b
+              net
+                place p0 a : long  @ /nonexistent/test.xpnet:2
+                place p1 b : long  @ /nonexistent/test.xpnet:3
+                transition t0 f priority 0 -> f0 f  @ /nonexistent/test.xpnet:1
+                  in a <- p0 a
+                  out b -> p1 b
         "#]],
     );
 }
@@ -507,7 +517,7 @@ fn modules_and_memory() {
   <module name="mod" function="s sum (n, buf)" eureka-group="&quot;g&quot;"><cinclude href="x.h"/><code><![CDATA[return 1;]]></code></module>
 </defun>"#,
         expect![[r#"
-            bundle root f0 m
+            bundle root f1 m
 
             function f0 m  @ /nonexistent/test.xpnet:1
               in n : unsigned long
@@ -518,6 +528,16 @@ fn modules_and_memory() {
                 eureka-group c3
                 cinclude x.h
                 code (1 lines)
+
+            function f1 m  @ /nonexistent/test.xpnet:1
+              in n : unsigned long = p0 n
+              out s : long = p1 s
+              net
+                place p0 n : unsigned long  @ /nonexistent/test.xpnet:2
+                place p1 s : long  @ /nonexistent/test.xpnet:3
+                transition t0 m priority 0 -> f0 m  @ /nonexistent/test.xpnet:1
+                  in n <- p0 n
+                  out s -> p1 s
         "#]],
     );
     check_diags(
@@ -549,14 +569,22 @@ fn properties_and_requires() {
             warning property-unknown @3:43: unknown property `pnetc.nosuch`
             warning property-overwritten @4:53: property `a.b` is set again
             ---
-            bundle root f0 p
+            bundle root f1 p
 
             function f0 p  @ /nonexistent/test.xpnet:1
+              in #once : control
               require gpu
               property fhg.drts.schedule.num_worker = "2"
               property pnetc.nosuch = "x"
               property a.b = "2"
               expression c0
+
+            function f1 p  @ /nonexistent/test.xpnet:1
+              net
+                place p0 #once : control  @ /nonexistent/test.xpnet:1
+                  token []
+                transition t0 p priority 0 -> f0 p  @ /nonexistent/test.xpnet:1
+                  in #once <- p0 #once
         "#]],
     );
 }
@@ -1171,4 +1199,186 @@ fn edits_are_new_inputs() {
         warning unknown-type @1:27: unknown type `nosuch`
     "#]]
     .assert_eq(&render_diags(&out));
+}
+
+/// Compiles `xml` (which must have no errors) for a run.
+fn bundle_of(xml: &str) -> pnet_bundle::Bundle {
+    let out = compile_source(
+        Path::new("/nonexistent/test.xpnet"),
+        xml,
+        &Options::default(),
+    );
+    match out.bundle.clone() {
+        Some(b) => b,
+        None => panic!("does not compile:\n{}", render_diags(&out)),
+    }
+}
+
+fn run_root(
+    bundle: &pnet_bundle::Bundle,
+    inputs: &[(&str, Vec<pnet_stdlib::Value>)],
+) -> Result<Vec<(String, Vec<pnet_stdlib::Value>)>, String> {
+    let inputs: Vec<(String, Vec<pnet_stdlib::Value>)> = inputs
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.clone()))
+        .collect();
+    pnet_vm::run(bundle, &inputs, &pnet_vm::RunConfig::default())
+        .map(|r| r.outputs)
+        .map_err(|e| e.to_string())
+}
+
+/// A root whose body is a module, an inout port, a condition: the synthetic net, with the
+/// defun's span on what is synthetic and the ports' spans on their places.
+#[test]
+fn a_module_root_is_wrapped_into_a_net() {
+    check(
+        r#"<defun name="produce">
+  <in name="tag" type="unsigned long"/>
+  <inout name="block" type="long"/>
+  <condition>${tag} :lt: 2UL</condition>
+  <module name="m" function="produce (tag, block)"/>
+</defun>"#,
+        expect![[r#"
+            bundle root f1 produce
+
+            function f0 produce  @ /nonexistent/test.xpnet:1
+              in tag : unsigned long
+              inout block : long
+              module m "produce (tag, block)" require_function_unloads_without_rest require_module_unloads_without_rest
+
+            function f1 produce  @ /nonexistent/test.xpnet:1
+              in tag : unsigned long = p0 tag
+              in block : long = p1 block
+              out block : long = p2 block#out
+              net
+                place p0 tag : unsigned long  @ /nonexistent/test.xpnet:2
+                place p1 block : long  @ /nonexistent/test.xpnet:3
+                place p2 block#out : long  @ /nonexistent/test.xpnet:3
+                transition t0 produce priority 0 -> f0 produce  @ /nonexistent/test.xpnet:1
+                  in tag <- p0 tag
+                  in block <- p1 block
+                  out block -> p2 block#out
+                  condition c0
+        "#]],
+    );
+}
+
+/// Wrapped expression roots run in the engine: once per set of input tokens, inout ports
+/// read their inputs and give their results, a root without inputs runs once, the root's
+/// conditions hold back calls.
+#[test]
+fn wrapped_expression_roots_run() {
+    use pnet_stdlib::Value;
+    let sum = bundle_of(
+        r#"<defun name="sum">
+  <in name="a" type="long"/>
+  <in name="b" type="long"/>
+  <out name="s" type="long"/>
+  <expression>${s} := ${a} + ${b}</expression>
+</defun>"#,
+    );
+    let out = run_root(
+        &sum,
+        &[
+            ("a", vec![Value::Long(1), Value::Long(1)]),
+            ("b", vec![Value::Long(2), Value::Long(2)]),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        out,
+        vec![("s".to_string(), vec![Value::Long(3), Value::Long(3)])]
+    );
+
+    let inc = bundle_of(
+        r#"<defun name="inc">
+  <inout name="x" type="long"/>
+  <expression>${x} := ${x} + 1L</expression>
+</defun>"#,
+    );
+    let out = run_root(&inc, &[("x", vec![Value::Long(41)])]).unwrap();
+    assert_eq!(out, vec![("x".to_string(), vec![Value::Long(42)])]);
+
+    // No inputs: one call, its local variable still works after the renumbering.
+    let once = bundle_of(
+        r#"<defun name="once">
+  <out name="x" type="long"/>
+  <out name="y" type="string"/>
+  <expression>${t} := 20L; ${x} := ${t} + 1L; ${y} := "done"</expression>
+</defun>"#,
+    );
+    let out = run_root(&once, &[]).unwrap();
+    assert_eq!(
+        out,
+        vec![
+            ("x".to_string(), vec![Value::Long(21)]),
+            ("y".to_string(), vec![Value::String("done".into())])
+        ]
+    );
+
+    let cond = bundle_of(
+        r#"<defun name="small">
+  <in name="a" type="long"/>
+  <out name="b" type="long"/>
+  <condition>${a} :lt: 10L</condition>
+  <expression>${b} := ${a}</expression>
+</defun>"#,
+    );
+    let out = run_root(&cond, &[("a", vec![Value::Long(3), Value::Long(30)])]).unwrap();
+    assert_eq!(out, vec![("b".to_string(), vec![Value::Long(3)])]);
+}
+
+/// A module root hands out one task per call, with the inputs of the defun's ports, and its
+/// outputs land on the wrapper's out ports.
+#[test]
+fn a_module_root_hands_out_its_call() {
+    use pnet_bundle::PortId;
+    use pnet_stdlib::Value;
+    let b = bundle_of(
+        r#"<defun name="hello">
+  <in name="in" type="control"/>
+  <inout name="n" type="long"/>
+  <out name="out" type="string"/>
+  <module name="hello_world" function="out say (n)"/>
+</defun>"#,
+    );
+    let mut e = pnet_vm::Engine::new(&b, &pnet_vm::RunConfig::default()).unwrap();
+    e.put_inputs(&[
+        ("in".to_string(), vec![Value::Control]),
+        ("n".to_string(), vec![Value::Long(7)]),
+    ])
+    .unwrap();
+    let task = loop {
+        match e.step().unwrap() {
+            pnet_vm::Step::Task(t) => break t,
+            pnet_vm::Step::Fired => {}
+            other => panic!("no task: {other:?}"),
+        }
+    };
+    assert_eq!(task.name, "hello");
+    assert_eq!(task.location, "/nonexistent/test.xpnet:1:1");
+    let f = b.function(task.function);
+    assert_eq!(f.name.as_deref(), Some("hello"));
+    let mut inputs = task.inputs.clone();
+    inputs.sort_by_key(|(p, _)| *p);
+    assert_eq!(
+        inputs,
+        vec![(PortId(0), Value::Control), (PortId(1), Value::Long(7))]
+    );
+    e.complete_task(
+        task.id,
+        vec![
+            (PortId(1), Value::Long(8)),
+            (PortId(2), Value::String("hi".into())),
+        ],
+    )
+    .unwrap();
+    assert!(matches!(e.step().unwrap(), pnet_vm::Step::Done));
+    assert_eq!(
+        e.result().outputs,
+        vec![
+            ("n".to_string(), vec![Value::Long(8)]),
+            ("out".to_string(), vec![Value::String("hi".into())])
+        ]
+    );
 }
