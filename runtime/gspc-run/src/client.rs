@@ -57,7 +57,7 @@ fn parse(cmd: &str, argv: &[String]) -> Result<ClientArgs, ExitCode> {
         };
         match flag {
             "-h" | "--help" => {
-                print!("{USAGE}");
+                pnet_driver::out!("{USAGE}");
                 return Err(ExitCode::SUCCESS);
             }
             "--control" => control = Some(PathBuf::from(value(&mut i)?)),
@@ -132,7 +132,7 @@ pub fn main(cmd: &str, argv: &[String]) -> ExitCode {
             let (place, value) = &args.puts[0];
             match pnet_agent::control::workflow_response(socket, place, value) {
                 Ok(v) => {
-                    println!("{v}");
+                    pnet_driver::outln!("{v}");
                     ExitCode::SUCCESS
                 }
                 Err(e) => fail(e),
@@ -142,11 +142,11 @@ pub fn main(cmd: &str, argv: &[String]) -> ExitCode {
             Ok(s) => {
                 if args.json {
                     match serde_json::to_string(&s) {
-                        Ok(j) => println!("{j}"),
+                        Ok(j) => pnet_driver::outln!("{j}"),
                         Err(e) => return fail(e.to_string()),
                     }
                 } else {
-                    print!("{s}");
+                    pnet_driver::out!("{s}");
                 }
                 ExitCode::SUCCESS
             }

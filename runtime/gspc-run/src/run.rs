@@ -205,11 +205,11 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
         };
         match flag {
             "-h" | "--help" => {
-                println!("{USAGE}\n{COMPILER_OPTIONS_HELP}");
+                pnet_driver::outln!("{USAGE}\n{COMPILER_OPTIONS_HELP}");
                 return Err(ExitCode::SUCCESS);
             }
             "-V" | "--version" => {
-                println!("gspc-run {}", env!("CARGO_PKG_VERSION"));
+                pnet_driver::outln!("gspc-run {}", env!("CARGO_PKG_VERSION"));
                 return Err(ExitCode::SUCCESS);
             }
             "-p" | "--put" => {
@@ -342,12 +342,12 @@ pub fn main(argv: &[String]) -> ExitCode {
         Err(code) => return code,
     };
     if args.dry_run {
-        print!("{plan}");
+        pnet_driver::out!("{plan}");
         if bundle
             .as_ref()
             .is_some_and(|b| !pnet_agent::calls_modules(b))
         {
-            println!("(the net has no module calls: it would run without workers)");
+            pnet_driver::outln!("(the net has no module calls: it would run without workers)");
         }
         return ExitCode::SUCCESS;
     }

@@ -213,9 +213,9 @@ fn parse(cmd: &str, argv: &[String]) -> Result<Args, ExitCode> {
         };
         match flag {
             "-h" | "--help" => {
-                print!("{}", help(cmd));
+                pnet_driver::out!("{}", help(cmd));
                 if cmd == "submit" {
-                    print!("\n{COMPILER_OPTIONS_HELP}");
+                    pnet_driver::out!("\n{COMPILER_OPTIONS_HELP}");
                 }
                 return Err(ExitCode::SUCCESS);
             }
@@ -625,7 +625,7 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
                 SHORT,
             )? {
                 RtResponse::Workers(ws) => {
-                    println!("gspc: removed {} workers{}", ws.len(), worker_list(&ws));
+                    pnet_driver::outln!("gspc: removed {} workers{}", ws.len(), worker_list(&ws));
                     Ok(ExitCode::SUCCESS)
                 }
                 r => Err(unexpected(r)),
@@ -644,7 +644,7 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
                     while t0.elapsed() < Duration::from_secs(10) && alive(r.pid) {
                         std::thread::sleep(Duration::from_millis(20));
                     }
-                    println!("{}", stop_account(&r, alive(r.pid)));
+                    pnet_driver::outln!("{}", stop_account(&r, alive(r.pid)));
                     Ok(ExitCode::SUCCESS)
                 }
                 r => Err(unexpected(r)),
@@ -733,7 +733,7 @@ fn add_workers(client: &RtClient, a: &Args) -> Result<ExitCode, Failure> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    println!(
+    pnet_driver::outln!(
         "gspc: added {} workers{}",
         started.len(),
         worker_list(&started)
@@ -774,7 +774,7 @@ fn print_outcome(job: u64, outcome: &JobOutcome, json: bool) -> ExitCode {
         }
         JobOutcome::Failed { code, message } => {
             if json {
-                println!(
+                pnet_driver::outln!(
                     "{}",
                     serde_json::json!({"job": job, "state": "failed", "code": code, "error": message})
                 );
@@ -784,7 +784,7 @@ fn print_outcome(job: u64, outcome: &JobOutcome, json: bool) -> ExitCode {
         }
         JobOutcome::Cancelled => {
             if json {
-                println!("{}", serde_json::json!({"job": job, "state": "cancelled"}));
+                pnet_driver::outln!("{}", serde_json::json!({"job": job, "state": "cancelled"}));
             }
             eprintln!("gspc: job {job} was cancelled");
             ExitCode::from(130)

@@ -63,11 +63,11 @@ fn main() -> ExitCode {
     let rest = &argv[1..];
     match cmd {
         "-h" | "--help" | "help" => {
-            print!("{USAGE}");
+            pnet_driver::out!("{USAGE}");
             ExitCode::SUCCESS
         }
         "-V" | "--version" => {
-            println!("gspc {}", env!("CARGO_PKG_VERSION"));
+            pnet_driver::outln!("gspc {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
         }
         "boot" => boot::boot(rest),
