@@ -5,6 +5,7 @@
 //! all share it.
 
 pub mod builtins;
+pub mod cli;
 pub mod error;
 pub mod json;
 pub mod literal;

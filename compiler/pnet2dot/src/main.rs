@@ -252,7 +252,7 @@ fn run(argv: &[String]) -> Result<(), ExitCode> {
 }
 
 fn main() -> ExitCode {
-    pnet_driver::exit_quietly_on_broken_pipe();
+    pnet_stdlib::cli::exit_quietly_on_broken_pipe();
     let mut argv = Vec::new();
     for a in std::env::args_os().skip(1) {
         match a.into_string() {

@@ -279,7 +279,7 @@ fn quote_make(s: &str) -> String {
 }
 
 fn main() -> ExitCode {
-    pnet_driver::exit_quietly_on_broken_pipe();
+    pnet_stdlib::cli::exit_quietly_on_broken_pipe();
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let args = match parse_args(&argv) {
         Parsed::Run(a) => a,

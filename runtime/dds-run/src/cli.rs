@@ -144,11 +144,11 @@ fn parse_args(prog: &str, argv: &[String]) -> Result<Option<Args>, String> {
         };
         match flag {
             "-h" | "--help" => {
-                pnet_driver::out!("{}", USAGE.replace("gspc-dds", prog));
+                pnet_stdlib::out!("{}", USAGE.replace("gspc-dds", prog));
                 return Ok(None);
             }
             "-V" | "--version" => {
-                pnet_driver::outln!("{prog} {}", env!("CARGO_PKG_VERSION"));
+                pnet_stdlib::outln!("{prog} {}", env!("CARGO_PKG_VERSION"));
                 return Ok(None);
             }
             "--var" => {
@@ -522,17 +522,17 @@ pub fn property_main(argv: &[String]) -> ExitCode {
     let rest = &argv[1..];
     match cmd.as_str() {
         "-h" | "--help" | "help" => {
-            pnet_driver::out!("{PROPERTY_USAGE}");
+            pnet_stdlib::out!("{PROPERTY_USAGE}");
             ExitCode::SUCCESS
         }
         "-V" | "--version" => {
-            pnet_driver::outln!("{P} {}", env!("CARGO_PKG_VERSION"));
+            pnet_stdlib::outln!("{P} {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
         }
         "exec" => crate::wrapper::exec_main(rest),
         "set" | "get" | "wait" => {
             if rest.iter().any(|a| a == "-h" || a == "--help") {
-                pnet_driver::out!("{PROPERTY_USAGE}");
+                pnet_stdlib::out!("{PROPERTY_USAGE}");
                 return ExitCode::SUCCESS;
             }
             let mut positional: Vec<&str> = Vec::new();

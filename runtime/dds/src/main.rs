@@ -423,7 +423,7 @@ fn invalid(l: &Loaded, common: &Common) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    pnet_driver::exit_quietly_on_broken_pipe();
+    pnet_stdlib::cli::exit_quietly_on_broken_pipe();
     match Cli::try_parse() {
         Ok(cli) => run(cli),
         Err(e) => {

@@ -57,7 +57,7 @@ fn parse(cmd: &str, argv: &[String]) -> Result<ClientArgs, ExitCode> {
         };
         match flag {
             "-h" | "--help" => {
-                pnet_driver::out!("{USAGE}");
+                pnet_stdlib::out!("{USAGE}");
                 return Err(ExitCode::SUCCESS);
             }
             "--control" => control = Some(PathBuf::from(value(&mut i)?)),
@@ -132,7 +132,7 @@ pub fn main(cmd: &str, argv: &[String]) -> ExitCode {
             let (place, value) = &args.puts[0];
             match pnet_agent::control::workflow_response(socket, place, value) {
                 Ok(v) => {
-                    pnet_driver::outln!("{v}");
+                    pnet_stdlib::outln!("{v}");
                     ExitCode::SUCCESS
                 }
                 Err(e) => fail(e),
@@ -142,11 +142,11 @@ pub fn main(cmd: &str, argv: &[String]) -> ExitCode {
             Ok(s) => {
                 if args.json {
                     match serde_json::to_string(&s) {
-                        Ok(j) => pnet_driver::outln!("{j}"),
+                        Ok(j) => pnet_stdlib::outln!("{j}"),
                         Err(e) => return fail(e.to_string()),
                     }
                 } else {
-                    pnet_driver::out!("{s}");
+                    pnet_stdlib::out!("{s}");
                 }
                 ExitCode::SUCCESS
             }

@@ -205,11 +205,11 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
         };
         match flag {
             "-h" | "--help" => {
-                pnet_driver::outln!("{USAGE}\n{COMPILER_OPTIONS_HELP}");
+                pnet_stdlib::outln!("{USAGE}\n{COMPILER_OPTIONS_HELP}");
                 return Err(ExitCode::SUCCESS);
             }
             "-V" | "--version" => {
-                pnet_driver::outln!("gspc-run {}", env!("CARGO_PKG_VERSION"));
+                pnet_stdlib::outln!("gspc-run {}", env!("CARGO_PKG_VERSION"));
                 return Err(ExitCode::SUCCESS);
             }
             "-p" | "--put" => {
@@ -342,12 +342,12 @@ pub fn main(argv: &[String]) -> ExitCode {
         Err(code) => return code,
     };
     if args.dry_run {
-        pnet_driver::out!("{plan}");
+        pnet_stdlib::out!("{plan}");
         if bundle
             .as_ref()
             .is_some_and(|b| !pnet_agent::calls_modules(b))
         {
-            pnet_driver::outln!("(the net has no module calls: it would run without workers)");
+            pnet_stdlib::outln!("(the net has no module calls: it would run without workers)");
         }
         return ExitCode::SUCCESS;
     }

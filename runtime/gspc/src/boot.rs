@@ -76,7 +76,7 @@ fn parse(argv: &[String]) -> Result<BootArgs, ExitCode> {
         };
         match flag {
             "-h" | "--help" => {
-                pnet_driver::out!("{BOOT_USAGE}");
+                pnet_stdlib::out!("{BOOT_USAGE}");
                 return Err(ExitCode::SUCCESS);
             }
             "--topology" => a.topology = Some(value(&mut i)?),
@@ -374,14 +374,14 @@ pub fn boot(argv: &[String]) -> ExitCode {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    pnet_driver::outln!("gspc: runtime booted (pid {})", status.pid);
-    pnet_driver::outln!("  state directory  {}", dir.display());
-    pnet_driver::outln!("  control socket   {}", dir.join(SOCKET_FILE).display());
-    pnet_driver::outln!("  workers connect  {}", status.address);
-    pnet_driver::outln!("  log              {}", log_path.display());
-    pnet_driver::outln!("  workers          {}", status.workers.len());
+    pnet_stdlib::outln!("gspc: runtime booted (pid {})", status.pid);
+    pnet_stdlib::outln!("  state directory  {}", dir.display());
+    pnet_stdlib::outln!("  control socket   {}", dir.join(SOCKET_FILE).display());
+    pnet_stdlib::outln!("  workers connect  {}", status.address);
+    pnet_stdlib::outln!("  log              {}", log_path.display());
+    pnet_stdlib::outln!("  workers          {}", status.workers.len());
     for w in &status.workers {
-        pnet_driver::outln!(
+        pnet_stdlib::outln!(
             "    {:<24} {:<16} pid {:<8} [{}]",
             w.name,
             w.host,
@@ -394,7 +394,7 @@ pub fn boot(argv: &[String]) -> ExitCode {
     } else {
         String::new()
     };
-    pnet_driver::outln!("Next: gspc submit{hint} NET, gspc status{hint}, gspc stop{hint}");
+    pnet_stdlib::outln!("Next: gspc submit{hint} NET, gspc status{hint}, gspc stop{hint}");
     ExitCode::SUCCESS
 }
 

@@ -213,9 +213,9 @@ fn parse(cmd: &str, argv: &[String]) -> Result<Args, ExitCode> {
         };
         match flag {
             "-h" | "--help" => {
-                pnet_driver::out!("{}", help(cmd));
+                pnet_stdlib::out!("{}", help(cmd));
                 if cmd == "submit" {
-                    pnet_driver::out!("\n{COMPILER_OPTIONS_HELP}");
+                    pnet_stdlib::out!("\n{COMPILER_OPTIONS_HELP}");
                 }
                 return Err(ExitCode::SUCCESS);
             }
@@ -625,7 +625,7 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
                 SHORT,
             )? {
                 RtResponse::Workers(ws) => {
-                    pnet_driver::outln!("gspc: removed {} workers{}", ws.len(), worker_list(&ws));
+                    pnet_stdlib::outln!("gspc: removed {} workers{}", ws.len(), worker_list(&ws));
                     Ok(ExitCode::SUCCESS)
                 }
                 r => Err(unexpected(r)),
@@ -644,7 +644,7 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
                     while t0.elapsed() < Duration::from_secs(10) && alive(r.pid) {
                         std::thread::sleep(Duration::from_millis(20));
                     }
-                    pnet_driver::outln!("{}", stop_account(&r, alive(r.pid)));
+                    pnet_stdlib::outln!("{}", stop_account(&r, alive(r.pid)));
                     Ok(ExitCode::SUCCESS)
                 }
                 r => Err(unexpected(r)),
@@ -733,7 +733,7 @@ fn add_workers(client: &RtClient, a: &Args) -> Result<ExitCode, Failure> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    pnet_driver::outln!(
+    pnet_stdlib::outln!(
         "gspc: added {} workers{}",
         started.len(),
         worker_list(&started)
@@ -774,7 +774,7 @@ fn print_outcome(job: u64, outcome: &JobOutcome, json: bool) -> ExitCode {
         }
         JobOutcome::Failed { code, message } => {
             if json {
-                pnet_driver::outln!(
+                pnet_stdlib::outln!(
                     "{}",
                     serde_json::json!({"job": job, "state": "failed", "code": code, "error": message})
                 );
@@ -784,7 +784,7 @@ fn print_outcome(job: u64, outcome: &JobOutcome, json: bool) -> ExitCode {
         }
         JobOutcome::Cancelled => {
             if json {
-                pnet_driver::outln!("{}", serde_json::json!({"job": job, "state": "cancelled"}));
+                pnet_stdlib::outln!("{}", serde_json::json!({"job": job, "state": "cancelled"}));
             }
             eprintln!("gspc: job {job} was cancelled");
             ExitCode::from(130)

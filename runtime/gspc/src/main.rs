@@ -63,11 +63,11 @@ fn main() -> ExitCode {
     let rest = &argv[1..];
     match cmd {
         "-h" | "--help" | "help" => {
-            pnet_driver::out!("{USAGE}");
+            pnet_stdlib::out!("{USAGE}");
             ExitCode::SUCCESS
         }
         "-V" | "--version" => {
-            pnet_driver::outln!("gspc {}", env!("CARGO_PKG_VERSION"));
+            pnet_stdlib::outln!("gspc {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
         }
         "boot" => boot::boot(rest),

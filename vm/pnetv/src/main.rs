@@ -294,7 +294,7 @@ fn analyse(args: &Args, input: &Input) -> Result<Report, String> {
 }
 
 fn main() -> ExitCode {
-    pnet_driver::exit_quietly_on_broken_pipe();
+    pnet_stdlib::cli::exit_quietly_on_broken_pipe();
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let args = match parse_args(&argv) {
         Ok(a) => a,

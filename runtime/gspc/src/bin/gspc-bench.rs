@@ -65,7 +65,7 @@ fn main() -> ExitCode {
         };
         match argv[i].as_str() {
             "-h" | "--help" => {
-                pnet_driver::out!("{USAGE}");
+                pnet_stdlib::out!("{USAGE}");
                 return ExitCode::SUCCESS;
             }
             "--jobs" => match next(&mut i) {
@@ -195,15 +195,15 @@ fn bench(jobs: usize, runs: usize, workers: u32) -> Result<(), String> {
     }
     let total = t.elapsed();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    pnet_driver::outln!("gspc-bench: {workers} workers, one-transition net (one native no-op call)");
-    pnet_driver::outln!(
+    pnet_stdlib::outln!("gspc-bench: {workers} workers, one-transition net (one native no-op call)");
+    pnet_stdlib::outln!(
         "latency (submit to result, {runs} runs): median {:.3} ms, p99 {:.3} ms, min {:.3} ms, max {:.3} ms",
         ms(percentile(&lat, 0.5)),
         ms(percentile(&lat, 0.99)),
         ms(lat[0]),
         ms(lat[lat.len() - 1])
     );
-    pnet_driver::outln!(
+    pnet_stdlib::outln!(
         "rate ({jobs} jobs): {:.0} submissions/s; {:.0} jobs/s submitted and completed ({:.3} s)",
         jobs as f64 / submitted.as_secs_f64(),
         jobs as f64 / total.as_secs_f64(),

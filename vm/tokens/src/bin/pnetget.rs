@@ -23,7 +23,7 @@ Exit codes: 0 success, 1 the file cannot be read or has no such port, 2 usage er
 ";
 
 fn main() -> ExitCode {
-    pnet_driver::exit_quietly_on_broken_pipe();
+    pnet_stdlib::cli::exit_quietly_on_broken_pipe();
     let mut json = false;
     let mut file = None;
     let mut ports = Vec::new();

@@ -27,7 +27,7 @@ Exit codes: 0 success, 1 the bundle cannot be read or a token does not fit, 2 us
 ";
 
 fn main() -> ExitCode {
-    pnet_driver::exit_quietly_on_broken_pipe();
+    pnet_stdlib::cli::exit_quietly_on_broken_pipe();
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut input = None;
     let mut output = None;
