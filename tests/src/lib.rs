@@ -105,3 +105,29 @@ pub fn build_packages(packages: &[&str]) -> PathBuf {
     assert!(status.success(), "cargo build of {packages:?} failed");
     dir
 }
+
+/// Runs `gspc ARGS --state-dir STATE` (the `gspc` binary at `gspc`) with no module path or
+/// state directory inherited from the environment.
+pub fn gspc_in(gspc: &Path, state: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(gspc)
+        .args(args)
+        .arg("--state-dir")
+        .arg(state)
+        .env_remove("PNET_MODULE_PATH")
+        .env_remove("GSPC_STATE_DIR")
+        .output()
+        .expect("run gspc")
+}
+
+/// [`gspc_in`], which must succeed: its standard output.
+pub fn gspc_ok_in(gspc: &Path, state: &Path, args: &[&str]) -> String {
+    let o = gspc_in(gspc, state, args);
+    assert!(
+        o.status.success(),
+        "gspc {args:?} failed ({:?}):\n{}{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}

@@ -900,26 +900,11 @@ impl Runtime {
     }
 
     fn gspc(&self, args: &[&str]) -> Output {
-        Command::new(bin("gspc"))
-            .args(args)
-            .arg("--state-dir")
-            .arg(self.dir.join("state"))
-            .env_remove("PNET_MODULE_PATH")
-            .env_remove("GSPC_STATE_DIR")
-            .output()
-            .unwrap()
+        pnet_tests::gspc_in(&bin("gspc"), &self.dir.join("state"), args)
     }
 
     fn ok(&self, args: &[&str]) -> String {
-        let o = self.gspc(args);
-        assert!(
-            o.status.success(),
-            "gspc {args:?} failed ({:?}):\n{}{}",
-            o.status,
-            text(&o.stdout),
-            text(&o.stderr)
-        );
-        text(&o.stdout)
+        pnet_tests::gspc_ok_in(&bin("gspc"), &self.dir.join("state"), args)
     }
 
     /// Allocates `size` bytes (filled with `data` when given): the handle and the

@@ -49,26 +49,11 @@ impl Scratch {
     }
 
     fn gspc(&self, args: &[&str]) -> Output {
-        Command::new(bin_dir().join("gspc"))
-            .args(args)
-            .arg("--state-dir")
-            .arg(self.state())
-            .env_remove("PNET_MODULE_PATH")
-            .env_remove("GSPC_STATE_DIR")
-            .output()
-            .unwrap()
+        pnet_tests::gspc_in(&bin_dir().join("gspc"), &self.state(), args)
     }
 
     fn ok(&self, args: &[&str]) -> String {
-        let o = self.gspc(args);
-        assert!(
-            o.status.success(),
-            "gspc {args:?} failed ({:?}):\n{}{}",
-            o.status,
-            out(&o),
-            err(&o)
-        );
-        out(&o)
+        pnet_tests::gspc_ok_in(&bin_dir().join("gspc"), &self.state(), args)
     }
 
     fn net(&self, name: &str, text: &str) -> String {

@@ -128,26 +128,11 @@ impl Scratch {
     }
 
     fn gspc(&self, args: &[&str]) -> Output {
-        Command::new(bin_dir().join("gspc"))
-            .args(args)
-            .arg("--state-dir")
-            .arg(self.path("state"))
-            .env_remove("PNET_MODULE_PATH")
-            .env_remove("GSPC_STATE_DIR")
-            .output()
-            .unwrap()
+        pnet_tests::gspc_in(&bin_dir().join("gspc"), &self.path("state"), args)
     }
 
     fn ok(&self, args: &[&str]) -> String {
-        let o = self.gspc(args);
-        assert!(
-            o.status.success(),
-            "gspc {args:?} failed ({:?}):\n{}{}",
-            o.status,
-            text(&o.stdout),
-            text(&o.stderr)
-        );
-        text(&o.stdout)
+        pnet_tests::gspc_ok_in(&bin_dir().join("gspc"), &self.path("state"), args)
     }
 }
 
