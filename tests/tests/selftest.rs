@@ -5,16 +5,18 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The binaries and the native module an installation needs.
-const INSTALLED: [&str; 5] = [
+/// The binaries and the native modules an installation needs (libarith.so for the memory
+/// check).
+const INSTALLED: [&str; 6] = [
     "pnetc",
     "gspc-run",
     "gspc-worker",
     "gspc-selftest",
     "libnoop.so",
+    "libarith.so",
 ];
 
-const CHECKS: [&str; 7] = [
+const CHECKS: [&str; 8] = [
     "binaries",
     "compiler",
     "vm",
@@ -22,6 +24,7 @@ const CHECKS: [&str; 7] = [
     "workers",
     "command-module",
     "native-module",
+    "memory",
 ];
 
 /// A private directory removed at the end.
@@ -113,8 +116,8 @@ fn selftest(dir: &Path, args: &[&str]) -> Run {
     }
 }
 
-/// Every check reported, in order; the named ones with the given status, the others ok;
-/// exit code 1 and a summary that counts them.
+/// Every check reported, in order; the named ones with the given status, the others ok; a
+/// summary that counts them, and exit code 1 when one failed, else 0.
 fn expect(run: &Run, fails: &[&str], skips: &[&str]) {
     let want: Vec<(&str, &str)> = CHECKS
         .iter()
@@ -131,7 +134,7 @@ fn expect(run: &Run, fails: &[&str], skips: &[&str]) {
         .collect();
     assert_eq!(run.statuses(), want, "{}", run.stdout);
     let passed = CHECKS.len() - fails.len() - skips.len();
-    let mut summary = format!("selftest: 7 checks, {passed} passed");
+    let mut summary = format!("selftest: {} checks, {passed} passed", CHECKS.len());
     if !fails.is_empty() {
         summary.push_str(&format!(", {} FAILED", fails.len()));
     }
@@ -152,6 +155,7 @@ fn expect(run: &Run, fails: &[&str], skips: &[&str]) {
 fn selftest_passes_then_fails_precisely_for_each_broken_piece() {
     let built = pnet_tests::build_packages(&[
         "pnet-example-noop",
+        "pnet-example-arith",
         "gspc-run",
         "pnet-worker",
         "pnetc",
@@ -179,6 +183,14 @@ fn selftest_passes_then_fails_precisely_for_each_broken_piece() {
         "{}",
         run.stdout
     );
+    assert!(
+        run.line("memory").contains(
+            "256 KiB of global memory over 2 workers' segments on 2 (fake) hosts: filled by \
+             arith.fill, read back by arith.digest, checksum ok"
+        ),
+        "{}",
+        run.stdout
+    );
     // Nothing left behind in the temporary directory.
     let left: Vec<_> = std::fs::read_dir(good.0.join("tmp"))
         .expect("read the TMPDIR")
@@ -198,6 +210,7 @@ fn selftest_passes_then_fails_precisely_for_each_broken_piece() {
     assert!(kept.starts_with(good.0.join("tmp")), "{}", kept.display());
     assert!(kept.join("compute.xpnet").is_file());
     assert!(kept.join("modules/selftest_cmd.twice").is_file());
+    assert!(kept.join("memory.xpnet").is_file());
     std::fs::remove_dir_all(&kept).expect("remove the kept directory");
 
     // The same with --json.
@@ -209,7 +222,7 @@ fn selftest_passes_then_fails_precisely_for_each_broken_piece() {
         .expect("run gspc-selftest --json");
     assert_eq!(json.status.code(), Some(0));
     let doc: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON report");
-    assert_eq!(doc["passed"], 7, "{doc}");
+    assert_eq!(doc["passed"], 8, "{doc}");
     assert_eq!(doc["ok"], true);
     assert_eq!(doc["checks"][3]["name"], "jit");
 
@@ -221,7 +234,7 @@ fn selftest_passes_then_fails_precisely_for_each_broken_piece() {
     expect(
         &run,
         &["binaries"],
-        &["workers", "command-module", "native-module"],
+        &["workers", "command-module", "native-module", "memory"],
     );
     let line = run.line("binaries");
     assert!(
@@ -258,10 +271,12 @@ fn selftest_passes_then_fails_precisely_for_each_broken_piece() {
         line.contains("cargo build --release -p pnet-example-noop"),
         "{line}"
     );
-    // No native module at all: the line says what was looked for where, and how to build it.
+    // No native module at all: the line says what was looked for where, and how to build it;
+    // the memory check, without libarith.so, is skipped and says why.
     std::fs::remove_file(&lib).expect("remove libnoop.so");
+    std::fs::remove_file(dir.0.join("libarith.so")).expect("remove libarith.so");
     let run = selftest(&dir.0, &[]);
-    expect(&run, &["native-module"], &[]);
+    expect(&run, &["native-module"], &["memory"]);
     let line = run.line("native-module");
     assert!(
         line.contains("looked for libnoop.so, libarith.so and libpi.so in")
@@ -269,6 +284,33 @@ fn selftest_passes_then_fails_precisely_for_each_broken_piece() {
             && line.contains("cargo build --release -p pnet-example-noop"),
         "{line}"
     );
+    let line = run.line("memory");
+    assert!(
+        line.contains("needs the native module libarith.so, not found in")
+            && line.contains(&format!("{} (the bin dir)", dir.0.display()))
+            && line.contains("cargo build --release -p pnet-example-arith"),
+        "{line}"
+    );
+    drop(dir);
+
+    // libarith.so a library without fill and digest (libnoop.so under its name): only the
+    // memory check fails, with the worker's complaint and how to rebuild it.
+    let dir = install(&built, "oldarith");
+    let noop = std::fs::read(built.join("libnoop.so")).expect("read libnoop.so");
+    replace(&dir.0.join("libarith.so"), &noop, false);
+    let run = selftest(&dir.0, &[]);
+    expect(&run, &["memory"], &[]);
+    let line = run.line("memory");
+    assert!(
+        line.contains("has no function `fill`")
+            && line.contains("cargo build --release -p pnet-example-arith"),
+        "{line}"
+    );
+    // Without libarith.so the memory check is skipped, and the selftest still passes: the
+    // module is an optional example.
+    std::fs::remove_file(dir.0.join("libarith.so")).expect("remove libarith.so");
+    let run = selftest(&dir.0, &[]);
+    expect(&run, &[], &["memory"]);
     drop(dir);
 
     // pnetc a script that answers --version but fails to compile: the compiler check
@@ -314,6 +356,7 @@ fn gspc_selftest_checks_the_build_it_belongs_to() {
         "gspc-run",
         "pnet-worker",
         "pnet-example-noop",
+        "pnet-example-arith",
     ]);
     let o = Command::new(built.join("gspc"))
         .arg("selftest")
@@ -335,5 +378,5 @@ fn gspc_selftest_checks_the_build_it_belongs_to() {
             "{check}: {stdout}"
         );
     }
-    assert!(stdout.contains("selftest: 7 checks, 7 passed"), "{stdout}");
+    assert!(stdout.contains("selftest: 8 checks, 8 passed"), "{stdout}");
 }

@@ -44,7 +44,8 @@ Commands:
   mem-read HANDLE [--offset N] --size N [-o FILE]
                   read bytes of an allocation (to stdout, or to FILE)
   selftest        check the installation end to end (compiler, VM, JIT, a local runtime
-                  with two workers, a command module, a native module); one line per check
+                  with two workers, a command module, a native module, global memory);
+                  one line per check
 
 Options of every command:
       --state-dir DIR   the runtime's private state directory (default: $GSPC_STATE_DIR, else

@@ -101,7 +101,7 @@ fn write_file(path: &Path, text: &str, executable: bool) -> Result<(), String> {
 }
 
 /// The names of the checks, in order.
-pub const NAMES: [&str; 7] = [
+pub const NAMES: [&str; 8] = [
     "binaries",
     "compiler",
     "vm",
@@ -109,6 +109,7 @@ pub const NAMES: [&str; 7] = [
     "workers",
     "command-module",
     "native-module",
+    "memory",
 ];
 
 type CheckFn = fn(&mut Ctx) -> Outcome;
@@ -126,7 +127,7 @@ pub fn run_all(opts: &Options, each: &mut dyn FnMut(&Check)) -> Report {
         checks: Vec::new(),
         kept_dir: None,
     };
-    let fns: [CheckFn; 7] = [
+    let fns: [CheckFn; 8] = [
         binaries,
         compiler,
         vm,
@@ -134,6 +135,7 @@ pub fn run_all(opts: &Options, each: &mut dyn FnMut(&Check)) -> Report {
         workers,
         command_module,
         native_module,
+        memory,
     ];
     // Without a temporary directory nothing can run: every check fails with the reason.
     let setup = make_temp_dir().and_then(|tmp| {
@@ -832,6 +834,107 @@ fn native_module(ctx: &mut Ctx) -> Outcome {
     }
 }
 
+// (h) global memory: written by arith.fill on a worker, read back by arith.digest.
+fn memory(ctx: &mut Ctx) -> Outcome {
+    if let Some(skip) = ctx.needs(&["gspc-run", "gspc-worker"]) {
+        return skip;
+    }
+    let dirs = native_dirs(ctx);
+    let Some(lib) = dirs
+        .iter()
+        .map(|(d, _)| d.join("libarith.so"))
+        .find(|p| p.exists())
+    else {
+        let looked: Vec<String> = dirs
+            .iter()
+            .map(|(d, from)| format!("{} ({from})", d.display()))
+            .collect();
+        return Outcome::Skip(format!(
+            "needs the native module libarith.so, not found in {} (build it with `cargo \
+             build --release -p pnet-example-arith` and copy target/release/libarith.so to {}, \
+             or pass --module-path DIR)",
+            looked.join(", "),
+            ctx.bin_dir.display()
+        ));
+    };
+    let result = (|| {
+        let net = ctx.write("memory.xpnet", nets::MEMORY, false)?;
+        let kib = nets::MEMORY_KIB;
+        let size = usize::try_from(kib * 1024).map_err(|_| "the size does not fit".to_string())?;
+        let alloc = format!("memory={kib}KiB");
+        let seed = format!("seed={}L", nets::MEMORY_SEED);
+        // The folder of the libarith.so found first, so that the workers load that one.
+        let found_in = lib
+            .parent()
+            .map(|d| d.display().to_string())
+            .unwrap_or_else(|| ".".into());
+        let mut args = strings(&[
+            &net.display().to_string(),
+            "--topology",
+            nets::MEMORY_TOPOLOGY,
+            "--fake-hosts",
+            "2",
+            "--alloc",
+            &alloc,
+            "--module-path",
+            &found_in,
+        ]);
+        for d in &ctx.opts.module_path {
+            args.push("--module-path".into());
+            args.push(d.display().to_string());
+        }
+        args.extend(strings(&["--no-progress", "-v", "-p", &seed]));
+        let hint = "(rebuild it with `cargo build --release -p pnet-example-arith`: fill and \
+                    digest came with memory buffers)";
+        let out = ctx
+            .gspc_run(&format!("with {} and global memory", lib.display()), &args)
+            .map_err(|e| match elf_problem(&lib) {
+                Some(p) => format!("{p} {hint}; {e}"),
+                None => format!("{e} {hint}"),
+            })?;
+        let segments = segments_offered(&out.stderr);
+        if segments == 1 {
+            return Err(format!(
+                "only one of the 2 workers of --topology {} offered working memory",
+                nets::MEMORY_TOPOLOGY
+            ));
+        }
+        let expected = nets::memory_expected(nets::MEMORY_SEED, size);
+        if out.stdout != expected {
+            return Err(format!(
+                "{kib} KiB of global memory filled by arith.fill (seed {}) read back by \
+                 arith.digest as '{}' instead of '{}' (the checksum of the pattern): the bytes \
+                 did not survive the memory-put and memory-get {hint}",
+                nets::MEMORY_SEED,
+                one_line(&out.stdout),
+                one_line(&expected)
+            ));
+        }
+        let over = if segments >= 2 {
+            format!("over {segments} workers' segments on 2 (fake) hosts")
+        } else {
+            "over the workers' segments on 2 (fake) hosts".to_string()
+        };
+        Ok(format!(
+            "{kib} KiB of global memory {over}: filled by arith.fill, read back by \
+             arith.digest, checksum ok"
+        ))
+    })();
+    match result {
+        Ok(d) => Outcome::Ok(d),
+        Err(d) => Outcome::Fail(d),
+    }
+}
+
+/// How many workers `gspc-run -v` says offered working memory (`worker 1 `w` offers 1 MiB
+/// of working memory on host ...`).
+fn segments_offered(stderr: &str) -> usize {
+    stderr
+        .lines()
+        .filter(|l| l.contains(" offers ") && l.contains(" of working memory on host "))
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -887,6 +990,17 @@ mod tests {
         assert_eq!(elf_problem(&good), None);
         let m = elf_problem(&dir.join("libnone.so")).expect("missing");
         assert!(m.starts_with("cannot read "), "{m}");
+    }
+
+    #[test]
+    fn counts_the_segments_offered() {
+        let log = "[     0.011s] worker 1 `worker-vm-1` offers 1 MiB of working memory on host \
+                   `local-1` (/dev/shm/pnet-1-worker-vm-1, memory server 127.0.0.1:34849)\n\
+                   [     0.011s] worker 0 `worker-vm-0` offers 1 MiB of working memory on host \
+                   `local-0` (/dev/shm/pnet-2-worker-vm-0, memory server 127.0.0.1:44505)\n\
+                   [     0.011s] allocated 256 KiB of global memory for port `memory`: 0x1\n";
+        assert_eq!(segments_offered(log), 2);
+        assert_eq!(segments_offered("nothing\n"), 0);
     }
 
     #[test]
@@ -956,6 +1070,7 @@ mod tests {
                 ("workers", Status::Skip),
                 ("command-module", Status::Skip),
                 ("native-module", Status::Skip),
+                ("memory", Status::Skip),
             ]
         );
         let bins = &report.checks[0].detail;

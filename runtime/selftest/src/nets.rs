@@ -381,18 +381,20 @@ const PI: &str = r#"<!-- written by gspc-selftest: one call of the native module
 </defun>
 "#;
 
+/// One step of SplitMix64: advances `state` and returns the next output.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// What `libpi.so`'s `count(chunk, samples)` answers (examples/pi/module: SplitMix64 seeded
 /// by the chunk, points in the unit square inside the quarter circle).
 pub fn pi_hits(chunk: i64, samples: i64) -> i64 {
     let mut state = (chunk as u64) ^ 0x5DEE_CE66_D1CE_4E5B;
-    let mut next = move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        let z = z ^ (z >> 31);
-        (z >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    };
+    let mut next = move || (splitmix64(&mut state) >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
     let mut hits = 0;
     for _ in 0..samples {
         let (x, y) = (next(), next());
@@ -401,6 +403,113 @@ pub fn pi_hits(chunk: i64, samples: i64) -> i64 {
         }
     }
     hits
+}
+
+/// Global memory through `libarith.so`: `fill` writes the pattern of `seed` into its buffer
+/// `data`, which a memory-put copies to the whole range on port `memory`; then `digest` gets
+/// the range into its read-only buffer `data` (a memory-get) and answers the checksum `sum`.
+/// The global memory-handle and range structs are declared here (a GPI-Space net includes
+/// them from `memory/global/range.xpnet` of its lib folder, which the selftest cannot
+/// assume).
+pub const MEMORY: &str = r#"<!-- written by gspc-selftest: global memory filled by arith.fill, read back by arith.digest -->
+<defun name="selftest_memory">
+  <struct name="global_memory_handle_type"><field name="name" type="string"/></struct>
+  <struct name="global_memory_range">
+    <field name="handle" type="global_memory_handle_type"/>
+    <field name="offset" type="unsigned long"/>
+    <field name="size" type="unsigned long"/>
+  </struct>
+  <in name="memory" type="global_memory_range" place="memory"/>
+  <in name="seed" type="long" place="seed"/>
+  <out name="sum" type="unsigned long" place="sum"/>
+  <net>
+    <place name="memory" type="global_memory_range"/>
+    <place name="seed" type="long"/>
+    <place name="filled" type="control"/>
+    <place name="sum" type="unsigned long"/>
+    <transition name="fill">
+      <defun>
+        <in name="memory" type="global_memory_range"/>
+        <in name="seed" type="long"/>
+        <out name="done" type="control"/>
+        <memory-buffer name="data">
+          <size>${memory.size}</size>
+        </memory-buffer>
+        <memory-put>
+          <global>stack_push (List(), ${memory})</global>
+          <local>
+            ${range.buffer} := "data";
+            ${range.offset} := 0UL;
+            ${range.size} := ${memory.size};
+            stack_push (List(), ${range})
+          </local>
+        </memory-put>
+        <module name="arith" function="done fill (seed, data)"/>
+      </defun>
+      <connect-read port="memory" place="memory"/>
+      <connect-in port="seed" place="seed"/>
+      <connect-out port="done" place="filled"/>
+    </transition>
+    <transition name="digest">
+      <defun>
+        <in name="memory" type="global_memory_range"/>
+        <in name="done" type="control"/>
+        <out name="sum" type="unsigned long"/>
+        <memory-buffer name="data" read-only="true">
+          <size>${memory.size}</size>
+        </memory-buffer>
+        <memory-get>
+          <global>stack_push (List(), ${memory})</global>
+          <local>
+            ${range.buffer} := "data";
+            ${range.offset} := 0UL;
+            ${range.size} := ${memory.size};
+            stack_push (List(), ${range})
+          </local>
+        </memory-get>
+        <module name="arith" function="sum digest (data)"/>
+      </defun>
+      <connect-in port="memory" place="memory"/>
+      <connect-in port="done" place="filled"/>
+      <connect-out port="sum" place="sum"/>
+    </transition>
+  </net>
+</defun>
+"#;
+
+/// The workers of the [`MEMORY`] run: two, with 1 MiB of working memory each.
+pub const MEMORY_TOPOLOGY: &str = "worker:2,1048576";
+
+/// The global memory of the [`MEMORY`] run, in KiB (`--alloc memory=<this>KiB`).
+pub const MEMORY_KIB: u64 = 256;
+
+/// The seed of the [`MEMORY`] run.
+pub const MEMORY_SEED: i64 = 20_240_601;
+
+/// The bytes `libarith.so`'s `fill(seed)` writes into a buffer of `size` bytes
+/// (examples/modules/arith: SplitMix64 outputs from state `seed`, 8 bytes little-endian each,
+/// the last cut).
+pub fn fill_pattern(seed: i64, size: usize) -> Vec<u8> {
+    let mut state = seed as u64;
+    let mut data = Vec::with_capacity(size + 8);
+    while data.len() < size {
+        data.extend_from_slice(&splitmix64(&mut state).to_le_bytes());
+    }
+    data.truncate(size);
+    data
+}
+
+/// `libarith.so`'s `digest`: FNV-1a, 64 bits.
+pub fn fnv1a64(data: &[u8]) -> u64 {
+    data.iter().fold(0xCBF2_9CE4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01B3)
+    })
+}
+
+/// What `gspc-run` prints for [`MEMORY`]: the checksum of the pattern of `seed` over
+/// `size` bytes.
+pub fn memory_expected(seed: i64, size: usize) -> String {
+    format!("sum = {}UL\n", fnv1a64(&fill_pattern(seed, size)))
 }
 
 #[cfg(test)]
@@ -420,6 +529,31 @@ mod tests {
         // About pi/4 of the points; the estimate is within a few percent.
         assert!((700..870).contains(&hits), "{hits}");
         assert_eq!(pi_hits(7, 0), 0);
+    }
+
+    #[test]
+    fn the_memory_pattern_and_checksum_are_arith_s() {
+        // FNV-1a 64's published test vectors.
+        assert_eq!(fnv1a64(b""), 0xCBF2_9CE4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xAF63_DC4C_8601_EC8C);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_F739_67E8);
+        // SplitMix64's reference outputs for the state 1234567, little-endian, cut.
+        let p = fill_pattern(1_234_567, 13);
+        assert_eq!(p[..8], 6_457_827_717_110_365_317u64.to_le_bytes());
+        assert_eq!(p[8..], 3_203_168_211_198_807_973u64.to_le_bytes()[..5]);
+        assert_eq!(fill_pattern(1_234_567, 64)[..13], p);
+        assert!(fill_pattern(5, 0).is_empty());
+        // The expected line: an unsigned long literal of the whole pattern's checksum.
+        let size = 1024;
+        assert_eq!(
+            memory_expected(9, size),
+            format!("sum = {}UL\n", fnv1a64(&fill_pattern(9, size)))
+        );
+        assert_ne!(memory_expected(9, size), memory_expected(10, size));
+        // The net calls exactly arith's fill and digest on a buffer `data`.
+        assert!(MEMORY.contains(r#"function="done fill (seed, data)""#));
+        assert!(MEMORY.contains(r#"function="sum digest (data)""#));
+        assert_eq!(MEMORY.matches("<memory-buffer name=\"data\"").count(), 2);
     }
 
     #[test]

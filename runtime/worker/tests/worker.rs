@@ -522,7 +522,7 @@ async fn native_modules() {
             task: 5,
             message: format!(
                 "test.xpnet:1:1: module arith.cube: {}/libarith.so has no function `cube` (it \
-                 has: square, div, spin)",
+                 has: square, div, spin, fill, digest)",
                 native_dir().display()
             )
         }
