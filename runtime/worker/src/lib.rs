@@ -248,7 +248,16 @@ impl WorkerMemory {
         } else {
             std::env::temp_dir()
         };
-        let name = segment_name(std::process::id(), &config.name);
+        let mut name = segment_name(std::process::id(), &config.name);
+        // A file of that name was most likely left by a dead worker that had the same pid
+        // (one killed with SIGKILL cannot unlink it); another pid namespace sharing this
+        // /dev/shm could also own it, so it is left alone and this segment named apart.
+        if dir.join(&name).exists() {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            name = format!("{name}-{nanos:08x}");
+        }
         let segment = Segment::create(&dir, &name, config.shm).map_err(|e| {
             format!(
                 "cannot create the working memory ({} bytes) in {}: {e}",

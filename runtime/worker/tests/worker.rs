@@ -1025,8 +1025,12 @@ struct OtherSegment {
 impl OtherSegment {
     fn new(secret: &Secret) -> OtherSegment {
         static N: AtomicUsize = AtomicUsize::new(0);
+        // The pid alone may be that of an earlier run whose file a crash left behind.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
         let name = format!(
-            "pnet-worker-it-{}-{}",
+            "pnet-worker-it-{}-{nanos}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::SeqCst)
         );
