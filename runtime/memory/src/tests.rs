@@ -25,6 +25,8 @@ impl TempDir {
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         ));
+        // A crashed earlier run of the same pid may have left it behind.
+        let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         TempDir(p)
     }
