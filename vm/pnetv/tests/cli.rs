@@ -72,6 +72,27 @@ fn verified_net_exits_zero_and_text_report() {
 }
 
 #[test]
+fn compact_index_gives_the_same_report() {
+    for name in ["Philosophers-PT-000005", "Dekker-PT-010", "Railroad-PT-005"] {
+        let model = format!("{MCC}/{name}/model.pnml");
+        let (code, mut fast) = json(&[&model]);
+        let (code2, mut compact) = json(&[&model, "--compact"]);
+        assert_eq!(code, code2, "{name}");
+        let bytes = |j: &mut serde_json::Value| {
+            j["seconds"] = serde_json::Value::Null;
+            j["bytes_per_state"].take().as_f64().unwrap()
+        };
+        let (b_fast, b_compact) = (bytes(&mut fast), bytes(&mut compact));
+        assert_eq!(fast, compact, "{name}");
+        assert!(b_compact <= b_fast, "{name}: {b_compact} > {b_fast}");
+        if name.starts_with("Philosophers") {
+            // 25 places at one bit: 4-byte markings, kept inline in 16-byte slots by default.
+            assert!(b_compact < b_fast, "{name}");
+        }
+    }
+}
+
+#[test]
 fn limits_exit_four() {
     let model = format!("{MCC}/Dekker-PT-010/model.pnml");
     let (code, j) = json(&[&model, "--max-states", "100"]);

@@ -2,6 +2,7 @@
 """Side-by-side benchmark: full reachability graphs with pnetv, SNAKES and pm4py.
 
 Usage: compare.py PNETV OUTDIR [--philosophers N ...] [--peer-timeout S] [--big-timeout S]
+                  [--no-peers]
 
 Models: the six MCC models of shared/corpus/mcc and Philosophers-N nets generated here as
 PNML (the MCC's Philosophers structure; 3^N states). Every tool reads the same PNML file:
@@ -175,7 +176,7 @@ def main():
         return
     pnetv, outdir = sys.argv[1], sys.argv[2]
     args = sys.argv[3:]
-    sizes, peer_timeout, big_timeout = [], 300, 300
+    sizes, peer_timeout, big_timeout, peers = [], 300, 300, True
     i = 0
     while i < len(args):
         if args[i] == "--philosophers":
@@ -184,6 +185,8 @@ def main():
             peer_timeout = int(args[i + 1]); i += 2
         elif args[i] == "--big-timeout":
             big_timeout = int(args[i + 1]); i += 2
+        elif args[i] == "--no-peers":
+            peers = False; i += 1
         else:
             sys.exit(f"unknown argument {args[i]}")
     os.makedirs(outdir, exist_ok=True)
@@ -201,10 +204,13 @@ def main():
         # pass (invariants included: they prove 1-safety, which selects the 1-bit fast path),
         # then the complete default analysis, then stubborn sets.
         row["pnetv"] = run_pnetv(pnetv, path, ["--no-scc"], 3600)
+        # The same with the compact state index (less memory, slower lookups).
+        row["pnetv_compact"] = run_pnetv(pnetv, path, ["--no-scc", "--compact"], 3600)
         row["pnetv_full"] = {"status": "skipped"} if big else run_pnetv(pnetv, path, [], 3600)
         row["pnetv_stubborn"] = run_pnetv(pnetv, path, ["--stubborn"], 3600)
         for peer in ("snakes", "pm4py"):
-            row[peer] = run_peer(peer, path, big_timeout if big else peer_timeout)
+            row[peer] = (run_peer(peer, path, big_timeout if big else peer_timeout) if peers
+                         else {"status": "not run"})
         results.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     with open(os.path.join(outdir, "results.json"), "w") as f:
@@ -217,8 +223,8 @@ def table(results):
         if r.get("status") != "ok":
             return r.get("status", "?"), "", ""
         return f'{r["states"]:,}', f'{r["edges"]:,}', f'{r["seconds"]:.3f}'
-    lines = ["| model | pnetv states | pnetv edges | pnetv s (graph) | pnetv CPU s (process) | pnetv s (all verdicts) | Mstates/s | bytes/state | max RSS MB | SNAKES states / edges / s | pm4py states / edges / s | speed-up vs faster peer | stubborn states |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | pnetv states | pnetv edges | pnetv s (graph) | pnetv CPU s (process) | pnetv s (all verdicts) | Mstates/s (CPU) | bytes/state | max RSS MB | --compact: CPU s / bytes/state / max RSS MB | SNAKES states / edges / s | pm4py states / edges / s | speed-up vs faster peer | stubborn states |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in results:
         p = row["pnetv"]
         if p.get("status") != "ok":
@@ -239,10 +245,13 @@ def table(results):
         st = row["pnetv_stubborn"]
         stub = f'{st["states"]:,}' if st.get("status") == "ok" else st.get("status")
         full_s = f'{pf["seconds"]:.3f}' if pf.get("status") == "ok" else pf.get("status")
+        pc = row["pnetv_compact"]
+        compact = (f'{pc["cpu"]:.2f} / {pc["bytes_per_state"]:.1f} / {pc["maxrss_kb"] / 1024:.0f}'
+                   if pc.get("status") == "ok" else pc.get("status"))
         lines.append(
             f'| {row["model"]} | {p["states"]:,} | {p["edges"]:,} | {p["seconds"]:.3f} | {p["cpu"]:.2f} | {full_s} | '
-            f'{p["states"] / max(p["seconds"], 1e-9) / 1e6:.2f} | {p["bytes_per_state"]:.1f} | {p["maxrss_kb"] / 1024:.0f} | '
-            f'{peers[0]} | {peers[1]} | {speed} | {stub} |')
+            f'{p["states"] / max(p["cpu"], 1e-3) / 1e6:.2f} | {p["bytes_per_state"]:.1f} | {p["maxrss_kb"] / 1024:.0f} | '
+            f'{compact} | {peers[0]} | {peers[1]} | {speed} | {stub} |')
     return "\n".join(lines)
 
 

@@ -17,7 +17,7 @@ use pnet_bundle::{PlaceId, TransitionId};
 
 use crate::invariants;
 use crate::ptnet::PtNet;
-use crate::store::{Packing, StateStore};
+use crate::store::{BatchEnd, Packing, StateStore};
 
 /// How to explore.
 #[derive(Clone, Debug)]
@@ -27,6 +27,10 @@ pub struct PtOptions {
     /// Do not expand markings with more than this many tokens on a place.
     pub max_tokens: Option<u64>,
     pub reduction: Reduction,
+    /// Keep the state index compact: 8-byte slots (hash tag and id, the marking compared in
+    /// the arena) even for markings short enough to be kept in 16-byte slots. Less memory
+    /// per state, slower lookups; the results are the same.
+    pub compact_index: bool,
 }
 
 impl Default for PtOptions {
@@ -35,6 +39,7 @@ impl Default for PtOptions {
             max_states: None,
             max_tokens: None,
             reduction: Reduction::None,
+            compact_index: false,
         }
     }
 }
@@ -365,7 +370,7 @@ fn explore_with(
     traces: usize,
 ) -> Result<PtExploration, Restart> {
     let stride = pk.stride();
-    let mut store = StateStore::new(stride);
+    let mut store = StateStore::with_layout(stride, opts.compact_index);
     let init: Vec<u32> = m0.iter().map(|&v| v as u32).collect();
     if init.iter().any(|&v| v as u64 > pk.max_value()) {
         return Err(Restart::Widen);
@@ -410,6 +415,7 @@ fn explore_with(
     let mut fire_set: Vec<u32> = Vec::new();
     let (mut in_set, mut work) = (Vec::new(), Vec::new());
     let mut anc: Vec<u32> = Vec::new();
+    let (mut keys, mut hashes): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
     let mut head = 0usize;
     let mut level_end = 1usize;
     'outer: while head < e.store.len() {
@@ -444,24 +450,44 @@ fn explore_with(
             &enabled
         };
         let psum: u64 = cur.iter().map(|&v| v as u64).sum();
-        for &t in set {
-            let t = t as usize;
-            e.edges += 1;
+        // First every successor (up to one with too many tokens for the packing), hashed and
+        // its index slot prefetched; then the lookups, in order.
+        keys.clear();
+        hashes.clear();
+        let mut overflow = None;
+        for (k, &t) in set.iter().enumerate() {
             buf.copy_from_slice(&parent_buf);
-            for &(p, d) in c.eff(t) {
+            for &(p, d) in c.eff(t as usize) {
                 let v = (cur[p as usize] as i64 + d) as u64;
                 if v > pmax {
-                    if pk.bits == 32 {
-                        e.stop = Some(Stop::Capacity(format!(
-                            "more than {pmax} tokens on a place"
-                        )));
-                        break 'outer;
-                    }
-                    return Err(Restart::Widen);
+                    overflow = Some(k);
+                    break;
                 }
                 pk.set(&mut buf, p as usize, v as u32);
             }
-            let Some((id, new)) = e.store.insert(&buf) else {
+            if overflow.is_some() {
+                break;
+            }
+            let h = crate::store::hash(&buf);
+            e.store.prefetch(h);
+            hashes.push(h);
+            keys.extend(buf.chunks(8).map(crate::store::le_word));
+        }
+        let words = e.store.words();
+        for (k, &t) in set.iter().enumerate() {
+            let t = t as usize;
+            e.edges += 1;
+            if overflow == Some(k) {
+                if pk.bits == 32 {
+                    e.stop = Some(Stop::Capacity(format!(
+                        "more than {pmax} tokens on a place"
+                    )));
+                    break 'outer;
+                }
+                return Err(Restart::Widen);
+            }
+            let key = &keys[k * words..(k + 1) * words];
+            let Some((id, new)) = e.store.insert_words(key, hashes[k]) else {
                 e.stop = Some(Stop::Capacity("more than 2^32-2 states".into()));
                 break 'outer;
             };
@@ -521,20 +547,120 @@ fn explore_with(
     Ok(e)
 }
 
-/// Bit masks of a transition for markings of one bit per place.
-struct BitTrans {
-    /// Can never fire at one bit per place (an input weight above 1).
-    never: bool,
-    /// Firing always puts a second token somewhere.
-    overflow: bool,
-    pre: Vec<u64>,
-    clear: Vec<u64>,
-    set: Vec<u64>,
+/// States expanded together (within one BFS level) before their successors are looked up.
+const BATCH_STATES: usize = 64;
+/// Largest size of the enabledness tables of [`BitNet`] (bytes).
+const BYTE_TABLES_MAX: usize = 2 << 20;
+
+/// A net whose markings fit one bit per place, compiled to word masks.
+struct BitNet {
+    /// Words per marking.
+    w: usize,
+    /// Per transition that can fire at one bit per place (an input weight above 1 cannot),
+    /// in transition order: its id and whether firing it always puts a second token
+    /// somewhere.
+    firable: Vec<(u32, bool)>,
+    /// Per firable transition: its masks `pre`, `clear`, `set` (`w` words each).
+    masks: Vec<u64>,
+    /// Words of a set of firable transitions.
+    tw: usize,
+    /// Enabledness by marking byte: for byte `b` of a marking with value `v`, the firable
+    /// transitions none of whose input places in that byte is empty, at
+    /// `((b * 256) + v) * tw`. The enabled set of a marking is the intersection over its
+    /// bytes. Empty when the tables would pass [`BYTE_TABLES_MAX`] (then each transition's
+    /// `pre` mask is tested).
+    bytes: Vec<u64>,
+}
+
+impl BitNet {
+    fn new(c: &Compiled, stride: usize) -> BitNet {
+        let w = c.places.div_ceil(64).max(1);
+        let mut firable: Vec<(u32, bool)> = Vec::with_capacity(c.transitions);
+        let mut masks: Vec<u64> = Vec::with_capacity(c.transitions * 3 * w);
+        for t in 0..c.transitions {
+            let mut never = false;
+            let mut overflow = false;
+            let (mut pre, mut clear, mut set) = (vec![0u64; w], vec![0u64; w], vec![0u64; w]);
+            for &(p, wt) in c.pre(t) {
+                never |= wt > 1;
+                pre[p as usize / 64] |= 1 << (p % 64);
+            }
+            for &(p, d) in c.eff(t) {
+                let in_pre = pre[p as usize / 64] & (1 << (p % 64)) != 0;
+                match d {
+                    -1 => clear[p as usize / 64] |= 1 << (p % 64),
+                    1 if !in_pre => set[p as usize / 64] |= 1 << (p % 64),
+                    _ => overflow = true,
+                }
+            }
+            if !never {
+                firable.push((t as u32, overflow));
+                masks.extend(pre.iter().chain(&clear).chain(&set));
+            }
+        }
+        let tw = firable.len().div_ceil(64).max(1);
+        let mut bytes = Vec::new();
+        if stride.saturating_mul(256 * tw * 8) <= BYTE_TABLES_MAX {
+            let mut all = vec![0u64; tw];
+            for j in 0..firable.len() {
+                all[j / 64] |= 1 << (j % 64);
+            }
+            bytes = all.repeat(stride * 256);
+            for (j, m) in masks.chunks_exact(3 * w).enumerate() {
+                for p in 0..c.places {
+                    if m[p / 64] & (1 << (p % 64)) == 0 {
+                        continue;
+                    }
+                    // Transition j is disabled by every value of p's byte without p.
+                    let (b, bit) = (p / 8, p % 8);
+                    for v in (0..256).filter(|v| v & (1 << bit) == 0) {
+                        bytes[(b * 256 + v) * tw + j / 64] &= !(1 << (j % 64));
+                    }
+                }
+            }
+        }
+        BitNet {
+            w,
+            firable,
+            masks,
+            tw,
+            bytes,
+        }
+    }
+}
+
+impl BitNet {
+    /// The set of firable transitions enabled in marking `sw` (`w` words, `stride` bytes)
+    /// into `en` (`tw` words). Inlined into callers with constant `w` and `tw`.
+    #[inline(always)]
+    fn enabled(&self, w: usize, tw: usize, stride: usize, sw: &[u64], en: &mut [u64]) {
+        if !self.bytes.is_empty() {
+            en.fill(u64::MAX);
+            for b in 0..stride {
+                let v = (sw[b / 8] >> (8 * (b % 8))) as u8 as usize;
+                let row = &self.bytes[(b * 256 + v) * tw..(b * 256 + v + 1) * tw];
+                for (x, &r) in en.iter_mut().zip(row) {
+                    *x &= r;
+                }
+            }
+        } else {
+            en.fill(0);
+            for (j, m) in self.masks.chunks_exact(3 * w).enumerate() {
+                let mut enabled = true;
+                for k in 0..w {
+                    enabled &= sw[k] & m[k] == m[k];
+                }
+                en[j / 64] |= (enabled as u64) << (j % 64);
+            }
+        }
+    }
 }
 
 /// The exploration of nets whose markings fit one bit per place (1-safe by their invariants):
-/// enabledness and firing are word-wide mask operations, and the successors of a state are
-/// hashed and prefetched together before they are looked up.
+/// enabledness and firing are word-wide mask operations. The states of a level are expanded
+/// in batches: the successors of up to [`BATCH_STATES`] states are computed and hashed first,
+/// then looked up and inserted in order by [`StateStore::insert_batch`], which keeps many
+/// cache misses in flight. Ids, counts and verdicts are those of a one-by-one exploration.
 fn explore_bits(
     c: &Compiled,
     m0: &[u64],
@@ -542,37 +668,10 @@ fn explore_bits(
     pk: Packing,
     traces: usize,
 ) -> Result<PtExploration, Restart> {
-    let w = c.places.div_ceil(64).max(1);
     let stride = pk.stride();
-    let mut bt: Vec<BitTrans> = Vec::with_capacity(c.transitions);
-    for t in 0..c.transitions {
-        let mut b = BitTrans {
-            never: false,
-            overflow: false,
-            pre: vec![0; w],
-            clear: vec![0; w],
-            set: vec![0; w],
-        };
-        for &(p, wt) in c.pre(t) {
-            b.never |= wt > 1;
-            b.pre[p as usize / 64] |= 1 << (p % 64);
-        }
-        for &(p, d) in c.eff(t) {
-            let in_pre = b.pre[p as usize / 64] & (1 << (p % 64)) != 0;
-            match d {
-                -1 => b.clear[p as usize / 64] |= 1 << (p % 64),
-                1 if !in_pre => b.set[p as usize / 64] |= 1 << (p % 64),
-                _ => b.overflow = true,
-            }
-        }
-        bt.push(b);
-    }
-    // Flat masks: per transition `pre`, `clear`, `set`, `w` words each.
-    let masks: Vec<u64> = bt
-        .iter()
-        .flat_map(|b| b.pre.iter().chain(&b.clear).chain(&b.set).copied())
-        .collect();
-    let mut store = StateStore::new(stride);
+    let net = BitNet::new(c, stride);
+    let w = net.w;
+    let mut store = StateStore::with_layout(stride, opts.compact_index);
     let init: Vec<u32> = m0.iter().map(|&v| v as u32).collect();
     if init.iter().any(|&v| v > 1) {
         return Err(Restart::Widen);
@@ -601,81 +700,89 @@ fn explore_bits(
         structurally_bounded: true,
     };
     let max_states = opts.max_states.unwrap_or(u64::MAX).max(1);
-    let mut sw = vec![0u64; w];
+    let stop_len = usize::try_from(max_states).unwrap_or(usize::MAX);
     let mut seen = vec![0u64; w];
-    let mut bytes = vec![0u8; w * 8];
-    let mut batch: Vec<u8> = Vec::new();
-    let mut hashes: Vec<u64> = Vec::new();
-    let mut ts: Vec<u32> = Vec::new();
+    let mut words = vec![0u64; w];
+    // Room for 16 successors per state to start with; grown as needed.
+    let room = BATCH_STATES * 16;
+    let mut batch = BitBatch {
+        sw: vec![0; w],
+        next: vec![0; w],
+        en: vec![0; net.tw],
+        n: 0,
+        keys: vec![0; room * w],
+        hashes: vec![0; room],
+        ts: vec![0; room],
+        ends: Vec::with_capacity(BATCH_STATES),
+    };
     let mut head = 0usize;
     let mut level_end = 1usize;
-    'outer: while head < e.store.len() {
+    while head < e.store.len() {
         if head == level_end {
             e.levels.push(head as u32);
             level_end = e.store.len();
         }
-        let s = head as u32;
-        head += 1;
-        bytes.fill(0);
-        bytes[..stride].copy_from_slice(e.store.get(s));
-        for (k, x) in sw.iter_mut().enumerate() {
-            *x = u64::from_le_bytes(bytes[k * 8..k * 8 + 8].try_into().unwrap_or_default());
+        let batch_end = (head + BATCH_STATES).min(level_end);
+        batch.n = 0;
+        batch.ends.clear();
+        let (st, states) = (&e.store, head..batch_end);
+        // Constant word counts let the compiler unroll the mask loops.
+        match (w, net.tw) {
+            (1, 1) => expand_bits(1, 1, &net, st, states, &mut batch)?,
+            (1, 2) => expand_bits(1, 2, &net, st, states, &mut batch)?,
+            (2, 1) => expand_bits(2, 1, &net, st, states, &mut batch)?,
+            (2, 2) => expand_bits(2, 2, &net, st, states, &mut batch)?,
+            (w, tw) => expand_bits(w, tw, &net, st, states, &mut batch)?,
         }
-        batch.clear();
-        hashes.clear();
-        ts.clear();
-        for t in 0..bt.len() {
-            let m = &masks[t * 3 * w..(t + 1) * 3 * w];
-            let (pre, rest) = m.split_at(w);
-            let (clear, set) = rest.split_at(w);
-            if !sw.iter().zip(pre).all(|(x, m)| x & m == *m) || bt[t].never {
-                continue;
+        let old_len = e.store.len();
+        let n = batch.n;
+        let end = e
+            .store
+            .insert_batch(&batch.keys[..n * w], &batch.hashes[..n], stop_len, None);
+        // The edges handled: all, or up to the one that hit the state limit (included) or
+        // the store's capacity (included: it counts as fired); the exploration stops there,
+        // as a one-by-one one would.
+        let (edges_seen, stopped) = match end {
+            BatchEnd::All => (n, false),
+            BatchEnd::Stopped(n) => {
+                e.stop = Some(Stop::StateLimit);
+                (n, true)
             }
-            if bt[t].overflow || sw.iter().zip(set).any(|(x, m)| x & m != 0) {
-                return Err(Restart::Widen);
-            }
-            for k in 0..w {
-                let nx = (sw[k] & !clear[k]) | set[k];
-                bytes[k * 8..k * 8 + 8].copy_from_slice(&nx.to_le_bytes());
-            }
-            let start = batch.len();
-            batch.extend_from_slice(&bytes[..stride]);
-            let h = crate::store::hash(&batch[start..]);
-            e.store.prefetch(h);
-            hashes.push(h);
-            ts.push(t as u32);
-        }
-        if ts.is_empty() {
-            e.dead_count += 1;
-            if e.dead.len() < traces {
-                e.dead.push(s);
-            }
-            continue;
-        }
-        for (k, &t) in ts.iter().enumerate() {
-            e.fired[t as usize] = true;
-            e.edges += 1;
-            let key = &batch[k * stride..(k + 1) * stride];
-            let Some((_, new)) = e.store.insert_hashed(key, hashes[k]) else {
+            BatchEnd::Full(n) => {
                 e.stop = Some(Stop::Capacity("more than 2^32-2 states".into()));
-                break 'outer;
-            };
-            if new {
-                let mut ones = 0u64;
-                for (j, chunk) in key.chunks(8).enumerate() {
-                    let mut b8 = [0u8; 8];
-                    b8[..chunk.len()].copy_from_slice(chunk);
-                    let x = u64::from_le_bytes(b8);
-                    ones += x.count_ones() as u64;
-                    seen[j] |= x;
-                }
-                e.marking_max = e.marking_max.max(ones);
-                if e.store.len() as u64 >= max_states && head < e.store.len() {
-                    e.stop = Some(Stop::StateLimit);
-                    break 'outer;
+                (n + 1, true)
+            }
+        };
+        e.edges += edges_seen as u64;
+        let mut from = 0;
+        for (j, &to) in batch.ends.iter().enumerate() {
+            if stopped && from >= edges_seen {
+                break; // states after the one whose edge stopped the exploration
+            }
+            if to == from {
+                e.dead_count += 1;
+                if e.dead.len() < traces {
+                    e.dead.push((head + j) as u32);
                 }
             }
+            for &t in &batch.ts[from..to] {
+                e.fired[t as usize] = true;
+            }
+            from = to;
         }
+        for id in old_len..e.store.len() {
+            e.store.get_words(id as u32, &mut words);
+            let mut ones = 0u64;
+            for (s, &x) in seen.iter_mut().zip(&words) {
+                ones += x.count_ones() as u64;
+                *s |= x;
+            }
+            e.marking_max = e.marking_max.max(ones);
+        }
+        if stopped {
+            break;
+        }
+        head = batch_end;
     }
     for p in 0..c.places {
         if seen[p / 64] & (1 << (p % 64)) != 0 {
@@ -686,6 +793,81 @@ fn explore_bits(
     Ok(e)
 }
 
+/// Scratch space of [`expand_bits`] and the successors of a batch of states: `n` keys of
+/// `w` words, their hashes and transitions (in buffers that grow as needed and may be longer
+/// than `n`), and per expanded state the end of its successors in these lists.
+struct BitBatch {
+    sw: Vec<u64>,
+    next: Vec<u64>,
+    en: Vec<u64>,
+    n: usize,
+    keys: Vec<u64>,
+    hashes: Vec<u64>,
+    ts: Vec<u32>,
+    ends: Vec<usize>,
+}
+
+/// Fires every enabled transition in each of `states` (markings of one bit per place, `w`
+/// words; `tw` words per transition set) into `out`. Inlined into calls with constant `w`
+/// and `tw`.
+#[inline(always)]
+fn expand_bits(
+    w: usize,
+    tw: usize,
+    net: &BitNet,
+    store: &StateStore,
+    states: std::ops::Range<usize>,
+    out: &mut BitBatch,
+) -> Result<(), Restart> {
+    let stride = store.stride();
+    let (firable, masks) = (&net.firable[..], &net.masks[..]);
+    let mut n = out.n;
+    for s in states {
+        store.get_words(s as u32, &mut out.sw[..w]);
+        net.enabled(w, tw, stride, &out.sw[..w], &mut out.en[..tw]);
+        // Room for every successor of this state.
+        let need = n + out.en[..tw]
+            .iter()
+            .map(|x| x.count_ones() as usize)
+            .sum::<usize>();
+        if need > out.hashes.len() {
+            let len = need.max(2 * out.hashes.len());
+            out.keys.resize(len * w, 0);
+            out.hashes.resize(len, 0);
+            out.ts.resize(len, 0);
+        }
+        // Plain slices and a local count: the loop keeps its bases in registers.
+        let (sw, next) = (&out.sw[..w], &mut out.next[..w]);
+        let (keys, hashes, ts) = (&mut out.keys[..], &mut out.hashes[..], &mut out.ts[..]);
+        for (x, &word) in out.en[..tw].iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let j = x * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let (t, overflow) = firable[j];
+                let m = &masks[j * 3 * w..(j + 1) * 3 * w];
+                let (clear, set) = (&m[w..2 * w], &m[2 * w..]);
+                let mut clash = overflow;
+                let key = &mut keys[n * w..(n + 1) * w];
+                for k in 0..w {
+                    clash |= sw[k] & set[k] != 0;
+                    next[k] = (sw[k] & !clear[k]) | set[k];
+                    key[k] = next[k];
+                }
+                if clash {
+                    return Err(Restart::Widen);
+                }
+                hashes[n] = crate::store::hash_words(next, stride);
+                ts[n] = t;
+                n += 1;
+            }
+        }
+        out.n = n;
+        out.ends.push(n);
+    }
+    Ok(())
+}
+
 /// A shortest firing sequence from the initial marking to state `target`.
 pub fn trace_to(c: &Compiled, e: &PtExploration, target: u32) -> Vec<TransitionId> {
     let mut path = Vec::new();
@@ -694,34 +876,24 @@ pub fn trace_to(c: &Compiled, e: &PtExploration, target: u32) -> Vec<TransitionI
     let mut en = Vec::new();
     let mut buf = vec![0u8; e.store.stride()];
     while cur_state != 0 {
-        let pred_range = match &e.parents {
+        let found = match &e.parents {
             Some(p) => {
-                let a = p[cur_state as usize];
-                a..a + 1
+                let s = p[cur_state as usize];
+                let want = e.store.get(cur_state).to_vec();
+                e.packing.unpack(e.store.get(s), &mut m);
+                c.enabled(&m, &mut en);
+                en.iter().find_map(|&t| {
+                    let next = c.fire(&m, t as usize);
+                    if next.iter().any(|&v| v > e.packing.max_value()) {
+                        return None;
+                    }
+                    let next32: Vec<u32> = next.iter().map(|&v| v as u32).collect();
+                    e.packing.pack(&next32, &mut buf);
+                    (buf == want).then_some((s, t))
+                })
             }
-            None => {
-                let d = e.depth(cur_state);
-                e.levels[d - 1]..e.levels[d]
-            }
+            None => bfs_predecessor(c, e, cur_state, &mut m, &mut buf),
         };
-        let want = e.store.get(cur_state).to_vec();
-        let mut found = None;
-        'scan: for s in pred_range {
-            e.packing.unpack(e.store.get(s), &mut m);
-            c.enabled(&m, &mut en);
-            for &t in &en {
-                let next = c.fire(&m, t as usize);
-                if next.iter().any(|&v| v > e.packing.max_value()) {
-                    continue;
-                }
-                let next32: Vec<u32> = next.iter().map(|&v| v as u32).collect();
-                e.packing.pack(&next32, &mut buf);
-                if buf == want {
-                    found = Some((s, t));
-                    break 'scan;
-                }
-            }
-        }
         let Some((s, t)) = found else {
             break; // cannot happen for a state of the exploration
         };
@@ -732,32 +904,395 @@ pub fn trace_to(c: &Compiled, e: &PtExploration, target: u32) -> Vec<TransitionI
     path
 }
 
+/// For a state at BFS depth `d >= 1`: the predecessor at depth `d - 1` with the smallest id,
+/// and the smallest transition leading from it to the state (the first pair a scan of level
+/// `d - 1` in id and transition order would meet). Found by firing every transition backwards
+/// from the state and looking the result up: a few lookups instead of a scan of the level.
+fn bfs_predecessor(
+    c: &Compiled,
+    e: &PtExploration,
+    target: u32,
+    m: &mut Vec<u32>,
+    buf: &mut [u8],
+) -> Option<(u32, u32)> {
+    let d = e.depth(target);
+    let level = *e.levels.get(d.checked_sub(1)?)?..*e.levels.get(d)?;
+    let want = e.marking(target);
+    let max = e.packing.max_value();
+    let mut best: Option<(u32, u32)> = None;
+    for t in 0..c.transitions {
+        m.clear();
+        m.extend_from_slice(&want);
+        let fits = c.eff(t).iter().all(|&(p, delta)| {
+            let v = m[p as usize] as i64 - delta;
+            let ok = v >= 0 && v as u64 <= max;
+            if ok {
+                m[p as usize] = v as u32;
+            }
+            ok
+        });
+        if !fits || !c.is_enabled(m, t) {
+            continue;
+        }
+        e.packing.pack(m, buf);
+        if let Some(s) = e.store.find(buf)
+            && level.contains(&s)
+            && best.is_none_or(|(b, _)| s < b)
+        {
+            best = Some((s, t as u32));
+        }
+    }
+    best
+}
+
+/// Scratch space of [`successors`], reused from call to call.
+#[derive(Default)]
+pub struct SuccScratch {
+    m: Vec<u32>,
+    en: Vec<u32>,
+    buf: Vec<u8>,
+    keys: Vec<u64>,
+    hashes: Vec<u64>,
+    ts: Vec<u32>,
+    /// For one bit per place: the net as masks (built on first use), the marking's words,
+    /// the successor's and the enabled set.
+    bits: Option<BitNet>,
+    sw: Vec<u64>,
+    next: Vec<u64>,
+    set: Vec<u64>,
+}
+
+impl std::fmt::Debug for SuccScratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SuccScratch")
+    }
+}
+
 /// The successors (state id, transition) of a state among the explored ones, full firing rule.
+/// The successor markings are computed (with word masks at one bit per place) and their index
+/// slots prefetched before the lookups.
 pub fn successors(
     c: &Compiled,
     e: &PtExploration,
     s: u32,
-    m: &mut Vec<u32>,
-    en: &mut Vec<u32>,
-    buf: &mut Vec<u8>,
+    x: &mut SuccScratch,
     out: &mut Vec<(u32, u32)>,
 ) {
-    e.packing.unpack(e.store.get(s), m);
-    c.enabled(m, en);
-    buf.resize(e.store.stride(), 0);
-    for &t in en.iter() {
-        buf.copy_from_slice(e.store.get(s));
-        let mut fits = true;
-        for &(p, d) in c.eff(t as usize) {
-            let v = (m[p as usize] as i64 + d) as u64;
-            if v > e.packing.max_value() {
-                fits = false;
-                break;
+    x.keys.clear();
+    x.hashes.clear();
+    x.ts.clear();
+    let stride = e.store.stride();
+    if e.packing.bits == 1 {
+        let net = x.bits.get_or_insert_with(|| BitNet::new(c, stride));
+        let (w, tw) = (net.w, net.tw);
+        x.sw.resize(w, 0);
+        x.next.resize(w, 0);
+        x.set.resize(tw, 0);
+        e.store.get_words(s, &mut x.sw);
+        net.enabled(w, tw, stride, &x.sw, &mut x.set);
+        for (xw, &word) in x.set.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let j = xw * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let (t, overflow) = net.firable[j];
+                let m = &net.masks[j * 3 * w..(j + 1) * 3 * w];
+                let (clear, set) = (&m[w..2 * w], &m[2 * w..]);
+                let mut clash = overflow;
+                for k in 0..w {
+                    clash |= x.sw[k] & set[k] != 0;
+                    x.next[k] = (x.sw[k] & !clear[k]) | set[k];
+                }
+                if clash {
+                    continue; // two tokens on a place: not a marking of the exploration
+                }
+                let h = crate::store::hash_words(&x.next, stride);
+                e.store.prefetch(h);
+                x.hashes.push(h);
+                x.keys.extend_from_slice(&x.next);
+                x.ts.push(t);
             }
-            e.packing.set(buf, p as usize, v as u32);
         }
-        if fits && let Some(id) = e.store.find(buf) {
+    } else {
+        e.packing.unpack(e.store.get(s), &mut x.m);
+        c.enabled(&x.m, &mut x.en);
+        x.buf.resize(stride, 0);
+        for &t in x.en.iter() {
+            x.buf.copy_from_slice(e.store.get(s));
+            let mut fits = true;
+            for &(p, d) in c.eff(t as usize) {
+                let v = (x.m[p as usize] as i64 + d) as u64;
+                if v > e.packing.max_value() {
+                    fits = false;
+                    break;
+                }
+                e.packing.set(&mut x.buf, p as usize, v as u32);
+            }
+            if fits {
+                let h = crate::store::hash(&x.buf);
+                e.store.prefetch(h);
+                x.hashes.push(h);
+                x.keys.extend(x.buf.chunks(8).map(crate::store::le_word));
+                x.ts.push(t);
+            }
+        }
+    }
+    let words = e.store.words();
+    for (k, (&h, &t)) in x.hashes.iter().zip(&x.ts).enumerate() {
+        if let Some(id) = e.store.find_words(&x.keys[k * words..(k + 1) * words], h) {
             out.push((id, t));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ptnet::{Pos, PtPlace, PtTransition};
+
+    fn place(net: &mut PtNet, name: &str, initial: u64) -> PlaceId {
+        net.places.push(PtPlace {
+            id: name.into(),
+            name: name.into(),
+            initial,
+            pos: Pos::default(),
+        });
+        PlaceId::from(net.places.len() - 1)
+    }
+
+    fn transition(net: &mut PtNet, name: &str, pre: &[PlaceId], post: &[PlaceId]) {
+        let mut t = PtTransition {
+            id: name.into(),
+            name: name.into(),
+            pre: Vec::new(),
+            post: Vec::new(),
+            pos: Pos::default(),
+        };
+        for &p in pre {
+            PtNet::add_arc(&mut t.pre, p, 1);
+        }
+        for &p in post {
+            PtNet::add_arc(&mut t.post, p, 1);
+        }
+        net.transitions.push(t);
+    }
+
+    /// The MCC's Philosophers-N (3^N states, two deadlocks), plus `idle` places with a token
+    /// and no arcs (longer markings) and `blocked` transitions that never fire (more
+    /// transition words).
+    fn philosophers(n: usize, idle: usize, blocked: usize) -> PtNet {
+        let mut net = PtNet::default();
+        let think: Vec<_> = (0..n)
+            .map(|i| place(&mut net, &format!("think{i}"), 1))
+            .collect();
+        let fork: Vec<_> = (0..n)
+            .map(|i| place(&mut net, &format!("fork{i}"), 1))
+            .collect();
+        let c1: Vec<_> = (0..n)
+            .map(|i| place(&mut net, &format!("c1_{i}"), 0))
+            .collect();
+        let c2: Vec<_> = (0..n)
+            .map(|i| place(&mut net, &format!("c2_{i}"), 0))
+            .collect();
+        let eat: Vec<_> = (0..n)
+            .map(|i| place(&mut net, &format!("eat{i}"), 0))
+            .collect();
+        for i in 0..n {
+            let left = fork[(i + n - 1) % n];
+            transition(&mut net, &format!("ff1a{i}"), &[left, think[i]], &[c1[i]]);
+            transition(
+                &mut net,
+                &format!("ff1b{i}"),
+                &[think[i], fork[i]],
+                &[c2[i]],
+            );
+            transition(&mut net, &format!("ff2a{i}"), &[c1[i], fork[i]], &[eat[i]]);
+            transition(&mut net, &format!("ff2b{i}"), &[left, c2[i]], &[eat[i]]);
+            transition(
+                &mut net,
+                &format!("end{i}"),
+                &[eat[i]],
+                &[fork[i], think[i], left],
+            );
+        }
+        for k in 0..idle {
+            place(&mut net, &format!("idle{k}"), 1);
+        }
+        let empty = place(&mut net, "empty", 0);
+        for k in 0..blocked {
+            transition(&mut net, &format!("blocked{k}"), &[empty], &[eat[0]]);
+        }
+        net
+    }
+
+    /// The same exploration through the batched one-bit explorer and the one-by-one
+    /// explorer: same ids, markings, edges, levels, deadlocks, fired transitions and bounds,
+    /// also when a state limit stops it midway; for several marking lengths and both index
+    /// layouts.
+    #[test]
+    fn batched_bit_exploration_equals_one_by_one() {
+        for (n, idle, blocked) in [(5, 0, 0), (4, 70, 0), (4, 70, 70), (4, 130, 3)] {
+            let net = philosophers(n, idle, blocked);
+            let c = Compiled::new(&net).unwrap();
+            let m0 = net.initial_marking();
+            let pk = Packing::for_max(c.places, 1);
+            for compact in [false, true] {
+                for max_states in [None, Some(1), Some(2), Some(40), Some(77)] {
+                    let opts = PtOptions {
+                        max_states,
+                        compact_index: compact,
+                        ..PtOptions::default()
+                    };
+                    let Ok(a) = explore_bits(&c, &m0, &opts, pk, 3) else {
+                        panic!("a 1-safe net")
+                    };
+                    let Ok(b) = explore_with(&c, &m0, &opts, pk, false, 3) else {
+                        panic!("a 1-safe net")
+                    };
+                    let what = format!("{n}/{idle}/{blocked} compact {compact} {max_states:?}");
+                    assert_eq!(a.states(), b.states(), "{what}");
+                    assert_eq!(a.edges, b.edges, "{what}");
+                    assert_eq!(a.levels, b.levels, "{what}");
+                    assert_eq!(a.stop, b.stop, "{what}");
+                    assert_eq!((a.dead_count, &a.dead), (b.dead_count, &b.dead), "{what}");
+                    assert_eq!(a.fired, b.fired, "{what}");
+                    assert_eq!(a.place_max, b.place_max, "{what}");
+                    assert_eq!(a.marking_max, b.marking_max, "{what}");
+                    for id in 0..a.states() as u32 {
+                        assert_eq!(a.store.get(id), b.store.get(id), "{what}: state {id}");
+                    }
+                    if max_states.is_none() {
+                        assert_eq!(a.states(), 3u64.pow(n as u32));
+                        assert_eq!(a.dead_count, 2);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The enabledness tables give the same enabled sets as testing each transition's mask.
+    #[test]
+    fn byte_tables_agree_with_masks() {
+        for (n, idle, blocked) in [(5, 0, 0), (4, 70, 70), (3, 130, 3)] {
+            let net = philosophers(n, idle, blocked);
+            let c = Compiled::new(&net).unwrap();
+            let pk = Packing::for_max(c.places, 1);
+            let stride = pk.stride();
+            let tables = BitNet::new(&c, stride);
+            assert!(!tables.bytes.is_empty());
+            let masks = BitNet {
+                bytes: Vec::new(),
+                ..BitNet::new(&c, stride)
+            };
+            let Ok(e) = explore_bits(&c, &net.initial_marking(), &PtOptions::default(), pk, 1)
+            else {
+                panic!("a 1-safe net")
+            };
+            let (w, tw) = (tables.w, tables.tw);
+            let (mut sw, mut x, mut y) = (vec![0; w], vec![0; tw], vec![0; tw]);
+            let mut m = Vec::new();
+            let mut en = Vec::new();
+            for s in 0..e.states() as u32 {
+                e.store.get_words(s, &mut sw);
+                tables.enabled(w, tw, stride, &sw, &mut x);
+                masks.enabled(w, tw, stride, &sw, &mut y);
+                assert_eq!(x, y, "state {s}");
+                // And both agree with the firing rule on unpacked markings.
+                pk.unpack(e.store.get(s), &mut m);
+                c.enabled(&m, &mut en);
+                let from_bits: Vec<u32> = (0..tables.firable.len())
+                    .filter(|&j| x[j / 64] & (1 << (j % 64)) != 0)
+                    .map(|j| tables.firable[j].0)
+                    .collect();
+                assert_eq!(from_bits, en, "state {s}");
+            }
+        }
+    }
+
+    /// The predecessor found by firing backwards is the one a scan of the previous level
+    /// finds first (smallest id, then smallest transition), for every state.
+    #[test]
+    fn backward_predecessor_equals_level_scan() {
+        let net = philosophers(5, 0, 0);
+        let c = Compiled::new(&net).unwrap();
+        let pk = Packing::for_max(c.places, 1);
+        for bits in [true, false] {
+            let e = if bits {
+                explore_bits(&c, &net.initial_marking(), &PtOptions::default(), pk, 1)
+            } else {
+                let pk = Packing::for_max(c.places, 3);
+                explore_with(
+                    &c,
+                    &net.initial_marking(),
+                    &PtOptions::default(),
+                    pk,
+                    false,
+                    1,
+                )
+            };
+            let Ok(e) = e else { panic!("a bounded net") };
+            let (mut m, mut en) = (Vec::new(), Vec::new());
+            let mut buf = vec![0u8; e.store.stride()];
+            for target in 1..e.states() as u32 {
+                let d = e.depth(target);
+                let want = e.store.get(target).to_vec();
+                let mut scan = None;
+                'scan: for s in e.levels[d - 1]..e.levels[d] {
+                    e.packing.unpack(e.store.get(s), &mut m);
+                    c.enabled(&m, &mut en);
+                    for &t in &en {
+                        let next: Vec<u32> =
+                            c.fire(&m, t as usize).iter().map(|&v| v as u32).collect();
+                        e.packing.pack(&next, &mut buf);
+                        if buf == want {
+                            scan = Some((s, t));
+                            break 'scan;
+                        }
+                    }
+                }
+                assert!(scan.is_some());
+                let back = bfs_predecessor(&c, &e, target, &mut m, &mut buf);
+                assert_eq!(back, scan, "state {target}");
+            }
+            // A trace replays to its state.
+            let last = e.states() as u32 - 1;
+            let mut m: Vec<u64> = net.initial_marking();
+            for t in trace_to(&c, &e, last) {
+                let cur: Vec<u32> = m.iter().map(|&v| v as u32).collect();
+                assert!(c.is_enabled(&cur, t.index()));
+                m = c.fire(&cur, t.index());
+            }
+            let m: Vec<u32> = m.iter().map(|&v| v as u32).collect();
+            assert_eq!(m, e.marking(last));
+        }
+    }
+
+    /// The SCC pass's successors (word masks at one bit per place) equal the firing rule's.
+    #[test]
+    fn successors_equal_the_firing_rule() {
+        let net = philosophers(4, 70, 70);
+        let c = Compiled::new(&net).unwrap();
+        let pk = Packing::for_max(c.places, 1);
+        let Ok(e) = explore_bits(&c, &net.initial_marking(), &PtOptions::default(), pk, 1) else {
+            panic!("a 1-safe net")
+        };
+        let mut x = SuccScratch::default();
+        let (mut m, mut en) = (Vec::new(), Vec::new());
+        let mut buf = vec![0u8; e.store.stride()];
+        for s in 0..e.states() as u32 {
+            let mut got = Vec::new();
+            successors(&c, &e, s, &mut x, &mut got);
+            pk.unpack(e.store.get(s), &mut m);
+            c.enabled(&m, &mut en);
+            let want: Vec<(u32, u32)> = en
+                .iter()
+                .map(|&t| {
+                    let next: Vec<u32> = c.fire(&m, t as usize).iter().map(|&v| v as u32).collect();
+                    pk.pack(&next, &mut buf);
+                    (e.store.find(&buf).unwrap(), t)
+                })
+                .collect();
+            assert_eq!(got, want, "state {s}");
         }
     }
 }

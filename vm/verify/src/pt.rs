@@ -191,8 +191,11 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
         }
         if let Some(s) = facts.cycle_state {
             let prefix = ids(explore::trace_to(&c, &e, s));
-            let cycle =
-                graph::path_between(s, s, &mut |v, out| succ(&c, &e, v, out)).unwrap_or_default();
+            let mut x = explore::SuccScratch::default();
+            let cycle = graph::path_between(s, s, &mut |v, out| {
+                explore::successors(&c, &e, v, &mut x, out)
+            })
+            .unwrap_or_default();
             r.traces.push(Trace {
                 kind: "nontermination",
                 path: prefix,
@@ -223,14 +226,10 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
 }
 
 fn scc(c: &Compiled, e: &PtExploration) -> graph::GraphFacts {
+    let mut x = explore::SuccScratch::default();
     graph::analyse(e.store.len(), c.transitions, &mut |v, out| {
-        succ(c, e, v, out)
+        explore::successors(c, e, v, &mut x, out)
     })
-}
-
-fn succ(c: &Compiled, e: &PtExploration, v: u32, out: &mut Vec<(u32, u32)>) {
-    let (mut m, mut en, mut buf) = (Vec::new(), Vec::new(), Vec::new());
-    explore::successors(c, e, v, &mut m, &mut en, &mut buf, out);
 }
 
 fn ids(v: Vec<pnet_bundle::TransitionId>) -> Vec<usize> {

@@ -1,9 +1,11 @@
 //! Compact storage of explored markings: every marking packed into a fixed number of bytes
 //! (`bits` per place, `bits` in 1, 2, 4, 8, 16, 32), kept in an arena of chunks, and an
-//! open-addressing hash index of 8-byte slots (32 bits of hash tag, 32 bits of state id).
+//! open-addressing hash index (see [`StateStore`]).
 //!
-//! Memory per state: `stride` bytes in the arena plus 8 bytes / load factor in the index
-//! (the index doubles at 3/4 load, so between 10.7 and 21.3 bytes).
+//! Memory per state: `stride` bytes in the arena plus the index's slot size / load factor
+//! (the index doubles at 3/4 load): 8-byte slots (10.7 to 21.3 bytes per state) for
+//! markings longer than [`INLINE_MAX`] bytes, 16-byte slots holding the marking (21.3 to
+//! 42.7 bytes) for shorter ones.
 
 /// How markings are packed: `bits` per place, little-endian, places in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,27 +86,231 @@ impl Packing {
     }
 }
 
-const CHUNK_STATES: usize = 1 << 16;
+/// Zeroed memory for the index and the arena. On Linux it is mapped directly (untouched pages
+/// cost nothing) and, on request and from 2 MiB up, marked for transparent huge pages: the
+/// lookups jump around hundreds of megabytes, and with 4 KiB pages nearly every one of them
+/// also misses the TLB.
+mod mem {
+    use std::ops::{Deref, DerefMut};
+
+    /// Element types for which all-zero bytes are a valid value.
+    ///
+    /// # Safety
+    /// Implement only for plain integer types.
+    pub unsafe trait Zeroable: Copy {}
+    // SAFETY: integers: every bit pattern is valid.
+    unsafe impl Zeroable for u8 {}
+    // SAFETY: as above.
+    unsafe impl Zeroable for u64 {}
+
+    #[cfg(target_os = "linux")]
+    pub struct ZeroBuf<T: Zeroable> {
+        ptr: std::ptr::NonNull<T>,
+        len: usize,
+        map_len: usize,
+    }
+
+    #[cfg(target_os = "linux")]
+    impl<T: Zeroable> ZeroBuf<T> {
+        const HUGE: usize = 2 << 20;
+
+        /// `len` zeroed elements; `huge` asks for transparent huge pages (from 2 MiB up).
+        pub fn new(len: usize, huge: bool) -> ZeroBuf<T> {
+            let bytes = len.max(1).saturating_mul(size_of::<T>());
+            // Whole huge pages from 2 MiB up (recent kernels then align the mapping to them).
+            let huge = huge && bytes >= Self::HUGE;
+            let unit = if huge { Self::HUGE } else { 4096 };
+            let map_len = bytes.div_ceil(unit).saturating_mul(unit);
+            let layout = std::alloc::Layout::from_size_align(map_len, 4096)
+                .unwrap_or(std::alloc::Layout::new::<u64>());
+            // SAFETY: an anonymous private mapping: no file, no aliasing; checked below.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    map_len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if p == libc::MAP_FAILED || p.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            if huge {
+                // SAFETY: advice on the mapping just created; failure only loses the hint.
+                unsafe { libc::madvise(p, map_len, libc::MADV_HUGEPAGE) };
+            }
+            ZeroBuf {
+                // `p` is page-aligned and non-null (checked above).
+                ptr: std::ptr::NonNull::new(p.cast::<T>())
+                    .unwrap_or_else(|| std::alloc::handle_alloc_error(layout)),
+                len,
+                map_len,
+            }
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    impl<T: Zeroable> Drop for ZeroBuf<T> {
+        fn drop(&mut self) {
+            // SAFETY: the mapping created in `new`, unmapped once.
+            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.map_len) };
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    impl<T: Zeroable> Deref for ZeroBuf<T> {
+        type Target = [T];
+        #[inline(always)]
+        fn deref(&self) -> &[T] {
+            // SAFETY: `len` zero-initialised (valid) elements, page-aligned, owned by `self`.
+            unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    impl<T: Zeroable> DerefMut for ZeroBuf<T> {
+        #[inline(always)]
+        fn deref_mut(&mut self) -> &mut [T] {
+            // SAFETY: as in `deref`, and `&mut self` makes the access exclusive.
+            unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+        }
+    }
+
+    // SAFETY: the buffer owns its memory like a `Box<[T]>` of plain integers.
+    #[cfg(target_os = "linux")]
+    unsafe impl<T: Zeroable + Send> Send for ZeroBuf<T> {}
+    // SAFETY: shared access only reads.
+    #[cfg(target_os = "linux")]
+    unsafe impl<T: Zeroable + Sync> Sync for ZeroBuf<T> {}
+
+    #[cfg(not(target_os = "linux"))]
+    pub struct ZeroBuf<T: Zeroable>(Box<[T]>);
+
+    #[cfg(not(target_os = "linux"))]
+    impl<T: Zeroable + Default> ZeroBuf<T> {
+        pub fn new(len: usize, _huge: bool) -> ZeroBuf<T> {
+            ZeroBuf(vec![T::default(); len].into_boxed_slice())
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    impl<T: Zeroable> Deref for ZeroBuf<T> {
+        type Target = [T];
+        fn deref(&self) -> &[T] {
+            &self.0
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    impl<T: Zeroable> DerefMut for ZeroBuf<T> {
+        fn deref_mut(&mut self) -> &mut [T] {
+            &mut self.0
+        }
+    }
+
+    impl<T: Zeroable> std::fmt::Debug for ZeroBuf<T> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "ZeroBuf({} elements)", self.len())
+        }
+    }
+}
+
+use mem::ZeroBuf;
+
 const EMPTY: u64 = 0;
+/// How far ahead [`StateStore::insert_batch`] prefetches index slots, and (tagged index) the
+/// arena entries of tag hits.
+const SLOT_AHEAD: usize = 32;
+const ENTRY_AHEAD: usize = 16;
+/// Longest marking kept inline in the index (bytes).
+pub const INLINE_MAX: usize = 12;
+
+/// How [`StateStore::insert_batch`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchEnd {
+    /// Every key was handled.
+    All,
+    /// The first `n` keys were handled; the last one was new and brought the number of
+    /// states to the limit.
+    Stopped(usize),
+    /// The first `n` keys were handled; the next one did not fit (2^32 - 1 states).
+    Full(usize),
+}
 
 /// Packed markings with a hash index. State ids are dense, in insertion order.
+///
+/// Markings come in as bytes or as little-endian words (`words()` of them, the bytes past
+/// `stride` zero); the hot paths use words. The arena holds every marking by id. The index
+/// is open-addressing with linear probing, in one of two layouts:
+/// - **inline** (markings of at most [`INLINE_MAX`] bytes): 16-byte slots holding the whole
+///   marking and the id (`[word 0, word 1 (low 32 bits) | (id + 1) << 32]`), in buckets of
+///   four slots (one 64-byte cache line). A marking goes to the first free slot from the
+///   start of its home bucket on (buckets fill from their first slot), picked by the top bits
+///   of its hash. A lookup reads the home bucket whole, branch-free, and moves to the next
+///   bucket only when the home one is full: one cache line per lookup, never the arena. The
+///   top-bit home keeps the buckets in hash order, so doubling the index is one sequential
+///   pass;
+/// - **tagged** (longer markings): 8-byte slots of 32 bits of hash tag and 32 bits of id +
+///   1; a tag hit is confirmed by comparing with the arena, a word at a time (each arena
+///   chunk has 8 bytes of padding so that the last word of an entry can be loaded whole and
+///   masked).
 #[derive(Debug)]
 pub struct StateStore {
     stride: usize,
-    chunks: Vec<Box<[u8]>>,
+    /// Words per marking: `stride.div_ceil(8)`.
+    words: usize,
+    /// Mask of the valid bytes in the last word of a marking.
+    last_mask: u64,
+    /// States per arena chunk: `1 << chunk_shift` (chunks of about 16 MiB).
+    chunk_shift: u32,
+    chunks: Vec<ZeroBuf<u8>>,
     len: usize,
-    table: Vec<u64>,
+    /// Inline layout (2 words per slot) rather than tagged (1 word per slot).
+    inline: bool,
+    table: ZeroBuf<u64>,
+    /// Slots - 1.
     mask: usize,
+    /// Inline layout: the home bucket of hash `h` is `h >> shift` (64 - log2 of the buckets).
+    shift: u32,
+    /// Scratch words for the byte-string entry points.
+    scratch: Vec<u64>,
 }
 
 impl StateStore {
+    /// A store for markings of `stride` bytes, with an inline index when they are short
+    /// enough.
     pub fn new(stride: usize) -> StateStore {
+        StateStore::with_layout(stride, false)
+    }
+
+    /// A store for markings of `stride` bytes; `compact` asks for the tagged index even for
+    /// short markings (less memory, slower lookups).
+    pub fn with_layout(stride: usize, compact: bool) -> StateStore {
+        let stride = stride.max(1);
+        let chunk_shift = 24u32
+            .saturating_sub(stride.next_power_of_two().trailing_zeros())
+            .clamp(8, 22);
+        let tail = stride % 8;
+        let inline = stride <= INLINE_MAX && !compact;
         StateStore {
             stride,
+            words: stride.div_ceil(8),
+            last_mask: if tail == 0 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * tail)) - 1
+            },
+            chunk_shift,
             chunks: Vec::new(),
             len: 0,
-            table: vec![EMPTY; 1024],
+            inline,
+            table: ZeroBuf::new(if inline { 2048 } else { 1024 }, true),
             mask: 1023,
+            // 1024 slots: 256 buckets.
+            shift: 64 - 8,
+            scratch: Vec::new(),
         }
     }
 
@@ -120,12 +326,55 @@ impl StateStore {
         self.stride
     }
 
+    /// Words per marking in the word entry points (`stride.div_ceil(8)`).
+    pub fn words(&self) -> usize {
+        self.words
+    }
+
+    /// Whether the index keeps markings inline (see the type's documentation).
+    pub fn is_inline(&self) -> bool {
+        self.inline
+    }
+
+    /// Chunk and byte offset of a state's entry.
+    #[inline(always)]
+    fn locate(&self, id: usize) -> (usize, usize) {
+        (
+            id >> self.chunk_shift,
+            (id & ((1 << self.chunk_shift) - 1)) * self.stride,
+        )
+    }
+
     /// The packed marking of a state.
     #[inline]
     pub fn get(&self, id: u32) -> &[u8] {
-        let i = id as usize;
-        let off = (i % CHUNK_STATES) * self.stride;
-        &self.chunks[i / CHUNK_STATES][off..off + self.stride]
+        let (c, off) = self.locate(id as usize);
+        &self.chunks[c][off..off + self.stride]
+    }
+
+    /// The packed marking of a state as `words()` little-endian words.
+    #[inline]
+    pub fn get_words(&self, id: u32, out: &mut [u64]) {
+        let (c, off) = self.locate(id as usize);
+        let chunk = &self.chunks[c];
+        for (j, w) in out[..self.words].iter_mut().enumerate() {
+            *w = load_word(chunk, off + 8 * j);
+        }
+        out[self.words - 1] &= self.last_mask;
+    }
+
+    /// Whether state `id` holds the marking `key` (`words()` words).
+    #[inline(always)]
+    fn holds(&self, id: u32, key: &[u64]) -> bool {
+        let (c, off) = self.locate(id as usize);
+        let chunk = &self.chunks[c];
+        let last = self.words - 1;
+        for (j, &k) in key[..last].iter().enumerate() {
+            if load_word(chunk, off + 8 * j) != k {
+                return false;
+            }
+        }
+        load_word(chunk, off + 8 * last) & self.last_mask == key[last]
     }
 
     /// Bytes held by the hash index.
@@ -133,13 +382,27 @@ impl StateStore {
         self.table.len() * 8
     }
 
-    /// Bytes held by the arena and the index.
+    /// Bytes held by the arena (allocated chunks) and the index.
     pub fn memory_bytes(&self) -> usize {
-        self.chunks.len() * CHUNK_STATES * self.stride + self.table.len() * 8
+        self.chunks.iter().map(|c| c.len()).sum::<usize>() + self.table.len() * 8
     }
 
+    /// The id of a marking, if it is stored.
     pub fn find(&self, s: &[u8]) -> Option<u32> {
-        let h = hash(s);
+        if s.len() != self.stride {
+            return None;
+        }
+        let key: Vec<u64> = s.chunks(8).map(le_word).collect();
+        self.find_words(&key, hash(s))
+    }
+
+    /// [`StateStore::find`] of a marking given as `words()` words (the bytes past `stride`
+    /// zero) with its hash ([`hash_words`]).
+    pub fn find_words(&self, key: &[u64], h: u64) -> Option<u32> {
+        if self.inline {
+            let k = [key[0], key.get(1).copied().unwrap_or(0)];
+            return self.find_inline(&k, h).ok();
+        }
         let tag = h >> 32;
         let mut i = h as usize & self.mask;
         loop {
@@ -149,7 +412,7 @@ impl StateStore {
             }
             if e >> 32 == tag {
                 let id = (e as u32).wrapping_sub(1);
-                if self.get(id) == s {
+                if self.holds(id, key) {
                     return Some(id);
                 }
             }
@@ -157,75 +420,332 @@ impl StateStore {
         }
     }
 
+    /// Inline index: the id of `key` (2 words, the second 0 for short markings), or the
+    /// free slot where it would go.
+    #[inline(always)]
+    fn find_inline(&self, key: &[u64; 2], h: u64) -> Result<u32, usize> {
+        let buckets = self.table.as_chunks::<8>().0;
+        let mut b = (h >> self.shift) as usize;
+        loop {
+            let bucket = &buckets[b];
+            // Slots holding the key, and the number of used slots (a prefix of the bucket).
+            let mut hit = 0u32;
+            let mut used = 0usize;
+            for j in 0..4 {
+                let (w0, w1) = (bucket[2 * j], bucket[2 * j + 1]);
+                let full = w1 >> 32 != 0;
+                used += full as usize;
+                hit |= ((full & (w0 == key[0]) & (w1 as u32 as u64 == key[1])) as u32) << j;
+            }
+            if hit != 0 {
+                let j = hit.trailing_zeros() as usize;
+                return Ok((bucket[2 * j + 1] >> 32) as u32 - 1);
+            }
+            if used < 4 {
+                return Err(b * 4 + used);
+            }
+            b = (b + 1) & (self.mask >> 2);
+        }
+    }
+
     /// Hints the CPU to load the index slot of a hash (see [`hash`]); lets several lookups
     /// wait for memory at once.
     #[inline]
     pub fn prefetch(&self, h: u64) {
-        let i = h as usize & self.mask;
-        prefetch_read(&self.table[i]);
+        let at = if self.inline {
+            8 * (h >> self.shift) as usize
+        } else {
+            h as usize & self.mask
+        };
+        prefetch_read(&self.table[at]);
     }
 
-    /// Inserts a marking: its id and whether it is new. `None` when 2^32 - 1 states are held.
+    /// Tagged index: hints the CPU to load the arena entry of the first index slot whose tag
+    /// matches `h` (the marking a lookup of `h` will most likely compare with). Reads the
+    /// index: call it after [`StateStore::prefetch`] had time to bring the slot in. Does
+    /// nothing for an inline index.
     #[inline]
-    pub fn insert(&mut self, s: &[u8]) -> Option<(u32, bool)> {
-        self.insert_hashed(s, hash(s))
-    }
-
-    /// [`StateStore::insert`] with the hash already computed.
-    #[inline]
-    pub fn insert_hashed(&mut self, s: &[u8], h: u64) -> Option<(u32, bool)> {
+    pub fn prefetch_entry(&self, h: u64) {
+        if self.inline {
+            return;
+        }
         let tag = h >> 32;
         let mut i = h as usize & self.mask;
         loop {
             let e = self.table[i];
             if e == EMPTY {
-                break;
+                return;
             }
             if e >> 32 == tag {
-                let id = (e as u32).wrapping_sub(1);
-                if self.get(id) == s {
-                    return Some((id, false));
+                let (c, off) = self.locate((e as u32).wrapping_sub(1) as usize);
+                if let Some(c) = self.chunks.get(c) {
+                    prefetch_read(&c[off]);
                 }
+                return;
             }
             i = (i + 1) & self.mask;
         }
+    }
+
+    /// Inserts a marking: its id and whether it is new. `None` when 2^32 - 1 states are held.
+    #[inline]
+    pub fn insert(&mut self, s: &[u8]) -> Option<(u32, bool)> {
+        let mut key = std::mem::take(&mut self.scratch);
+        key.clear();
+        key.extend(s.chunks(8).map(le_word));
+        key.resize(self.words, 0);
+        let r = self.insert_words(&key, hash(s));
+        self.scratch = key;
+        r
+    }
+
+    /// [`StateStore::insert`] of a marking given as `words()` words (the bytes past `stride`
+    /// zero) with its hash ([`hash_words`]) already computed.
+    #[inline]
+    pub fn insert_words(&mut self, key: &[u64], h: u64) -> Option<(u32, bool)> {
+        debug_assert_eq!(
+            key[self.words - 1] & !self.last_mask,
+            0,
+            "bytes past the stride"
+        );
+        let slot = if self.inline {
+            let k = [key[0], key.get(1).copied().unwrap_or(0)];
+            match self.find_inline(&k, h) {
+                Ok(id) => return Some((id, false)),
+                Err(i) => i,
+            }
+        } else {
+            let tag = h >> 32;
+            let mut i = h as usize & self.mask;
+            loop {
+                let e = self.table[i];
+                if e == EMPTY {
+                    break i;
+                }
+                if e >> 32 == tag {
+                    let id = (e as u32).wrapping_sub(1);
+                    if self.holds(id, key) {
+                        return Some((id, false));
+                    }
+                }
+                i = (i + 1) & self.mask;
+            }
+        };
+        self.add(key, h, slot).map(|id| (id, true))
+    }
+
+    /// Stores a new marking (`words()` words, hash `h`) in the arena and in the empty index
+    /// slot `slot` found by the lookup; grows the index at 3/4 load. `None` when 2^32 - 1
+    /// states are held.
+    #[inline(always)]
+    fn add(&mut self, key: &[u64], h: u64, slot: usize) -> Option<u32> {
         if self.len >= u32::MAX as usize - 1 {
             return None;
         }
         let id = self.len as u32;
-        self.push(s);
-        self.table[i] = (tag << 32) | (id as u64 + 1);
-        if (self.len + 1) * 4 > self.table.len() * 3 {
+        self.push(key);
+        if self.inline {
+            self.table[2 * slot] = key[0];
+            self.table[2 * slot + 1] = key.get(1).copied().unwrap_or(0) | (id as u64 + 1) << 32;
+        } else {
+            self.table[slot] = (h >> 32) << 32 | (id as u64 + 1);
+        }
+        if (self.len + 1) * 4 > (self.mask + 1) * 3 {
             self.grow();
         }
-        Some((id, true))
+        Some(id)
     }
 
-    fn push(&mut self, s: &[u8]) {
-        let i = self.len;
-        if i / CHUNK_STATES == self.chunks.len() {
-            self.chunks
-                .push(vec![0u8; CHUNK_STATES * self.stride].into_boxed_slice());
+    /// Inserts the markings in `keys` (`words()` words each, as for
+    /// [`StateStore::insert_words`]; `hashes[k]` the hash of the k-th) in order, exactly as
+    /// one [`StateStore::insert_words`] call per key would, and pushes each result to `out`
+    /// if given (new markings can also be read back from the arena: their ids follow the
+    /// ones held before). Meanwhile it prefetches the index slots (and arena entries) of
+    /// keys further on, so that many lookups wait for memory at once instead of one after
+    /// the other. Stops after the first insertion of a new marking that brings the number of
+    /// states to `stop_len`, or before a key that does not fit (2^32 - 1 states).
+    pub fn insert_batch(
+        &mut self,
+        keys: &[u64],
+        hashes: &[u64],
+        stop_len: usize,
+        mut out: Option<&mut Vec<(u32, bool)>>,
+    ) -> BatchEnd {
+        let n = hashes.len();
+        let words = self.words;
+        for &h in &hashes[..n.min(SLOT_AHEAD)] {
+            self.prefetch(h);
         }
-        let off = (i % CHUNK_STATES) * self.stride;
-        self.chunks[i / CHUNK_STATES][off..off + self.stride].copy_from_slice(s);
+        if self.inline {
+            return self.insert_batch_inline(keys, hashes, stop_len, out);
+        }
+        for k in 0..n {
+            if let Some(&h) = hashes.get(k + SLOT_AHEAD) {
+                self.prefetch(h);
+            }
+            if let Some(&h) = hashes.get(k + ENTRY_AHEAD) {
+                self.prefetch_entry(h);
+            }
+            let key = &keys[k * words..(k + 1) * words];
+            let Some(r) = self.insert_words(key, hashes[k]) else {
+                return BatchEnd::Full(k);
+            };
+            if let Some(out) = out.as_deref_mut() {
+                out.push(r);
+            }
+            if r.1 && self.len >= stop_len {
+                return BatchEnd::Stopped(k + 1);
+            }
+        }
+        BatchEnd::All
+    }
+
+    /// [`StateStore::insert_batch`] for an inline index, the first slots already prefetched.
+    /// Runs of markings already held are looked up with the index borrowed once (its base,
+    /// length and shift stay in registers); a new marking ends the run.
+    fn insert_batch_inline(
+        &mut self,
+        keys: &[u64],
+        hashes: &[u64],
+        stop_len: usize,
+        mut out: Option<&mut Vec<(u32, bool)>>,
+    ) -> BatchEnd {
+        let words = self.words;
+        let n = hashes.len();
+        let mut k = 0;
+        while k < n {
+            let (buckets, shift) = (self.table.as_chunks::<8>().0, self.shift);
+            // The first key from `k` on that is not held, and its free slot.
+            let mut new = None;
+            while k < n {
+                if let Some(&ahead) = hashes.get(k + SLOT_AHEAD) {
+                    prefetch_read(&buckets[(ahead >> shift) as usize]);
+                }
+                let key = [
+                    keys[k * words],
+                    if words == 2 { keys[k * words + 1] } else { 0 },
+                ];
+                let found = self.find_inline(&key, hashes[k]);
+                match found {
+                    Ok(id) => {
+                        if let Some(out) = out.as_deref_mut() {
+                            out.push((id, false));
+                        }
+                        k += 1;
+                    }
+                    Err(slot) => {
+                        new = Some((key, slot));
+                        break;
+                    }
+                }
+            }
+            let Some((key, slot)) = new else {
+                break;
+            };
+            let Some(id) = self.add(&key[..words], hashes[k], slot) else {
+                return BatchEnd::Full(k);
+            };
+            if let Some(out) = out.as_deref_mut() {
+                out.push((id, true));
+            }
+            k += 1;
+            if self.len >= stop_len {
+                return BatchEnd::Stopped(k);
+            }
+        }
+        BatchEnd::All
+    }
+
+    /// Appends a marking to the arena. Whole words are written: the bytes past `stride` are
+    /// zero and land in the next (not yet used) entry or the chunk's padding.
+    fn push(&mut self, key: &[u64]) {
+        let (c, off) = self.locate(self.len);
+        if c == self.chunks.len() {
+            // Huge pages from the second chunk on: a small state space touches a few 4 KiB
+            // pages of the first chunk instead of a zeroed 2 MiB one.
+            let bytes = (self.stride << self.chunk_shift) + 8;
+            self.chunks.push(ZeroBuf::new(bytes, c > 0));
+        }
+        let chunk = &mut self.chunks[c];
+        for (j, &w) in key[..self.words].iter().enumerate() {
+            let at = off + 8 * j;
+            match chunk.get_mut(at..at + 8) {
+                Some(dst) => dst.copy_from_slice(&w.to_le_bytes()),
+                None => {
+                    let n = chunk.len() - at;
+                    chunk[at..].copy_from_slice(&w.to_le_bytes()[..n]);
+                }
+            }
+        }
         self.len += 1;
     }
 
+    /// Doubles the index. Inline: the old buckets are read in order and each marking goes to
+    /// the new bucket of its hash's top bits, which are in the same order: the new index is
+    /// written nearly sequentially. Tagged: the arena is read in id order (sequentially) and
+    /// the new slots of a block of states are prefetched before they are written.
     fn grow(&mut self) {
-        let n = self.table.len() * 2;
-        let mut table = vec![EMPTY; n];
-        let mask = n - 1;
-        for id in 0..self.len as u32 {
-            let h = hash(self.get(id));
-            let mut i = h as usize & mask;
-            while table[i] != EMPTY {
-                i = (i + 1) & mask;
+        let slots = (self.mask + 1) * 2;
+        let mask = slots - 1;
+        if self.inline {
+            let mut table = ZeroBuf::<u64>::new(slots * 2, true);
+            let shift = self.shift - 1;
+            let buckets = table.as_chunks_mut::<8>().0;
+            for slot in self.table.as_chunks::<2>().0 {
+                if slot[1] >> 32 == 0 {
+                    continue;
+                }
+                let key = [slot[0], slot[1] & 0xFFFF_FFFF];
+                let h = hash_words(&key[..self.words], self.stride);
+                let mut b = (h >> shift) as usize;
+                loop {
+                    let bucket = &mut buckets[b];
+                    if let Some(j) = (0..4).find(|&j| bucket[2 * j + 1] == EMPTY) {
+                        bucket[2 * j] = slot[0];
+                        bucket[2 * j + 1] = slot[1];
+                        break;
+                    }
+                    b = (b + 1) & (mask >> 2);
+                }
             }
-            table[i] = ((h >> 32) << 32) | (id as u64 + 1);
+            self.table = table;
+            self.mask = mask;
+            self.shift = shift;
+            return;
+        }
+        let mut table = ZeroBuf::<u64>::new(slots, true);
+        const BLOCK: usize = 32;
+        let mut key = vec![0u64; self.words];
+        let mut hs = [0u64; BLOCK];
+        let mut start = 0;
+        while start < self.len {
+            let end = (start + BLOCK).min(self.len);
+            for (id, h) in (start..end).zip(hs.iter_mut()) {
+                self.get_words(id as u32, &mut key);
+                *h = hash_words(&key, self.stride);
+                prefetch_read(&table[*h as usize & mask]);
+            }
+            for (id, &h) in (start..end).zip(hs.iter()) {
+                let mut i = h as usize & mask;
+                while table[i] != EMPTY {
+                    i = (i + 1) & mask;
+                }
+                table[i] = (h >> 32) << 32 | (id as u64 + 1);
+            }
+            start = end;
         }
         self.table = table;
         self.mask = mask;
+    }
+}
+
+/// The little-endian word at byte `at` of an arena chunk (`at + 8` may pass the end by the
+/// chunk's padding only when the chunk is shorter than expected: then zero-padded).
+#[inline(always)]
+fn load_word(chunk: &[u8], at: usize) -> u64 {
+    match chunk.get(at..at + 8) {
+        Some(b) => le_word(b),
+        None => le_word(chunk.get(at..).unwrap_or_default()),
     }
 }
 
@@ -241,27 +761,59 @@ fn prefetch_read<T>(r: &T) {
     let _ = r;
 }
 
-/// A fast 64-bit hash of a byte string (8-byte words, multiply-xorshift, final avalanche).
-#[inline]
-pub fn hash(s: &[u8]) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut h: u64 = s.len() as u64 ^ 0x2545_F491_4F6C_DD1D;
-    let mut chunks = s.chunks_exact(8);
-    for c in &mut chunks {
-        let w = u64::from_le_bytes(c.try_into().unwrap_or_default());
-        h = (h ^ w).wrapping_mul(K).rotate_left(29);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut b = [0u8; 8];
-        b[..rest.len()].copy_from_slice(rest);
-        h = (h ^ u64::from_le_bytes(b)).wrapping_mul(K).rotate_left(29);
-    }
+const HASH_K: u64 = 0x9E37_79B9_7F4A_7C15;
+
+#[inline(always)]
+fn hash_seed(len: usize) -> u64 {
+    len as u64 ^ 0x2545_F491_4F6C_DD1D
+}
+
+#[inline(always)]
+fn hash_mix(h: u64, w: u64) -> u64 {
+    (h ^ w).wrapping_mul(HASH_K).rotate_left(29)
+}
+
+#[inline(always)]
+fn hash_finish(mut h: u64) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
     h ^= h >> 33;
     h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
     h ^ (h >> 33)
+}
+
+/// Up to 8 bytes as a little-endian word, zero-padded (the words of the word entry points of
+/// [`StateStore`] are the 8-byte chunks of a packed marking read this way).
+#[inline(always)]
+pub fn le_word(b: &[u8]) -> u64 {
+    match <[u8; 8]>::try_from(b) {
+        Ok(a) => u64::from_le_bytes(a),
+        Err(_) => b
+            .iter()
+            .enumerate()
+            .fold(0, |w, (i, &x)| w | (x as u64) << (8 * i)),
+    }
+}
+
+/// A fast 64-bit hash of a byte string (8-byte words, multiply-xorshift, final avalanche).
+#[inline]
+pub fn hash(s: &[u8]) -> u64 {
+    let mut h = hash_seed(s.len());
+    for c in s.chunks(8) {
+        h = hash_mix(h, le_word(c));
+    }
+    hash_finish(h)
+}
+
+/// [`hash`] of the `len` bytes held little-endian in `words` (`len.div_ceil(8)` words, the
+/// bytes past `len` zero): the same value, without going through bytes.
+#[inline]
+pub fn hash_words(words: &[u64], len: usize) -> u64 {
+    let mut h = hash_seed(len);
+    for &w in words {
+        h = hash_mix(h, w);
+    }
+    hash_finish(h)
 }
 
 #[cfg(test)]
@@ -298,5 +850,168 @@ mod tests {
         }
         assert_eq!(st.find(&[1, 2, 200]), None);
         assert_eq!(st.len(), 5000);
+    }
+
+    /// xorshift64*: deterministic pseudo-random numbers for the tests.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+    }
+
+    /// `n` random markings of `stride` bytes drawn from a pool of `distinct` ones (so that
+    /// many repeat), some of them all zero.
+    fn markings(rng: &mut Rng, stride: usize, distinct: usize, n: usize) -> Vec<Vec<u8>> {
+        let pool: Vec<Vec<u8>> = (0..distinct)
+            .map(|i| {
+                if i % 97 == 0 {
+                    vec![0; stride]
+                } else {
+                    (0..stride).map(|_| rng.next() as u8).collect()
+                }
+            })
+            .collect();
+        (0..n)
+            .map(|_| pool[rng.next() as usize % distinct].clone())
+            .collect()
+    }
+
+    fn words_of(s: &[u8]) -> Vec<u64> {
+        s.chunks(8).map(le_word).collect()
+    }
+
+    #[test]
+    fn word_hash_equals_byte_hash() {
+        let mut rng = Rng(7);
+        for len in 1..40 {
+            let s: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            assert_eq!(hash_words(&words_of(&s), len), hash(&s), "length {len}");
+        }
+    }
+
+    #[test]
+    fn layouts_follow_the_stride() {
+        assert!(StateStore::new(INLINE_MAX).is_inline());
+        assert!(StateStore::new(1).is_inline());
+        assert!(!StateStore::new(INLINE_MAX + 1).is_inline());
+        assert!(!StateStore::with_layout(4, true).is_inline());
+    }
+
+    /// Batch insertion gives the same ids, flags and store as one insertion at a time, for
+    /// both index layouts, strides around the word and inline limits, and batches of every
+    /// size (many index doublings on the way).
+    #[test]
+    fn batch_insert_equals_one_by_one() {
+        let mut rng = Rng(0x5EED);
+        for stride in [1, 3, 7, 8, 9, 10, 12, 13, 16, 17, 24] {
+            for compact in [false, true] {
+                let keys = markings(&mut rng, stride, 6000, 20000);
+                let mut one = StateStore::with_layout(stride, compact);
+                let expected: Vec<(u32, bool)> =
+                    keys.iter().map(|k| one.insert(k).unwrap()).collect();
+                let mut batched = StateStore::with_layout(stride, compact);
+                let mut got = Vec::new();
+                let mut at = 0;
+                while at < keys.len() {
+                    let n = (1 + rng.next() as usize % 300).min(keys.len() - at);
+                    let chunk = &keys[at..at + n];
+                    let words: Vec<u64> = chunk.iter().flat_map(|k| words_of(k)).collect();
+                    let hashes: Vec<u64> = chunk.iter().map(|k| hash(k)).collect();
+                    let end = batched.insert_batch(&words, &hashes, usize::MAX, Some(&mut got));
+                    assert_eq!(end, BatchEnd::All);
+                    at += n;
+                }
+                assert_eq!(got, expected, "stride {stride}, compact {compact}");
+                assert_eq!(batched.len(), one.len());
+                let mut w = vec![0u64; batched.words()];
+                for id in 0..one.len() as u32 {
+                    assert_eq!(batched.get(id), one.get(id));
+                    batched.get_words(id, &mut w);
+                    assert_eq!(w, words_of(one.get(id)));
+                }
+                for k in &keys {
+                    let id = batched.find(k);
+                    assert!(id.is_some_and(|id| batched.get(id) == &k[..]));
+                    assert_eq!(batched.find_words(&words_of(k), hash(k)), id);
+                }
+                let absent = vec![0xA5; stride];
+                assert_eq!(
+                    batched.find(&absent).is_some(),
+                    keys.contains(&absent),
+                    "stride {stride}"
+                );
+                assert_eq!(batched.find(&vec![0; stride + 1]), None);
+            }
+        }
+    }
+
+    /// Every marking with the same (fake) hash: one long run of full buckets or slots from
+    /// the last one, wrapping around to the first; every marking is still found, and a
+    /// missing one is not.
+    #[test]
+    fn colliding_hashes_overflow_and_wrap_around() {
+        for compact in [false, true] {
+            let mut st = StateStore::with_layout(8, compact);
+            let h = u64::MAX;
+            for i in 0..700u64 {
+                assert_eq!(st.insert_words(&[i * 3 + 1], h), Some((i as u32, true)));
+            }
+            for i in 0..700u64 {
+                assert_eq!(st.insert_words(&[i * 3 + 1], h), Some((i as u32, false)));
+                assert_eq!(st.find_words(&[i * 3 + 1], h), Some(i as u32));
+            }
+            assert_eq!(st.find_words(&[2], h), None);
+            assert_eq!(st.len(), 700);
+        }
+    }
+
+    #[test]
+    fn batch_stops_after_the_state_limit() {
+        let mut rng = Rng(99);
+        for compact in [false, true] {
+            let keys = markings(&mut rng, 10, 500, 2000);
+            let words: Vec<u64> = keys.iter().flat_map(|k| words_of(k)).collect();
+            let hashes: Vec<u64> = keys.iter().map(|k| hash(k)).collect();
+            let mut st = StateStore::with_layout(10, compact);
+            let mut out = Vec::new();
+            let end = st.insert_batch(&words, &hashes, 123, Some(&mut out));
+            assert_eq!(end, BatchEnd::Stopped(out.len()));
+            assert_eq!(st.len(), 123);
+            assert_eq!(out.last(), Some(&(122, true)));
+            // The keys before the last were all handled, in order.
+            let mut one = StateStore::with_layout(10, compact);
+            for (k, r) in keys.iter().zip(&out) {
+                assert_eq!(one.insert(k).as_ref(), Some(r));
+            }
+            // Already at the limit: the next new marking stops the batch at once.
+            out.clear();
+            let end = st.insert_batch(&words, &hashes, 100, Some(&mut out));
+            let first_new = out.iter().position(|r| r.1);
+            assert_eq!(end, BatchEnd::Stopped(out.len()));
+            assert_eq!(first_new, Some(out.len() - 1));
+        }
+    }
+
+    #[test]
+    fn zeroed_buffers_are_zero_and_writable() {
+        for (len, huge) in [
+            (1usize, true),
+            (1000, false),
+            ((3 << 20) / 8 + 5, true),
+            (3 << 20, false),
+        ] {
+            let mut b = ZeroBuf::<u64>::new(len, huge);
+            assert_eq!(b.len(), len);
+            assert!(b.iter().all(|&x| x == 0));
+            b[0] = 7;
+            b[len - 1] += 42;
+            assert_eq!(b[len - 1], if len == 1 { 49 } else { 42 });
+            assert_eq!(b[0], if len == 1 { 49 } else { 7 });
+        }
     }
 }

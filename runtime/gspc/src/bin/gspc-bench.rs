@@ -195,7 +195,9 @@ fn bench(jobs: usize, runs: usize, workers: u32) -> Result<(), String> {
     }
     let total = t.elapsed();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    pnet_stdlib::outln!("gspc-bench: {workers} workers, one-transition net (one native no-op call)");
+    pnet_stdlib::outln!(
+        "gspc-bench: {workers} workers, one-transition net (one native no-op call)"
+    );
     pnet_stdlib::outln!(
         "latency (submit to result, {runs} runs): median {:.3} ms, p99 {:.3} ms, min {:.3} ms, max {:.3} ms",
         ms(percentile(&lat, 0.5)),
