@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use pnet_bundle::{Body, Bundle};
-use pnet_memory::{GlobalTable, MemError, MemStats, Peers, SegmentInfo};
+use pnet_memory::{GlobalTable, MemStats, Peers};
 use pnet_protocol::Secret;
 
 use crate::control::{HostMemory, MemoryStatus};
@@ -79,84 +79,6 @@ pub fn function_uses_memory(f: &pnet_bundle::Function) -> bool {
 /// Whether some module call of the bundle has memory buffers or transfers.
 pub fn uses_memory(bundle: &Bundle) -> bool {
     bundle.functions.iter().any(function_uses_memory)
-}
-
-/// One contiguous part of a global range: the segment and the bytes in it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RangePiece {
-    pub segment: SegmentInfo,
-    pub offset: u64,
-    pub len: u64,
-}
-
-/// Resolves `len` bytes at `offset` of an allocation into pieces (with their segments), so
-/// that the I/O can run without the table.
-pub fn resolve(
-    table: &GlobalTable,
-    handle: &str,
-    offset: u64,
-    len: u64,
-) -> Result<Vec<RangePiece>, MemError> {
-    let pieces = table.locate(handle, offset, len)?;
-    let mut out = Vec::with_capacity(pieces.len());
-    for p in pieces {
-        let segment = table.segment(p.segment).cloned().ok_or_else(|| MemError {
-            message: format!(
-                "The allocation {handle} has a part in segment {}, which is gone.",
-                p.segment
-            ),
-        })?;
-        out.push(RangePiece {
-            segment,
-            offset: p.offset,
-            len: p.len,
-        });
-    }
-    Ok(out)
-}
-
-/// Reads the pieces, in order, into `out` (whose length is their total).
-pub fn read_pieces(
-    peers: &mut Peers,
-    pieces: &[RangePiece],
-    out: &mut [u8],
-) -> Result<(), MemError> {
-    let mut at = 0usize;
-    for p in pieces {
-        let len = usize::try_from(p.len).map_err(|_| too_large(p.len))?;
-        let end = at.checked_add(len).filter(|&e| e <= out.len());
-        let Some(end) = end else {
-            return Err(MemError {
-                message: "The pieces of the range are larger than the buffer.".into(),
-            });
-        };
-        peers.read(&p.segment, p.offset, &mut out[at..end])?;
-        at = end;
-    }
-    Ok(())
-}
-
-/// Writes `data` over the pieces, in order.
-pub fn write_pieces(peers: &mut Peers, pieces: &[RangePiece], data: &[u8]) -> Result<(), MemError> {
-    let mut at = 0usize;
-    for p in pieces {
-        let len = usize::try_from(p.len).map_err(|_| too_large(p.len))?;
-        let end = at.checked_add(len).filter(|&e| e <= data.len());
-        let Some(end) = end else {
-            return Err(MemError {
-                message: "The pieces of the range are larger than the data.".into(),
-            });
-        };
-        peers.write(&p.segment, p.offset, &data[at..end])?;
-        at = end;
-    }
-    Ok(())
-}
-
-fn too_large(n: u64) -> MemError {
-    MemError {
-        message: format!("{n} bytes do not fit in this machine's address space."),
-    }
 }
 
 /// A job for the I/O thread.
@@ -304,6 +226,7 @@ pub fn human_bytes(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pnet_memory::SegmentInfo;
 
     fn seg(id: u32, host: &str, size: u64) -> SegmentInfo {
         SegmentInfo {
@@ -387,20 +310,5 @@ mod tests {
         assert_eq!(format!("{t:?}"), "SharedTable(locked)");
         drop(g);
         assert!(format!("{t:?}").contains("segments: 0"));
-    }
-
-    #[test]
-    fn pieces_must_fit_the_buffer() {
-        let mut peers = Peers::new("h".into(), None, Secret::random().unwrap());
-        let pieces = vec![RangePiece {
-            segment: seg(0, "h", 100),
-            offset: 0,
-            len: 10,
-        }];
-        let mut out = [0u8; 4];
-        let e = read_pieces(&mut peers, &pieces, &mut out).unwrap_err();
-        assert!(e.message.contains("larger than the buffer"), "{e}");
-        let e = write_pieces(&mut peers, &pieces, &[1, 2]).unwrap_err();
-        assert!(e.message.contains("larger than the data"), "{e}");
     }
 }

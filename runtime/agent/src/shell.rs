@@ -49,9 +49,10 @@ use crate::control::{
 };
 use crate::core::{CoreConfig, calls_modules};
 use crate::hub::{ClientReply, Hub, HubCmd, HubConfig, JobId};
-use crate::memory::{IoJob, MemIo, RangePiece, read_pieces, write_pieces};
+use crate::memory::{IoJob, MemIo};
 use crate::trace::TraceWriter;
 use crate::{AgentConfig, AgentError, JobOptions, RuntimeConfig, StartWorkers};
+use pnet_memory::{RangePiece, read_pieces, write_pieces};
 
 /// How long a connecting worker has to send its Hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -1542,7 +1543,7 @@ fn resolve_range(
             Some(_) => Ok(Vec::new()),
         };
     }
-    crate::memory::resolve(&table, handle, offset, len).map_err(|e| e.message)
+    pnet_memory::resolve(&table, handle, offset, len).map_err(|e| e.message)
 }
 
 /// An allocation error, with a hint when no worker offers working memory.

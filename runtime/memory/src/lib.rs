@@ -57,7 +57,10 @@ pub use pnet_protocol::memory::{BufferSpec, Copy, MemoryTask, SegmentInfo};
 
 pub use local::LocalBuffers;
 pub use peers::Peers;
-pub use plan::{plan, range_value, read_global, run_gets, run_puts, write_global};
+pub use plan::{
+    RangePiece, plan, range_value, read_global, read_pieces, resolve, run_gets, run_puts,
+    write_global, write_pieces,
+};
 pub use segment::Segment;
 pub use server::Server;
 pub use table::{GlobalTable, MemStats, PART_ALIGN, Piece};

@@ -372,28 +372,85 @@ pub fn run_puts(
     Ok(n)
 }
 
-fn global_pieces(
+/// One contiguous part of a global range: the segment and the bytes in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RangePiece {
+    pub segment: SegmentInfo,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// Resolves `len` bytes at `offset` of an allocation into pieces (with their segments), so
+/// that the copies can run without the table (the agent resolves under its lock, then copies
+/// without holding it).
+pub fn resolve(
     table: &GlobalTable,
     handle: &str,
     offset: u64,
-    len: usize,
-) -> Result<Vec<(SegmentInfo, Piece)>, MemError> {
-    let pieces = table.locate(handle, offset, len as u64)?;
-    pieces
+    len: u64,
+) -> Result<Vec<RangePiece>, MemError> {
+    table
+        .locate(handle, offset, len)?
         .into_iter()
         .map(|p| {
-            let seg = table.segment(p.segment).ok_or_else(|| {
+            let segment = table.segment(p.segment).cloned().ok_or_else(|| {
                 MemError::new(format!(
-                    "Segment {} holding part of the global allocation {handle} is gone.",
+                    "The allocation {handle} has a part in segment {}, which is gone.",
                     p.segment
                 ))
             })?;
-            Ok((seg.clone(), p))
+            Ok(RangePiece {
+                segment,
+                offset: p.offset,
+                len: p.len,
+            })
         })
         .collect()
 }
 
-/// Reads a global range from outside a workflow (client API; used by the agent).
+fn too_large(n: u64) -> MemError {
+    MemError::new(format!(
+        "{n} bytes do not fit in this machine's address space."
+    ))
+}
+
+/// Reads the pieces, in order, into `out` (whose length is their total).
+pub fn read_pieces(
+    peers: &mut Peers,
+    pieces: &[RangePiece],
+    out: &mut [u8],
+) -> Result<(), MemError> {
+    let mut at = 0usize;
+    for p in pieces {
+        let len = usize::try_from(p.len).map_err(|_| too_large(p.len))?;
+        let Some(end) = at.checked_add(len).filter(|&e| e <= out.len()) else {
+            return Err(MemError::new(
+                "The pieces of the range are larger than the buffer.",
+            ));
+        };
+        peers.read(&p.segment, p.offset, &mut out[at..end])?;
+        at = end;
+    }
+    Ok(())
+}
+
+/// Writes `data` over the pieces, in order.
+pub fn write_pieces(peers: &mut Peers, pieces: &[RangePiece], data: &[u8]) -> Result<(), MemError> {
+    let mut at = 0usize;
+    for p in pieces {
+        let len = usize::try_from(p.len).map_err(|_| too_large(p.len))?;
+        let Some(end) = at.checked_add(len).filter(|&e| e <= data.len()) else {
+            return Err(MemError::new(
+                "The pieces of the range are larger than the data.",
+            ));
+        };
+        peers.write(&p.segment, p.offset, &data[at..end])?;
+        at = end;
+    }
+    Ok(())
+}
+
+/// Reads a global range from outside a workflow (client API).
 pub fn read_global(
     table: &GlobalTable,
     peers: &mut Peers,
@@ -401,16 +458,14 @@ pub fn read_global(
     offset: u64,
     out: &mut [u8],
 ) -> Result<(), MemError> {
-    let mut pos = 0usize;
-    for (seg, p) in global_pieces(table, handle, offset, out.len())? {
-        let n = p.len as usize; // a piece is part of `out`
-        peers.read(&seg, p.offset, &mut out[pos..pos + n])?;
-        pos += n;
-    }
-    Ok(())
+    read_pieces(
+        peers,
+        &resolve(table, handle, offset, out.len() as u64)?,
+        out,
+    )
 }
 
-/// Writes a global range from outside a workflow (client API; used by the agent).
+/// Writes a global range from outside a workflow (client API).
 pub fn write_global(
     table: &GlobalTable,
     peers: &mut Peers,
@@ -418,11 +473,9 @@ pub fn write_global(
     offset: u64,
     data: &[u8],
 ) -> Result<(), MemError> {
-    let mut pos = 0usize;
-    for (seg, p) in global_pieces(table, handle, offset, data.len())? {
-        let n = p.len as usize;
-        peers.write(&seg, p.offset, &data[pos..pos + n])?;
-        pos += n;
-    }
-    Ok(())
+    write_pieces(
+        peers,
+        &resolve(table, handle, offset, data.len() as u64)?,
+        data,
+    )
 }

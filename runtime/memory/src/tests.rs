@@ -1299,6 +1299,21 @@ fn global_read_write_across_segments() {
 }
 
 #[test]
+fn pieces_must_fit_the_buffer() {
+    let mut peers = Peers::new("h".into(), None, Secret::random().unwrap());
+    let pieces = vec![RangePiece {
+        segment: info(0, 100),
+        offset: 0,
+        len: 10,
+    }];
+    let mut out = [0u8; 4];
+    let e = read_pieces(&mut peers, &pieces, &mut out).unwrap_err();
+    assert!(e.message.contains("larger than the buffer"), "{e}");
+    let e = write_pieces(&mut peers, &pieces, &[1, 2]).unwrap_err();
+    assert!(e.message.contains("larger than the data"), "{e}");
+}
+
+#[test]
 fn run_rejects_malformed_tasks() {
     let w = World::new(1, 4096, "h");
     let mut p = w.peers("h");
