@@ -1106,29 +1106,16 @@ impl State {
                     _ => None,
                 };
                 let eureka_group = match eureka_code {
-                    Some(c) => {
-                        let code = &prog.bundle.codes[c.index()];
-                        let n = code.slots.len().max(tf.ports.len());
-                        crate::interp::reset_frame(&mut self.frame, n);
-                        for (port, v) in &self.vals {
-                            self.frame[port.index()] = Some(v.clone());
+                    Some(c) => match self.eval_in_frame(prog, tf, c)? {
+                        Value::String(g) => Some(g.to_string()),
+                        other => {
+                            return Err(RunError::new(RunErrorKind::TypeMismatch {
+                                port: "eureka-group".into(),
+                                value: other.to_string(),
+                                ty: "string".into(),
+                            }));
                         }
-                        let v = Eval {
-                            interp: &mut self.interp,
-                            runner: &mut self.runner,
-                        }
-                        .run(c, code, &mut self.frame)?;
-                        match v {
-                            Value::String(g) => Some(g.to_string()),
-                            other => {
-                                return Err(RunError::new(RunErrorKind::TypeMismatch {
-                                    port: "eureka-group".into(),
-                                    value: other.to_string(),
-                                    ty: "string".into(),
-                                }));
-                            }
-                        }
-                    }
+                    },
                     None => None,
                 };
                 let memory = self.eval_memory(prog, tf)?;
@@ -1233,7 +1220,8 @@ impl State {
         Ok(Some(TaskMemory { buffers, transfers }))
     }
 
-    /// Runs code `c` over a fresh frame holding the values of `self.vals`.
+    /// Runs code `c` (a module's eureka group, a memory buffer's size, a transfer's ranges)
+    /// over a fresh frame holding the values of `self.vals`.
     fn eval_in_frame(
         &mut self,
         prog: &Program,
