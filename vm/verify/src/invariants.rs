@@ -28,12 +28,44 @@ pub fn farkas(matrix: &[Vec<i64>], columns: usize, limit: usize) -> Option<Vec<V
             }
         })
         .collect();
-    for j in 0..columns {
+    let mut remaining: Vec<usize> = (0..columns).collect();
+    while !remaining.is_empty() {
+        // Eliminate next the column that creates the fewest new rows (the usual heuristic of
+        // the Farkas / double description method; the result does not depend on the order,
+        // only the intermediate sizes do).
+        let (at, j) = remaining
+            .iter()
+            .enumerate()
+            .map(|(at, &j)| {
+                let pos = rows.iter().filter(|r| r.a[j] > 0).count();
+                let neg = rows.iter().filter(|r| r.a[j] < 0).count();
+                ((pos * neg) as i64 - (pos + neg) as i64, at, j)
+            })
+            .min()
+            .map(|(_, at, j)| (at, j))?;
+        remaining.swap_remove(at);
         let (zero, nonzero): (Vec<Row>, Vec<Row>) = rows.into_iter().partition(|r| r.a[j] == 0);
         let (pos, neg): (Vec<Row>, Vec<Row>) = nonzero.into_iter().partition(|r| r.a[j] > 0);
-        let mut next = zero;
+        let mut next = Vec::with_capacity(zero.len());
         for p in &pos {
             for q in &neg {
+                let support: Vec<u64> = p
+                    .support
+                    .iter()
+                    .zip(&q.support)
+                    .map(|(x, y)| x | y)
+                    .collect();
+                // The combinatorial adjacency test of the double description method: the
+                // combination has minimal support only if no other row's support lies inside
+                // the union of the two supports.
+                let covered = |r: &Row| {
+                    !std::ptr::eq(r, p)
+                        && !std::ptr::eq(r, q)
+                        && r.support.iter().zip(&support).all(|(a, b)| a & !b == 0)
+                };
+                if zero.iter().chain(&pos).chain(&neg).any(covered) {
+                    continue;
+                }
                 let (cp, cq) = (-q.a[j], p.a[j]);
                 let mut a = Vec::with_capacity(p.a.len());
                 for k in 0..p.a.len() {
@@ -51,27 +83,24 @@ pub fn farkas(matrix: &[Vec<i64>], columns: usize, limit: usize) -> Option<Vec<V
                             .checked_add(q.comb[k].checked_mul(cq)?)?,
                     );
                 }
-                let support = p
-                    .support
-                    .iter()
-                    .zip(&q.support)
-                    .map(|(x, y)| x | y)
-                    .collect();
                 let mut r = Row { a, comb, support };
                 r.normalize();
                 next.push(r);
-                if next.len() > limit {
+                if next.len() + zero.len() > limit {
                     return None;
                 }
             }
         }
+        next.extend(zero);
         rows = minimal(next);
     }
-    Some(
-        rows.into_iter()
-            .map(|r| r.comb.into_iter().map(|x| x.max(0) as u64).collect())
-            .collect(),
-    )
+    let mut out: Vec<Vec<u64>> = rows
+        .into_iter()
+        .map(|r| r.comb.into_iter().map(|x| x.max(0) as u64).collect())
+        .collect();
+    // A canonical order (the elimination order changes the order of the rows, not the set).
+    out.sort_by(|x, y| y.cmp(x));
+    Some(out)
 }
 
 struct Row {
