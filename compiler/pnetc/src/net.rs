@@ -111,34 +111,25 @@ fn internal_error(path: &Path) -> String {
     )
 }
 
-/// The workload's diagnostics as the compiler's, with the workload file as file 0 (to
-/// render them with [`render_diagnostics`]).
+/// The workload's diagnostics with the workload file registered as file 0 (their file,
+/// [`pnet_workload::FILE`]), to render them with [`render_diagnostics`].
 pub fn workload_diagnostics(
     path: &Path,
     text: &str,
     diagnostics: &[pnet_workload::Diagnostic],
 ) -> (Vec<LoadedFile>, Vec<pnet_syntax::Diagnostic>) {
-    use pnet_syntax::{Diagnostic, FileId, Span};
-    let file = FileId(0);
-    let span = |r: &std::ops::Range<usize>| {
-        let end = r.end.min(text.len()) as u32;
-        Span::new(file, (r.start as u32).min(end), end)
-    };
+    let file = pnet_workload::FILE;
+    let len = u32::try_from(text.len()).unwrap_or(u32::MAX);
     let converted = diagnostics
         .iter()
-        .map(|d| {
-            let mut out = match d.severity {
-                pnet_workload::Severity::Error => Diagnostic::error(d.code, d.message.clone()),
-                pnet_workload::Severity::Warning => Diagnostic::warning(d.code, d.message.clone()),
+        .cloned()
+        .map(|mut d| {
+            // Spans past the end (e.g. "at the end of the file") are clamped to the text.
+            for l in &mut d.labels {
+                l.span.end = l.span.end.min(len);
+                l.span.start = l.span.start.min(l.span.end);
             }
-            .with_primary(span(&d.span), "");
-            for l in &d.labels {
-                out = out.with_secondary(span(&l.span), l.message.clone());
-            }
-            for n in &d.notes {
-                out = out.with_note(n.clone());
-            }
-            out
+            d
         })
         .collect();
     let files = vec![LoadedFile {

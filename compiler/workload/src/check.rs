@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use crate::ast::*;
-use crate::diag::Diagnostic;
+use crate::diag::{self, Build, Diagnostic};
 
 /// What a relation means once its names are resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,7 +71,7 @@ fn duplicate(code: &'static str, what: &str, again: &Name, first: &Name) -> Diag
             again.text, first.text
         )
     };
-    let d = Diagnostic::error(code, again.span.clone(), message)
+    let d = diag::error(code, again.span.clone(), message)
         .label(first.span.clone(), "first defined here");
     if again.text == first.text {
         d
@@ -95,7 +95,7 @@ fn check_task(t: &Task, diags: &mut Vec<Diagnostic>) {
         if let (Some(PortType::Integer), Some(v)) = (p.ty, &p.value)
             && v.value.trim().parse::<i64>().is_err()
         {
-            diags.push(Diagnostic::error(
+            diags.push(diag::error(
                 "workload-invalid-value",
                 v.span.clone(),
                 format!("`{}` is not an INTEGER (a 64-bit signed number)", v.value),
@@ -117,14 +117,14 @@ fn check_task(t: &Task, diags: &mut Vec<Diagnostic>) {
     }
     match t.property("EXECUTABLE") {
         None => diags.push(
-            Diagnostic::error(
+            diag::error(
                 "workload-missing-executable",
                 t.name.span.clone(),
                 format!("task `{}` has no EXECUTABLE", t.name.text),
             )
             .note("add `EXECUTABLE = '/path/to/program';` (ARGUMENTS is optional)"),
         ),
-        Some(p) if p.value.value.trim().is_empty() => diags.push(Diagnostic::error(
+        Some(p) if p.value.value.trim().is_empty() => diags.push(diag::error(
             "workload-missing-executable",
             p.value.span.clone(),
             "EXECUTABLE is empty",
@@ -133,7 +133,7 @@ fn check_task(t: &Task, diags: &mut Vec<Diagnostic>) {
     }
     if let (SpaceKind::InputOutput, Some(s)) = (t.kinds.space, &t.kinds.space_span) {
         diags.push(
-            Diagnostic::warning(
+            diag::warning(
                 "workload-unsupported-kind",
                 s.clone(),
                 "INPUT-OUTPUT between the instances of one task has no effect",
@@ -181,7 +181,7 @@ fn check_relation(
     let lookup = |n: &Name, diags: &mut Vec<Diagnostic>| {
         let found = by_name.get(&n.mangled()).copied();
         if found.is_none() {
-            diags.push(Diagnostic::error(
+            diags.push(diag::error(
                 "workload-unknown-task",
                 n.span.clone(),
                 format!("there is no task `{}`", n.text),
@@ -196,7 +196,7 @@ fn check_relation(
     let data_kind = r.kinds.space == SpaceKind::InputOutput;
     if r.kinds.time == TimeKind::None && r.kinds.space == SpaceKind::None {
         diags.push(
-            Diagnostic::warning(
+            diag::warning(
                 "workload-no-effect",
                 r.span.clone(),
                 "this relation has neither a time nor a space kind: it has no effect",
@@ -212,7 +212,7 @@ fn check_relation(
         if tail_port.is_none() {
             ports_ok = false;
             diags.push(
-                Diagnostic::error(
+                diag::error(
                     "workload-unknown-port",
                     p.span.clone(),
                     format!("task `{}` has no output port `{}`", tt.name.text, p.text),
@@ -229,7 +229,7 @@ fn check_relation(
         if head_port.is_none() {
             ports_ok = false;
             diags.push(
-                Diagnostic::error(
+                diag::error(
                     "workload-unknown-port",
                     p.span.clone(),
                     format!("task `{}` has no input port `{}`", ht.name.text, p.text),
@@ -247,7 +247,7 @@ fn check_relation(
             (None, None) => r.span.clone(),
         };
         diags.push(
-            Diagnostic::warning(
+            diag::warning(
                 "workload-port-ignored",
                 span,
                 "ports only matter for INPUT-OUTPUT relations",
@@ -270,7 +270,7 @@ fn check_relation(
         ] {
             if found.is_none() {
                 diags.push(
-                    Diagnostic::error(
+                    diag::error(
                         "workload-missing-port",
                         ep.task.span.clone(),
                         format!(
@@ -294,7 +294,7 @@ fn check_relation(
             {
                 ok = false;
                 diags.push(
-                    Diagnostic::error(
+                    diag::error(
                         "workload-type-mismatch",
                         r.tail.span().start..r.head.span().end,
                         format!(
@@ -310,7 +310,7 @@ fn check_relation(
             if n > 1 && m > 1 && n != m {
                 ok = false;
                 diags.push(
-                    Diagnostic::error(
+                    diag::error(
                         "workload-cardinality-mismatch",
                         r.span.clone(),
                         format!(
@@ -325,7 +325,7 @@ fn check_relation(
             if let Some(first) = already {
                 ok = false;
                 diags.push(
-                    Diagnostic::error(
+                    diag::error(
                         "workload-port-fed-twice",
                         r.head.span(),
                         format!(
@@ -341,7 +341,7 @@ fn check_relation(
             }
             if let (None, Some(v)) = (already, &i.value) {
                 diags.push(
-                    Diagnostic::warning(
+                    diag::warning(
                         "workload-value-ignored",
                         v.span.clone(),
                         format!(
@@ -456,7 +456,7 @@ fn check_cycles(w: &Workload, resolved: &[Resolved], diags: &mut Vec<Diagnostic>
                             if let Some(&first) = tasks.first() {
                                 tasks.push(first);
                             }
-                            let mut dgn = Diagnostic::error(
+                            let mut dgn = diag::error(
                                 "workload-cycle",
                                 w.relations[first].span.clone(),
                                 format!(
@@ -522,7 +522,7 @@ fn check_net_ports(
             let name = net_port_name(t, p);
             if let Some(first) = seen.get(&name) {
                 diags.push(
-                    Diagnostic::error(
+                    diag::error(
                         "workload-name-clash",
                         p.name.span.clone(),
                         format!("two ports of the net would be named `{name}`"),

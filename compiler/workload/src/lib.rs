@@ -22,7 +22,7 @@ pub mod parser;
 mod tests;
 
 pub use ast::Workload;
-pub use diag::{Diagnostic, Label, Severity};
+pub use diag::{Diagnostic, FILE, Label, Severity};
 pub use lower::lower;
 
 /// The file name extension of workload descriptions (`fan.workload`).
@@ -34,7 +34,10 @@ pub fn parse(text: &str) -> (Workload, Vec<Diagnostic>) {
     let (w, mut diags) = parser::parse_syntax(text);
     let (_, more) = check::check(&w);
     diags.extend(more);
-    diags.sort_by_key(|d| (d.span.start, d.span.end));
+    diags.sort_by_key(|d| {
+        let r = diag::primary_range(d);
+        (r.start, r.end)
+    });
     (w, diags)
 }
 

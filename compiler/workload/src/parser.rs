@@ -2,7 +2,7 @@
 //! diagnostic and the parser skips to the next `;`, `}` or top-level keyword.
 
 use crate::ast::*;
-use crate::diag::Diagnostic;
+use crate::diag::{self, Build, Diagnostic};
 use crate::lexer::{Tok, Token, tokenize};
 
 /// Parses `text` into a syntax tree (semantic checks are in [`crate::check`]).
@@ -77,11 +77,15 @@ impl<'a> Parser<'a> {
         let found = self.describe();
         let span = self.here();
         // One report per place (recovery may stop at the same token again).
-        if self.diags.last().is_some_and(|d| d.span == span) {
+        if self
+            .diags
+            .last()
+            .is_some_and(|d| diag::primary_range(d) == span)
+        {
             return Stop;
         }
         let d = match self.peek() {
-            Some(t) if t.kind == Tok::Unknown => Diagnostic::error(
+            Some(t) if t.kind == Tok::Unknown => diag::error(
                 "workload-unknown-character",
                 span,
                 format!(
@@ -89,7 +93,7 @@ impl<'a> Parser<'a> {
                     self.slice(t)
                 ),
             ),
-            _ => Diagnostic::error(
+            _ => diag::error(
                 "workload-syntax",
                 span,
                 format!("expected {expected}, found {found}"),
@@ -177,7 +181,7 @@ impl<'a> Parser<'a> {
 
     fn unterminated(&mut self, t: Token) {
         self.diags.push(
-            Diagnostic::error(
+            diag::error(
                 "workload-unterminated-string",
                 t.start..t.end,
                 "this string has no closing quote",
@@ -203,7 +207,7 @@ impl<'a> Parser<'a> {
                     let end = other.map_or(i + 1, |(j, c)| j + c.len_utf8());
                     out.push_str(&inner[i..end]);
                     self.diags.push(
-                        Diagnostic::error(
+                        diag::error(
                             "workload-invalid-escape",
                             base + i..base + end,
                             format!("unknown escape `{}`", &inner[i..end]),
@@ -270,7 +274,7 @@ impl<'a> Parser<'a> {
             let n = self.name("a kind (CONCURRENT, SEQUENTIAL_START, SEQUENTIAL_END, NONE, COMMUNICATION, INPUT-OUTPUT)")?;
             match Kind::parse(&n.text) {
                 None => self.diags.push(
-                    Diagnostic::error(
+                    diag::error(
                         "workload-unknown-kind",
                         n.span.clone(),
                         format!("unknown kind `{}`", n.text),
@@ -281,7 +285,7 @@ impl<'a> Parser<'a> {
                 Some(Kind::Time(t)) => {
                     if let Some(prev) = &kinds.time_span {
                         self.diags.push(
-                            Diagnostic::error(
+                            diag::error(
                                 "workload-duplicate-kind",
                                 n.span.clone(),
                                 "more than one time kind",
@@ -296,7 +300,7 @@ impl<'a> Parser<'a> {
                 Some(Kind::Space(s)) => {
                     if let Some(prev) = &kinds.space_span {
                         self.diags.push(
-                            Diagnostic::error(
+                            diag::error(
                                 "workload-duplicate-kind",
                                 n.span.clone(),
                                 "more than one space kind",
@@ -339,7 +343,7 @@ impl<'a> Parser<'a> {
             match self.slice(t).parse::<u32>() {
                 Ok(n) if !negative && n <= MAX_CARDINALITY => task.cardinality = n,
                 _ => self.diags.push(
-                    Diagnostic::error(
+                    diag::error(
                         "workload-invalid-cardinality",
                         span.clone(),
                         format!(
@@ -374,7 +378,7 @@ impl<'a> Parser<'a> {
                 _ => {}
             }
             if self.at_word("task") || self.at_word("relation") {
-                self.diags.push(Diagnostic::error(
+                self.diags.push(diag::error(
                     "workload-syntax",
                     self.here(),
                     format!("expected `}}` to close task `{}`", task.name.text),
@@ -405,7 +409,7 @@ impl<'a> Parser<'a> {
             let ty = PortType::parse(&ty_name.text);
             if ty.is_none() {
                 self.diags.push(
-                    Diagnostic::error(
+                    diag::error(
                         "workload-unknown-type",
                         ty_name.span.clone(),
                         format!("unknown port type `{}`", ty_name.text),
@@ -421,7 +425,7 @@ impl<'a> Parser<'a> {
                 if is_in {
                     value = Some(v);
                 } else {
-                    self.diags.push(Diagnostic::error(
+                    self.diags.push(diag::error(
                         "workload-output-value",
                         eq.start..v.span.end,
                         "an output port has no value",
@@ -496,7 +500,7 @@ impl<'a> Parser<'a> {
                     _ => {}
                 }
                 if self.at_word("task") || self.at_word("relation") {
-                    self.diags.push(Diagnostic::error(
+                    self.diags.push(diag::error(
                         "workload-syntax",
                         self.here(),
                         "expected `}` to close the relation's properties",
