@@ -17,7 +17,7 @@ use pnet_driver::args::{
 use pnet_driver::{ColorMode, load_net, parse_put, parse_value};
 use pnet_stdlib::Value;
 use pnet_verify::Reduction;
-use pnet_verify::coloured::{ColouredOptions, analyse_bundle};
+use pnet_verify::coloured::{ColouredOptions, ColouredResult, explore_bundle};
 use pnet_verify::pt::{PtAnalysis, analyse_pt};
 use pnet_verify::report::Report;
 
@@ -36,12 +36,27 @@ nets every dead marking); bounds per place and unboundedness (coverability witne
 dead transitions; termination; liveness (P/T nets); place and transition invariants; and a
 shortest counterexample for each violation, with transition names and source locations.
 
+Coloured nets: tokens carry values; generator places, shared values (clean-up on the sink
+place when the last reference disappears), number-of-tokens, priorities and child nets that
+were not inlined (their transitions interleave with the parent's and are named
+parent/child in traces) run as in the engine. Module calls fire atomically; their outputs
+are unknown unless assumed (--assume), which makes the verdicts over-approximations. The
+report lists the out ports' tokens at each proper end; for exact state spaces it also
+reports liveness.
+
 Options:
   -p, --put PORT=VALUE     put a token on input port PORT (coloured nets); repeatable
       --assume T.PORT=V1,V2,...
                            module call T's output PORT takes one of these values (one
                            successor each); without it the output is an unknown token and
                            verdicts become over-approximations (see the report's notes)
+      --external PLACE=V1,V2,...
+                           a client puts these tokens on put_token place PLACE of the
+                           root net, in this order; repeatable, all --external values form
+                           one sequence in command-line order; each may arrive at any
+                           moment while the job runs (traces show \"external put of V on
+                           PLACE\"); without it no external token ever arrives, and dead
+                           markings a put_token would continue are reported as waiting
       --json               print the report as JSON
       --max-states N       stop after N states (verdicts that need the whole state space
                            become unknown); coloured nets default to 1000000
@@ -68,6 +83,7 @@ struct Args {
     net: String,
     puts: Vec<(String, Value)>,
     assume: Vec<(String, String, Vec<Value>)>,
+    external: Vec<(String, Value)>,
     json: bool,
     max_states: Option<u64>,
     max_tokens: Option<u64>,
@@ -86,18 +102,8 @@ fn usage_error(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn parse_assume(s: &str) -> Result<(String, String, Vec<Value>), String> {
-    let Some((lhs, values)) = s.split_once('=') else {
-        return Err(format!(
-            "--assume '{s}': expected TRANSITION.PORT=V1,V2,..."
-        ));
-    };
-    let Some((t, port)) = lhs.rsplit_once('.') else {
-        return Err(format!(
-            "--assume '{s}': expected TRANSITION.PORT before '='"
-        ));
-    };
-    // Values are literals separated by commas at nesting depth 0 (outside brackets, quotes).
+/// Splits `V1,V2,...` into literals (commas at nesting depth 0, outside brackets and quotes).
+fn parse_values(what: &str, values: &str) -> Result<Vec<Value>, String> {
     let mut vals = Vec::new();
     let (mut depth, mut quoted, mut start) = (0i32, false, 0usize);
     let bytes = values.as_bytes();
@@ -110,17 +116,48 @@ fn parse_assume(s: &str) -> Result<(String, String, Vec<Value>), String> {
             Some(b',') | None if !quoted && depth == 0 => {
                 let v = values[start..i].trim();
                 if !v.is_empty() {
-                    vals.push(parse_value(&format!("--assume {lhs}"), v)?);
+                    vals.push(parse_value(what, v)?);
                 }
                 start = i + 1;
             }
             _ => {}
         }
     }
+    Ok(vals)
+}
+
+fn parse_assume(s: &str) -> Result<(String, String, Vec<Value>), String> {
+    let Some((lhs, values)) = s.split_once('=') else {
+        return Err(format!(
+            "--assume '{s}': expected TRANSITION.PORT=V1,V2,..."
+        ));
+    };
+    let Some((t, port)) = lhs.rsplit_once('.') else {
+        return Err(format!(
+            "--assume '{s}': expected TRANSITION.PORT before '='"
+        ));
+    };
+    let vals = parse_values(&format!("--assume {lhs}"), values)?;
     if vals.is_empty() {
         return Err(format!("--assume '{s}': no values"));
     }
     Ok((t.to_string(), port.to_string(), vals))
+}
+
+/// `PLACE=V1,V2,...`: tokens a client puts on a put_token place, in this order.
+fn parse_external(s: &str) -> Result<Vec<(String, Value)>, String> {
+    let Some((place, values)) = s.split_once('=') else {
+        return Err(format!("--external '{s}': expected PLACE=V1,V2,..."));
+    };
+    let place = place.trim();
+    if place.is_empty() {
+        return Err(format!("--external '{s}': no place before '='"));
+    }
+    let vals = parse_values(&format!("--external {place}"), values)?;
+    if vals.is_empty() {
+        return Err(format!("--external '{s}': no values"));
+    }
+    Ok(vals.into_iter().map(|v| (place.to_string(), v)).collect())
 }
 
 fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
@@ -128,6 +165,7 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
         net: String::new(),
         puts: Vec::new(),
         assume: Vec::new(),
+        external: Vec::new(),
         json: false,
         max_states: None,
         max_tokens: None,
@@ -153,7 +191,7 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
         }
         let arg = argv[i].as_str();
         let (flag, inline_value) = match split_flag(arg) {
-            ("--assume", Some(_)) => (arg, None),
+            ("--assume" | "--external", Some(_)) => (arg, None),
             split => split,
         };
         let take_value = |i: &mut usize| -> Result<String, ExitCode> {
@@ -179,6 +217,16 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
                 let v = take_value(&mut i)?;
                 a.assume
                     .push(parse_assume(&v).map_err(|m| usage_error(&m))?);
+            }
+            "--external" => {
+                let v = take_value(&mut i)?;
+                a.external
+                    .extend(parse_external(&v).map_err(|m| usage_error(&m))?);
+            }
+            _ if arg.starts_with("--external=") => {
+                a.external.extend(
+                    parse_external(&arg["--external=".len()..]).map_err(|m| usage_error(&m))?,
+                );
             }
             _ if arg.starts_with("--assume=") => {
                 a.assume
@@ -257,11 +305,11 @@ fn load(args: &Args) -> Result<Input, ExitCode> {
         .map_err(fail)
 }
 
-fn analyse(args: &Args, input: &Input) -> Result<Report, String> {
+fn analyse(args: &Args, input: &Input) -> Result<(Report, Option<ColouredResult>), String> {
     match input {
         Input::Pnml(net) => {
-            if !args.puts.is_empty() || !args.assume.is_empty() {
-                return Err("-p/--put and --assume apply to coloured nets only".into());
+            if !args.puts.is_empty() || !args.assume.is_empty() || !args.external.is_empty() {
+                return Err("-p/--put, --assume and --external apply to coloured nets only".into());
             }
             let cfg = PtAnalysis {
                 explore: pnet_verify::PtOptions {
@@ -274,7 +322,7 @@ fn analyse(args: &Args, input: &Input) -> Result<Report, String> {
                 graph: args.scc,
                 invariants: args.invariants,
             };
-            analyse_pt(net, &args.net, &cfg)
+            analyse_pt(net, &args.net, &cfg).map(|r| (r, None))
         }
         Input::Bundle(b) => {
             if args.reduction == Reduction::Stubborn {
@@ -294,10 +342,63 @@ fn analyse(args: &Args, input: &Input) -> Result<Report, String> {
                 max_tokens: args.max_tokens,
                 traces: args.traces,
                 assume: args.assume.clone(),
+                external: args.external.clone(),
+                scc: args.scc,
+                ..ColouredOptions::default()
             };
-            analyse_bundle(b, &args.net, &inputs, &opts)
+            explore_bundle(b, &args.net, &inputs, &opts).map(|(r, res)| (r, Some(res)))
         }
     }
+}
+
+/// The out ports' tokens at the proper ends, as JSON: a list of `{port: [tokens]}`.
+fn end_outputs_json(c: &ColouredResult) -> serde_json::Value {
+    let ends: Vec<serde_json::Value> = c
+        .end_outputs
+        .iter()
+        .map(|end| {
+            let m: serde_json::Map<String, serde_json::Value> = end
+                .iter()
+                .map(|(port, toks)| {
+                    let ts: Vec<String> = toks.iter().map(|t| t.to_string()).collect();
+                    (port.clone(), serde_json::json!(ts))
+                })
+                .collect();
+            serde_json::Value::Object(m)
+        })
+        .collect();
+    serde_json::json!(ends)
+}
+
+/// The out ports' tokens at the proper ends, for the terminal (at most 10).
+fn end_outputs_text(c: &ColouredResult) -> String {
+    if c.end_outputs.is_empty() {
+        return String::new();
+    }
+    let n = c.end_outputs.len();
+    let mut s = format!(
+        "\nproper end outputs ({n}{} distinct):\n",
+        if c.end_outputs_complete { "" } else { "+" }
+    );
+    for end in c.end_outputs.iter().take(10) {
+        let ports: Vec<String> = end
+            .iter()
+            .map(|(port, toks)| {
+                let ts: Vec<String> = toks.iter().map(|t| t.to_string()).collect();
+                format!("{port} = [{}]", ts.join(", "))
+            })
+            .collect();
+        let line = if ports.is_empty() {
+            "(no out ports)".to_string()
+        } else {
+            ports.join("; ")
+        };
+        s.push_str(&format!("  {line}\n"));
+    }
+    if n > 10 {
+        s.push_str(&format!("  ... ({} more, see --json)\n", n - 10));
+    }
+    s
 }
 
 fn main() -> ExitCode {
@@ -312,7 +413,7 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     let start = Instant::now();
-    let report = match analyse(&args, &input) {
+    let (report, coloured) = match analyse(&args, &input) {
         Ok(r) => r,
         Err(e) => return fail(format!("{}: {e}", args.net)),
     };
@@ -343,9 +444,18 @@ fn main() -> ExitCode {
     let written = if args.json {
         let mut doc = report.to_json();
         doc["seconds"] = serde_json::json!(secs);
+        if let Some(c) = &coloured {
+            doc["end_outputs"] = end_outputs_json(c);
+            doc["end_outputs_complete"] = serde_json::json!(c.end_outputs_complete);
+            doc["waiting_markings"] = serde_json::json!(c.waiting);
+        }
         writeln!(out, "{doc}")
     } else {
-        write!(out, "{}", report.to_text())
+        let mut text = report.to_text();
+        if let Some(c) = &coloured {
+            text.push_str(&end_outputs_text(c));
+        }
+        write!(out, "{text}")
     };
     if let Err(e) = written
         && e.kind() != std::io::ErrorKind::BrokenPipe

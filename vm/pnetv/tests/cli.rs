@@ -199,3 +199,36 @@ fn coloured_module_outputs_abstracted_or_assumed() {
     assert_eq!(code, 1);
     assert!(err.contains("no module call `nothere`"), "{err}");
 }
+
+#[test]
+fn coloured_external_tokens_and_end_outputs() {
+    let net = format!(
+        "{}/../../../shared/corpus/gpispace/share/doc/example/number_of_tokens/put_token_updates_the_number_of_tokens/put_token_updates_the_number_of_tokens.xpnet",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    // Without external tokens the job waits for one: not a deadlock.
+    let (code, j) = json(&[&net, "-p", "n=2UL"]);
+    assert_eq!(code, 0, "{j}");
+    assert_eq!(j["waiting_markings"], 1);
+    assert_eq!(j["traces"][0]["kind"], "waiting");
+    let (code, j) = json(&[
+        &net,
+        "-p",
+        "n=2UL",
+        "--external",
+        "value=1UL,2UL",
+        "--external=generator_done=[]",
+    ]);
+    assert_eq!(code, 0, "{j}");
+    assert_eq!(j["end_outputs"], serde_json::json!([{ "sum": ["3UL"] }]));
+    let (_, out, _) = pnetv(&[&net, "-p", "n=2UL", "--external", "value=1UL,2UL"]);
+    assert!(out.contains("waiting for an external token on "), "{out}");
+    let (code, _, err) = pnetv(&[&net, "--external", "value"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("expected PLACE=V1,V2"), "{err}");
+    let (code, _, err) = pnetv(&[&net, "--external", "n=1UL"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not a put_token place"), "{err}");
+    let (_, help, _) = pnetv(&["--help"]);
+    assert!(help.contains("--external PLACE=V1,V2,..."));
+}

@@ -1,37 +1,97 @@
 //! State-space exploration of coloured nets (bundles): tokens carry values; conditions and
 //! expressions run in the VM's interpreter.
 //!
-//! Semantics explored: every binding of every enabled transition of the highest priority
-//! group that has one (the engine picks one of them at random and takes the first
-//! satisfying combination in token order; exploring all of them covers every schedule and
-//! every token order). Expression transitions fire inside the state space; a module call is
-//! one atomic firing (consume, then produce its outputs; a task's in-flight time changes no
-//! verdict since `number-of-tokens` counts in-flight tokens as present).
+//! # What is modelled
+//!
+//! Semantics explored (the engine, `vm/engine`, is the reference):
+//! - **Firing**: every binding of every enabled transition of the highest priority group
+//!   that has one, per net instance (the engine picks an instance with enabled transitions
+//!   at random, then a transition of its highest non-empty group, and takes the first
+//!   satisfying combination in token order; exploring all of them covers every schedule and
+//!   every token order). A transition with an input port connected to no place never fires.
+//!   Expression transitions fire inside the state space; a module call is one atomic firing
+//!   (consume, then produce its outputs; a task's in-flight time changes no verdict since
+//!   `number-of-tokens` counts in-flight tokens as present).
+//! - **Generator places** hold exactly one token: consuming it puts the next value at once
+//!   (int/long/uint/ulong from 0, char from 'a', string "a".."z","aa"..., bigint). The index
+//!   of the next value is part of the state; running out of a finite type is an evaluation
+//!   error of the firing (reported like the engine's run-time error).
+//! - **Shared values** (`shared_P`): a shared lives while a token on a place that is not a
+//!   `shared_sink` holds it (also nested in lists, sets, maps, structs, and inside the wrapped
+//!   value of a live shared), anywhere in the net instance tree. When a firing (or the end of
+//!   a child net) makes one disappear, its wrapped value goes to the `shared_sink` place `P`
+//!   of the firing's net or the nearest enclosing one (no such place: an error, as in the
+//!   engine). The count is recomputed from the marking, so it is exact whenever the tokens
+//!   are known.
+//! - **Child nets** that were not inlined (a transition whose function body is a net): firing
+//!   the transition consumes its inputs and starts a child instance (its initial tokens, its
+//!   generators, and the input values on the places bound to the ports); the child's
+//!   transitions interleave with everything else (priorities are per instance, as in the
+//!   engine); the child ends as soon as nothing in it is enabled and no grandchild runs, and
+//!   its out ports' tokens go out through the parent transition's connections (other tokens
+//!   are dropped, releasing their shareds). While it runs, the tokens it consumed count for
+//!   `number-of-tokens` of the parent's places. A `place-map virtual real` makes the child's
+//!   virtual place *be* the parent's real place (the tokens live there). The marking is a
+//!   tree, kept canonical (children sorted) so equal states compare equal. Transitions of a
+//!   child are named `parent_transition/child_transition` in reports and traces.
+//! - **External tokens** (`put_token` places of the root): `external` lists the values a
+//!   client puts, in that order (one sequence, as one client program calls `put_token`);
+//!   each can arrive at any moment while the job runs (an edge "external put of V on P");
+//!   once the job has ended (nothing enabled and, with `drts.wait_for_output`, every out
+//!   port has a token) nothing more arrives. Without values, no token ever arrives.
+//! - **Eureka**: module calls are atomic, so no task is ever pending when a
+//!   `connect-eureka` fires. To stay an over-approximation, a module call that has an
+//!   `eureka-group` (in a bundle where some transition has `connect-eureka` ports) may also
+//!   be *cancelled*: it consumes its inputs and produces nothing (a maybe edge). A
+//!   `connect-eureka` port of an expression must hold a set of strings (else an error);
+//!   which groups it names is not tracked further.
+//! - Not modelled: memory buffers and transfers (not evaluated), `connect-response`
+//!   (no answers are tracked), plugins.
+//!
+//! # Unknown values
 //!
 //! Module outputs are unknown before running. Each output port of a module call produces
 //! the values the user assumes for it (`--assume TRANSITION.PORT=V1,V2,...`, one successor
-//! per combination), and otherwise an *unknown* token. An unknown token is moved and counted
-//! like any token; a condition or expression that reads it cannot be evaluated:
+//! per combination; `TRANSITION` is the transition's name, or its `parent/child` name), and
+//! otherwise an *unknown* token. An unknown token is moved and counted like any token; a
+//! condition or expression that reads it cannot be evaluated:
 //! - a condition that reads an unknown value is *maybe* true: the binding fires (a *maybe*
-//!   edge) and the marking may also stay as it is (the group below is tried as well);
+//!   edge) and the marking may also stay as it is (the group below is tried as well; a child
+//!   net whose only enabled bindings are maybes may also end);
 //! - an expression that reads an unknown value gives unknown outputs;
 //! - `connect-out-many` of an unknown list puts one unknown token (the count is then not
-//!   exact: bounds and safety are reported as approximations, see [`ColouredResult::notes`]).
+//!   exact: bounds and safety are reported as approximations, see the report's notes);
+//! - an unknown token on a place whose type may hold a shared may hold one: a clean-up
+//!   computed while such tokens exist is a maybe edge.
 //!
 //! The abstract state space then over-approximates every run: "no deadlock", "bounded by
 //! k", "1-safe", "transition t is dead", "terminates" proven on it hold for every real run
 //! (exact); a deadlock, an unsafe marking or a cycle found on it is real when its trace uses
 //! no maybe edge (reported `exact`) and possibly spurious otherwise. Without unknown tokens
 //! (no module calls, or every module output assumed) every verdict is exact (relative to the
-//! assumptions).
+//! assumptions), and liveness is computed (per transition: from every reachable state a
+//! state where it fires is reachable, i.e. it fires in every bottom strongly connected
+//! component).
+//!
+//! # Dead markings
+//!
+//! A reachable state with no successor is a *proper end* when no token is left on a place
+//! some transition consumes from and (with `drts.wait_for_output`) every out port of the
+//! root has a token; it is *waiting for an external token on P* when a `put_token` place `P`
+//! could still enable a transition (every other input place of the transition holds a
+//! token): a client's `put_token` would continue the job, so it is not counted as a
+//! deadlock; otherwise it is a *deadlock*.
+
+mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pnet_bundle::{Body, Bundle, ConnectKind, FunctionId, Net, PortId};
+use pnet_bundle::{Body, Bundle, ConnectKind, Function, FunctionId, Net, PortId};
 use pnet_stdlib::Value;
 use pnet_vm::{Interpreter, RunError, RunErrorKind};
 
 use crate::report::{Report, Trace, TransitionInfo, Verdict};
+use support::{collect_shareds, generator_value, live_shareds, may_hold_shared, type_name};
 
 /// A token: a value or an abstracted module output.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -40,8 +100,37 @@ pub enum Tok {
     Unknown,
 }
 
-/// A marking: per place a sorted multiset of tokens.
-pub type Marking = Vec<Vec<Tok>>;
+impl std::fmt::Display for Tok {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Tok::Val(v) => write!(f, "{v}"),
+            Tok::Unknown => f.write_str("?"),
+        }
+    }
+}
+
+/// One net instance of a state: the root net or a running child net.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Node {
+    /// The static net ([`Desc`]) this is an instance of.
+    desc: u32,
+    /// Per place: sorted tokens (a place mapped to a parent's place stays empty).
+    places: Vec<Vec<Tok>>,
+    /// Per generator place (in place order): the index of the next value.
+    gens: Vec<u128>,
+    /// The parent's places the starting firing consumed from (counted by the parent's
+    /// `number-of-tokens` while the child runs), sorted.
+    flight: Vec<u32>,
+    /// Running child nets, sorted.
+    children: Vec<Node>,
+}
+
+/// A state: the instance tree and how many external tokens arrived.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct State {
+    root: Node,
+    ext: u32,
+}
 
 /// Options of a coloured exploration.
 #[derive(Clone, Debug)]
@@ -51,6 +140,13 @@ pub struct ColouredOptions {
     pub traces: usize,
     /// `(transition name, output port, values)`: the values a module output may take.
     pub assume: Vec<(String, String, Vec<Value>)>,
+    /// `(put_token place of the root, value)`, in arrival order: the tokens a client puts.
+    pub external: Vec<(String, Value)>,
+    /// Compute termination and liveness (the SCC pass).
+    pub scc: bool,
+    /// Keep at most this many distinct out-port contents of proper ends in
+    /// [`ColouredResult::end_outputs`].
+    pub max_end_outputs: usize,
 }
 
 impl Default for ColouredOptions {
@@ -60,55 +156,182 @@ impl Default for ColouredOptions {
             max_tokens: None,
             traces: 1,
             assume: Vec::new(),
+            external: Vec::new(),
+            scc: true,
+            max_end_outputs: 1000,
         }
     }
 }
 
+/// The out ports' tokens at one proper end: per out port of the root (in port order), its
+/// name and sorted tokens.
+pub type EndOutputs = Vec<(String, Vec<Tok>)>;
+
 /// Extra results besides the [`Report`].
 #[derive(Clone, Debug, Default)]
 pub struct ColouredResult {
-    pub notes: Vec<String>,
+    /// Distinct out-port contents of the proper ends (at most `max_end_outputs`), sorted.
+    pub end_outputs: Vec<EndOutputs>,
+    /// Whether `end_outputs` holds every distinct content found.
+    pub end_outputs_complete: bool,
+    /// The same at the deadlocks (dead markings with tokens left on consumed places, where
+    /// the engine ends the job too), at most `max_end_outputs`.
+    pub deadlock_outputs: Vec<EndOutputs>,
+    /// Dead markings that wait for an external token (not deadlocks, not proper ends).
+    pub waiting: u64,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 enum Kind {
     Expr(usize),
-    Module,
+    /// A module call; `eureka`: it may be cancelled by a eureka.
+    Module {
+        eureka: bool,
+    },
+    /// Starts an instance of this desc.
+    Child(u32),
 }
 
 #[derive(Debug)]
 struct TInfo {
-    prio: u16,
+    /// Index in the report's transitions.
+    gid: usize,
     kind: Kind,
     function: FunctionId,
+    /// `(port, place, consumes)`.
     takes: Vec<(PortId, usize, bool)>,
     counts: Vec<(PortId, usize)>,
+    /// `(port, place, out-many)`.
     outs: Vec<(PortId, usize, bool)>,
     condition: Option<usize>,
     /// Per output port of a module: the assumed values (`None`: unknown).
     assumed: Vec<(PortId, Option<Vec<Value>>)>,
+    eureka_ports: Vec<PortId>,
+    /// Some input port is connected to no place: never fires.
+    dead: bool,
+}
+
+/// A static net: the root, or the net of a child-net transition (one per path of
+/// transitions from the root).
+#[derive(Debug)]
+struct Desc {
+    func: FunctionId,
+    /// `""` for the root, `"t/"` for the child of root transition `t`, `"t/u/"` below.
+    prefix: String,
+    /// The parent desc and the transition (index in it) that starts this net.
+    parent: Option<(u32, usize)>,
+    /// Index of place 0 in the report's places.
+    place_base: usize,
+    /// Per place: where its tokens live: (levels up the instance tree, place there).
+    loc: Vec<(u32, usize)>,
+    /// Per place: its slot in [`Node::gens`] if it is a generator.
+    gen_slot: Vec<Option<usize>>,
+    trans: Vec<TInfo>,
+    /// Priority groups, highest first: transition indices.
+    groups: Vec<Vec<usize>>,
+    /// Per place: some transition consumes from it.
+    consumed: Vec<bool>,
+}
+
+struct Model<'b> {
+    bundle: &'b Bundle,
+    descs: Vec<Desc>,
+    /// Number of real transitions (the report's transitions after them are external puts).
+    n_real: usize,
+    /// The external tokens: (root place, value).
+    external: Vec<(usize, Value)>,
+    uses_shared: bool,
+    wait_for_output: bool,
+    /// Root out ports: (name, place).
+    out_ports: Vec<(String, usize)>,
+}
+
+impl Model<'_> {
+    fn net(&self, d: u32) -> &Net {
+        match &self.bundle.function(self.descs[d as usize].func).body {
+            Body::Net(n) => n,
+            // Descs are made for net bodies only.
+            _ => unreachable!("desc of a net function"),
+        }
+    }
+
+    fn desc(&self, d: u32) -> &Desc {
+        &self.descs[d as usize]
+    }
+}
+
+fn node<'a>(root: &'a Node, path: &[usize]) -> &'a Node {
+    path.iter().fold(root, |n, &i| &n.children[i])
+}
+
+fn node_mut<'a>(root: &'a mut Node, path: &[usize]) -> &'a mut Node {
+    path.iter().fold(root, |n, &i| &mut n.children[i])
+}
+
+/// Every instance path, parents before children.
+fn paths(n: &Node, cur: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+    out.push(cur.clone());
+    for i in 0..n.children.len() {
+        cur.push(i);
+        paths(&n.children[i], cur, out);
+        cur.pop();
+    }
+}
+
+fn for_each_node<'a>(n: &'a Node, f: &mut dyn FnMut(&'a Node)) {
+    f(n);
+    for c in &n.children {
+        for_each_node(c, f);
+    }
+}
+
+fn canonicalize(n: &mut Node) {
+    for p in &mut n.places {
+        p.sort();
+    }
+    for c in &mut n.children {
+        canonicalize(c);
+    }
+    n.children.sort();
 }
 
 struct Succ {
+    /// Label: index into the report's transitions.
     t: usize,
-    marking: Marking,
+    state: State,
     exact: bool,
 }
 
 enum Outcome {
+    /// Successors; whether the state may be dead (no firing is sure); whether the job may
+    /// have ended here (nothing fires surely).
     Fired(Vec<Succ>, bool),
     Error(usize, String),
 }
 
-struct Explorer<'b> {
-    bundle: &'b Bundle,
-    info: Vec<TInfo>,
-    /// Priority groups, highest first: transition indices.
-    groups: Vec<Vec<usize>>,
+/// A binding of a transition: per take, the resolved place (owner path, place) and the
+/// token index; the values; whether the condition surely holds.
+struct Binding {
+    at: Vec<(Vec<usize>, usize, usize)>,
+    vals: Vec<Tok>,
+    exact: bool,
+}
+
+enum Enabled {
+    Surely,
+    Maybe,
+    No,
+}
+
+struct Explorer<'m, 'b> {
+    m: &'m Model<'b>,
     interp: Interpreter,
     frame: Vec<Option<Value>>,
     unknown_many: bool,
     produced_unknown: bool,
+    cleanup_maybe: bool,
+    cancelled: bool,
+    child_end_maybe: bool,
 }
 
 /// Analyses the root net of a bundle with the given job inputs (`port -> tokens`).
@@ -118,27 +341,83 @@ pub fn analyse_bundle(
     inputs: &[(String, Vec<Value>)],
     opts: &ColouredOptions,
 ) -> Result<Report, String> {
-    pnet_vm::validate(bundle)?;
-    let root = bundle.function(bundle.root);
-    let Body::Net(net) = &root.body else {
-        return Err("the root function has no net body".into());
+    explore_bundle(bundle, file, inputs, opts).map(|(r, _)| r)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_desc(
+    bundle: &Bundle,
+    func: FunctionId,
+    prefix: String,
+    parent: Option<(u32, usize)>,
+    parent_loc: &[(u32, usize)],
+    descs: &mut Vec<Desc>,
+    r: &mut Report,
+    any_eureka: bool,
+) -> Result<u32, String> {
+    if descs.len() > 10_000 || prefix.matches('/').count() > 32 {
+        return Err(format!(
+            "child nets nest too deep at `{}` (a recursive net?)",
+            prefix.trim_end_matches('/')
+        ));
+    }
+    let f = bundle.function(func);
+    let Body::Net(net) = &f.body else {
+        return Err("a child net function has no net body".into());
     };
-    let mut info = Vec::new();
-    for t in &net.transitions {
-        let f = bundle.function(t.function);
-        let kind = match &f.body {
+    let me = descs.len() as u32;
+    let place_base = r.places.len();
+    r.places
+        .extend(net.places.iter().map(|p| format!("{prefix}{}", p.name)));
+    let mut loc: Vec<(u32, usize)> = (0..net.places.len()).map(|p| (0, p)).collect();
+    if let Some((pd, pt)) = parent {
+        let pnet = match &bundle.function(descs[pd as usize].func).body {
+            Body::Net(n) => n,
+            _ => return Err("internal: parent desc without a net".into()),
+        };
+        for &(v, real) in &pnet.transitions[pt].place_map {
+            let (up, q) = parent_loc
+                .get(real.index())
+                .copied()
+                .ok_or("place-map names an unknown place")?;
+            if let Some(l) = loc.get_mut(v.index()) {
+                *l = (up + 1, q);
+            }
+        }
+    }
+    let mut gen_slot = vec![None; net.places.len()];
+    let mut k = 0;
+    for (p, place) in net.places.iter().enumerate() {
+        if place.generator && loc[p].0 == 0 {
+            gen_slot[p] = Some(k);
+            k += 1;
+        }
+    }
+    let mut trans = Vec::new();
+    let mut children = Vec::new();
+    for (ti, t) in net.transitions.iter().enumerate() {
+        let tf = bundle.function(t.function);
+        let kind = match &tf.body {
             Body::Expression(c) => Kind::Expr(c.index()),
-            Body::Module(_) | Body::Modules { .. } => Kind::Module,
+            Body::Module(m) => Kind::Module {
+                eureka: any_eureka && m.eureka_group.is_some(),
+            },
+            Body::Modules { modules, .. } => Kind::Module {
+                eureka: any_eureka && modules.iter().any(|m| m.eureka_group.is_some()),
+            },
             Body::Net(_) => {
-                return Err(format!(
-                    "transition `{}` ({}) runs a child net that was not inlined; pnetv analyses inlined nets only",
-                    t.name,
-                    bundle.location(t.span)
-                ));
+                children.push(ti);
+                Kind::Child(u32::MAX)
             }
         };
+        let gid = r.transitions.len();
+        r.transitions.push(TransitionInfo {
+            id: format!("{prefix}{}", t.name),
+            name: format!("{prefix}{}", t.name),
+            location: bundle.location(t.span),
+        });
         let mut ti = TInfo {
-            prio: t.priority,
+            gid,
             kind,
             function: t.function,
             takes: Vec::new(),
@@ -146,6 +425,8 @@ pub fn analyse_bundle(
             outs: Vec::new(),
             condition: t.condition.map(|c| c.index()),
             assumed: Vec::new(),
+            eureka_ports: t.eureka_ports.clone(),
+            dead: false,
         };
         for c in &t.connections {
             let p = c.place.index();
@@ -157,26 +438,160 @@ pub fn analyse_bundle(
                 ConnectKind::OutMany => ti.outs.push((c.port, p, true)),
             }
         }
-        if matches!(ti.kind, Kind::Module) {
-            let mut ports: Vec<PortId> = ti.outs.iter().map(|o| o.0).collect();
+        ti.dead = tf.ports.iter().enumerate().any(|(pi, port)| {
+            port.dir.is_input()
+                && !ti.takes.iter().any(|tk| tk.0.index() == pi)
+                && !ti.counts.iter().any(|c| c.0.index() == pi)
+        });
+        trans.push(ti);
+    }
+    let mut prios: Vec<u16> = net.transitions.iter().map(|t| t.priority).collect();
+    prios.sort_unstable_by(|a, b| b.cmp(a));
+    prios.dedup();
+    let groups = prios
+        .iter()
+        .map(|&p| {
+            (0..net.transitions.len())
+                .filter(|&t| net.transitions[t].priority == p)
+                .collect()
+        })
+        .collect();
+    let consumed = (0..net.places.len())
+        .map(|p| {
+            trans
+                .iter()
+                .any(|i| i.takes.iter().any(|tk| tk.1 == p && tk.2))
+        })
+        .collect();
+    descs.push(Desc {
+        func,
+        prefix: prefix.clone(),
+        parent,
+        place_base,
+        loc: loc.clone(),
+        gen_slot,
+        trans,
+        groups,
+        consumed,
+    });
+    for ti in children {
+        let t = &net.transitions[ti];
+        let c = build_desc(
+            bundle,
+            t.function,
+            format!("{prefix}{}/", t.name),
+            Some((me, ti)),
+            &loc,
+            descs,
+            r,
+            any_eureka,
+        )?;
+        descs[me as usize].trans[ti].kind = Kind::Child(c);
+    }
+    Ok(me)
+}
+
+fn bundle_uses_shared(bundle: &Bundle) -> bool {
+    let code = bundle.codes.iter().any(|c| {
+        c.instrs
+            .iter()
+            .any(|i| matches!(i, pnet_bundle::Instr::MakeShared(_)))
+            || c.consts.iter().any(holds_shared)
+    });
+    let types = bundle.functions.iter().any(|f| {
+        f.ports.iter().any(|p| support::mentions_shared(&p.ty))
+            || match &f.body {
+                Body::Net(n) => {
+                    n.places.iter().any(|p| {
+                        p.shared_sink
+                            || support::mentions_shared(&p.ty)
+                            || p.tokens.iter().any(holds_shared)
+                    }) || n
+                        .transitions
+                        .iter()
+                        .any(|t| t.produce_shared || t.consume_shared || t.passthrough_shared)
+                }
+                _ => false,
+            }
+    });
+    code || types
+}
+
+fn holds_shared(v: &Value) -> bool {
+    let mut out = Vec::new();
+    collect_shareds(v, &mut out);
+    !out.is_empty()
+}
+
+/// Analyses the root net of a bundle with the given job inputs (`port -> tokens`); also
+/// returns the out-port contents of the proper ends.
+pub fn explore_bundle(
+    bundle: &Bundle,
+    file: &str,
+    inputs: &[(String, Vec<Value>)],
+    opts: &ColouredOptions,
+) -> Result<(Report, ColouredResult), String> {
+    pnet_vm::validate(bundle)?;
+    let root = bundle.function(bundle.root);
+    let Body::Net(net) = &root.body else {
+        return Err("the root function has no net body".into());
+    };
+    let mut r = Report::new(file, "coloured net");
+    let any_eureka = bundle.functions.iter().any(|f| match &f.body {
+        Body::Net(n) => n.transitions.iter().any(|t| !t.eureka_ports.is_empty()),
+        _ => false,
+    });
+    let mut descs = Vec::new();
+    build_desc(
+        bundle,
+        bundle.root,
+        String::new(),
+        None,
+        &[],
+        &mut descs,
+        &mut r,
+        any_eureka,
+    )?;
+    let n_real = r.transitions.len();
+
+    // Assumptions: by full name (`a/b`) or by the transition's own name.
+    for d in &mut descs {
+        let dnet = match &bundle.function(d.func).body {
+            Body::Net(n) => n,
+            _ => continue,
+        };
+        for (ti, info) in d.trans.iter_mut().enumerate() {
+            if !matches!(info.kind, Kind::Module { .. }) {
+                continue;
+            }
+            let t = &dnet.transitions[ti];
+            let full = format!("{}{}", d.prefix, t.name);
+            let f = bundle.function(t.function);
+            let mut ports: Vec<PortId> = info.outs.iter().map(|o| o.0).collect();
+            ports.sort();
             ports.dedup();
             for port in ports {
                 let pname = &f.port(port).name;
                 let vals = opts
                     .assume
                     .iter()
-                    .find(|(tn, pn, _)| *tn == t.name && pn == pname)
+                    .find(|(tn, pn, _)| (*tn == full || *tn == t.name) && pn == pname)
                     .map(|a| a.2.clone());
-                ti.assumed.push((port, vals));
+                info.assumed.push((port, vals));
             }
         }
-        info.push(ti);
     }
     for (tn, pn, _) in &opts.assume {
-        let ok = net.transitions.iter().zip(&info).any(|(t, i)| {
-            t.name == *tn
-                && matches!(i.kind, Kind::Module)
-                && bundle.function(t.function).port_by_name(pn).is_some()
+        let ok = descs.iter().any(|d| {
+            let Body::Net(dnet) = &bundle.function(d.func).body else {
+                return false;
+            };
+            d.trans.iter().enumerate().any(|(ti, i)| {
+                let t = &dnet.transitions[ti];
+                (t.name == *tn || format!("{}{}", d.prefix, t.name) == *tn)
+                    && matches!(i.kind, Kind::Module { .. })
+                    && bundle.function(t.function).port_by_name(pn).is_some()
+            })
         });
         if !ok {
             return Err(format!(
@@ -184,20 +599,65 @@ pub fn analyse_bundle(
             ));
         }
     }
-    let mut prios: Vec<u16> = info.iter().map(|i| i.prio).collect();
-    prios.sort_unstable_by(|a, b| b.cmp(a));
-    prios.dedup();
-    let groups = prios
-        .iter()
-        .map(|&p| (0..info.len()).filter(|&t| info[t].prio == p).collect())
-        .collect();
 
-    // The initial marking: place tokens and job inputs.
-    let mut m0: Marking = net
-        .places
+    // External tokens.
+    let mut external = Vec::new();
+    for (k, (place, v)) in opts.external.iter().enumerate() {
+        let p = net
+            .place_by_name(place)
+            .ok_or_else(|| format!("--external {place}: the root net has no place `{place}`"))?;
+        let pl = net.place(p);
+        if !pl.put_token {
+            return Err(format!(
+                "--external {place}: place `{place}` ({}) is not a put_token place",
+                bundle.location(pl.span)
+            ));
+        }
+        if !v.fits(&pl.ty) {
+            return Err(format!(
+                "--external {place}: value {v} is not of type {}",
+                pl.ty
+            ));
+        }
+        external.push((p.index(), v.clone()));
+        r.transitions.push(TransitionInfo {
+            id: format!("external#{k}"),
+            name: format!("external put of {v} on {place}"),
+            location: bundle.location(pl.span),
+        });
+    }
+
+    let out_ports = root
+        .ports
         .iter()
-        .map(|p| p.tokens.iter().cloned().map(Tok::Val).collect())
+        .filter(|p| p.dir.is_output())
+        .filter_map(|p| p.place.map(|pl| (p.name.clone(), pl.index())))
         .collect();
+    let model = Model {
+        bundle,
+        descs,
+        n_real,
+        external,
+        uses_shared: bundle_uses_shared(bundle),
+        wait_for_output: root
+            .properties
+            .iter()
+            .any(|p| p.key == "drts.wait_for_output" && p.value.trim() == "true"),
+        out_ports,
+    };
+    let mut x = Explorer {
+        m: &model,
+        interp: Interpreter::new(),
+        frame: Vec::new(),
+        unknown_many: false,
+        produced_unknown: false,
+        cleanup_maybe: false,
+        cancelled: false,
+        child_end_maybe: false,
+    };
+
+    // The initial state: place tokens, generators and job inputs.
+    let mut root_node = x.new_node(0, Vec::new())?;
     for (name, values) in inputs {
         let port = root
             .port_by_name(name)
@@ -214,403 +674,699 @@ pub fn analyse_bundle(
                     port.ty
                 ));
             }
-            m0[place.index()].push(Tok::Val(v.clone()));
+            root_node.places[place.index()].push(Tok::Val(v.clone()));
         }
     }
-    m0.iter_mut().for_each(|p| p.sort());
-
-    let mut x = Explorer {
-        bundle,
-        info,
-        groups,
-        interp: Interpreter::new(),
-        frame: Vec::new(),
-        unknown_many: false,
-        produced_unknown: false,
+    canonicalize(&mut root_node);
+    let s0 = State {
+        root: root_node,
+        ext: 0,
     };
-    let consumed: Vec<bool> = (0..net.places.len())
-        .map(|p| {
-            x.info
-                .iter()
-                .any(|i| i.takes.iter().any(|tk| tk.1 == p && tk.2))
-        })
-        .collect();
-    let monotone = x.groups.len() <= 1 && x.info.iter().all(|i| i.counts.is_empty());
+    x.run(s0, r, opts)
+}
 
-    let mut r = Report::new(file, "coloured net");
-    r.places = net.places.iter().map(|p| p.name.clone()).collect();
-    r.transitions = net
-        .transitions
-        .iter()
-        .map(|t| TransitionInfo {
-            id: t.name.clone(),
-            name: t.name.clone(),
-            location: bundle.location(t.span),
-        })
-        .collect();
+/// Per-exploration bookkeeping of the breadth-first search.
+type Parents = Vec<(u32, u32, bool, bool)>;
 
-    // Breadth-first exploration.
-    let mut states: Vec<Marking> = vec![m0.clone()];
-    let mut index: BTreeMap<Marking, u32> = BTreeMap::new();
-    index.insert(m0, 0);
-    // Parent, transition, exact edge, exact path.
-    let mut parents: Vec<(u32, u32, bool, bool)> = vec![(u32::MAX, 0, true, true)];
-    let mut adj: Vec<Vec<(u32, u32)>> = Vec::new();
-    let mut fired = vec![false; net.transitions.len()];
-    let mut place_max: Vec<u64> = states[0].iter().map(|p| p.len() as u64).collect();
-    let mut marking_max: u64 = place_max.iter().sum();
-    let mut dead: Vec<(u32, bool, Vec<usize>)> = Vec::new();
-    let (mut dead_count, mut ends) = (0u64, 0u64);
-    let mut first_unsafe: Option<u32> = None;
-    let mut errors: Vec<(u32, usize, String)> = Vec::new();
-    let mut unbounded: Option<(u32, u32, Vec<usize>)> = None;
-    let mut stop: Option<String> = None;
-    let mut cut = 0u64;
-    let mut edges = 0u64;
-    let mut head = 0usize;
-    if place_max.iter().any(|&n| n > 1) {
-        first_unsafe = Some(0);
-    }
-    'outer: while head < states.len() {
-        let s = head as u32;
-        head += 1;
-        let m = states[s as usize].clone();
-        adj.push(Vec::new());
-        if let Some(k) = opts.max_tokens
-            && m.iter().any(|p| p.len() as u64 > k)
-        {
-            cut += 1;
-            continue;
-        }
-        let (succs, maybe_dead) = match x.successors(&m)? {
-            Outcome::Fired(v, maybe_dead) => (v, maybe_dead),
-            Outcome::Error(t, msg) => {
-                errors.push((s, t, msg));
+impl<'m, 'b> Explorer<'m, 'b> {
+    /// A fresh instance of desc `d`: initial tokens and the first generator values.
+    fn new_node(&self, d: u32, flight: Vec<u32>) -> Result<Node, String> {
+        let net = self.m.net(d);
+        let desc = self.m.desc(d);
+        let mut n = Node {
+            desc: d,
+            places: vec![Vec::new(); net.places.len()],
+            gens: Vec::new(),
+            flight,
+            children: Vec::new(),
+        };
+        for (p, place) in net.places.iter().enumerate() {
+            if desc.loc[p].0 != 0 {
                 continue;
             }
-        };
-        if succs.is_empty() || maybe_dead {
-            let stuck: Vec<usize> = (0..m.len())
-                .filter(|&p| !m[p].is_empty() && consumed[p])
-                .collect();
-            if stuck.is_empty() {
-                ends += 1;
-            } else {
-                dead_count += 1;
-                if dead.len() < opts.traces {
-                    dead.push((s, succs.is_empty(), stuck));
-                }
+            n.places[p].extend(place.tokens.iter().cloned().map(Tok::Val));
+            if desc.gen_slot[p].is_some() {
+                n.places[p].push(Tok::Val(self.generate(net, p, 0)?));
+                n.gens.push(1);
             }
         }
-        for sc in succs {
-            edges += 1;
-            fired[sc.t] = true;
-            let id = match index.get(&sc.marking) {
-                Some(&id) => id,
-                None => {
-                    let id = states.len() as u32;
-                    let exact_path = parents[s as usize].3 && sc.exact;
-                    parents.push((s, sc.t as u32, sc.exact, exact_path));
-                    let sum: u64 = sc.marking.iter().map(|p| p.len() as u64).sum();
-                    marking_max = marking_max.max(sum);
-                    for (p, toks) in sc.marking.iter().enumerate() {
-                        place_max[p] = place_max[p].max(toks.len() as u64);
-                    }
-                    if first_unsafe.is_none() && sc.marking.iter().any(|p| p.len() > 1) {
-                        first_unsafe = Some(id);
-                    }
-                    if monotone {
-                        // Strict multiset cover of an ancestor: unbounded.
-                        let mut a = s;
-                        loop {
-                            let am = &states[a as usize];
-                            if covers(&sc.marking, am)
-                                && sum > am.iter().map(|p| p.len() as u64).sum()
-                            {
-                                let grow = (0..am.len())
-                                    .filter(|&p| sc.marking[p].len() > am[p].len())
-                                    .collect();
-                                unbounded = Some((a, id, grow));
-                                break;
-                            }
-                            if parents[a as usize].0 == u32::MAX {
-                                break;
-                            }
-                            a = parents[a as usize].0;
-                        }
-                    }
-                    index.insert(sc.marking.clone(), id);
-                    states.push(sc.marking);
-                    if unbounded.is_some() {
-                        stop = Some("the net is unbounded (infinite state space)".into());
-                        if let Some(v) = adj.last_mut() {
-                            v.push((id, sc.t as u32));
-                        }
-                        break 'outer;
-                    }
-                    if states.len() as u64 >= opts.max_states {
-                        stop = Some(format!("stopped at --max-states {}", opts.max_states));
-                        if let Some(v) = adj.last_mut() {
-                            v.push((id, sc.t as u32));
-                        }
-                        break 'outer;
-                    }
-                    id
+        Ok(n)
+    }
+
+    fn generate(&self, net: &Net, p: usize, k: u128) -> Result<Value, String> {
+        let place = &net.places[p];
+        generator_value(&place.ty, k).ok_or_else(|| {
+            RunError::new(RunErrorKind::GeneratorExhausted {
+                place: place.name.clone(),
+                ty: type_name(&place.ty),
+            })
+            .to_string()
+        })
+    }
+
+    fn run(
+        &mut self,
+        s0: State,
+        mut r: Report,
+        opts: &ColouredOptions,
+    ) -> Result<(Report, ColouredResult), String> {
+        let m = self.m;
+        let n_labels = r.transitions.len();
+        let monotone = m.descs.len() == 1
+            && m.descs[0].groups.len() <= 1
+            && m.descs[0].trans.iter().all(|i| i.counts.is_empty())
+            && !m.uses_shared;
+        let mut res = ColouredResult {
+            end_outputs_complete: true,
+            ..ColouredResult::default()
+        };
+        let mut end_set: BTreeSet<EndOutputs> = BTreeSet::new();
+        let mut dead_set: BTreeSet<EndOutputs> = BTreeSet::new();
+
+        let mut states: Vec<State> = vec![s0.clone()];
+        let mut index: BTreeMap<State, u32> = BTreeMap::new();
+        index.insert(s0, 0);
+        // Parent, label, exact edge, exact path.
+        let mut parents: Parents = vec![(u32::MAX, 0, true, true)];
+        let mut adj: Vec<Vec<(u32, u32)>> = Vec::new();
+        let mut fired = vec![false; n_labels];
+        let mut place_max = vec![0u64; r.places.len()];
+        let mut marking_max = 0u64;
+        let mut first_unsafe: Option<u32> = None;
+        self.measure(
+            &states[0],
+            &mut place_max,
+            &mut marking_max,
+            &mut first_unsafe,
+            0,
+        );
+        let mut dead: Vec<(u32, bool, Vec<String>)> = Vec::new();
+        let mut waits: Vec<(u32, String)> = Vec::new();
+        let (mut dead_count, mut ends) = (0u64, 0u64);
+        let mut errors: Vec<(u32, usize, String)> = Vec::new();
+        let mut unbounded: Option<(u32, u32, Vec<usize>)> = None;
+        let mut stop: Option<String> = None;
+        let mut cut = 0u64;
+        let mut edges = 0u64;
+        let mut head = 0usize;
+        'outer: while head < states.len() {
+            let s = head as u32;
+            head += 1;
+            let st = states[s as usize].clone();
+            adj.push(Vec::new());
+            if let Some(k) = opts.max_tokens {
+                let mut over = false;
+                for_each_node(&st.root, &mut |n| {
+                    over |= n.places.iter().any(|p| p.len() as u64 > k)
+                });
+                if over {
+                    cut += 1;
+                    continue;
+                }
+            }
+            let (succs, maybe_dead) = match self.successors(&st)? {
+                Outcome::Fired(v, maybe_dead) => (v, maybe_dead),
+                Outcome::Error(t, msg) => {
+                    errors.push((s, t, msg));
+                    continue;
                 }
             };
-            if let Some(v) = adj.last_mut() {
-                v.push((id, sc.t as u32));
-            }
-        }
-    }
-    adj.resize(states.len(), Vec::new());
-    let complete = stop.is_none() && cut == 0;
-
-    r.states = states.len() as u64;
-    r.edges = edges;
-    r.complete = complete;
-    r.incomplete_reason = stop.clone().or_else(|| {
-        (cut > 0).then(|| format!("{cut} marking(s) above --max-tokens were not expanded"))
-    });
-    r.place_bounds = place_max.clone();
-    r.max_tokens_in_place = place_max.iter().copied().max().unwrap_or(0);
-    r.max_tokens_per_marking = marking_max;
-    r.exact_state_space = !x.produced_unknown;
-    let incomplete = || Verdict::Unknown(r.incomplete_reason.clone().unwrap_or_default());
-    r.bounded = if let Some((_, _, g)) = &unbounded {
-        r.unbounded_places = g.clone();
-        Verdict::No
-    } else if complete {
-        Verdict::Yes
-    } else {
-        incomplete()
-    };
-    r.one_safe = if first_unsafe.is_some() {
-        Verdict::No
-    } else if complete {
-        Verdict::Yes
-    } else {
-        incomplete()
-    };
-    r.dead_markings = dead_count + ends;
-    r.proper_ends = ends;
-    r.deadlock = if dead_count > 0 {
-        Verdict::Yes
-    } else if complete {
-        Verdict::No
-    } else {
-        incomplete()
-    };
-    if complete {
-        r.dead_transitions = Some((0..fired.len()).filter(|&t| !fired[t]).collect());
-        let facts = crate::graph::analyse(states.len(), fired.len(), &mut |v, out| {
-            out.extend_from_slice(&adj[v as usize])
-        });
-        r.terminates = Verdict::from_bool(facts.cycle_state.is_none());
-        if let Some(c) = facts.cycle_state {
-            let cycle = crate::graph::path_between(c, c, &mut |v, out| {
-                out.extend_from_slice(&adj[v as usize])
-            })
-            .unwrap_or_default();
-            r.traces.push(Trace {
-                kind: "nontermination",
-                path: path_to(&parents, c),
-                cycle: cycle.into_iter().map(|t| t as usize).collect(),
-                marking: render(net, &states[c as usize]),
-                exact: parents[c as usize].3,
-                note: "a reachable cycle".into(),
-            });
-        }
-    } else if unbounded.is_some() {
-        r.terminates = Verdict::No;
-    } else {
-        r.terminates = incomplete();
-    }
-    for (s, surely, stuck) in &dead {
-        let names: Vec<&str> = stuck.iter().map(|&p| net.places[p].name.as_str()).collect();
-        r.traces.push(Trace {
-            kind: "deadlock",
-            path: path_to(&parents, *s),
-            cycle: Vec::new(),
-            marking: render(net, &states[*s as usize]),
-            exact: parents[*s as usize].3 && *surely,
-            note: format!("tokens stuck on {}", names.join(", ")),
-        });
-    }
-    if let Some(s) = first_unsafe {
-        r.traces.push(Trace {
-            kind: "unsafe",
-            path: path_to(&parents, s),
-            cycle: Vec::new(),
-            marking: render(net, &states[s as usize]),
-            exact: parents[s as usize].3,
-            note: String::new(),
-        });
-    }
-    if let Some((a, c, g)) = &unbounded {
-        let prefix = path_to(&parents, *a);
-        let full = path_to(&parents, *c);
-        let names: Vec<&str> = g.iter().map(|&p| net.places[p].name.as_str()).collect();
-        r.traces.push(Trace {
-            kind: "unbounded",
-            cycle: full[prefix.len()..].to_vec(),
-            path: prefix,
-            marking: render(net, &states[*c as usize]),
-            exact: parents[*c as usize].3,
-            note: format!(
-                "each repetition of the loop adds tokens to {}",
-                names.join(", ")
-            ),
-        });
-    }
-    for (s, t, msg) in errors.iter().take(opts.traces.max(1)) {
-        r.traces.push(Trace {
-            kind: "error",
-            path: path_to(&parents, *s),
-            cycle: Vec::new(),
-            marking: render(net, &states[*s as usize]),
-            exact: parents[*s as usize].3,
-            note: format!("firing `{}` fails: {msg}", net.transitions[*t].name),
-        });
-    }
-    if !errors.is_empty() {
-        r.notes.push(format!(
-            "{} marking(s) where a firing fails (the job would fail there)",
-            errors.len()
-        ));
-    }
-    if x.produced_unknown {
-        r.notes.push(
-            "module outputs without --assume are unknown tokens: \"none\"/\"yes\" verdicts (no deadlock, bounded, 1-safe, dead transitions, terminates) hold for every real run; violations whose trace is marked possibly spurious may not happen"
-                .into(),
-        );
-    }
-    if x.unknown_many {
-        r.notes.push("an unknown list went to a connect-out-many place as one unknown token: token counts on those places are not exact".into());
-    }
-    if !monotone {
-        r.notes.push("priorities or number-of-tokens connections: no coverability check, an unbounded net runs into --max-states".into());
-    }
-    Ok(r)
-}
-
-fn covers(big: &Marking, small: &Marking) -> bool {
-    big.iter().zip(small).all(|(b, s)| {
-        // Multiset inclusion of sorted vectors.
-        let mut i = 0;
-        for x in s {
-            while i < b.len() && b[i] < *x {
-                i += 1;
-            }
-            if i == b.len() || b[i] != *x {
-                return false;
-            }
-            i += 1;
-        }
-        true
-    })
-}
-
-fn path_to(parents: &[(u32, u32, bool, bool)], mut s: u32) -> Vec<usize> {
-    let mut p = Vec::new();
-    while parents[s as usize].0 != u32::MAX {
-        p.push(parents[s as usize].1 as usize);
-        s = parents[s as usize].0;
-    }
-    p.reverse();
-    p
-}
-
-fn render(net: &Net, m: &Marking) -> String {
-    let parts: Vec<String> = m
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| !t.is_empty())
-        .map(|(p, toks)| {
-            let ts: Vec<String> = toks
-                .iter()
-                .map(|t| match t {
-                    Tok::Val(v) => v.to_string(),
-                    Tok::Unknown => "?".into(),
-                })
-                .collect();
-            format!("{} = [{}]", net.places[p].name, ts.join(", "))
-        })
-        .collect();
-    if parts.is_empty() {
-        "(empty)".into()
-    } else {
-        parts.join("; ")
-    }
-}
-
-fn is_unbound(e: &RunError) -> bool {
-    matches!(e.0.kind, RunErrorKind::Unbound(_))
-}
-
-impl Explorer<'_> {
-    /// All successors of a marking; `maybe_dead` when every enabled binding was a maybe.
-    fn successors(&mut self, m: &Marking) -> Result<Outcome, String> {
-        let mut out = Vec::new();
-        for g in 0..self.groups.len() {
-            let mut definite = false;
-            for k in 0..self.groups[g].len() {
-                let t = self.groups[g][k];
-                match self.bindings(m, t, &mut out)? {
-                    Ok(d) => definite |= d,
-                    Err(msg) => return Ok(Outcome::Error(t, msg)),
+            if succs.is_empty() || maybe_dead {
+                let stuck = self.stuck(&st);
+                let missing = self.output_missing(&st);
+                if stuck.is_empty() && !missing {
+                    ends += 1;
+                    let outs = self.end_outputs(&st);
+                    if end_set.len() < opts.max_end_outputs {
+                        end_set.insert(outs);
+                    } else if !end_set.contains(&outs) {
+                        res.end_outputs_complete = false;
+                    }
+                } else if let Some(p) = self.waiting_on(&st) {
+                    res.waiting += 1;
+                    if waits.len() < opts.traces {
+                        waits.push((s, p));
+                    }
+                } else {
+                    dead_count += 1;
+                    if dead_set.len() < opts.max_end_outputs && !missing {
+                        dead_set.insert(self.end_outputs(&st));
+                    }
+                    if dead.len() < opts.traces {
+                        let mut why = stuck;
+                        if why.is_empty() {
+                            why.push(String::new());
+                        }
+                        dead.push((s, succs.is_empty(), why));
+                    }
                 }
             }
-            if definite {
-                return Ok(Outcome::Fired(out, false));
+            for sc in succs {
+                edges += 1;
+                fired[sc.t] = true;
+                let id = match index.get(&sc.state) {
+                    Some(&id) => id,
+                    None => {
+                        let id = states.len() as u32;
+                        let exact_path = parents[s as usize].3 && sc.exact;
+                        parents.push((s, sc.t as u32, sc.exact, exact_path));
+                        self.measure(
+                            &sc.state,
+                            &mut place_max,
+                            &mut marking_max,
+                            &mut first_unsafe,
+                            id,
+                        );
+                        if monotone {
+                            // Strict multiset cover of an ancestor: unbounded.
+                            let sum = count_tokens(&sc.state.root);
+                            let mut a = s;
+                            loop {
+                                let am = &states[a as usize];
+                                if covers(&sc.state, am) && sum > count_tokens(&am.root) {
+                                    let grow = (0..am.root.places.len())
+                                        .filter(|&p| {
+                                            sc.state.root.places[p].len() > am.root.places[p].len()
+                                        })
+                                        .collect();
+                                    unbounded = Some((a, id, grow));
+                                    break;
+                                }
+                                if parents[a as usize].0 == u32::MAX {
+                                    break;
+                                }
+                                a = parents[a as usize].0;
+                            }
+                        }
+                        index.insert(sc.state.clone(), id);
+                        states.push(sc.state);
+                        if unbounded.is_some() {
+                            stop = Some("the net is unbounded (infinite state space)".into());
+                            if let Some(v) = adj.last_mut() {
+                                v.push((id, sc.t as u32));
+                            }
+                            break 'outer;
+                        }
+                        if states.len() as u64 >= opts.max_states {
+                            stop = Some(format!("stopped at --max-states {}", opts.max_states));
+                            if let Some(v) = adj.last_mut() {
+                                v.push((id, sc.t as u32));
+                            }
+                            break 'outer;
+                        }
+                        id
+                    }
+                };
+                if let Some(v) = adj.last_mut() {
+                    v.push((id, sc.t as u32));
+                }
             }
         }
-        let maybe_dead = !out.is_empty();
+        adj.resize(states.len(), Vec::new());
+        let complete = stop.is_none() && cut == 0;
+        res.end_outputs = end_set.into_iter().collect();
+        res.deadlock_outputs = dead_set.into_iter().collect();
+
+        r.states = states.len() as u64;
+        r.edges = edges;
+        r.complete = complete;
+        r.incomplete_reason = stop.clone().or_else(|| {
+            (cut > 0).then(|| format!("{cut} marking(s) above --max-tokens were not expanded"))
+        });
+        r.place_bounds = place_max.clone();
+        r.max_tokens_in_place = place_max.iter().copied().max().unwrap_or(0);
+        r.max_tokens_per_marking = marking_max;
+        let exact = !self.produced_unknown && !self.cancelled && !self.cleanup_maybe;
+        r.exact_state_space = exact;
+        let reason = r.incomplete_reason.clone().unwrap_or_default();
+        let incomplete = || Verdict::Unknown(reason.clone());
+        r.bounded = if let Some((_, _, g)) = &unbounded {
+            r.unbounded_places = g.clone();
+            Verdict::No
+        } else if complete {
+            Verdict::Yes
+        } else {
+            incomplete()
+        };
+        r.one_safe = if first_unsafe.is_some() {
+            Verdict::No
+        } else if complete {
+            Verdict::Yes
+        } else {
+            incomplete()
+        };
+        r.dead_markings = dead_count + ends;
+        r.proper_ends = ends;
+        r.deadlock = if dead_count > 0 {
+            Verdict::Yes
+        } else if complete {
+            Verdict::No
+        } else {
+            incomplete()
+        };
+        if complete {
+            r.dead_transitions = Some((0..m.n_real).filter(|&t| !fired[t]).collect());
+            if opts.scc {
+                let facts = crate::graph::analyse(states.len(), n_labels, &mut |v, out| {
+                    out.extend_from_slice(&adj[v as usize])
+                });
+                r.terminates = Verdict::from_bool(facts.cycle_state.is_none());
+                if exact {
+                    r.live = Some(facts.live[..m.n_real].to_vec());
+                }
+                if let Some(c) = facts.cycle_state {
+                    let cycle = crate::graph::path_between(c, c, &mut |v, out| {
+                        out.extend_from_slice(&adj[v as usize])
+                    })
+                    .unwrap_or_default();
+                    r.traces.push(Trace {
+                        kind: "nontermination",
+                        path: path_to(&parents, c),
+                        cycle: cycle.into_iter().map(|t| t as usize).collect(),
+                        marking: self.render(&states[c as usize]),
+                        exact: parents[c as usize].3,
+                        note: "a reachable cycle".into(),
+                    });
+                }
+            } else {
+                r.terminates = Verdict::Unknown("--no-scc".into());
+            }
+        } else if unbounded.is_some() {
+            r.terminates = Verdict::No;
+        } else {
+            r.terminates = incomplete();
+        }
+        for (s, surely, stuck) in &dead {
+            let note = if stuck.len() == 1 && stuck[0].is_empty() {
+                let ports: Vec<&str> = m
+                    .out_ports
+                    .iter()
+                    .filter(|(_, p)| states[*s as usize].root.places[*p].is_empty())
+                    .map(|(n, _)| n.as_str())
+                    .collect();
+                format!(
+                    "drts.wait_for_output: the job waits forever for a token on out port(s) {}",
+                    ports.join(", ")
+                )
+            } else {
+                format!("tokens stuck on {}", stuck.join(", "))
+            };
+            r.traces.push(Trace {
+                kind: "deadlock",
+                path: path_to(&parents, *s),
+                cycle: Vec::new(),
+                marking: self.render(&states[*s as usize]),
+                exact: parents[*s as usize].3 && *surely,
+                note,
+            });
+        }
+        if let Some(s) = first_unsafe {
+            r.traces.push(Trace {
+                kind: "unsafe",
+                path: path_to(&parents, s),
+                cycle: Vec::new(),
+                marking: self.render(&states[s as usize]),
+                exact: parents[s as usize].3,
+                note: String::new(),
+            });
+        }
+        if let Some((a, c, g)) = &unbounded {
+            let prefix = path_to(&parents, *a);
+            let full = path_to(&parents, *c);
+            let gnames: Vec<&str> = g.iter().map(|&p| r.places[p].as_str()).collect();
+            r.traces.push(Trace {
+                kind: "unbounded",
+                cycle: full[prefix.len()..].to_vec(),
+                path: prefix,
+                marking: self.render(&states[*c as usize]),
+                exact: parents[*c as usize].3,
+                note: format!(
+                    "each repetition of the loop adds tokens to {}",
+                    gnames.join(", ")
+                ),
+            });
+        }
+        for (s, t, msg) in errors.iter().take(opts.traces.max(1)) {
+            r.traces.push(Trace {
+                kind: "error",
+                path: path_to(&parents, *s),
+                cycle: Vec::new(),
+                marking: self.render(&states[*s as usize]),
+                exact: parents[*s as usize].3,
+                note: format!(
+                    "firing `{}` ({}) fails: {msg}",
+                    r.transitions[*t].name, r.transitions[*t].location
+                ),
+            });
+        }
+        for (s, p) in &waits {
+            r.traces.push(Trace {
+                kind: "waiting",
+                path: path_to(&parents, *s),
+                cycle: Vec::new(),
+                marking: self.render(&states[*s as usize]),
+                exact: parents[*s as usize].3,
+                note: format!("waiting for an external token on {p}"),
+            });
+        }
+        if !errors.is_empty() {
+            r.notes.push(format!(
+                "{} marking(s) where a firing fails (the job would fail there)",
+                errors.len()
+            ));
+        }
+        if res.waiting > 0 {
+            r.notes.push(format!(
+                "{} dead marking(s) wait for an external token (a client's put_token on a put_token place would continue the job): not counted as deadlocks or proper ends",
+                res.waiting
+            ));
+        }
+        let put_places: Vec<&str> = m
+            .net(0)
+            .places
+            .iter()
+            .filter(|p| p.put_token)
+            .map(|p| p.name.as_str())
+            .collect();
+        if !put_places.is_empty() {
+            r.notes.push(if m.external.is_empty() {
+                format!(
+                    "put_token place(s) {}: explored with no external token (give them with --external PLACE=V1,V2,...)",
+                    put_places.join(", ")
+                )
+            } else {
+                format!(
+                    "{} external token(s) arrive in the given order at any moment while the job runs",
+                    m.external.len()
+                )
+            });
+        }
+        if self.produced_unknown {
+            r.notes.push(
+                "module outputs without --assume are unknown tokens: \"none\"/\"yes\" verdicts (no deadlock, bounded, 1-safe, dead transitions, terminates) hold for every real run; violations whose trace is marked possibly spurious may not happen"
+                    .into(),
+            );
+        }
+        if self.unknown_many {
+            r.notes.push("an unknown list went to a connect-out-many place as one unknown token: token counts on those places are not exact".into());
+        }
+        if self.cancelled {
+            r.notes.push("module calls with an eureka-group may also be cancelled by a connect-eureka (consumed, no outputs): those are maybe edges".into());
+        }
+        if self.cleanup_maybe {
+            r.notes.push("unknown tokens on places that may hold shared values: the clean-ups computed while they exist are maybe edges".into());
+        }
+        if self.child_end_maybe {
+            r.notes.push("a child net whose only enabled bindings read unknown values may also end there (maybe edges)".into());
+        }
+        if !monotone {
+            r.notes.push("priorities, number-of-tokens connections, child nets or shared values: no coverability check, an unbounded net runs into --max-states".into());
+        }
+        if complete && opts.scc && !exact {
+            r.notes.push(
+                "liveness is computed only for exact state spaces (no unknown tokens)".into(),
+            );
+        }
+        Ok((r, res))
+    }
+
+    fn measure(
+        &self,
+        st: &State,
+        place_max: &mut [u64],
+        marking_max: &mut u64,
+        first_unsafe: &mut Option<u32>,
+        id: u32,
+    ) {
+        let mut sum = 0u64;
+        let mut unsafe_ = false;
+        for_each_node(&st.root, &mut |n| {
+            let base = self.m.desc(n.desc).place_base;
+            for (p, toks) in n.places.iter().enumerate() {
+                let k = toks.len() as u64;
+                sum += k;
+                unsafe_ |= k > 1;
+                if let Some(b) = place_max.get_mut(base + p) {
+                    *b = (*b).max(k);
+                }
+            }
+        });
+        *marking_max = (*marking_max).max(sum);
+        if unsafe_ && first_unsafe.is_none() {
+            *first_unsafe = Some(id);
+        }
+    }
+
+    /// Places holding tokens that some transition consumes from (report names).
+    fn stuck(&self, st: &State) -> Vec<String> {
+        let mut out = Vec::new();
+        for_each_node(&st.root, &mut |n| {
+            let d = self.m.desc(n.desc);
+            for (p, toks) in n.places.iter().enumerate() {
+                if !toks.is_empty() && d.consumed[p] && d.gen_slot[p].is_none() {
+                    out.push(format!("{}{}", d.prefix, self.m.net(n.desc).places[p].name));
+                }
+            }
+        });
+        out
+    }
+
+    /// With `drts.wait_for_output`: some out port of the root has no token.
+    fn output_missing(&self, st: &State) -> bool {
+        self.m.wait_for_output
+            && self
+                .m
+                .out_ports
+                .iter()
+                .any(|(_, p)| st.root.places[*p].is_empty())
+    }
+
+    fn end_outputs(&self, st: &State) -> EndOutputs {
+        self.m
+            .out_ports
+            .iter()
+            .map(|(n, p)| (n.clone(), st.root.places[*p].clone()))
+            .collect()
+    }
+
+    /// A put_token place of the root whose token would enable a root transition (all its
+    /// other input places hold tokens).
+    fn waiting_on(&self, st: &State) -> Option<String> {
+        let net = self.m.net(0);
+        let d = self.m.desc(0);
+        let is_put = |p: usize| net.places[p].put_token;
+        for info in &d.trans {
+            if info.dead {
+                continue;
+            }
+            let on: Vec<usize> = info
+                .takes
+                .iter()
+                .map(|tk| tk.1)
+                .chain(info.counts.iter().map(|c| c.1))
+                .filter(|&p| is_put(p))
+                .collect();
+            if on.is_empty() {
+                continue;
+            }
+            let others_ready = info.takes.iter().all(|tk| {
+                is_put(tk.1) || {
+                    let (up, q) = d.loc[tk.1];
+                    up != 0 || !st.root.places[q].is_empty()
+                }
+            });
+            if others_ready {
+                return Some(net.places[on[0]].name.clone());
+            }
+        }
+        None
+    }
+
+    fn render(&self, st: &State) -> String {
+        let mut parts = Vec::new();
+        for_each_node(&st.root, &mut |n| {
+            let d = self.m.desc(n.desc);
+            let net = self.m.net(n.desc);
+            for (p, toks) in n.places.iter().enumerate() {
+                if toks.is_empty() {
+                    continue;
+                }
+                let ts: Vec<String> = toks.iter().map(Tok::to_string).collect();
+                parts.push(format!(
+                    "{}{} = [{}]",
+                    d.prefix,
+                    net.places[p].name,
+                    ts.join(", ")
+                ));
+            }
+            if n.desc != 0 && n.places.iter().all(|p| p.is_empty()) {
+                parts.push(format!("{}(running, empty)", d.prefix));
+            }
+        });
+        if parts.is_empty() {
+            "(empty)".into()
+        } else {
+            parts.join("; ")
+        }
+    }
+
+    /// The tokens of place `p` of the instance at `path` (of desc `d`), and where they live.
+    fn resolve(&self, path: &[usize], d: u32, p: usize) -> (Vec<usize>, usize) {
+        let (up, q) = self.m.desc(d).loc[p];
+        let keep = path.len().saturating_sub(up as usize);
+        (path[..keep].to_vec(), q)
+    }
+
+    /// The `number-of-tokens` value of place `p` of the instance at `path`.
+    fn count(&self, st: &State, path: &[usize], d: u32, p: usize) -> u64 {
+        let (owner, q) = self.resolve(path, d, p);
+        let n = node(&st.root, &owner).places[q].len() as u64;
+        let here = node(&st.root, path);
+        let flying = here
+            .children
+            .iter()
+            .map(|c| c.flight.iter().filter(|&&f| f as usize == p).count() as u64)
+            .sum::<u64>();
+        n + flying
+    }
+
+    /// All successors of a state.
+    fn successors(&mut self, st: &State) -> Result<Outcome, String> {
+        let m = self.m;
+        let mut out = Vec::new();
+        let mut all = Vec::new();
+        paths(&st.root, &mut Vec::new(), &mut all);
+        let mut definite = false;
+        for path in &all {
+            let d = node(&st.root, path).desc;
+            for g in 0..m.desc(d).groups.len() {
+                let mut sure = false;
+                for k in 0..m.desc(d).groups[g].len() {
+                    let t = m.desc(d).groups[g][k];
+                    let gid = m.desc(d).trans[t].gid;
+                    let bs = match self.bindings(st, path, d, t) {
+                        Ok(bs) => bs,
+                        Err(msg) => return Ok(Outcome::Error(gid, msg)),
+                    };
+                    for b in bs {
+                        sure |= b.exact;
+                        if let Err(msg) = self.fire(st, path, d, t, &b, &mut out) {
+                            return Ok(Outcome::Error(gid, msg));
+                        }
+                    }
+                }
+                if sure {
+                    definite = true;
+                    break;
+                }
+            }
+        }
+        let maybe_dead = !definite && !out.is_empty();
+        // An external token may arrive while the job runs.
+        let running = !out.is_empty() || self.output_missing(st);
+        if let Some((p, v)) = m.external.get(st.ext as usize)
+            && running
+        {
+            let mut next = st.clone();
+            next.ext += 1;
+            next.root.places[*p].push(Tok::Val(v.clone()));
+            let label = m.n_real + st.ext as usize;
+            let mut settled = Vec::new();
+            if let Err(msg) = self.settle(next, true, Vec::new(), &mut settled) {
+                return Ok(Outcome::Error(label, msg));
+            }
+            for (state, exact) in settled {
+                out.push(Succ {
+                    t: label,
+                    state,
+                    exact,
+                });
+            }
+            return Ok(Outcome::Fired(out, false));
+        }
         Ok(Outcome::Fired(out, maybe_dead))
     }
 
-    /// Appends the successors by every binding of `t`; `Ok(true)` if some binding is surely
-    /// enabled; `Err(message)` if an evaluation fails.
+    /// Every enabled binding of transition `t` of the instance at `path` (distinct values).
     fn bindings(
         &mut self,
-        m: &Marking,
+        st: &State,
+        path: &[usize],
+        d: u32,
         t: usize,
-        out: &mut Vec<Succ>,
-    ) -> Result<Result<bool, String>, String> {
-        let info = &self.info[t];
-        let takes = info.takes.clone();
-        if takes.iter().any(|&(_, p, _)| m[p].is_empty()) {
-            return Ok(Ok(false));
+    ) -> Result<Vec<Binding>, String> {
+        let m = self.m;
+        let info = &m.desc(d).trans[t];
+        if info.dead {
+            return Ok(Vec::new());
         }
-        let mut idx = vec![0usize; takes.len()];
+        let at: Vec<(Vec<usize>, usize)> = info
+            .takes
+            .iter()
+            .map(|tk| self.resolve(path, d, tk.1))
+            .collect();
+        let lists: Vec<&Vec<Tok>> = at
+            .iter()
+            .map(|(o, q)| &node(&st.root, o).places[*q])
+            .collect();
+        if lists.iter().any(|l| l.is_empty()) {
+            return Ok(Vec::new());
+        }
+        let f = m.bundle.function(info.function);
+        let counts: Vec<(PortId, u64)> = info
+            .counts
+            .iter()
+            .map(|&(port, p)| (port, self.count(st, path, d, p)))
+            .collect();
+        let mut idx = vec![0usize; lists.len()];
         let mut seen: BTreeSet<Vec<Tok>> = BTreeSet::new();
-        let mut definite = false;
+        let mut out = Vec::new();
         loop {
-            let distinct = (0..takes.len())
-                .all(|a| (0..a).all(|b| takes[a].1 != takes[b].1 || idx[a] != idx[b]));
+            let distinct =
+                (0..at.len()).all(|a| (0..a).all(|b| at[a] != at[b] || idx[a] != idx[b]));
             if distinct {
-                let vals: Vec<Tok> = takes
-                    .iter()
-                    .zip(&idx)
-                    .map(|(&(_, p, _), &i)| m[p][i].clone())
-                    .collect();
+                let vals: Vec<Tok> = lists.iter().zip(&idx).map(|(l, &i)| l[i].clone()).collect();
                 if seen.insert(vals.clone()) {
-                    match self.fire_binding(m, t, &takes, &idx, &vals, out) {
-                        Ok(Some(d)) => definite |= d,
-                        Ok(None) => {}
-                        Err(msg) => return Ok(Err(msg)),
+                    let has_unknown = vals.iter().any(|v| matches!(v, Tok::Unknown));
+                    let mut exact = true;
+                    let mut on = true;
+                    if let Some(c) = info.condition {
+                        let code = &m.bundle.codes[c];
+                        fill_frame(
+                            &mut self.frame,
+                            code.slots.len().max(f.ports.len()),
+                            &counts,
+                            &info.takes,
+                            &vals,
+                        );
+                        match self.interp.run_bool(code, &mut self.frame) {
+                            Ok(b) => on = b,
+                            Err(e) if has_unknown && is_unbound(&e) => exact = false,
+                            Err(e) => return Err(format!("condition: {e}")),
+                        }
+                    }
+                    if on {
+                        out.push(Binding {
+                            at: at
+                                .iter()
+                                .zip(&idx)
+                                .map(|((o, q), &i)| (o.clone(), *q, i))
+                                .collect(),
+                            vals,
+                            exact,
+                        });
                     }
                 }
             }
             // Next combination.
-            let mut k = takes.len();
+            let mut k = lists.len();
             loop {
                 if k == 0 {
-                    return Ok(Ok(definite));
+                    return Ok(out);
                 }
                 k -= 1;
                 idx[k] += 1;
-                if idx[k] < m[takes[k].1].len() {
+                if idx[k] < lists[k].len() {
                     break;
                 }
                 idx[k] = 0;
@@ -618,75 +1374,159 @@ impl Explorer<'_> {
         }
     }
 
-    /// Fires one binding if the condition allows: `Some(true)` fired surely, `Some(false)`
-    /// fired as a maybe, `None` not enabled.
-    fn fire_binding(
-        &mut self,
-        m: &Marking,
-        t: usize,
-        takes: &[(PortId, usize, bool)],
-        idx: &[usize],
-        vals: &[Tok],
-        out: &mut Vec<Succ>,
-    ) -> Result<Option<bool>, String> {
-        let info = &self.info[t];
-        let f = self.bundle.function(info.function);
-        let nslots = f.ports.len();
-        let has_unknown = vals.iter().any(|v| matches!(v, Tok::Unknown));
-        let mut exact = true;
-        if let Some(c) = info.condition {
-            let code = &self.bundle.codes[c];
-            fill_frame(
-                &mut self.frame,
-                code.slots.len().max(nslots),
-                m,
-                &info.counts,
-                takes,
-                vals,
-            );
-            match self.interp.run_bool(code, &mut self.frame) {
-                Ok(true) => {}
-                Ok(false) => return Ok(None),
-                Err(e) if has_unknown && is_unbound(&e) => exact = false,
-                Err(e) => return Err(format!("condition: {e}")),
+    /// Whether some transition of the instance at `path` is enabled.
+    fn enabled(&mut self, st: &State, path: &[usize]) -> Result<Enabled, String> {
+        let d = node(&st.root, path).desc;
+        let mut maybe = false;
+        for t in 0..self.m.desc(d).trans.len() {
+            for b in self.bindings(st, path, d, t)? {
+                if b.exact {
+                    return Ok(Enabled::Surely);
+                }
+                maybe = true;
             }
         }
-        // Consume.
-        let mut base = m.clone();
-        let mut rm: Vec<(usize, usize)> = takes
+        Ok(if maybe { Enabled::Maybe } else { Enabled::No })
+    }
+
+    /// The live shareds of a state, and whether an unknown token may hold one.
+    fn live(&self, st: &State) -> (BTreeSet<Value>, bool) {
+        let mut outer = Vec::new();
+        let mut unknown = false;
+        for_each_node(&st.root, &mut |n| {
+            let net = self.m.net(n.desc);
+            for (p, toks) in n.places.iter().enumerate() {
+                let place = &net.places[p];
+                if place.shared_sink {
+                    continue;
+                }
+                for t in toks {
+                    match t {
+                        Tok::Val(v) => collect_shareds(v, &mut outer),
+                        Tok::Unknown => unknown |= may_hold_shared(&place.ty),
+                    }
+                }
+            }
+        });
+        (live_shareds(outer), unknown)
+    }
+
+    /// Puts the wrapped values of the shareds live in `before` and dead in `st` on their
+    /// sink places (searched from the instance at `path` upwards). Returns whether the
+    /// result is exact.
+    fn cleanup(
+        &self,
+        before: &(BTreeSet<Value>, bool),
+        st: &mut State,
+        path: &[usize],
+    ) -> Result<bool, String> {
+        let (after, unknown) = self.live(st);
+        let exact = !unknown && !before.1;
+        let before = &before.0;
+        for v in before.difference(&after) {
+            let Value::Shared(s) = v else { continue };
+            let mut at = path.to_vec();
+            let found = loop {
+                let n = node(&st.root, &at);
+                let net = self.m.net(n.desc);
+                if let Some(p) = net
+                    .places
+                    .iter()
+                    .position(|p| p.shared_sink && *p.name == *s.place)
+                {
+                    break Some(self.resolve(&at, n.desc, p));
+                }
+                if at.pop().is_none() {
+                    break None;
+                }
+            };
+            let (owner, q) = found.ok_or_else(|| {
+                RunError::new(RunErrorKind::NoSharedSink {
+                    place: s.place.to_string(),
+                })
+                .to_string()
+            })?;
+            node_mut(&mut st.root, &owner).places[q].push(Tok::Val(s.value.clone()));
+        }
+        Ok(exact)
+    }
+
+    /// Fires binding `b` of transition `t` of the instance at `path`; appends the (settled)
+    /// successors.
+    fn fire(
+        &mut self,
+        st: &State,
+        path: &[usize],
+        d: u32,
+        t: usize,
+        b: &Binding,
+        out: &mut Vec<Succ>,
+    ) -> Result<(), String> {
+        let m = self.m;
+        let info = &m.desc(d).trans[t];
+        let f = m.bundle.function(info.function);
+        let nslots = f.ports.len();
+        let has_unknown = b.vals.iter().any(|v| matches!(v, Tok::Unknown));
+        let before = if m.uses_shared {
+            Some(self.live(st))
+        } else {
+            None
+        };
+        let counts: Vec<(PortId, u64)> = info
+            .counts
             .iter()
-            .zip(idx)
+            .map(|&(port, p)| (port, self.count(st, path, d, p)))
+            .collect();
+        // Consume, refill generators.
+        let mut base = st.clone();
+        let mut rm: Vec<(Vec<usize>, usize, usize)> = info
+            .takes
+            .iter()
+            .zip(&b.at)
             .filter(|(tk, _)| tk.2)
-            .map(|(tk, &i)| (tk.1, i))
+            .map(|(_, a)| a.clone())
             .collect();
         rm.sort_by(|a, b| b.cmp(a));
-        for (p, i) in rm {
-            base[p].remove(i);
+        for (owner, q, i) in &rm {
+            let n = node_mut(&mut base.root, owner);
+            n.places[*q].remove(*i);
         }
-        // Outputs: one list of (port, value) alternatives.
-        let mut alternatives: Vec<Vec<(PortId, Tok)>> = Vec::new();
+        for (owner, q, _) in &rm {
+            let nd = node(&base.root, owner).desc;
+            if let Some(slot) = m.desc(nd).gen_slot[*q] {
+                let k = node(&base.root, owner).gens[slot];
+                let v = self.generate(m.net(nd), *q, k)?;
+                let n = node_mut(&mut base.root, owner);
+                n.places[*q].push(Tok::Val(v));
+                n.gens[slot] = k + 1;
+            }
+        }
+        // Outputs: one list of (port, value) alternatives, each with its exactness.
+        let mut alternatives: Vec<(Vec<(PortId, Tok)>, bool)> = Vec::new();
         match info.kind {
             Kind::Expr(c) => {
-                let code = &self.bundle.codes[c];
+                let code = &m.bundle.codes[c];
                 fill_frame(
                     &mut self.frame,
                     code.slots.len().max(nslots),
-                    m,
-                    &info.counts,
-                    takes,
-                    vals,
+                    &counts,
+                    &info.takes,
+                    &b.vals,
                 );
                 let mut outs = Vec::new();
                 match self.interp.run(code, &mut self.frame) {
                     Ok(_) => {
+                        for &p in &info.eureka_ports {
+                            check_eureka(f, p, self.frame.get(p.index()).cloned().flatten())?;
+                        }
                         for &(port, _, _) in &info.outs {
                             match self.frame.get(port.index()).cloned().flatten() {
                                 Some(v) => outs.push((port, Tok::Val(v))),
                                 None => {
-                                    return Err(format!(
-                                        "missing_binding: output port `{}` has no value",
-                                        f.port(port).name
-                                    ));
+                                    return Err(RunError::new(RunErrorKind::MissingBinding {
+                                        port: f.port(port).name.clone(),
+                                    })
+                                    .to_string());
                                 }
                             }
                         }
@@ -697,9 +1537,9 @@ impl Explorer<'_> {
                     }
                     Err(e) => return Err(e.to_string()),
                 }
-                alternatives.push(outs);
+                alternatives.push((outs, true));
             }
-            Kind::Module => {
+            Kind::Module { eureka } => {
                 let mut combos: Vec<Vec<(PortId, Tok)>> = vec![Vec::new()];
                 for (port, vals) in &info.assumed {
                     let choices: Vec<Tok> = match vals {
@@ -719,62 +1559,339 @@ impl Explorer<'_> {
                     }
                     combos = next;
                 }
-                alternatives = combos;
+                alternatives = combos.into_iter().map(|c| (c, true)).collect();
+                if eureka {
+                    self.cancelled = true;
+                    alternatives.push((Vec::new(), false));
+                }
+            }
+            Kind::Child(cd) => {
+                // Start the child: the input values go to the places bound to the ports.
+                let mut flight: Vec<u32> = info
+                    .takes
+                    .iter()
+                    .filter(|tk| tk.2)
+                    .map(|tk| tk.1 as u32)
+                    .collect();
+                flight.sort_unstable();
+                let mut child = self.new_node(cd, flight)?;
+                let mut tunnelled = Vec::new();
+                for (tk, v) in info.takes.iter().zip(&b.vals) {
+                    if let Some(p) = f.port(tk.0).place {
+                        let (up, q) = m.desc(cd).loc[p.index()];
+                        if up == 0 {
+                            child.places[q].push(v.clone());
+                        } else {
+                            tunnelled.push((up - 1, q, v.clone()));
+                        }
+                    }
+                }
+                for (up, q, v) in tunnelled {
+                    let keep = path.len().saturating_sub(up as usize);
+                    node_mut(&mut base.root, &path[..keep]).places[q].push(v);
+                }
+                node_mut(&mut base.root, path).children.push(child);
+                let mut exact = b.exact;
+                if let Some(before) = &before {
+                    exact &= self.cleanup(before, &mut base, path)?;
+                    if !exact {
+                        self.cleanup_maybe = true;
+                    }
+                }
+                let mut settled = Vec::new();
+                self.settle(base, exact, Vec::new(), &mut settled)?;
+                for (state, exact) in settled {
+                    out.push(Succ {
+                        t: info.gid,
+                        state,
+                        exact,
+                    });
+                }
+                return Ok(());
             }
         }
-        for alt in alternatives {
+        for (alt, alt_exact) in alternatives {
             let mut next = base.clone();
             for &(port, place, many) in &info.outs {
                 let Some((_, tok)) = alt.iter().find(|(p, _)| *p == port) else {
                     continue;
                 };
-                let pty = &f.port(port).ty;
-                match (tok, many) {
-                    (Tok::Val(Value::List(xs)), true) => {
-                        for x in xs {
-                            next[place].push(Tok::Val(x.clone()));
-                        }
+                self.output(&mut next, path, d, f, port, place, many, tok.clone())?;
+            }
+            let mut exact = b.exact && alt_exact;
+            if let Some(before) = &before {
+                let e = self.cleanup(before, &mut next, path)?;
+                if !e {
+                    self.cleanup_maybe = true;
+                }
+                exact &= e;
+            }
+            let mut settled = Vec::new();
+            self.settle(next, exact, Vec::new(), &mut settled)?;
+            for (state, exact) in settled {
+                out.push(Succ {
+                    t: info.gid,
+                    state,
+                    exact,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts an output port's token on a place of the instance at `path` (out: the value,
+    /// type-checked; out-many: each element of the list).
+    #[allow(clippy::too_many_arguments)]
+    fn output(
+        &mut self,
+        st: &mut State,
+        path: &[usize],
+        d: u32,
+        f: &Function,
+        port: PortId,
+        place: usize,
+        many: bool,
+        tok: Tok,
+    ) -> Result<(), String> {
+        let (owner, q) = self.resolve(path, d, place);
+        let pty = &f.port(port).ty;
+        let pname = &f.port(port).name;
+        let mismatch = |v: &Value, ty: &dyn std::fmt::Display| {
+            RunError::new(RunErrorKind::TypeMismatch {
+                port: pname.clone(),
+                value: v.to_string(),
+                ty: ty.to_string(),
+            })
+            .to_string()
+        };
+        let target = &mut node_mut(&mut st.root, &owner).places[q];
+        match (tok, many) {
+            (Tok::Val(Value::List(xs)), true) => {
+                let place_ty = &self.m.net(d).places[place].ty;
+                for x in xs {
+                    if !x.fits(place_ty) {
+                        return Err(mismatch(&x, place_ty));
                     }
-                    (Tok::Val(v), true) => {
-                        return Err(format!(
-                            "connect-out-many: port `{}` holds {v}, not a list",
-                            f.port(port).name
-                        ));
-                    }
-                    (Tok::Unknown, true) => {
-                        self.unknown_many = true;
-                        next[place].push(Tok::Unknown);
-                    }
-                    (Tok::Val(v), false) => {
-                        if !v.fits(pty) {
-                            return Err(format!(
-                                "value {v} of port `{}` is not of type {pty}",
-                                f.port(port).name
-                            ));
-                        }
-                        next[place].push(tok.clone());
-                    }
-                    (Tok::Unknown, false) => next[place].push(Tok::Unknown),
+                    target.push(Tok::Val(x));
                 }
             }
-            for p in &mut next {
-                p.sort();
+            (Tok::Val(v), true) => return Err(mismatch(&v, &"list")),
+            (Tok::Unknown, true) => {
+                self.unknown_many = true;
+                target.push(Tok::Unknown);
             }
-            out.push(Succ {
-                t,
-                marking: next,
-                exact,
-            });
+            (Tok::Val(v), false) => {
+                if !v.fits(pty) {
+                    return Err(mismatch(&v, pty));
+                }
+                target.push(Tok::Val(v));
+            }
+            (Tok::Unknown, false) => target.push(Tok::Unknown),
         }
-        Ok(Some(exact))
+        Ok(())
     }
+
+    /// Ends every child instance with nothing enabled and no running child (repeatedly),
+    /// then canonicalizes. A child whose only enabled bindings are maybes both ends (a maybe
+    /// edge) and keeps running. `keep`: instances decided to keep running.
+    fn settle(
+        &mut self,
+        mut st: State,
+        mut exact: bool,
+        mut keep: Vec<Vec<usize>>,
+        out: &mut Vec<(State, bool)>,
+    ) -> Result<(), String> {
+        'again: loop {
+            let mut all = Vec::new();
+            paths(&st.root, &mut Vec::new(), &mut all);
+            for leaf in all.into_iter().rev() {
+                if leaf.is_empty()
+                    || !node(&st.root, &leaf).children.is_empty()
+                    || keep.contains(&leaf)
+                {
+                    continue;
+                }
+                match self.enabled(&st, &leaf)? {
+                    Enabled::Surely => {}
+                    Enabled::No => {
+                        self.finish(&mut st, &leaf)?;
+                        shift(&mut keep, &leaf);
+                        continue 'again;
+                    }
+                    Enabled::Maybe => {
+                        self.child_end_maybe = true;
+                        let mut ended = st.clone();
+                        self.finish(&mut ended, &leaf)?;
+                        let mut keep2 = keep.clone();
+                        shift(&mut keep2, &leaf);
+                        self.settle(ended, false, keep2, out)?;
+                        keep.push(leaf);
+                        exact = false;
+                        continue 'again;
+                    }
+                }
+            }
+            break;
+        }
+        canonicalize(&mut st.root);
+        out.push((st, exact));
+        Ok(())
+    }
+
+    /// Ends the child instance at `leaf`: its out ports' tokens go out through the parent
+    /// transition's connections; the rest is dropped.
+    fn finish(&mut self, st: &mut State, leaf: &[usize]) -> Result<(), String> {
+        let m = self.m;
+        let before = if m.uses_shared {
+            Some(self.live(st))
+        } else {
+            None
+        };
+        let (parent_path, k) = match leaf.split_last() {
+            Some((&k, rest)) => (rest.to_vec(), k),
+            None => return Ok(()),
+        };
+        let child = node_mut(&mut st.root, &parent_path).children.remove(k);
+        let Some((pd, pt)) = m.desc(child.desc).parent else {
+            return Ok(());
+        };
+        let info = &m.desc(pd).trans[pt];
+        let f = m.bundle.function(info.function);
+        let gid = info.gid;
+        let fail = |e: String| format!("end of child net `{}`: {e}", self_name(m, gid));
+        for &(port, place, many) in &info.outs {
+            let Some(cp) = f.port(port).place else {
+                return Err(fail(
+                    RunError::new(RunErrorKind::MissingBinding {
+                        port: f.port(port).name.clone(),
+                    })
+                    .to_string(),
+                ));
+            };
+            let (up, q) = m.desc(child.desc).loc[cp.index()];
+            if up != 0 {
+                // A tunnelled out place: its tokens already live in an ancestor.
+                continue;
+            }
+            for tok in child.places[q].clone() {
+                self.output(st, &parent_path, pd, f, port, place, many, tok)
+                    .map_err(fail)?;
+            }
+        }
+        if let Some(before) = &before
+            && !self.cleanup(before, st, &parent_path)?
+        {
+            self.cleanup_maybe = true;
+        }
+        Ok(())
+    }
+}
+
+fn self_name(m: &Model, gid: usize) -> String {
+    for d in &m.descs {
+        for (ti, t) in d.trans.iter().enumerate() {
+            if t.gid == gid {
+                return format!("{}{}", d.prefix, m.net_of(d).transitions[ti].name);
+            }
+        }
+    }
+    String::from("?")
+}
+
+impl Model<'_> {
+    fn net_of(&self, d: &Desc) -> &Net {
+        match &self.bundle.function(d.func).body {
+            Body::Net(n) => n,
+            _ => unreachable!("desc of a net function"),
+        }
+    }
+}
+
+/// After removing the child at `leaf`, the later siblings move down one index.
+fn shift(keep: &mut [Vec<usize>], leaf: &[usize]) {
+    let n = leaf.len();
+    for k in keep.iter_mut() {
+        if k.len() >= n && k[..n - 1] == leaf[..n - 1] && k[n - 1] > leaf[n - 1] {
+            k[n - 1] -= 1;
+        }
+    }
+}
+
+fn check_eureka(f: &Function, p: PortId, v: Option<Value>) -> Result<(), String> {
+    let port = &f.port(p).name;
+    let Some(v) = v else {
+        return Err(RunError::new(RunErrorKind::MissingBinding { port: port.clone() }).to_string());
+    };
+    let ok = match &v {
+        Value::Set(groups) => groups.iter().all(|g| matches!(g, Value::String(_))),
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(RunError::new(RunErrorKind::TypeMismatch {
+            port: port.clone(),
+            value: v.to_string(),
+            ty: "set of strings (eureka groups)".into(),
+        })
+        .to_string())
+    }
+}
+
+fn count_tokens(n: &Node) -> u64 {
+    let mut s = 0u64;
+    for_each_node(n, &mut |x| {
+        s += x.places.iter().map(|p| p.len() as u64).sum::<u64>()
+    });
+    s
+}
+
+/// `big` covers `small`: same external position and generators, every place a multiset
+/// superset (single-instance states).
+fn covers(big: &State, small: &State) -> bool {
+    big.ext == small.ext
+        && big.root.gens == small.root.gens
+        && big.root.children.is_empty()
+        && small.root.children.is_empty()
+        && big
+            .root
+            .places
+            .iter()
+            .zip(&small.root.places)
+            .all(|(b, s)| {
+                // Multiset inclusion of sorted vectors.
+                let mut i = 0;
+                for x in s {
+                    while i < b.len() && b[i] < *x {
+                        i += 1;
+                    }
+                    if i == b.len() || b[i] != *x {
+                        return false;
+                    }
+                    i += 1;
+                }
+                true
+            })
+}
+
+fn path_to(parents: &Parents, mut s: u32) -> Vec<usize> {
+    let mut p = Vec::new();
+    while parents[s as usize].0 != u32::MAX {
+        p.push(parents[s as usize].1 as usize);
+        s = parents[s as usize].0;
+    }
+    p.reverse();
+    p
+}
+
+fn is_unbound(e: &RunError) -> bool {
+    matches!(e.0.kind, RunErrorKind::Unbound(_))
 }
 
 fn fill_frame(
     frame: &mut Vec<Option<Value>>,
     n: usize,
-    m: &Marking,
-    counts: &[(PortId, usize)],
+    counts: &[(PortId, u64)],
     takes: &[(PortId, usize, bool)],
     vals: &[Tok],
 ) {
@@ -785,9 +1902,9 @@ fn fill_frame(
             *slot = Some(v.clone());
         }
     }
-    for &(port, p) in counts {
+    for &(port, c) in counts {
         if let Some(slot) = frame.get_mut(port.index()) {
-            *slot = Some(Value::ULong(m[p].len() as u64));
+            *slot = Some(Value::ULong(c));
         }
     }
 }
