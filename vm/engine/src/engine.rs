@@ -222,6 +222,37 @@ struct TransInfo {
     /// Some input port is connected to no place: the transition can never fire (as in
     /// GPI-Space, where such a port never receives a token).
     dead: bool,
+    /// The firing plan of a plain expression transition (see [`FastPlan`]), if it is one.
+    fast: Option<FastPlan>,
+}
+
+/// How to fire an expression transition without the general path's cases: it takes from no
+/// place twice, reads no token counts, has no eureka or response ports, no out-many port, and
+/// touches no generator place and no place whose tokens hold shared values. Its tokens go
+/// straight from the places into the frame and back.
+#[derive(Debug)]
+struct FastPlan {
+    code: usize,
+    /// Frame size: the code's slots, at least one per port.
+    frame: usize,
+    /// The frame's slots that no take writes (emptied before a firing).
+    clear: Vec<usize>,
+    takes: Vec<Take>,
+    /// The dirty marks after the takes, in the general path's order (per consumed place its
+    /// adjacent transitions). `skip`: the transition has no condition and this firing leaves
+    /// no place it needs with fewer tokens than before, so if it is enabled it stays enabled
+    /// and need not be re-examined (which would not change anything).
+    marks: Vec<(Adj, bool)>,
+    outs: Vec<FastOut>,
+}
+
+#[derive(Debug)]
+struct FastOut {
+    out: Out,
+    ty: Type,
+    /// Whether the put can mark anything: false for a place this firing takes from (all its
+    /// transitions are dirty already or skipped as enabled, and a put marks neither).
+    mark: bool,
 }
 
 impl<'b> Program<'b> {
@@ -286,6 +317,11 @@ impl NetInfo {
         prios.sort_unstable_by(|a, b| b.cmp(a));
         prios.dedup();
         let mut adj = vec![Vec::new(); net.places.len()];
+        let tracks: Vec<bool> = net
+            .places
+            .iter()
+            .map(|p| uses_shared && !p.shared_sink && shared::may_hold_shared(&p.ty))
+            .collect();
         let mut trans = Vec::with_capacity(net.transitions.len());
         for (ti, t) in net.transitions.iter().enumerate() {
             let f = bundle.function(t.function);
@@ -357,6 +393,37 @@ impl NetInfo {
                 }
             }
             let group = prios.iter().position(|&p| p == t.priority).unwrap_or(0);
+            let plain = !multi
+                && counts.is_empty()
+                && t.eureka_ports.is_empty()
+                && t.responses.is_empty()
+                && outs.iter().all(|o| !o.many)
+                && takes
+                    .iter()
+                    .all(|tk| !tracks[tk.place] && !net.places[tk.place].generator)
+                && outs.iter().all(|o| !tracks[o.place])
+                && takes.iter().all(|tk| tk.port.index() < f.ports.len())
+                && outs.iter().all(|o| o.port.index() < f.ports.len());
+            let fast = match kind {
+                Kind::Expr(code) if plain => Some(FastPlan {
+                    code,
+                    frame: bundle.codes[code].slots.len().max(f.ports.len()),
+                    clear: (0..bundle.codes[code].slots.len().max(f.ports.len()))
+                        .filter(|&s| !takes.iter().any(|tk| tk.port.index() == s))
+                        .collect(),
+                    takes: takes.clone(),
+                    marks: Vec::new(),
+                    outs: outs
+                        .iter()
+                        .map(|o| FastOut {
+                            out: *o,
+                            ty: f.ports[o.port.index()].ty.clone(),
+                            mark: !takes.iter().any(|tk| tk.consume && tk.place == o.place),
+                        })
+                        .collect(),
+                }),
+                _ => None,
+            };
             trans.push(TransInfo {
                 group,
                 kind,
@@ -368,13 +435,39 @@ impl NetInfo {
                 condition,
                 enumerated,
                 dead,
+                fast,
             });
         }
-        let tracks = net
-            .places
-            .iter()
-            .map(|p| uses_shared && !p.shared_sink && shared::may_hold_shared(&p.ty))
-            .collect();
+        // The dirty marks of the fast plans (they need every transition's adjacency).
+        for ti in 0..trans.len() {
+            let Some(plan) = &trans[ti].fast else {
+                continue;
+            };
+            // Tokens this firing adds to (or removes from) each place.
+            let net_change = |p: usize| {
+                let puts = plan.outs.iter().filter(|o| o.out.place == p).count() as i64;
+                let takes = plan
+                    .takes
+                    .iter()
+                    .filter(|tk| tk.consume && tk.place == p)
+                    .count();
+                puts - takes as i64
+            };
+            let mut marks = Vec::new();
+            for tk in plan.takes.iter().filter(|tk| tk.consume) {
+                for a in &adj[tk.place] {
+                    let other = &trans[a.t as usize];
+                    let skip = !a.count
+                        && other.condition.is_none()
+                        && other.counts.is_empty()
+                        && other.need.iter().all(|&(q, _)| net_change(q) >= 0);
+                    marks.push((*a, skip));
+                }
+            }
+            if let Some(plan) = &mut trans[ti].fast {
+                plan.marks = marks;
+            }
+        }
         NetInfo {
             adj,
             tracks,
@@ -412,6 +505,25 @@ struct Instance {
     parent: Option<ParentLink>,
     ready_pos: u32,
     in_dirty: bool,
+}
+
+impl Instance {
+    /// Marks the transitions adjacent to a place dirty after a change of it: after a put
+    /// (`put`) those that see its count or are not enabled (a put cannot disable a
+    /// transition nor move its binding), after a take all. Returns whether it marked any.
+    #[inline]
+    fn mark(&mut self, adj: &[Adj], put: bool) -> bool {
+        let mut any = false;
+        for a in adj {
+            let t = a.t as usize;
+            if (a.count || !put || !self.enabled[t]) && !self.dirty_flag[t] {
+                self.dirty_flag[t] = true;
+                self.dirty.push(a.t);
+                any = true;
+            }
+        }
+        any
+    }
 }
 
 #[derive(Debug)]
@@ -568,8 +680,18 @@ impl<'b> Engine<'b> {
         } else {
             group[st.rng.below(group.len())]
         };
-        st.fire(&self.prog, i, t as usize)
-            .map_err(|e| self.prog.context(e, i, &st.instances, t))
+        let info = &self.prog.net(inst.func).trans[t as usize];
+        let r = match &info.fast {
+            Some(plan) => match st.fire_fast(&self.prog, i, t as usize, plan) {
+                Ok(()) => return Ok(Step::Fired),
+                Err(e) => e,
+            },
+            None => match st.fire(&self.prog, i, t as usize) {
+                Ok(step) => return Ok(step),
+                Err(e) => e,
+            },
+        };
+        Err(self.prog.context(r, i, &st.instances, t))
     }
 
     /// Injects the outputs of a finished task (values of its out ports).
@@ -875,16 +997,7 @@ impl State {
             self.shared.acquire(&v);
         }
         inst.marking[p].push_back(v);
-        let mut any = false;
-        for a in &info.adj[p] {
-            let t = a.t as usize;
-            if (a.count || !inst.enabled[t]) && !inst.dirty_flag[t] {
-                inst.dirty_flag[t] = true;
-                inst.dirty.push(a.t);
-                any = true;
-            }
-        }
-        if any {
+        if inst.mark(&info.adj[p], true) {
             self.touch(i);
         }
     }
@@ -934,24 +1047,28 @@ impl State {
                 continue;
             };
             inst.in_dirty = false;
+            let ninfo = prog.net(inst.func);
             while let Some(t) = inst.dirty.pop() {
-                inst.dirty_flag[t as usize] = false;
-                let on = enabled(
+                let t = t as usize;
+                inst.dirty_flag[t] = false;
+                let on = match enabled(
                     prog,
+                    ninfo,
                     inst,
-                    t as usize,
+                    t,
                     Eval {
                         interp: &mut self.interp,
                         runner: &mut self.runner,
                     },
                     &mut self.frame,
                     &mut self.idx,
-                )
-                .map_err(|e| prog.context_in(e, inst.func, t as usize))?;
-                let t = t as usize;
+                ) {
+                    Ok(on) => on,
+                    Err(e) => return Err(prog.context_in(e, inst.func, t)),
+                };
                 if on != inst.enabled[t] {
                     inst.enabled[t] = on;
-                    let g = prog.net(inst.func).trans[t].group;
+                    let g = ninfo.trans[t].group;
                     if on {
                         inst.pos[t] = inst.groups[g].len() as u32;
                         inst.groups[g].push(t as u32);
@@ -986,6 +1103,99 @@ impl State {
                 if pending == 0 && is_child {
                     self.finish_child(prog, i)?;
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fires a transition with a [`FastPlan`]: the same steps as [`State::fire`] (limit,
+    /// counters, take, dirty marks, code, outputs) without its general cases. A function of
+    /// its own (not inlined into the big [`Engine::step`]), so that the token moves inline
+    /// the containers' methods and build no `Value` temporaries (see `with_scalar_copy`).
+    #[inline(never)]
+    fn fire_fast(
+        &mut self,
+        prog: &Program,
+        i: u32,
+        t: usize,
+        plan: &FastPlan,
+    ) -> Result<(), RunError> {
+        if let Some(max) = self.max_firings
+            && self.stats.firings >= max
+        {
+            return Err(RunError::new(RunErrorKind::MaxFirings(max)));
+        }
+        self.stats.firings += 1;
+        self.stats.expressions += 1;
+        let State {
+            instances,
+            frame,
+            interp,
+            runner,
+            dirty_instances,
+            ..
+        } = self;
+        let Some(inst) = instances.get_mut(i as usize).and_then(|x| x.as_mut()) else {
+            return Err(RunError::bundle("internal: no such instance"));
+        };
+        let ninfo = prog.net(inst.func);
+        // The frame: the take slots are overwritten below, the others emptied.
+        if frame.len() != plan.frame {
+            frame.resize_with(plan.frame, || None);
+        }
+        for &k in &plan.clear {
+            crate::interp::clear_slot(&mut frame[k]);
+        }
+        // Read and consume, straight from the place into the frame slot. Without a
+        // condition the binding is the front tokens (all zeros: no place is taken twice).
+        let binding = &inst.binding[t];
+        for (k, tk) in plan.takes.iter().enumerate() {
+            let j = binding[k] as usize;
+            let q = &mut inst.marking[tk.place];
+            let slot = &mut frame[tk.port.index()];
+            let ok = if tk.consume {
+                crate::interp::take_token(slot, q, j)
+            } else {
+                crate::interp::set_clone(slot, q.get(j));
+                slot.is_some()
+            };
+            if !ok {
+                return Err(RunError::bundle("internal: stale binding"));
+            }
+        }
+        // Dirty marks.
+        let mut any = false;
+        for &(a, skip) in &plan.marks {
+            let u = a.t as usize;
+            if !(inst.dirty_flag[u] || skip && inst.enabled[u]) {
+                inst.dirty_flag[u] = true;
+                inst.dirty.push(a.t);
+                any = true;
+            }
+        }
+        if any && !inst.in_dirty {
+            inst.in_dirty = true;
+            dirty_instances.push(i);
+        }
+        let code = &prog.bundle.codes[plan.code];
+        let id = pnet_bundle::CodeId::from(plan.code);
+        match runner {
+            Some(r) => r.run_effect(id, code, frame, interp)?,
+            None => interp.run_effect(code, frame)?,
+        }
+        for FastOut { out: o, ty, mark } in &plan.outs {
+            let slot = &mut frame[o.port.index()];
+            match slot {
+                None => return Err(fast_missing(prog, inst.func, t, o.port)),
+                Some(v) if !fits(v, ty) => {
+                    return Err(fast_mismatch(prog, inst.func, t, o.port, v));
+                }
+                Some(_) => {}
+            }
+            crate::interp::put_token(slot, &mut inst.marking[o.place], o.last);
+            if *mark && inst.mark(&ninfo.adj[o.place], true) && !inst.in_dirty {
+                inst.in_dirty = true;
+                dirty_instances.push(i);
             }
         }
         Ok(())
@@ -1530,6 +1740,31 @@ impl State {
     }
 }
 
+/// The error of a fast-path output port without a value.
+#[cold]
+#[inline(never)]
+fn fast_missing(prog: &Program, func: FunctionId, t: usize, port: PortId) -> RunError {
+    let tf = prog
+        .bundle
+        .function(prog.net_ir(func).transitions[t].function);
+    missing(&tf.ports[port.index()].name)
+}
+
+/// The error of a fast-path output value that does not fit its port.
+#[cold]
+#[inline(never)]
+fn fast_mismatch(prog: &Program, func: FunctionId, t: usize, port: PortId, v: &Value) -> RunError {
+    let tf = prog
+        .bundle
+        .function(prog.net_ir(func).transitions[t].function);
+    let port = &tf.ports[port.index()];
+    RunError::new(RunErrorKind::TypeMismatch {
+        port: port.name.clone(),
+        value: v.to_string(),
+        ty: port.ty.to_string(),
+    })
+}
+
 fn missing(port: &str) -> RunError {
     RunError::new(RunErrorKind::MissingBinding {
         port: port.to_string(),
@@ -1537,15 +1772,17 @@ fn missing(port: &str) -> RunError {
 }
 
 /// Whether a transition is enabled; for conditions, also finds and caches the binding.
+#[inline]
 fn enabled(
     prog: &Program,
+    ninfo: &NetInfo,
     inst: &mut Instance,
     t: usize,
     mut eval: Eval,
     frame: &mut Vec<Option<Value>>,
     idx: &mut Vec<u32>,
 ) -> Result<bool, RunError> {
-    let info = &prog.net(inst.func).trans[t];
+    let info = &ninfo.trans[t];
     if info.dead {
         return Ok(false);
     }
@@ -1558,6 +1795,7 @@ fn enabled(
         return Ok(true);
     };
     let code = &prog.bundle.codes[c];
+    let id = pnet_bundle::CodeId::from(c);
     crate::interp::reset_frame(frame, code.slots.len());
     for &(port, p) in &info.counts {
         let n = inst.marking[p].len() as u64 + inst.in_flight[p];
@@ -1566,6 +1804,32 @@ fn enabled(
         }
     }
     let e = &info.enumerated;
+    if !info.multi && e.len() <= 1 {
+        // The usual case: one token varies (or none); every other take binds the front token.
+        let binding = &mut inst.binding[t];
+        let Some(&ti) = e.first() else {
+            if eval.run_bool(id, code, frame)? {
+                for b in binding.iter_mut() {
+                    *b = 0;
+                }
+                return Ok(true);
+            }
+            return Ok(false);
+        };
+        let tk = info.takes[ti];
+        let q = &inst.marking[tk.place];
+        for j in 0..q.len() {
+            crate::interp::set_clone(&mut frame[tk.port.index()], q.get(j));
+            if eval.run_bool(id, code, frame)? {
+                // (A loop, not `fill`: a call of memset for one or two words.)
+                for (k, b) in binding.iter_mut().enumerate() {
+                    *b = if k == ti { j as u32 } else { 0 };
+                }
+                return Ok(true);
+            }
+        }
+        return Ok(false);
+    }
     idx.clear();
     idx.resize(e.len(), 0);
     loop {
@@ -1582,7 +1846,7 @@ fn enabled(
                     inst.marking[tk.place].get(idx[k] as usize),
                 );
             }
-            if eval.run_bool(pnet_bundle::CodeId::from(c), code, frame)? {
+            if eval.run_bool(id, code, frame)? {
                 let binding = &mut inst.binding[t];
                 for (k, &ti) in e.iter().enumerate() {
                     binding[ti] = idx[k];
@@ -1737,7 +2001,7 @@ impl Eval<'_> {
     ) -> Result<(), RunError> {
         match self.runner {
             Some(r) => r.run_effect(id, code, frame, self.interp),
-            None => self.interp.run(code, frame).map(crate::interp::drop_fast),
+            None => self.interp.run_effect(code, frame),
         }
     }
 }

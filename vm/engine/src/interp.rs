@@ -4,6 +4,7 @@
 //! [`Interpreter`], and integer comparisons and arithmetic take fast paths that give exactly
 //! the result of the generic [`eval_binary`].
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use pnet_bundle::{Code, Instr};
@@ -35,21 +36,44 @@ impl Interpreter {
     /// for an empty program). `frame` must have at least `code.slots.len()` slots.
     #[inline]
     pub fn run(&mut self, code: &Code, frame: &mut [Option<Value>]) -> Result<Value, RunError> {
-        self.stack.clear();
         let r = self.exec(code, frame);
         let v = match r {
             Ok(()) => Ok(self.stack.pop().unwrap_or(Value::Control)),
             Err(e) => Err(e),
         };
-        self.stack.clear();
+        self.clear();
         v
     }
 
-    /// Runs a condition: its value must be a bool.
+    /// Runs a condition: its value must be a bool. Like [`Interpreter::run`] followed by
+    /// [`condition_value`], without moving the value off the stack.
     #[inline]
     pub fn run_bool(&mut self, code: &Code, frame: &mut [Option<Value>]) -> Result<bool, RunError> {
-        let v = self.run(code, frame)?;
-        condition_value(code, v)
+        let r = self.exec(code, frame);
+        let b = match (r, self.stack.last()) {
+            (Ok(()), Some(Value::Bool(b))) => Ok(*b),
+            (Ok(()), _) => Err(not_a_bool(code)),
+            (Err(e), _) => Err(e),
+        };
+        self.clear();
+        b
+    }
+
+    /// Runs code for its effect on `frame` only: like [`Interpreter::run`] with the value
+    /// dropped (an expression, whose value the engine does not use).
+    #[inline]
+    pub fn run_effect(&mut self, code: &Code, frame: &mut [Option<Value>]) -> Result<(), RunError> {
+        let r = self.exec(code, frame);
+        self.clear();
+        r
+    }
+
+    /// Empties the stack (scalars without the generic drop glue).
+    #[inline]
+    fn clear(&mut self) {
+        while let Some(v) = self.stack.pop() {
+            drop_fast(v);
+        }
     }
 
     #[inline(never)]
@@ -67,6 +91,7 @@ impl Interpreter {
         }
         let instrs = &code.instrs[..];
         let stack = &mut self.stack;
+        stack.clear();
         let mut pc = 0usize;
         while let Some(&instr) = instrs.get(pc) {
             pc += 1;
@@ -83,7 +108,7 @@ impl Interpreter {
                         .consts
                         .get(i as usize)
                         .ok_or_else(|| fail(RunErrorKind::BadCode(format!("no constant {i}"))))?;
-                    stack.push(v.clone());
+                    stack.push(fast_clone(v));
                 }
                 Instr::Load(s) => match frame.get(s as usize) {
                     Some(Some(v)) => stack.push(fast_clone(v)),
@@ -214,20 +239,24 @@ impl Interpreter {
 pub fn condition_value(code: &Code, v: Value) -> Result<bool, RunError> {
     match v {
         Value::Bool(b) => Ok(b),
-        _ => Err(RunError::with_span(
-            RunErrorKind::NotABool(format!("the value of {}", code.name)),
-            code.span,
-        )),
+        _ => Err(not_a_bool(code)),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn not_a_bool(code: &Code) -> RunError {
+    RunError::with_span(
+        RunErrorKind::NotABool(format!("the value of {}", code.name)),
+        code.span,
+    )
 }
 
 /// Empties a frame and gives it `n` slots, without the generic drop glue for scalars.
 #[inline]
 pub(crate) fn reset_frame(frame: &mut Vec<Option<Value>>, n: usize) {
     for s in frame.iter_mut() {
-        if let Some(v) = s.take() {
-            drop_fast(v);
-        }
+        clear_slot(s);
     }
     if frame.len() != n {
         frame.resize_with(n, || None);
@@ -240,17 +269,144 @@ fn error_at(code: &Code, pc: usize, kind: RunErrorKind) -> RunError {
     RunError::with_span(kind, code.spans.get(pc).copied().unwrap_or(code.span))
 }
 
-/// Puts a copy of `v` into `slot`: the old value is dropped first, so that a scalar is written
-/// straight into the slot (no temporary `Value` copied afterwards, which stalls on store
-/// forwarding).
+/// Whether a value owns nothing (a bitwise copy of it is a clone, dropping it is a no-op).
+#[inline(always)]
+pub(crate) fn is_scalar(v: &Value) -> bool {
+    matches!(
+        v,
+        Value::Control
+            | Value::Bool(_)
+            | Value::Int(_)
+            | Value::Long(_)
+            | Value::UInt(_)
+            | Value::ULong(_)
+            | Value::Float(_)
+            | Value::Double(_)
+            | Value::Char(_)
+    )
+}
+
+/// Empties a slot, without the generic drop glue for scalars (and without reading a scalar:
+/// only its tag).
+#[inline(always)]
+pub(crate) fn clear_slot(slot: &mut Option<Value>) {
+    match slot {
+        None => {}
+        Some(v) if is_scalar(v) => std::mem::forget(slot.take()),
+        Some(_) => *slot = None,
+    }
+}
+
+/// Puts `new` into `slot`, which holds nothing that needs dropping (`None` or a scalar).
+#[inline(always)]
+fn put_plain(slot: &mut Option<Value>, new: Value) {
+    std::mem::forget(slot.replace(new));
+}
+
+/// Runs `$write` with `$s` bound to a copy of the scalar `$v`, built variant by variant (tag
+/// and payload, as typed code writes them), or `$other` if `$v` is not a scalar. A copy of a
+/// whole value (32 bytes) right after typed code wrote it, or a temporary `Value` read back
+/// in other pieces than it was written, stalls on store forwarding; a value built in each arm
+/// goes straight to its destination.
+macro_rules! with_scalar_copy {
+    ($v:expr, |$s:ident| $write:expr, $other:expr) => {
+        match *$v {
+            Value::Long(x) => {
+                let $s = Value::Long(x);
+                $write
+            }
+            Value::Int(x) => {
+                let $s = Value::Int(x);
+                $write
+            }
+            Value::ULong(x) => {
+                let $s = Value::ULong(x);
+                $write
+            }
+            Value::UInt(x) => {
+                let $s = Value::UInt(x);
+                $write
+            }
+            Value::Bool(x) => {
+                let $s = Value::Bool(x);
+                $write
+            }
+            Value::Char(x) => {
+                let $s = Value::Char(x);
+                $write
+            }
+            Value::Double(x) => {
+                let $s = Value::Double(x);
+                $write
+            }
+            Value::Float(x) => {
+                let $s = Value::Float(x);
+                $write
+            }
+            Value::Control => {
+                let $s = Value::Control;
+                $write
+            }
+            _ => $other,
+        }
+    };
+}
+
+/// Puts a copy of `v` into `slot` (the old value dropped first); see [`with_scalar_copy`].
 #[inline(always)]
 pub(crate) fn set_clone(slot: &mut Option<Value>, v: Option<&Value>) {
-    if let Some(old) = slot.take() {
-        drop_fast(old);
+    clear_slot(slot);
+    let Some(v) = v else {
+        return;
+    };
+    with_scalar_copy!(v, |s| put_plain(slot, s), put_plain(slot, v.clone()))
+}
+
+/// Moves token `j` of `q` into `slot` (the old value dropped first): the front token is
+/// popped, another one replaced by the front one. Returns false if there is no token `j`.
+#[inline(always)]
+pub(crate) fn take_token(slot: &mut Option<Value>, q: &mut VecDeque<Value>, j: usize) -> bool {
+    clear_slot(slot);
+    if j != 0 {
+        *slot = q.swap_remove_front(j);
+        return slot.is_some();
     }
-    if let Some(v) = v {
-        *slot = Some(fast_clone(v));
-    }
+    let Some(v) = q.front() else {
+        return false;
+    };
+    with_scalar_copy!(
+        v,
+        |s| {
+            put_plain(slot, s);
+            // A scalar: the popped copy owns nothing.
+            std::mem::forget(q.pop_front());
+        },
+        *slot = q.pop_front()
+    );
+    true
+}
+
+/// Moves (`last`) or copies the value in `slot` to the back of `q`; false if the slot is
+/// empty.
+#[inline(always)]
+pub(crate) fn put_token(slot: &mut Option<Value>, q: &mut VecDeque<Value>, last: bool) -> bool {
+    let Some(v) = slot.as_ref() else {
+        return false;
+    };
+    with_scalar_copy!(
+        v,
+        |s| {
+            q.push_back(s);
+            if last {
+                clear_slot(slot);
+            }
+        },
+        {
+            let v = if last { slot.take() } else { slot.clone() };
+            q.extend(v);
+        }
+    );
+    true
 }
 
 /// Clones scalars without the out-of-line generic clone.

@@ -13,7 +13,7 @@ use pnet_bundle::{
     Place, PlaceId, Port, PortDir, PortId, SourceSpan, Transition,
 };
 use pnet_stdlib::{BinOp, Type, Value};
-use pnet_vm::{Engine, Interpreter, RunConfig, Step};
+use pnet_vm::{CodeRunner, CodeRunnerFactory, Engine, Interpreter, RunConfig, RunError, Step};
 
 struct Counting;
 
@@ -156,6 +156,148 @@ fn countdown(n: i64, spill: bool) -> Bundle {
     }
 }
 
+/// The net of `examples/countdown/countdown.xpnet`: `step` (priority 1, inout `n` on
+/// `counter`, condition `${n} :gt: 0L`, expression `${n} := ${n} - 1L`) and `finish` (in `n`
+/// from `counter`, out `result` to `done`, expression `${result} := ${n}`).
+fn countdown_xpnet() -> Bundle {
+    let slots = [("n", Type::Long)];
+    let cond = code(
+        "condition of step",
+        vec![
+            Instr::Load(0),
+            Instr::Const(0),
+            Instr::Binary(BinOp::Gt, OpTy::Long),
+        ],
+        vec![Value::Long(0)],
+        &slots,
+    );
+    let dec = code(
+        "expression of step",
+        vec![
+            Instr::Load(0),
+            Instr::Const(0),
+            Instr::Binary(BinOp::Sub, OpTy::Long),
+            Instr::Store(0),
+        ],
+        vec![Value::Long(1)],
+        &slots,
+    );
+    let copy = code(
+        "expression of finish",
+        vec![Instr::Load(0), Instr::Store(1)],
+        Vec::new(),
+        &[("n", Type::Long), ("result", Type::Long)],
+    );
+    let mut step = transition(
+        "step",
+        1,
+        vec![conn(ConnectKind::In, 0, 0), conn(ConnectKind::Out, 0, 0)],
+        0,
+    );
+    step.priority = 1;
+    let finish = Transition {
+        condition: None,
+        ..transition(
+            "finish",
+            2,
+            vec![conn(ConnectKind::In, 0, 0), conn(ConnectKind::Out, 1, 1)],
+            0,
+        )
+    };
+    let root = function(
+        "countdown",
+        vec![
+            port("n", PortDir::In, Some(0)),
+            port("done", PortDir::Out, Some(1)),
+        ],
+        Body::Net(Net {
+            places: vec![place("counter", Vec::new()), place("done", Vec::new())],
+            transitions: vec![step, finish],
+        }),
+    );
+    let stepf = function(
+        "step",
+        vec![port("n", PortDir::InOut, None)],
+        Body::Expression(CodeId(1)),
+    );
+    let finishf = function(
+        "finish",
+        vec![
+            port("n", PortDir::In, None),
+            port("result", PortDir::Out, None),
+        ],
+        Body::Expression(CodeId(2)),
+    );
+    Bundle {
+        root: FunctionId(0),
+        functions: vec![root, stepf, finishf],
+        codes: vec![cond, dec, copy],
+        structs: Vec::new(),
+        files: Vec::new(),
+    }
+}
+
+/// A runner doing the codes of [`countdown_xpnet`] natively (a stand-in for an ideal JIT), so
+/// that the engine's own per-firing cost shows.
+#[derive(Debug)]
+struct Native;
+
+impl CodeRunnerFactory for Native {
+    fn runner(&self, _: &Bundle) -> Box<dyn CodeRunner> {
+        Box::new(Native)
+    }
+}
+
+impl CodeRunner for Native {
+    fn run(
+        &mut self,
+        _: CodeId,
+        code: &Code,
+        frame: &mut [Option<Value>],
+        interp: &mut Interpreter,
+    ) -> Result<Value, RunError> {
+        interp.run(code, frame)
+    }
+
+    fn run_bool(
+        &mut self,
+        id: CodeId,
+        code: &Code,
+        frame: &mut [Option<Value>],
+        interp: &mut Interpreter,
+    ) -> Result<bool, RunError> {
+        match (id.0, frame.first()) {
+            (0, Some(Some(Value::Long(n)))) => Ok(*n > 0),
+            _ => interp.run_bool(code, frame),
+        }
+    }
+
+    fn run_effect(
+        &mut self,
+        id: CodeId,
+        code: &Code,
+        frame: &mut [Option<Value>],
+        interp: &mut Interpreter,
+    ) -> Result<(), RunError> {
+        match id.0 {
+            1 => {
+                if let Some(Some(Value::Long(n))) = frame.first_mut() {
+                    *n -= 1;
+                    return Ok(());
+                }
+            }
+            2 => {
+                if let [Some(Value::Long(n)), r, ..] = frame {
+                    *r = Some(Value::Long(*n));
+                    return Ok(());
+                }
+            }
+            _ => {}
+        }
+        interp.run(code, frame).map(drop)
+    }
+}
+
 /// On-CPU time of this thread in seconds (Linux `schedstat`), to see through a loaded machine.
 fn cpu_seconds() -> f64 {
     std::fs::read_to_string("/proc/thread-self/schedstat")
@@ -167,9 +309,10 @@ fn cpu_seconds() -> f64 {
 
 fn run_to_end(engine: &mut Engine) {
     loop {
-        match engine.step().expect("run") {
-            Step::Fired => {}
-            Step::Done => break,
+        // Matched in place, as a driver does (no copy of the result).
+        match engine.step() {
+            Ok(Step::Fired) => {}
+            Ok(Step::Done) => break,
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -177,6 +320,16 @@ fn run_to_end(engine: &mut Engine) {
 
 fn main() {
     let quick = std::env::args().any(|a| a == "quick");
+    // `xpnet`: only (b2), one round of each (for instruction counts under valgrind).
+    // `xpnet-interpreted`, `xpnet-native`: only that one.
+    if let Some(a) = std::env::args().find(|a| a.starts_with("xpnet")) {
+        let n = std::env::var("PNET_BENCH_N")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(100_000);
+        countdown_xpnet_rounds(n, 1, a.strip_prefix("xpnet-").unwrap_or(""));
+        return;
+    }
 
     // (a) The condition `${a} :lt: ${b}` on longs.
     let lt = code(
@@ -236,6 +389,10 @@ fn main() {
         );
     }
 
+    // (b2) The net of examples/countdown (two transitions, priorities), interpreted and with
+    // a native runner (the engine's own cost per firing). Best of 3 rounds.
+    countdown_xpnet_rounds(if quick { 200_000 } else { 2_000_000 }, 3, "");
+
     // (c) Memory of 10^6 long tokens on one place (made by the net itself).
     let tokens: i64 = if quick { 100_000 } else { 1_000_000 };
     let bundle = countdown(tokens, true);
@@ -252,4 +409,39 @@ fn main() {
         live as f64 / tokens as f64,
         peak as f64 / tokens as f64
     );
+}
+
+fn countdown_xpnet_rounds(n: i64, rounds: usize, only: &str) {
+    let bundle = countdown_xpnet();
+    for (label, runner) in [
+        ("interpreted", None),
+        (
+            "native",
+            Some(std::sync::Arc::new(Native) as std::sync::Arc<dyn CodeRunnerFactory>),
+        ),
+    ] {
+        if !only.is_empty() && only != label {
+            continue;
+        }
+        let config = RunConfig {
+            runner,
+            ..RunConfig::default()
+        };
+        let mut best = f64::INFINITY;
+        for _ in 0..rounds {
+            let mut engine = Engine::new(&bundle, &config).expect("engine");
+            engine
+                .put_inputs(&[("n".into(), vec![Value::Long(n)])])
+                .expect("inputs");
+            let c = cpu_seconds();
+            run_to_end(&mut engine);
+            best = best.min(cpu_seconds() - c);
+            assert_eq!(engine.stats().firings, n as u64 + 1);
+            assert_eq!(engine.tokens(PlaceId(1)), vec![Value::Long(0)]);
+        }
+        println!(
+            "countdown_xpnet_ns_per_firing {label} n={n} {:.1} ns/firing cpu (best of {rounds})",
+            best * 1e9 / (n + 1) as f64
+        );
+    }
 }

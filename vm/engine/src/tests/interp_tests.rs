@@ -238,6 +238,33 @@ fn condition_must_be_bool() {
     let code = super::asm("condition of t", "const 1L", &[], 0);
     let e = Interpreter::new().run_bool(&code, &mut []).unwrap_err();
     expect![[r#"the value of condition of t is not a bool"#]].assert_eq(&e.to_string());
+    // An empty program's value is control, not a bool; the stack is left empty either way.
+    let empty = super::asm("condition of u", "", &[], 0);
+    let mut interp = Interpreter::new();
+    let e = interp.run_bool(&empty, &mut []).unwrap_err();
+    expect![[r#"the value of condition of u is not a bool"#]].assert_eq(&e.to_string());
+    let yes = super::asm("condition of v", "const true", &[], 0);
+    assert!(interp.run_bool(&yes, &mut []).unwrap());
+}
+
+/// `run_effect` leaves the same frame as `run` and reports the same errors.
+#[test]
+fn run_effect_matches_run() {
+    let slots = [("x".to_string(), pnet_stdlib::Type::Long)];
+    let code = super::asm("e", "load x; const 2L; add; dup; store x", &slots, 0);
+    let mut a = vec![Some(pnet_stdlib::Value::Long(40))];
+    let mut b = a.clone();
+    let mut interp = Interpreter::new();
+    interp.run_effect(&code, &mut a).unwrap();
+    let v = interp.run(&code, &mut b).unwrap();
+    assert_eq!(a, vec![Some(pnet_stdlib::Value::Long(42))]);
+    assert_eq!(a, b);
+    assert_eq!(v, pnet_stdlib::Value::Long(42));
+    let mut unbound = vec![None];
+    let e1 = interp.run_effect(&code, &mut unbound).unwrap_err();
+    let e2 = interp.run(&code, &mut unbound).unwrap_err();
+    assert_eq!(e1, e2);
+    expect![[r#"${x} has no value"#]].assert_eq(&e1.to_string());
 }
 
 use crate::Interpreter;

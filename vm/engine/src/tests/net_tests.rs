@@ -950,3 +950,101 @@ end
     assert_eq!(with, without);
     assert!(with.starts_with("error:"), "{with}");
 }
+
+/// The net of `examples/countdown`: a conditioned self-loop (`step`, priority 1) and a
+/// condition-less `finish` on the same place. A firing of `step` takes and puts back one
+/// token, so `finish` stays enabled without being re-examined (a skipped dirty mark); it
+/// fires only once `step`'s condition fails.
+#[test]
+fn countdown_with_lower_priority_finish() {
+    let net = "
+net main
+  port in start long @n
+  port out done long @done
+  place n long
+  place done long
+  trans step prio 1
+    inout n long <-> n
+    cond load n; const 0L; gt
+    expr load n; const 1L; sub; dup; store n
+  trans finish
+    in n long <- n
+    out r long -> done
+    expr load n; dup; store r
+end
+";
+    check(
+        net,
+        &[("start", "3L")],
+        expect![[r#"
+            done: 0L
+            firings: 4
+        "#]],
+    );
+    // Two tokens: `finish` may fire on either once `step` is disabled for the front one.
+    check(
+        net,
+        &[("start", "2L"), ("start", "0L")],
+        expect![[r#"
+            done: 0L 0L
+            firings: 4
+        "#]],
+    );
+}
+
+/// A take that leaves a place with fewer tokens than another condition-less transition
+/// needs disables it (that mark is not skipped).
+#[test]
+fn take_disables_a_condition_less_neighbour() {
+    check(
+        "
+net main
+  port out a long @a
+  port out b long @b
+  place src long = 1L
+  place a long
+  place b long
+  trans ta prio 1
+    in x long <- src
+    out x long -> a
+  trans tb
+    in x long <- src
+    out x long -> b
+end
+",
+        &[],
+        expect![[r#"
+            a: 1L
+            b: 
+            firings: 1
+        "#]],
+    );
+}
+
+/// Tokens that own memory (strings) move through the fast path's frame: taken, read (a copy)
+/// and put back, in order.
+#[test]
+fn strings_through_the_fast_path() {
+    check(
+        r#"
+net main
+  port out out string @out
+  port out kept string @keep
+  place src string = "a" "b" "c"
+  place keep string = "k"
+  place out string
+  trans move
+    read k string <- keep
+    in x string <- src
+    out y string -> out
+    expr load x; load k; add; store y
+end
+"#,
+        &[],
+        expect![[r#"
+            out: "ak" "bk" "ck"
+            kept: "k"
+            firings: 3
+        "#]],
+    );
+}
