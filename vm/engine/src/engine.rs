@@ -302,9 +302,17 @@ fn bundle_uses_shared(bundle: &Bundle) -> bool {
     let types = bundle.functions.iter().any(|f| {
         f.ports.iter().any(|p| shared::mentions_shared(&p.ty))
             || match &f.body {
-                Body::Net(n) => n.places.iter().any(|p| {
-                    shared::mentions_shared(&p.ty) || p.tokens.iter().any(shared::holds_shared)
-                }),
+                Body::Net(n) => {
+                    n.places.iter().any(|p| {
+                        p.shared_sink
+                            || shared::mentions_shared(&p.ty)
+                            || p.tokens.iter().any(shared::holds_shared)
+                    }) || n.transitions.iter().any(|t| {
+                        // A module may return shared values inside a plain `list`: the
+                        // transition's attributes say so where no type does.
+                        t.produce_shared || t.consume_shared || t.passthrough_shared
+                    })
+                }
                 _ => false,
             }
     });
