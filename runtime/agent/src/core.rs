@@ -572,6 +572,9 @@ impl<'b> Core<'b> {
 
     /// Eurekas and workflow responses the engine produced.
     fn after_engine(&mut self, out: &mut Vec<Command>) {
+        if !self.engine.has_eurekas_or_responses() {
+            return;
+        }
         let groups = self.engine.take_eurekas();
         if !groups.is_empty() {
             let (removed, running) = self.sched.cancel_groups(&groups);

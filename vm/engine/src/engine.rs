@@ -746,6 +746,13 @@ impl<'b> Engine<'b> {
         )
     }
 
+    /// Whether [`Engine::take_eurekas`] or [`Engine::take_responses`] has anything (a cheap
+    /// check for drivers that ask after every step).
+    #[inline]
+    pub fn has_eurekas_or_responses(&self) -> bool {
+        !self.st.eurekas.is_empty() || !self.st.responses.is_empty()
+    }
+
     /// The eureka groups named by `connect-eureka` ports of transitions fired (or tasks
     /// completed) since the last call. The driver removes pending and interrupts running
     /// tasks of these groups and calls [`Engine::discard_task`] for each.
