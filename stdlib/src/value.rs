@@ -27,8 +27,21 @@ pub struct Shared {
     pub value: Value,
 }
 
+/// Whether [`Value`] has the primitive representation `#[repr(u8)]` (RFC 2195), which code that
+/// reads and writes values through raw pointers (the JIT of `pnet-jit`) relies on: `Value` is
+/// then laid out as a `#[repr(C)]` union of one `#[repr(C)]` struct per variant, each starting
+/// with the `u8` tag. So the tag is byte 0 (always initialized), the tags are the variants'
+/// discriminants (their positions in the declaration: no explicit discriminants), and the
+/// payload of a one-field variant `V(T)` is at the offset of `v` in
+/// `#[repr(C)] struct { tag: u8, v: T }`. Keep this constant in step with the attribute.
+pub const VALUE_REPR_U8: bool = true;
+
 /// A value of the expression language.
+///
+/// `#[repr(u8)]`: see [`VALUE_REPR_U8`] (the size is unchanged, 32 bytes on 64-bit hosts, and
+/// `Option<Value>` still keeps its `None` in an unused tag value).
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[repr(u8)]
 pub enum Value {
     Control,
     Bool(bool),

@@ -3,7 +3,10 @@
 //! side; and the JIT's compile time per expression.
 //!
 //! `cargo bench -p pnet-jit --bench jit` (release build). `PNET_BENCH_SCALE=0.1` for a quick
-//! run. Each variant runs in 10 interleaved rounds; the best round of each is printed.
+//! run. Each variant runs in 10 interleaved rounds of about 0.2 s each; the best round of each
+//! is printed. Rounds are timed by the thread's CPU time (`/proc/thread-self/schedstat`, where
+//! there is one, which counts in scheduler ticks of a few ms, hence the long rounds; else by the
+//! clock), so that other work on a shared machine slows the bench without skewing it.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -148,30 +151,79 @@ fn frames(n: usize, arith: bool) -> Vec<Vec<Option<Value>>> {
 /// machine is shared: a burst of other work then spoils one round, not a whole variant).
 const ROUNDS: usize = 10;
 
-/// Runs `f` over the frames `n` times; evaluations per second.
+/// Hands an evaluation's value (if it succeeded) to the optimizer as used, the same way for
+/// every variant: by reference, where it lies (moving or copying a freshly built
+/// `Result<..>` through `black_box` stalls on store-to-load forwarding after the callee's
+/// narrow stores, which would time the copy, not the evaluation); whether it succeeded.
+#[inline(always)]
+fn used<T, E>(r: &Result<T, E>) -> bool {
+    match r {
+        Ok(v) => {
+            black_box(v);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// The CPU time this thread has run, in nanoseconds (`None` where the kernel does not say).
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// A stopwatch of the thread's CPU time, or of the clock.
+struct Stopwatch {
+    cpu: Option<u64>,
+    wall: Instant,
+}
+
+impl Stopwatch {
+    fn start() -> Stopwatch {
+        Stopwatch {
+            cpu: thread_cpu_ns(),
+            wall: Instant::now(),
+        }
+    }
+
+    fn secs(&self) -> f64 {
+        match (self.cpu, thread_cpu_ns()) {
+            (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
+            _ => self.wall.elapsed().as_secs_f64(),
+        }
+    }
+}
+
+/// Runs `f` over the frames, in chunks of a frame each, until `secs` of wall-clock time have
+/// passed; evaluations per second (of CPU time, where there is a measure of it).
 fn measure(
-    n: usize,
+    secs: f64,
     frames: &mut [Vec<Option<Value>>],
     mut f: impl FnMut(&mut [Option<Value>]) -> bool,
 ) -> f64 {
-    let k = frames.len();
-    let start = Instant::now();
-    let mut ok = 0usize;
-    for i in 0..n {
-        ok += usize::from(f(&mut frames[i % k]));
+    let watch = Stopwatch::start();
+    let (mut n, mut ok) = (0usize, 0usize);
+    while n == 0 || watch.wall.elapsed().as_secs_f64() < secs {
+        for frame in frames.iter_mut() {
+            ok += usize::from(f(frame));
+        }
+        n += frames.len();
     }
-    let secs = start.elapsed().as_secs_f64();
+    let secs = watch.secs();
     assert_eq!(ok, n, "every evaluation succeeds");
     n as f64 / secs
 }
 
 fn row(
     name: &str,
-    n: usize,
+    round: f64,
     arith: bool,
     code: &Code,
     closure: fn(&[Option<Value>]) -> Result<Value, Fail>,
 ) {
+    if !selected(name) {
+        return;
+    }
     let mut fs = frames(256, arith);
     // The three agree on every frame.
     let mut jit = Jit::new().expect("jit");
@@ -189,14 +241,11 @@ fn row(
     }
     let (mut interp_rate, mut jit_rate, mut closure_rate) = (0f64, 0f64, 0f64);
     for _ in 0..ROUNDS {
-        let m = n / ROUNDS;
-        interp_rate = interp_rate.max(measure(m, &mut fs, |f| {
-            black_box(interp.run(code, f)).is_ok()
+        interp_rate = interp_rate.max(measure(round, &mut fs, |f| used(&interp.run(code, f))));
+        jit_rate = jit_rate.max(measure(round, &mut fs, |f| {
+            jit.run(id, code, f, &mut buf).as_ref().is_some_and(used)
         }));
-        jit_rate = jit_rate.max(measure(m, &mut fs, |f| {
-            matches!(black_box(jit.run(id, code, f, &mut buf)), Some(Ok(_)))
-        }));
-        closure_rate = closure_rate.max(measure(m, &mut fs, |f| black_box(closure(f)).is_ok()));
+        closure_rate = closure_rate.max(measure(round, &mut fs, |f| used(&closure(f))));
     }
     println!(
         "{name:<34} interpreter {:>7.1} M/s | JIT {:>7.1} M/s | Rust closure {:>7.1} M/s | JIT/interp {:>5.1}x | closure/JIT {:>4.2}x",
@@ -218,7 +267,10 @@ fn lt_cond_closure(f: &[Option<Value>]) -> Result<bool, Fail> {
 
 /// `${a} :lt: ${b}` as the engine runs a condition: `Interpreter::run_bool`, `Jit::run_bool`,
 /// a closure giving the bool.
-fn cond_row(name: &str, n: usize) {
+fn cond_row(name: &str, round: f64) {
+    if !selected(name) {
+        return;
+    }
     let code = lt_code();
     let mut fs = frames(256, false);
     let mut jit = Jit::new().expect("jit");
@@ -236,16 +288,15 @@ fn cond_row(name: &str, n: usize) {
     }
     let (mut interp_rate, mut jit_rate, mut closure_rate) = (0f64, 0f64, 0f64);
     for _ in 0..ROUNDS {
-        let m = n / ROUNDS;
-        interp_rate = interp_rate.max(measure(m, &mut fs, |f| {
-            black_box(interp.run_bool(&code, f)).is_ok()
+        interp_rate = interp_rate.max(measure(round, &mut fs, |f| {
+            used(&interp.run_bool(&code, f))
         }));
-        jit_rate = jit_rate.max(measure(m, &mut fs, |f| {
-            matches!(black_box(jit.run_bool(id, &code, f, &mut buf)), Some(Ok(_)))
+        jit_rate = jit_rate.max(measure(round, &mut fs, |f| {
+            jit.run_bool(id, &code, f, &mut buf)
+                .as_ref()
+                .is_some_and(used)
         }));
-        closure_rate = closure_rate.max(measure(m, &mut fs, |f| {
-            black_box(lt_cond_closure(f)).is_ok()
-        }));
+        closure_rate = closure_rate.max(measure(round, &mut fs, |f| used(&lt_cond_closure(f))));
     }
     println!(
         "{name:<34} interpreter {:>7.1} M/s | JIT {:>7.1} M/s | Rust closure {:>7.1} M/s | JIT/interp {:>5.1}x | closure/JIT {:>4.2}x",
@@ -258,6 +309,9 @@ fn cond_row(name: &str, n: usize) {
 }
 
 fn compile_times() {
+    if !selected("compile time") {
+        return;
+    }
     // One expression per compile call (a module finalization each), and random programs
     // compiled 250 to a module.
     let mut jit = Jit::new().expect("jit");
@@ -291,21 +345,32 @@ fn compile_times() {
     );
 }
 
+/// Whether the row `name` runs (`PNET_BENCH_ONLY=text`: only rows whose name contains it).
+fn selected(name: &str) -> bool {
+    std::env::var("PNET_BENCH_ONLY").map_or(true, |only| name.contains(&only))
+}
+
 fn main() {
-    let s = scale();
-    let n = |m: f64| ((m * s) as usize).max(1000);
-    println!("pnet-jit bench (evaluations per second, one thread)");
+    let round = 0.2 * scale();
+    println!(
+        "pnet-jit bench (evaluations per second of {} time, one thread)",
+        if thread_cpu_ns().is_some() {
+            "CPU"
+        } else {
+            "wall-clock"
+        }
+    );
     row(
         "${a} :lt: ${b} (long)",
-        n(20e6),
+        round,
         false,
         &lt_code(),
         lt_closure,
     );
-    cond_row("${a} :lt: ${b} as a condition", n(20e6));
+    cond_row("${a} :lt: ${b} as a condition", round);
     row(
         "arithmetic, 12 ops on long/double",
-        n(10e6),
+        round,
         true,
         &arith_code(),
         arith_closure,

@@ -32,6 +32,19 @@ pub struct FieldInput {
     pub stored: bool,
 }
 
+/// Word indices in the buffer shared with generated code (see [`Plan::words`]); native slot
+/// values, when in the buffer, start at word 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Words {
+    /// The "has a value" flags of the native slots.
+    pub flags: usize,
+    pub fields: usize,
+    pub result: usize,
+    /// The three words of the error record of a failed run (see `rt::ErrRecord`).
+    pub err: usize,
+    pub len: usize,
+}
+
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// The stack kinds before each instruction (`None`: unreachable); one more entry for the
@@ -57,14 +70,31 @@ impl Plan {
         find_field(&self.fields, s, p)
     }
 
-    /// Words of the buffer shared with generated code: native slot values, their "has a
-    /// value" flags, field inputs, the result.
+    /// Words of the buffer shared with generated code that reads and writes its native slots
+    /// through the buffer: native slot values, their "has a value" flags, field inputs, the
+    /// result.
     pub fn buf_len(&self) -> usize {
         2 * self.natives.len() + self.fields.len() + 1
     }
 
     pub fn result_word(&self) -> usize {
         2 * self.natives.len() + self.fields.len()
+    }
+
+    /// Where things are in the buffer shared with generated code: with `direct` (the code reads
+    /// and writes its native slots in the frame itself) only the field inputs, the result and
+    /// the error record.
+    pub(crate) fn words(&self, direct: bool) -> Words {
+        let nn = if direct { 0 } else { self.natives.len() };
+        let fields = 2 * nn;
+        let result = fields + self.fields.len();
+        Words {
+            flags: nn,
+            fields,
+            result,
+            err: result + 1,
+            len: result + 4,
+        }
     }
 
     pub fn end_state(&self) -> Option<&Vec<K>> {

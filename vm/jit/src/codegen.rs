@@ -1,9 +1,16 @@
-//! Translation of one [`Code`] (with its [`Plan`]) to Cranelift IR.
+//! Translation of one [`Code`] (with its [`Plan`]) to Cranelift IR, in one of two forms:
 //!
-//! The generated function is `extern "C" fn(buf: *mut u64) -> i32`. `buf` holds, one word
-//! each: the native slots' values, their "has a value" flags, the field inputs, and the result
-//! (see [`Plan::buf_len`]); values sit in the low bytes of their word (little-endian). The
-//! return value is 0 on success, else `pc + 1` of the failing instruction (the error itself
+//! - buffered: `extern "C" fn(buf: *mut u64) -> i32`. `buf` holds, one word each: the native
+//!   slots' values, their "has a value" flags, the field inputs, and the result (see
+//!   [`Plan::words`]); values sit in the low bytes of their word (little-endian).
+//! - direct (with a [`Layout`]): `extern "C" fn(frame: *mut Option<Value>, buf: *mut u64) ->
+//!   i32`. The code checks the tag byte of each native slot in the frame and loads its payload
+//!   itself (an input must hold a value of its type, a local that or nothing; else it returns
+//!   -1 at once, having changed nothing: the caller runs the interpreter), and writes the
+//!   native locals it assigned back into their slots (tag byte and payload) at the end. `buf`
+//!   holds only the field inputs and the result.
+//!
+//! The return value is 0 on success, else `pc + 1` of the failing instruction (the error itself
 //! is recorded by a helper in the thread's [`crate::rt::Rt`]).
 //!
 //! Native scalars live in Cranelift variables (one per stack position and type, one per
@@ -13,14 +20,16 @@ use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    AbiParam, Block, BlockArg, Function, InstBuilder, MemFlagsData, SigRef, Signature, Value, types,
+    AbiParam, Block, BlockArg, Function, InstBuilder, InstructionData, MemFlagsData, Opcode,
+    SigRef, Signature, Value, ValueDef, types,
 };
 use cranelift_codegen::isa::{CallConv, TargetFrontendConfig};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use pnet_bundle::{Code, Instr};
 use pnet_stdlib::{BinOp, Builtin, UnOp};
 
-use crate::analysis::{Plan, native_binary, native_call, native_unary};
+use crate::analysis::{Plan, Words, native_binary, native_call, native_unary};
+use crate::layout::Layout;
 use crate::rt;
 use crate::types::{K, Nt};
 
@@ -36,25 +45,39 @@ pub(crate) struct Target {
     pub frontend: TargetFrontendConfig,
 }
 
-/// Builds the IR of `code` into `func` (whose signature is set here).
+/// The signature of generated code: `(buf)` or, direct, `(frame, buf)`; an i32 status.
+pub(crate) fn signature(target: &Target, direct: bool) -> Signature {
+    let mut sig = Signature::new(target.call_conv);
+    if direct {
+        sig.params.push(AbiParam::new(target.ptr));
+    }
+    sig.params.push(AbiParam::new(target.ptr));
+    sig.returns.push(AbiParam::new(types::I32));
+    sig
+}
+
+/// Builds the IR of `code` into `func` (whose signature is set here): direct when `layout` is
+/// given (then `plan.uses_dyn` must be false).
 pub(crate) fn translate(
     func: &mut Function,
     fctx: &mut FunctionBuilderContext,
     code: &Code,
     plan: &Plan,
     target: &Target,
+    layout: Option<&Layout>,
 ) {
-    let mut sig = Signature::new(target.call_conv);
-    sig.params.push(AbiParam::new(target.ptr));
-    sig.returns.push(AbiParam::new(types::I32));
-    func.signature = sig;
+    let direct = layout.filter(|_| !plan.uses_dyn).copied();
+    func.signature = signature(target, direct.is_some());
     let b = FunctionBuilder::new(func, fctx);
     let mut g = Gen {
         b,
         code,
         plan,
+        words: plan.words(direct.is_some()),
+        layout: direct,
         ptr: target.ptr,
         call_conv: target.call_conv,
+        frame: Value::from_u32(0),
         buf: Value::from_u32(0),
         exit: Block::from_u32(0),
         blocks: HashMap::new(),
@@ -73,8 +96,13 @@ struct Gen<'a, 'c> {
     b: FunctionBuilder<'a>,
     code: &'c Code,
     plan: &'c Plan,
+    words: Words,
+    /// Direct: the layout of frame slots.
+    layout: Option<Layout>,
     ptr: types::Type,
     call_conv: CallConv,
+    /// Direct: the frame (`*mut Option<Value>`).
+    frame: Value,
     buf: Value,
     exit: Block,
     blocks: HashMap<usize, Block>,
@@ -89,13 +117,23 @@ fn mem() -> MemFlagsData {
     MemFlagsData::trusted()
 }
 
+/// Cranelift's type for a native scalar in memory (bools and chars are one byte).
+fn mem_type(t: Nt) -> types::Type {
+    t.clif()
+}
+
 impl Gen<'_, '_> {
     fn body(&mut self) {
         let n = self.code.instrs.len();
         let entry = self.b.create_block();
         self.b.append_block_params_for_function_params(entry);
         self.b.switch_to_block(entry);
-        self.buf = self.b.block_params(entry)[0];
+        if self.layout.is_some() {
+            self.frame = self.b.block_params(entry)[0];
+            self.buf = self.b.block_params(entry)[1];
+        } else {
+            self.buf = self.b.block_params(entry)[0];
+        }
         self.exit = self.b.create_block();
         self.b.append_block_param(self.exit, types::I32);
         for pc in 0..=n {
@@ -106,30 +144,31 @@ impl Gen<'_, '_> {
         }
         // Entry: native slots and field inputs into variables.
         let nn = self.plan.natives.len();
-        for j in 0..nn {
-            let t = self.plan.natives[j].ty;
-            let v = self.b.declare_var(t.clif());
-            let d = self.b.declare_var(types::I8);
-            let x = self.b.ins().load(t.clif(), mem(), self.buf, (8 * j) as i32);
-            // An input always holds a value (else `Jit::run` falls back before the call): its
-            // flag is a constant and `Jit::run` does not write it.
-            let f = if self.plan.natives[j].local {
-                self.b
-                    .ins()
-                    .load(types::I8, mem(), self.buf, (8 * (nn + j)) as i32)
-            } else {
-                self.b.ins().iconst(types::I8, 1)
-            };
-            self.b.def_var(v, x);
-            self.b.def_var(d, f);
-            self.slot_val.push(v);
-            self.slot_def.push(d);
+        if let Some(layout) = self.layout {
+            self.direct_entry(&layout);
+        } else {
+            for j in 0..nn {
+                let t = self.plan.natives[j].ty;
+                let v = self.b.declare_var(t.clif());
+                let d = self.b.declare_var(types::I8);
+                let x = self.b.ins().load(t.clif(), mem(), self.buf, (8 * j) as i32);
+                // An input always holds a value (else `Jit::run` falls back before the call):
+                // its flag is a constant and `Jit::run` does not write it.
+                let f = if self.plan.natives[j].local {
+                    let off = (8 * (self.words.flags + j)) as i32;
+                    self.b.ins().load(types::I8, mem(), self.buf, off)
+                } else {
+                    self.b.ins().iconst(types::I8, 1)
+                };
+                self.b.def_var(v, x);
+                self.b.def_var(d, f);
+                self.slot_val.push(v);
+                self.slot_def.push(d);
+            }
         }
         for (k, f) in self.plan.fields.iter().enumerate() {
-            let x = self
-                .b
-                .ins()
-                .load(f.ty.clif(), mem(), self.buf, (8 * (2 * nn + k)) as i32);
+            let off = (8 * (self.words.fields + k)) as i32;
+            let x = self.b.ins().load(f.ty.clif(), mem(), self.buf, off);
             let v = self.b.declare_var(f.ty.clif());
             self.b.def_var(v, x);
             self.fields.push(v);
@@ -169,7 +208,7 @@ impl Gen<'_, '_> {
             // Whole 64-bit words: `Jit::run` reads the word back at once, and a narrower
             // store would defeat store-to-load forwarding.
             if let Some(&E::N(t, v)) = stack.last() {
-                let off = (8 * self.plan.result_word()) as i32;
+                let off = (8 * self.words.result) as i32;
                 let w = self.bits(t, v);
                 self.b.ins().store(mem(), w, self.buf, off);
             }
@@ -179,17 +218,20 @@ impl Gen<'_, '_> {
         // Exit: write back the native locals.
         self.b.switch_to_block(self.exit);
         let status = self.b.block_params(self.exit)[0];
-        for j in 0..nn {
-            if self.plan.natives[j].local {
-                let t = self.plan.natives[j].ty;
-                let v = self.b.use_var(self.slot_val[j]);
-                let d = self.b.use_var(self.slot_def[j]);
-                let w = self.bits(t, v);
-                let d = self.b.ins().uextend(types::I64, d);
-                self.b.ins().store(mem(), w, self.buf, (8 * j) as i32);
-                self.b
-                    .ins()
-                    .store(mem(), d, self.buf, (8 * (nn + j)) as i32);
+        if let Some(layout) = self.layout {
+            self.direct_exit(&layout);
+        } else {
+            for j in 0..nn {
+                if self.plan.natives[j].local {
+                    let t = self.plan.natives[j].ty;
+                    let v = self.b.use_var(self.slot_val[j]);
+                    let d = self.b.use_var(self.slot_def[j]);
+                    let w = self.bits(t, v);
+                    let d = self.b.ins().uextend(types::I64, d);
+                    self.b.ins().store(mem(), w, self.buf, (8 * j) as i32);
+                    let off = (8 * (self.words.flags + j)) as i32;
+                    self.b.ins().store(mem(), d, self.buf, off);
+                }
             }
         }
         for k in 0..self.plan.fields.len() {
@@ -197,12 +239,130 @@ impl Gen<'_, '_> {
                 let t = self.plan.fields[k].ty;
                 let v = self.b.use_var(self.fields[k]);
                 let w = self.bits(t, v);
-                self.b
-                    .ins()
-                    .store(mem(), w, self.buf, (8 * (2 * nn + k)) as i32);
+                let off = (8 * (self.words.fields + k)) as i32;
+                self.b.ins().store(mem(), w, self.buf, off);
             }
         }
         self.b.ins().return_(&[status]);
+    }
+
+    /// Direct entry: checks the tag byte of every native slot in the frame (a mismatch returns
+    /// -1 before anything is written) and loads the payloads into variables.
+    fn direct_entry(&mut self, layout: &Layout) {
+        let fallback = self.b.create_block();
+        self.b.set_cold_block(fallback);
+        for j in 0..self.plan.natives.len() {
+            let ns = &self.plan.natives[j];
+            let (t, local) = (ns.ty, ns.local);
+            let base = i32::from(ns.slot) * layout.slot_size as i32;
+            let v = self.b.declare_var(t.clif());
+            let d = self.b.declare_var(types::I8);
+            let tag = self.b.ins().load(types::I8, mem(), self.frame, base);
+            let is_t = self
+                .b
+                .ins()
+                .icmp_imm_u(IntCC::Equal, tag, i64::from(layout.tag(t)));
+            let payload = base + layout.offset(t);
+            if local {
+                // A value of type `t`, or nothing (`None`); the payload is read only in the
+                // first case.
+                let is_none =
+                    self.b
+                        .ins()
+                        .icmp_imm_u(IntCC::Equal, tag, i64::from(layout.none_tag));
+                let ok = self.b.ins().bor(is_t, is_none);
+                let check = self.b.create_block();
+                self.b.ins().brif(ok, check, &[], fallback, &[]);
+                self.b.switch_to_block(check);
+                let load = self.b.create_block();
+                let join = self.b.create_block();
+                self.b.append_block_param(join, t.clif());
+                let zero = self.zero(t);
+                self.b
+                    .ins()
+                    .brif(is_t, load, &[], join, &[BlockArg::Value(zero)]);
+                self.b.switch_to_block(load);
+                let x = self.b.ins().load(mem_type(t), mem(), self.frame, payload);
+                self.b.ins().jump(join, &[BlockArg::Value(x)]);
+                self.b.switch_to_block(join);
+                let x = self.b.block_params(join)[0];
+                self.b.def_var(v, x);
+                self.b.def_var(d, is_t);
+            } else {
+                let next = self.b.create_block();
+                self.b.ins().brif(is_t, next, &[], fallback, &[]);
+                self.b.switch_to_block(next);
+                let x = self.b.ins().load(mem_type(t), mem(), self.frame, payload);
+                let one = self.b.ins().iconst(types::I8, 1);
+                self.b.def_var(v, x);
+                self.b.def_var(d, one);
+            }
+            self.slot_val.push(v);
+            self.slot_def.push(d);
+        }
+        let body = self.b.create_block();
+        self.b.ins().jump(body, &[]);
+        self.b.switch_to_block(fallback);
+        let none = self.b.ins().iconst(types::I32, -1);
+        self.b.ins().return_(&[none]);
+        self.b.switch_to_block(body);
+    }
+
+    /// Direct exit: every native local that holds a value goes back into its frame slot (tag
+    /// byte and payload; the slot held nothing or a scalar of the same type on entry, so
+    /// nothing needs dropping).
+    fn direct_exit(&mut self, layout: &Layout) {
+        for j in 0..self.plan.natives.len() {
+            let ns = &self.plan.natives[j];
+            if !ns.local {
+                continue;
+            }
+            let t = ns.ty;
+            let base = i32::from(ns.slot) * layout.slot_size as i32;
+            let d = self.b.use_var(self.slot_def[j]);
+            let v = self.b.use_var(self.slot_val[j]);
+            let write = self.b.create_block();
+            let next = self.b.create_block();
+            self.b.ins().brif(d, write, &[], next, &[]);
+            self.b.switch_to_block(write);
+            self.write_slot(layout, t, v, base);
+            self.b.ins().jump(next, &[]);
+            self.b.switch_to_block(next);
+        }
+    }
+
+    /// Writes the scalar `v` of type `t` into the frame slot at byte `base`: the slot's first
+    /// 16 bytes (the tag byte, the payload, zeros in the padding) in one 16-byte store, so that
+    /// the engine's next read of the slot (16-byte loads) is forwarded from it (several
+    /// narrower stores make such a load wait for them to reach the cache).
+    fn write_slot(&mut self, layout: &Layout, t: Nt, v: Value, base: i32) {
+        let off = layout.offset(t);
+        let tag = i64::from(layout.tag(t));
+        let bits = self.bits(t, v);
+        let (lo, hi) = if off >= 8 {
+            (self.b.ins().iconst(types::I64, tag), Some(bits))
+        } else {
+            // The payload is inside the first word (`probe` checked it fits the value).
+            let shifted = self.b.ins().ishl_imm_u(bits, i64::from(8 * off));
+            (self.b.ins().bor_imm_u(shifted, tag), None)
+        };
+        let vec = self.b.ins().scalar_to_vector(types::I64X2, lo);
+        let vec = match hi {
+            Some(hi) => self.b.ins().insertlane(vec, hi, 1),
+            None => vec,
+        };
+        // Slots are 8-byte aligned only: no `aligned` flag.
+        let mut flags = MemFlagsData::new();
+        flags.set_notrap();
+        self.b.ins().store(flags, vec, self.frame, base);
+    }
+
+    fn zero(&mut self, t: Nt) -> Value {
+        match t {
+            Nt::Float => self.b.ins().f32const(0.0),
+            Nt::Double => self.b.ins().f64const(0.0),
+            _ => self.b.ins().iconst(t.clif(), 0),
+        }
     }
 
     fn var(&mut self, pos: usize, t: Nt) -> Variable {
@@ -286,18 +446,27 @@ impl Gen<'_, '_> {
     /// `pc`.
     fn call_checked(&mut self, pc: usize, addr: usize, args: &[Value]) {
         let st = self.call(addr, args, Some(types::I32)).expect("status");
-        self.fail_if(st, pc, |_| {});
+        self.fail_if(st, pc, rt::ErrRecord::HELPER, &[]);
     }
 
-    /// If `cond` (non-zero) holds, runs `record` (which records the error) and ends the run
-    /// with an error at `pc`.
-    fn fail_if(&mut self, cond: Value, pc: usize, record: impl FnOnce(&mut Self)) {
+    /// If `cond` (non-zero) holds, ends the run with an error at `pc`, leaving the error
+    /// record `kind` and the bits of the operands `args` in the buffer (no call: the caller
+    /// makes the error from the record, see `rt::ErrRecord`).
+    fn fail_if(&mut self, cond: Value, pc: usize, kind: u64, args: &[(Nt, Value)]) {
         let err = self.b.create_block();
         let ok = self.b.create_block();
         self.b.set_cold_block(err);
         self.b.ins().brif(cond, err, &[], ok, &[]);
         self.b.switch_to_block(err);
-        record(self);
+        let at = 8 * self.words.err as i32;
+        let k = self.b.ins().iconst(types::I64, kind as i64);
+        self.b.ins().store(mem(), k, self.buf, at);
+        for (i, &(t, v)) in args.iter().enumerate() {
+            let w = self.bits(t, v);
+            self.b
+                .ins()
+                .store(mem(), w, self.buf, at + 8 * (i as i32 + 1));
+        }
         let st = self.b.ins().iconst(types::I32, (pc + 1) as i64);
         self.b.ins().jump(self.exit, &[BlockArg::Value(st)]);
         self.b.switch_to_block(ok);
@@ -338,30 +507,13 @@ impl Gen<'_, '_> {
     }
 
     fn fail_binary(&mut self, cond: Value, pc: usize, op: BinOp, t: Nt, a: Value, b: Value) {
-        self.fail_if(cond, pc, |g| {
-            let op = g.u32c(rt::binop_index(op));
-            let tag = g.u32c(t.tag());
-            let a = g.bits(t, a);
-            let b = g.bits(t, b);
-            g.call(
-                rt::h_fail_binary as *const () as usize,
-                &[op, tag, a, b],
-                Some(types::I32),
-            );
-        });
+        let kind = rt::ErrRecord::binary(op, t);
+        self.fail_if(cond, pc, kind, &[(t, a), (t, b)]);
     }
 
     fn fail_call(&mut self, cond: Value, pc: usize, f: Builtin, t: Nt, a: Value) {
-        self.fail_if(cond, pc, |g| {
-            let f = g.u32c(rt::builtin_index(f));
-            let tag = g.u32c(t.tag());
-            let a = g.bits(t, a);
-            g.call(
-                rt::h_fail_call as *const () as usize,
-                &[f, tag, a],
-                Some(types::I32),
-            );
-        });
+        let kind = rt::ErrRecord::call(f, t);
+        self.fail_if(cond, pc, kind, &[(t, a)]);
     }
 
     // -----------------------------------------------------------------------------------------
@@ -399,10 +551,7 @@ impl Gen<'_, '_> {
                     if ns.local {
                         let d = self.b.use_var(self.slot_def[j]);
                         let none = self.b.ins().icmp_imm_s(IntCC::Equal, d, 0);
-                        self.fail_if(none, pc, |g| {
-                            let s = g.u32c(u32::from(s));
-                            g.call(rt::h_unbound as *const () as usize, &[s], Some(types::I32));
-                        });
+                        self.fail_if(none, pc, rt::ErrRecord::unbound(s), &[]);
                     }
                     let v = self.b.use_var(self.slot_val[j]);
                     stack.push(E::N(t, v));
@@ -560,7 +709,7 @@ impl Gen<'_, '_> {
                             .call(rt::h_truth as *const () as usize, &[p, o], Some(types::I32))
                             .expect("truth");
                         let bad = self.b.ins().icmp_imm_s(IntCC::Equal, truth, 2);
-                        self.fail_if(bad, pc, |_| {});
+                        self.fail_if(bad, pc, rt::ErrRecord::HELPER, &[]);
                         truth
                     }
                 };
@@ -641,6 +790,10 @@ impl Gen<'_, '_> {
                     }
                     self.b.ins().isub(a, b)
                 }
+                IntDiv | Mod if self.nonzero_const(t, b).is_some() => {
+                    let d = self.nonzero_const(t, b).unwrap_or(1);
+                    self.div_by_const(op, t, a, b, d)
+                }
                 IntDiv | Mod => {
                     let zero = self.b.ins().icmp_imm_s(IntCC::Equal, b, 0);
                     self.fail_binary(zero, pc, op, t, a, b);
@@ -683,6 +836,51 @@ impl Gen<'_, '_> {
             }
         };
         E::N(t, r)
+    }
+
+    /// The value of `v` if it is a non-zero integer constant of type `t` (sign-extended for
+    /// the signed types, zero-extended for the unsigned ones).
+    fn nonzero_const(&self, t: Nt, v: Value) -> Option<i64> {
+        let dfg = &self.b.func.dfg;
+        let ValueDef::Result(inst, 0) = dfg.value_def(v) else {
+            return None;
+        };
+        let InstructionData::UnaryImm {
+            opcode: Opcode::Iconst,
+            imm,
+        } = dfg.insts[inst]
+        else {
+            return None;
+        };
+        let bits = imm.bits();
+        let d = match t {
+            Nt::Int => i64::from(bits as i32),
+            Nt::UInt => i64::from(bits as u32),
+            Nt::Long | Nt::ULong => bits,
+            _ => return None,
+        };
+        (d != 0).then_some(d)
+    }
+
+    /// `a div d` / `a mod d` for a non-zero constant `d` (the Cranelift value `b`): no check
+    /// can fail. `-1` is the one signed divisor that traps in Cranelift (`MIN / -1`): the
+    /// language wraps, `x div -1 = -x` and `x mod -1 = 0`. Every other divisor is left to
+    /// Cranelift, which turns a constant divisor into shifts or a multiplication by its
+    /// "magic" reciprocal (Granlund-Montgomery; `cranelift_codegen::opts::div_const`).
+    fn div_by_const(&mut self, op: BinOp, t: Nt, a: Value, b: Value, d: i64) -> Value {
+        let div = op == BinOp::IntDiv;
+        if t.is_signed_int() {
+            match (d, div) {
+                (-1, true) => self.b.ins().ineg(a),
+                (-1, false) => self.b.ins().iconst(t.clif(), 0),
+                (_, true) => self.b.ins().sdiv(a, b),
+                (_, false) => self.b.ins().srem(a, b),
+            }
+        } else if div {
+            self.b.ins().udiv(a, b)
+        } else {
+            self.b.ins().urem(a, b)
+        }
     }
 
     fn f64_of(&mut self, t: Nt, v: Value) -> Value {

@@ -313,33 +313,55 @@ pub(crate) extern "C" fn h_truth(pos: u32, or: u32) -> i32 {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Error helpers of native code: recompute with the stdlib and record its error.
+// Errors of native code: generated code leaves a record in the buffer (no call), and the
+// error is made from it with the stdlib, so it is the interpreter's by construction.
 
-fn record(r: Result<Value, EvalError>) -> i32 {
-    with_rt(|_| match r {
-        Err(e) => Err(eval_err(e)),
-        Ok(v) => Err(bad(&format!(
-            "native check failed but the stdlib gives {v}"
-        ))),
-    })
-}
+/// The error record of a failed run: three words of the buffer (`Words::err`). Word 0 says
+/// what failed: [`ErrRecord::HELPER`] (a helper recorded the error in [`Rt::err`]), or a
+/// native check (kind in bits 0-7, an operator, built-in or slot index in bits 8-31, the
+/// operands' type tag in bits 32-39); words 1 and 2 hold the bits of the operands.
+pub(crate) struct ErrRecord;
 
-pub(crate) extern "C" fn h_fail_binary(op: u32, tag: u32, a: u64, b: u64) -> i32 {
-    let t = nt(tag);
-    let op = BINOPS.get(op as usize).copied().unwrap_or(BinOp::Add);
-    record(eval_binary(op, &value_of(t, a), &value_of(t, b)))
-}
+impl ErrRecord {
+    pub const HELPER: u64 = 0;
+    const BINARY: u64 = 1;
+    const CALL: u64 = 2;
+    const UNBOUND: u64 = 3;
 
-pub(crate) extern "C" fn h_fail_call(f: u32, tag: u32, a: u64) -> i32 {
-    let f = Builtin::ALL
-        .get(f as usize)
-        .copied()
-        .unwrap_or(Builtin::Abs);
-    record(f.eval(&[value_of(nt(tag), a)]))
-}
+    pub fn binary(op: BinOp, t: Nt) -> u64 {
+        Self::BINARY | u64::from(binop_index(op)) << 8 | u64::from(t.tag()) << 32
+    }
 
-pub(crate) extern "C" fn h_unbound(slot: u32) -> i32 {
-    with_rt(|_| Err(Fault::Unbound(slot as u16)))
+    pub fn call(f: Builtin, t: Nt) -> u64 {
+        Self::CALL | u64::from(builtin_index(f)) << 8 | u64::from(t.tag()) << 32
+    }
+
+    pub fn unbound(slot: u16) -> u64 {
+        Self::UNBOUND | u64::from(slot) << 8
+    }
+
+    /// The fault a record describes; `None` for [`ErrRecord::HELPER`] (take [`Rt::err`]).
+    pub fn fault(words: [u64; 3]) -> Option<Fault> {
+        let [w, a, b] = words;
+        let index = ((w >> 8) & 0xff_ffff) as usize;
+        let t = nt((w >> 32) as u32);
+        let r = match w & 0xff {
+            Self::BINARY => {
+                let op = BINOPS.get(index).copied().unwrap_or(BinOp::Add);
+                eval_binary(op, &value_of(t, a), &value_of(t, b))
+            }
+            Self::CALL => {
+                let f = Builtin::ALL.get(index).copied().unwrap_or(Builtin::Abs);
+                f.eval(&[value_of(t, a)])
+            }
+            Self::UNBOUND => return Some(Fault::Unbound(index as u16)),
+            _ => return None,
+        };
+        Some(match r {
+            Err(e) => eval_err(e),
+            Ok(v) => bad(&format!("native check failed but the stdlib gives {v}")),
+        })
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -445,4 +467,44 @@ fn store_path(root: &mut Value, path: &[String], v: Value) -> Result<(), usize> 
     }
     *cur = v;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_records_give_the_stdlib_errors() {
+        let rec = |w, a, b| ErrRecord::fault([w, a, b]);
+        let div = ErrRecord::binary(BinOp::IntDiv, Nt::Long);
+        assert!(matches!(
+            rec(div, 7, 0),
+            Some(Fault::Kind(RunErrorKind::Eval(EvalError::DivisionByZero)))
+        ));
+        let sub = ErrRecord::binary(BinOp::Sub, Nt::UInt);
+        assert!(matches!(
+            rec(sub, 1, 2),
+            Some(Fault::Kind(RunErrorKind::Eval(
+                EvalError::UnsignedUnderflow
+            )))
+        ));
+        // int(3e9) is out of range: the stdlib's own message.
+        let cast = ErrRecord::call(Builtin::ToInt, Nt::Double);
+        match rec(cast, 3e9f64.to_bits(), 0) {
+            Some(Fault::Kind(RunErrorKind::Eval(EvalError::OutOfRange(m)))) => {
+                assert_eq!(m, "int(3000000000.0)")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            rec(ErrRecord::unbound(513), 0, 0),
+            Some(Fault::Unbound(513))
+        ));
+        assert!(rec(ErrRecord::HELPER, 1, 2).is_none());
+        // A record of a check that does not fail is a bug, reported as such.
+        assert!(matches!(
+            rec(div, 7, 1),
+            Some(Fault::Kind(RunErrorKind::BadCode(_)))
+        ));
+    }
 }

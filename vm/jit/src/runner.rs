@@ -8,7 +8,7 @@ use pnet_bundle::{Bundle, Code, CodeId};
 use pnet_stdlib::Value;
 use pnet_vm::{CodeRunner, CodeRunnerFactory, Interpreter, RunError};
 
-use crate::{FnId, Jit};
+use crate::{FnId, Jit, Lean};
 
 /// When to compile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -312,6 +312,71 @@ impl CodeRunner for JitRunner {
         frame: &mut [Option<Value>],
         interp: &mut Interpreter,
     ) -> Result<bool, RunError> {
+        // The fast path builds the result right here, where it is returned.
+        if let Some(State::Compiled(f)) = self.states.get(id.index()).copied()
+            && let Some(jit) = &self.jit
+        {
+            match jit.lean_bool(f, frame, &mut self.buf) {
+                Lean::Bool(b) => {
+                    self.stats.native_runs += 1;
+                    return Ok(b);
+                }
+                Lean::Failed(status) => {
+                    self.stats.native_runs += 1;
+                    return Err(jit.lean_error(f, status, code, &self.buf));
+                }
+                Lean::Fallback => {
+                    self.stats.fallbacks += 1;
+                    self.stats.interpreted_runs += 1;
+                    return interp.run_bool(code, frame);
+                }
+                Lean::Done | Lean::NotRun => {}
+            }
+        }
+        self.run_bool_full(id, code, frame, interp)
+    }
+
+    fn run_effect(
+        &mut self,
+        id: CodeId,
+        code: &Code,
+        frame: &mut [Option<Value>],
+        interp: &mut Interpreter,
+    ) -> Result<(), RunError> {
+        if let Some(State::Compiled(f)) = self.states.get(id.index()).copied()
+            && let Some(jit) = &self.jit
+        {
+            match jit.lean_effect(f, frame, &mut self.buf) {
+                Lean::Done => {
+                    self.stats.native_runs += 1;
+                    return Ok(());
+                }
+                Lean::Failed(status) => {
+                    self.stats.native_runs += 1;
+                    return Err(jit.lean_error(f, status, code, &self.buf));
+                }
+                Lean::Fallback => {
+                    self.stats.fallbacks += 1;
+                    self.stats.interpreted_runs += 1;
+                    return interp.run(code, frame).map(drop);
+                }
+                Lean::Bool(_) | Lean::NotRun => {}
+            }
+        }
+        self.run_effect_full(id, code, frame, interp)
+    }
+}
+
+impl JitRunner {
+    /// [`CodeRunner::run_bool`] beyond the fast path.
+    #[inline(never)]
+    fn run_bool_full(
+        &mut self,
+        id: CodeId,
+        code: &Code,
+        frame: &mut [Option<Value>],
+        interp: &mut Interpreter,
+    ) -> Result<bool, RunError> {
         if let Some(f) = self.native(id.index(), code) {
             let r = match &self.jit {
                 Some(jit) => jit.run_bool(f, code, frame, &mut self.buf),
@@ -324,7 +389,9 @@ impl CodeRunner for JitRunner {
         interp.run_bool(code, frame)
     }
 
-    fn run_effect(
+    /// [`CodeRunner::run_effect`] beyond the fast path.
+    #[inline(never)]
+    fn run_effect_full(
         &mut self,
         id: CodeId,
         code: &Code,

@@ -200,3 +200,165 @@ fn struct_fields_are_loaded_and_assigned_in_registers() {
     assert_eq!(r.unwrap(), Value::ULong(5));
     assert_eq!(f[0], p(13, 5));
 }
+
+/// The countdown's expression and condition, `${n} := ${n} - 1L` and `${n} :gt: 0L`, with
+/// direct frame access: the local goes back into its slot, whatever the slot held before (a
+/// long, nothing); a slot of another type (a scalar, a string) falls back with the frame
+/// unchanged.
+#[test]
+fn direct_code_reads_and_writes_the_frame_itself() {
+    let step = code(
+        vec![
+            Instr::Load(0),
+            Instr::Const(0),
+            Instr::Binary(BinOp::Sub, OpTy::Long),
+            Instr::Store(0),
+        ],
+        vec![Value::Long(1)],
+        vec![("n", Type::Long)],
+    );
+    let cond = code(
+        vec![
+            Instr::Load(0),
+            Instr::Const(0),
+            Instr::Binary(BinOp::Gt, OpTy::Long),
+        ],
+        vec![Value::Long(0)],
+        vec![("n", Type::Long)],
+    );
+    let mut jit = Jit::new().unwrap();
+    assert!(jit.direct());
+    let ids = jit.compile(&[&step, &cond]);
+    let (step_id, cond_id) = (ids[0].unwrap(), ids[1].unwrap());
+    assert!(jit.is_direct(step_id) && jit.is_direct(cond_id));
+    let mut buf = Vec::new();
+    let mut f = vec![Some(Value::Long(3)), Some(Value::string("untouched"))];
+    let mut steps = 0;
+    while jit.run_bool(cond_id, &cond, &mut f, &mut buf) == Some(Ok(true)) {
+        assert_eq!(
+            jit.run_effect(step_id, &step, &mut f, &mut buf),
+            Some(Ok(()))
+        );
+        steps += 1;
+    }
+    assert_eq!(steps, 3);
+    assert_eq!(
+        f,
+        vec![Some(Value::Long(0)), Some(Value::string("untouched"))]
+    );
+    // `${n}` is read before it is assigned: an empty slot is an unbound local, and nothing is
+    // written.
+    let mut f = vec![None];
+    let r = jit
+        .run(step_id, &step, &mut f, &mut buf)
+        .expect("no fallback");
+    assert_eq!(r.unwrap_err().kind, RunErrorKind::Unbound("n".into()));
+    assert_eq!(f, vec![None]);
+    for other in [Value::Int(3), Value::string("x"), Value::Double(1.0)] {
+        let f0 = vec![Some(other)];
+        let mut f = f0.clone();
+        assert!(jit.run(step_id, &step, &mut f, &mut buf).is_none());
+        assert!(jit.run_bool(cond_id, &cond, &mut f, &mut buf).is_none());
+        assert_eq!(f, f0);
+    }
+    // A short frame falls back too.
+    assert!(jit.run(step_id, &step, &mut [], &mut buf).is_none());
+}
+
+/// A local that starts empty is assigned (written into the `None` slot), locals of every
+/// native type round-trip through their slots, and a failing run still writes back what it
+/// assigned before the failure (as the interpreter does).
+#[test]
+fn direct_code_writes_every_scalar_type() {
+    let cases = [
+        (Type::Bool, OpTy::Bool, Value::Bool(true)),
+        (Type::Int, OpTy::Int, Value::Int(-7)),
+        (Type::Long, OpTy::Long, Value::Long(i64::MIN)),
+        (Type::UInt, OpTy::UInt, Value::UInt(u32::MAX)),
+        (Type::ULong, OpTy::ULong, Value::ULong(u64::MAX - 3)),
+        (Type::Float, OpTy::Float, Value::Float(-2.5)),
+        (Type::Double, OpTy::Double, Value::Double(1e300)),
+        (Type::Char, OpTy::Char, Value::Char(-5)),
+    ];
+    for (ty, _, v) in &cases {
+        // ${z} := ${a}; ${z}        (a: slot 0, z: slot 1)
+        let c = code(
+            vec![Instr::Load(0), Instr::Store(1), Instr::Load(1)],
+            vec![],
+            vec![("a", ty.clone()), ("z", ty.clone())],
+        );
+        let (r, f) = both(&c, &[Some(v.clone()), None]);
+        assert_eq!(r.unwrap(), *v);
+        assert_eq!(f, vec![Some(v.clone()), Some(v.clone())]);
+    }
+    // ${z} := 5L; ${a} div 0L: z is written back although the division fails.
+    let c = code(
+        vec![
+            Instr::Const(0),
+            Instr::Store(1),
+            Instr::Load(0),
+            Instr::Const(1),
+            Instr::Binary(BinOp::IntDiv, OpTy::Long),
+        ],
+        vec![Value::Long(5), Value::Long(0)],
+        vec![("a", Type::Long), ("z", Type::Long)],
+    );
+    let (r, f) = both(&c, &[Some(Value::Long(9)), None]);
+    assert_eq!(r.unwrap_err().span, Some(span(4)));
+    assert_eq!(f[1], Some(Value::Long(5)));
+}
+
+/// Division by a constant compiles to no division instruction (Cranelift turns it into
+/// shifts and a multiplication by the divisor's "magic" reciprocal), for every integer type;
+/// the same code with the divisor in a slot does divide.
+#[test]
+fn constant_divisors_compile_to_multiplications() {
+    let mut jit = Jit::new().unwrap();
+    for (ty, op_ty, d) in [
+        (Type::Long, OpTy::Long, Value::Long(7)),
+        (Type::Long, OpTy::Long, Value::Long(-1000)),
+        (Type::Long, OpTy::Long, Value::Long(i64::MIN)),
+        (Type::Int, OpTy::Int, Value::Int(1000)),
+        (Type::UInt, OpTy::UInt, Value::UInt(7)),
+        (Type::ULong, OpTy::ULong, Value::ULong(1000)),
+        (Type::ULong, OpTy::ULong, Value::ULong(u64::MAX)),
+    ] {
+        for op in [BinOp::IntDiv, BinOp::Mod] {
+            let c = code(
+                vec![Instr::Load(0), Instr::Const(0), Instr::Binary(op, op_ty)],
+                vec![d.clone()],
+                vec![("a", ty.clone())],
+            );
+            let asm = jit.machine_code(&c).expect("compiled");
+            assert!(!divides(&asm), "{op:?} by {d}:\n{asm}");
+        }
+    }
+    let c = code(
+        vec![
+            Instr::Load(0),
+            Instr::Load(1),
+            Instr::Binary(BinOp::IntDiv, OpTy::Long),
+        ],
+        vec![],
+        longs(),
+    );
+    let asm = jit.machine_code(&c).expect("compiled");
+    assert!(divides(&asm), "{asm}");
+}
+
+/// Whether a machine code listing has a division instruction.
+fn divides(asm: &str) -> bool {
+    asm.lines().any(|l| {
+        let l = l.trim();
+        [
+            "div",
+            "idiv",
+            "sdiv",
+            "udiv",
+            "checked_srem",
+            "checked_sdiv",
+        ]
+        .iter()
+        .any(|i| l.starts_with(i))
+    })
+}

@@ -624,8 +624,118 @@ impl<'r> Gen<'r> {
         }
     }
 
+    /// A constant divisor of type `t`: every sign and size (0, 1, -1, small, large, the
+    /// extremes, powers of two and their negatives, neighbours of both).
+    pub fn divisor(&mut self, t: T) -> Value {
+        const SIGNED: [i64; 24] = [
+            0,
+            1,
+            -1,
+            2,
+            -2,
+            3,
+            -3,
+            7,
+            -7,
+            10,
+            1000,
+            -1000,
+            4,
+            8,
+            -8,
+            641,
+            65_536,
+            -65_536,
+            0x7fff,
+            1 << 30,
+            -(1 << 30),
+            6,
+            100,
+            12_345,
+        ];
+        const UNSIGNED: [u64; 16] = [
+            0,
+            1,
+            2,
+            3,
+            7,
+            10,
+            1000,
+            4,
+            8,
+            641,
+            65_536,
+            0x7fff,
+            1 << 31,
+            6,
+            100,
+            12_345,
+        ];
+        let raw = self.r.next();
+        let k = self.r.below(40);
+        match t {
+            T::Int => Value::Int(match k {
+                0 | 1 => i32::MAX,
+                2 | 3 => i32::MIN,
+                4 => i32::MIN + 1,
+                5 => i32::MAX - 1,
+                6 => (1 << 30) + 1,
+                7 => raw as i32,
+                8 => (raw as i32) >> (raw % 31),
+                _ => SIGNED[k % SIGNED.len()] as i32,
+            }),
+            T::Long => Value::Long(match k {
+                0 | 1 => i64::MAX,
+                2 | 3 => i64::MIN,
+                4 => i64::MIN + 1,
+                5 => 1 << 62,
+                6 => -(1 << 62),
+                7 => raw as i64,
+                8 => (raw as i64) >> (raw % 63),
+                9 => i64::from(i32::MAX) + 2,
+                10 => i64::from(u32::MAX),
+                11 => 1 << 32,
+                _ => SIGNED[k % SIGNED.len()],
+            }),
+            T::UInt => Value::UInt(match k {
+                0 | 1 => u32::MAX,
+                2 => 1 << 31,
+                3 => (1 << 31) + 1,
+                4 => u32::MAX - 1,
+                5 => raw as u32,
+                6 => (raw as u32) >> (raw % 31),
+                _ => UNSIGNED[k % UNSIGNED.len()] as u32,
+            }),
+            _ => Value::ULong(match k {
+                0 | 1 => u64::MAX,
+                2 => 1 << 63,
+                3 => (1 << 63) + 1,
+                4 => u64::MAX - 1,
+                5 => raw,
+                6 => raw >> (raw % 63),
+                7 => u64::from(u32::MAX) + 2,
+                8 => 7 << 40,
+                _ => UNSIGNED[k % UNSIGNED.len()],
+            }),
+        }
+    }
+
     fn int_expr(&mut self, t: T, d: u32) {
         let signed = matches!(t, T::Int | T::Long);
+        if self.r.chance(12) {
+            // Division and remainder by a constant.
+            let op = if self.r.chance(50) {
+                BinOp::IntDiv
+            } else {
+                BinOp::Mod
+            };
+            self.expr(t, d);
+            let v = self.divisor(t);
+            let c = self.constant(v);
+            self.emit(Instr::Const(c));
+            self.emit(Instr::Binary(op, op_ty(t)));
+            return;
+        }
         match self.r.below(12) {
             0..=4 => {
                 let op = self.r.pick(&[
