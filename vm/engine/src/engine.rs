@@ -900,8 +900,9 @@ fn fits(v: &Value, ty: &Type) -> bool {
     }
 }
 
-/// The `n`-th value of a generator place of type `ty`, or `None` when the type runs out.
-pub(crate) fn generator_value(ty: &Type, n: u128) -> Option<Value> {
+/// The `n`-th value of a generator place of type `ty`, or `None` when the type runs out (also
+/// used by pnetv's coloured explorer, which must generate the same values).
+pub fn generator_value(ty: &Type, n: u128) -> Option<Value> {
     Some(match ty {
         Type::Int => Value::Int(i32::try_from(n).ok()?),
         Type::Long => Value::Long(i64::try_from(n).ok()?),

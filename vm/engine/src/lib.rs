@@ -15,9 +15,12 @@ pub mod validate;
 #[cfg(test)]
 mod tests;
 
-pub use engine::{Engine, RunConfig, RunResult, Stats, Step, Task, TaskId, TaskMemory, run};
+pub use engine::{
+    Engine, RunConfig, RunResult, Stats, Step, Task, TaskId, TaskMemory, generator_value, run,
+};
 pub use error::{RunError, RunErrorData, RunErrorKind};
 pub use hook::{CodeRunner, CodeRunnerFactory};
 pub use interp::{Interpreter, condition_value, eval};
 pub use rng::DEFAULT_SEED;
+pub use shared::{may_hold_shared, mentions_shared};
 pub use validate::validate;

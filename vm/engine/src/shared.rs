@@ -86,7 +86,7 @@ pub(crate) fn collect(v: &Value, out: &mut Vec<Value>) {
 }
 
 /// Whether a value of this type may contain a shared.
-pub(crate) fn may_hold_shared(ty: &Type) -> bool {
+pub fn may_hold_shared(ty: &Type) -> bool {
     match ty {
         Type::Shared(_) | Type::Any => true,
         Type::List(t) | Type::Set(t) => may_hold_shared(t),
@@ -97,7 +97,7 @@ pub(crate) fn may_hold_shared(ty: &Type) -> bool {
 }
 
 /// Whether a type names a shared anywhere (not counting `Any`).
-pub(crate) fn mentions_shared(ty: &Type) -> bool {
+pub fn mentions_shared(ty: &Type) -> bool {
     match ty {
         Type::Shared(_) => true,
         Type::List(t) | Type::Set(t) => mentions_shared(t),

@@ -3,33 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use num_bigint::BigInt;
 use pnet_stdlib::{Type, Value};
 
-/// The `n`-th value of a generator place of type `ty` (as the engine computes it), or `None`
-/// when the type has run out.
-pub(crate) fn generator_value(ty: &Type, n: u128) -> Option<Value> {
-    Some(match ty {
-        Type::Int => Value::Int(i32::try_from(n).ok()?),
-        Type::Long => Value::Long(i64::try_from(n).ok()?),
-        Type::UInt => Value::UInt(u32::try_from(n).ok()?),
-        Type::ULong => Value::ULong(u64::try_from(n).ok()?),
-        Type::Char => Value::Char(i8::try_from(n.checked_add(u128::from(b'a'))?).ok()?),
-        Type::String => {
-            let mut m = n.checked_add(1)?;
-            let mut s = Vec::new();
-            while m > 0 {
-                m -= 1;
-                s.push(b'a' + (m % 26) as u8);
-                m /= 26;
-            }
-            s.reverse();
-            Value::string(std::str::from_utf8(&s).ok()?)
-        }
-        Type::Bigint => Value::bigint(BigInt::from(n)),
-        _ => return None,
-    })
-}
+pub(crate) use pnet_vm::generator_value;
 
 /// The name of a generator type in error messages (as the engine spells it).
 pub(crate) fn type_name(ty: &Type) -> String {
@@ -77,27 +53,7 @@ pub(crate) fn live_shareds(mut outer: Vec<Value>) -> BTreeSet<Value> {
     live
 }
 
-/// Whether a value of this type may contain a shared.
-pub(crate) fn may_hold_shared(ty: &Type) -> bool {
-    match ty {
-        Type::Shared(_) | Type::Any => true,
-        Type::List(t) | Type::Set(t) => may_hold_shared(t),
-        Type::Map(k, v) => may_hold_shared(k) || may_hold_shared(v),
-        Type::Struct(s) => s.fields.iter().any(|(_, t)| may_hold_shared(t)),
-        _ => false,
-    }
-}
-
-/// Whether a type names a shared anywhere (not counting `Any`).
-pub(crate) fn mentions_shared(ty: &Type) -> bool {
-    match ty {
-        Type::Shared(_) => true,
-        Type::List(t) | Type::Set(t) => mentions_shared(t),
-        Type::Map(k, v) => mentions_shared(k) || mentions_shared(v),
-        Type::Struct(s) => s.fields.iter().any(|(_, t)| mentions_shared(t)),
-        _ => false,
-    }
-}
+pub(crate) use pnet_vm::{may_hold_shared, mentions_shared};
 
 #[cfg(test)]
 mod tests {
