@@ -44,6 +44,8 @@ struct Running {
     task: u64,
     /// The process group of a running command module.
     child: Option<i32>,
+    /// A command module is being started (its group is not known yet).
+    starting: bool,
 }
 
 /// What happened to a cancel request.
@@ -115,6 +117,9 @@ impl Shared {
             if let Some(pgid) = r.child {
                 kill_group(pgid);
                 killed = true;
+            } else if r.starting {
+                // `set_child` kills it as soon as its group is known (the task is cancelled).
+                killed = true;
             }
         }
         self.wake.notify_all();
@@ -145,6 +150,7 @@ impl Shared {
                 st.running = Some(Running {
                     task: t.task,
                     child: None,
+                    starting: false,
                 });
                 return Some(t);
             }
@@ -163,12 +169,28 @@ impl Shared {
         self.cancelled.load(Ordering::SeqCst)
     }
 
+    /// Says that the running task starts a command module, so that [`Shared::stop`] waits
+    /// for it also before its process group is known; false (start nothing) if the task is
+    /// cancelled already. (Under the lock that `stop` and `cancel` take to cancel: either
+    /// they see `starting`, or this sees the cancel.)
+    fn starting_command(&self) -> bool {
+        let mut st = self.lock();
+        if self.cancelled.load(Ordering::SeqCst) {
+            return false;
+        }
+        if let Some(r) = st.running.as_mut() {
+            r.starting = true;
+        }
+        true
+    }
+
     /// Records the process group of the running command; kills it at once if the task was
     /// cancelled meanwhile.
     fn set_child(&self, pgid: Option<i32>) {
         let mut st = self.lock();
         if let Some(r) = st.running.as_mut() {
             r.child = pgid;
+            r.starting = false;
         }
         if let Some(pgid) = pgid
             && self.cancelled.load(Ordering::SeqCst)
@@ -667,8 +689,14 @@ impl Executor {
             .env("PNET_WORKER_PID", std::process::id().to_string())
             // Its own process group, so that cancelling kills whatever it started too.
             .process_group(0);
-        let mut child =
-            spawn(&mut cmd).map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+        if !shared.starting_command() {
+            return Err("cancelled before it started".into());
+        }
+        let spawned = spawn(&mut cmd);
+        if spawned.is_err() {
+            shared.set_child(None);
+        }
+        let mut child = spawned.map_err(|e| format!("cannot start {}: {e}", program.display()))?;
         let pid = i32::try_from(child.id()).unwrap_or(0);
         shared.set_child(Some(pid));
         let stdin = child.stdin.take();

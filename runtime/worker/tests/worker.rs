@@ -702,6 +702,8 @@ async fn exits_on_stdin_eof_and_sigterm_killing_the_running_command() {
     // SAFETY: plain system call on our child.
     unsafe { libc::kill(worker_pid, libc::SIGTERM) };
     assert_eq!(w.exit().await, (0, String::new()));
+    // The worker waited until the command was reaped (or, killed in the moment it started,
+    // until it was killed): it is gone, or a zombie left to init.
     assert!(!alive(pid));
 }
 

@@ -186,6 +186,57 @@ fn cancel_drops_queued_tasks() {
     assert!(shared.next().is_none());
 }
 
+/// A stop while a command module is being started (its process group not yet known) waits
+/// until the executor has recorded the group, which kills it, and the task has ended; a stop
+/// before the start keeps the command from starting at all.
+#[test]
+fn stop_while_a_command_starts_waits_for_it() {
+    let t = |task| TaskRun {
+        task,
+        module: 0,
+        inputs: vec![],
+        memory: None,
+    };
+    let shared = Arc::new(Shared::default());
+    shared.push(vec![t(1)]);
+    assert_eq!(shared.next().map(|t| t.task), Some(1));
+    assert!(shared.starting_command());
+    let stopper = {
+        let shared = shared.clone();
+        std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            shared.stop(std::time::Duration::from_secs(20));
+            start.elapsed()
+        })
+    };
+    // The executor's side: the command runs, its group is recorded (and killed: a child in
+    // its own group that would otherwise sleep for a minute), then it is reaped.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let mut child = std::process::Command::new("sleep")
+        .arg("60")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    shared.set_child(Some(pid));
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+    shared.set_child(None);
+    assert!(shared.finish());
+    let waited = stopper.join().unwrap();
+    assert!(
+        waited >= std::time::Duration::from_millis(200),
+        "{waited:?}"
+    );
+
+    // Stopped before the start: nothing starts.
+    let shared = Shared::default();
+    shared.push(vec![t(2)]);
+    assert_eq!(shared.next().map(|t| t.task), Some(2));
+    shared.cancel(2);
+    assert!(!shared.starting_command());
+}
+
 #[test]
 fn stderr_tail_keeps_the_end() {
     let text: Vec<u8> = (0..100_000u32)
