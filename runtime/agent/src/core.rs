@@ -731,22 +731,37 @@ impl<'b> Core<'b> {
             && steps < self.cfg.step_budget
             && self.sched.queued() < self.cfg.high_water
         {
-            match self.engine.step() {
+            // Firings in a batch, up to the budget (the engine ends it at a step that is no
+            // firing, and after a firing that named a eureka or answered a response, which
+            // `after_engine` serves). A step that is no firing counts as one.
+            let budget = u64::from(self.cfg.step_budget - steps);
+            let (fired, step) = match self.engine.run_steps(budget) {
+                Ok((fired, step)) => (fired, Ok(step)),
+                Err(e) => (0, Err(e)),
+            };
+            steps = steps.saturating_add(u32::try_from(fired).unwrap_or(u32::MAX));
+            match step {
                 Ok(Step::Fired) => {}
                 Ok(Step::Task(t)) => {
+                    steps += 1;
                     if let Err(e) = self.enqueue(t) {
                         self.fail(AgentError::Run(e), out);
                         return false;
                     }
                 }
-                Ok(Step::Waiting) => self.state = EngineState::Waiting,
-                Ok(Step::Done) => self.state = EngineState::Done,
+                Ok(Step::Waiting) => {
+                    steps += 1;
+                    self.state = EngineState::Waiting;
+                }
+                Ok(Step::Done) => {
+                    steps += 1;
+                    self.state = EngineState::Done;
+                }
                 Err(e) => {
                     self.fail(AgentError::Run(e), out);
                     return false;
                 }
             }
-            steps += 1;
             self.after_engine(out);
             if self.finished {
                 return false;

@@ -4,7 +4,7 @@
 //! as a [`Task`]); a driver serves tasks and injects their results with
 //! [`Engine::complete_task`] or fails the job with [`Engine::fail_task`].
 //!
-//! Marking: one `VecDeque<Value>` per place of each net instance (32 bytes a token, FIFO:
+//! Marking: one [`Tokens`] ring buffer per place of each net instance (32 bytes a token, FIFO:
 //! unconstrained takes are from the front, puts go to the back; a condition-chosen token is
 //! removed by swapping the front into its slot). Enabling: per transition an `enabled` flag
 //! and a cached binding (token indices); a change of a place marks only the transitions
@@ -13,7 +13,9 @@
 //! instance with enabled transitions, its highest non-empty group, and a transition in it,
 //! at random from a seeded PRNG.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
+
+use crate::tokens::Tokens;
 
 use num_bigint::BigInt;
 use pnet_bundle::{
@@ -123,7 +125,7 @@ pub fn run(
     let mut engine = Engine::new(bundle, config)?;
     engine.put_inputs(inputs)?;
     loop {
-        match engine.step()? {
+        match engine.run_steps(u64::MAX)?.1 {
             Step::Fired => {}
             Step::Task(task) => {
                 let f = bundle.function(task.function);
@@ -493,7 +495,7 @@ const NONE: u32 = u32::MAX;
 #[derive(Debug)]
 struct Instance {
     func: FunctionId,
-    marking: Vec<VecDeque<Value>>,
+    marking: Vec<Tokens>,
     /// Per place: tokens consumed by tasks and child nets still running.
     in_flight: Vec<u64>,
     /// Per place: index of the next generator value.
@@ -575,6 +577,8 @@ struct State {
     /// Workflow responses answered since the last `take_responses`.
     responses: Vec<(String, Value)>,
     next_response: u64,
+    /// The instance and transition the last step fired on the fast path, if it did.
+    last_fast: Option<(u32, u32)>,
 }
 
 /// A running job.
@@ -614,6 +618,7 @@ impl<'b> Engine<'b> {
             eurekas: Vec::new(),
             responses: Vec::new(),
             next_response: 0,
+            last_fast: None,
         };
         let root = st.new_instance(&prog, bundle.root, None)?;
         debug_assert_eq!(root, ROOT);
@@ -664,6 +669,7 @@ impl<'b> Engine<'b> {
 
     /// Fires one transition (or hands out one task).
     pub fn step(&mut self) -> Result<Step, RunError> {
+        self.st.last_fast = None;
         self.st.refresh(&self.prog)?;
         let st = &mut self.st;
         let n = st.ready.len();
@@ -691,7 +697,10 @@ impl<'b> Engine<'b> {
         let info = &self.prog.net(inst.func).trans[t as usize];
         let r = match &info.fast {
             Some(plan) => match st.fire_fast(&self.prog, i, t as usize, plan) {
-                Ok(()) => return Ok(Step::Fired),
+                Ok(()) => {
+                    st.last_fast = Some((i, t));
+                    return Ok(Step::Fired);
+                }
                 Err(e) => e,
             },
             None => match st.fire(&self.prog, i, t as usize) {
@@ -700,6 +709,48 @@ impl<'b> Engine<'b> {
             },
         };
         Err(self.prog.context(r, i, &st.instances, t))
+    }
+
+    /// Fires up to `max` transitions as that many calls of [`Engine::step`] would (the same
+    /// choices, the same random numbers drawn, the same markings), and stops early at the
+    /// first step that is not a firing (returned) or after a firing that named a eureka group
+    /// or answered a response (see [`Engine::has_eurekas_or_responses`]). Returns the number
+    /// of firings and the last step (`Step::Fired` if the budget or a eureka/response ended
+    /// the batch).
+    ///
+    /// Cheaper than single steps for loops: when a plain expression transition fired and the
+    /// only thing it changed for the next choice is its own enabling (it is the only dirty
+    /// transition of the only ready instance and alone in its instance's highest non-empty
+    /// priority group), the next step re-examines it and fires it again directly, without
+    /// the general re-examination and choice (which would draw no random number and come to
+    /// the same transition).
+    pub fn run_steps(&mut self, max: u64) -> Result<(u64, Step), RunError> {
+        let mut fired = 0u64;
+        let mut hot: Option<(u32, u32)> = None;
+        while fired < max {
+            if let Some((i, t)) = hot.take() {
+                match self.st.refire(&self.prog, i, t) {
+                    Ok(true) => {
+                        fired += 1;
+                        hot = Some((i, t));
+                        continue;
+                    }
+                    Ok(false) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            match self.step()? {
+                Step::Fired => {
+                    fired += 1;
+                    if self.has_eurekas_or_responses() {
+                        break;
+                    }
+                    hot = self.st.last_fast;
+                }
+                other => return Ok((fired, other)),
+            }
+        }
+        Ok((fired, Step::Fired))
     }
 
     /// Injects the outputs of a finished task (values of its out ports).
@@ -954,7 +1005,7 @@ impl State {
         let nt = info.trans.len();
         let inst = Instance {
             func,
-            marking: vec![VecDeque::new(); net.places.len()],
+            marking: vec![Tokens::new(); net.places.len()],
             in_flight: vec![0; net.places.len()],
             gen_next: vec![0; net.places.len()],
             enabled: vec![false; nt],
@@ -1122,6 +1173,66 @@ impl State {
             }
         }
         Ok(())
+    }
+
+    /// [`Engine::run_steps`]' shortcut after transition `t` of instance `i` fired on its fast
+    /// path: if `t` is the only dirty transition of the only dirty instance, `i` is the only
+    /// ready instance and `t` is alone in the instance's highest non-empty priority group,
+    /// re-examines `t` as [`State::refresh`] would and, if it is still enabled, fires it as
+    /// [`Engine::step`] would (its choice draws no random number there). Returns false if it
+    /// did not fire: with nothing changed if the shortcut does not apply, or after the
+    /// re-examination found `t` disabled (it then leaves its group, as in `refresh`, and the
+    /// instance stays queued for the rest of `refresh`: its ready list and child end).
+    fn refire(&mut self, prog: &Program, i: u32, t: u32) -> Result<bool, RunError> {
+        if self.dirty_instances[..] != [i] || self.ready[..] != [i] {
+            return Ok(false);
+        }
+        let State {
+            instances,
+            interp,
+            runner,
+            frame,
+            idx,
+            dirty_instances,
+            ..
+        } = self;
+        let Some(inst) = instances.get_mut(i as usize).and_then(|x| x.as_mut()) else {
+            return Ok(false);
+        };
+        let tu = t as usize;
+        if inst.dirty[..] != [t] || !inst.enabled[tu] {
+            return Ok(false);
+        }
+        let ninfo = prog.net(inst.func);
+        let info = &ninfo.trans[tu];
+        let Some(plan) = &info.fast else {
+            return Ok(false);
+        };
+        let g = info.group;
+        if inst.groups[g].len() != 1 || inst.groups[..g].iter().any(|x| !x.is_empty()) {
+            return Ok(false);
+        }
+        // `refresh` for this one dirty transition.
+        inst.dirty.clear();
+        inst.dirty_flag[tu] = false;
+        let on = enabled(prog, ninfo, inst, tu, Eval { interp, runner }, frame, idx)
+            .map_err(|e| prog.context_in(e, inst.func, tu))?;
+        if !on {
+            inst.enabled[tu] = false;
+            let k = inst.pos[tu] as usize;
+            inst.groups[g].swap_remove(k);
+            if let Some(&moved) = inst.groups[g].get(k) {
+                inst.pos[moved as usize] = k as u32;
+            }
+            inst.pos[tu] = NONE;
+            inst.n_enabled -= 1;
+            return Ok(false);
+        }
+        inst.in_dirty = false;
+        dirty_instances.clear();
+        self.fire_fast(prog, i, tu, plan)
+            .map_err(|e| prog.context(e, i, &self.instances, t))?;
+        Ok(true)
     }
 
     /// Fires a transition with a [`FastPlan`]: the same steps as [`State::fire`] (limit,
@@ -1743,7 +1854,7 @@ impl State {
             let port = &tf.ports[o.port.index()];
             let cp = port.place.ok_or_else(|| ctx(missing(&port.name)))?;
             let tokens: Vec<Value> = if o.last {
-                child.marking[cp.index()].drain(..).collect()
+                child.marking[cp.index()].take_all()
             } else {
                 child.marking[cp.index()].iter().cloned().collect()
             };

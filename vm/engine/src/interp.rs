@@ -4,7 +4,6 @@
 //! [`Interpreter`], and integer comparisons and arithmetic take fast paths that give exactly
 //! the result of the generic [`eval_binary`].
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use pnet_bundle::{Code, Instr};
@@ -12,6 +11,7 @@ use pnet_stdlib::ops::{eval_binary, eval_unary};
 use pnet_stdlib::{BinOp, EvalError, Shared, UnOp, Value};
 
 use crate::error::{RunError, RunErrorKind};
+use crate::tokens::Tokens;
 
 /// Evaluates `code` over `frame` (slot `i` = port `i`, locals after) with a fresh stack.
 /// Prefer a reused [`Interpreter`] in loops.
@@ -303,8 +303,9 @@ fn put_plain(slot: &mut Option<Value>, new: Value) {
     std::mem::forget(slot.replace(new));
 }
 
-/// Runs `$write` with `$s` bound to a copy of the scalar `$v`, built variant by variant (tag
-/// and payload, as typed code writes them), or `$other` if `$v` is not a scalar. A copy of a
+/// Runs `$write` with `$s` bound to a closure building a copy of the scalar `$v` variant by
+/// variant (tag and payload, as typed code writes them), or `$other` if `$v` is not a scalar.
+/// (A closure, so that the copy is built where it is stored, after any call in between.) A copy of a
 /// whole value (32 bytes) right after typed code wrote it, or a temporary `Value` read back
 /// in other pieces than it was written, stalls on store forwarding; a value built in each arm
 /// goes straight to its destination.
@@ -312,39 +313,39 @@ macro_rules! with_scalar_copy {
     ($v:expr, |$s:ident| $write:expr, $other:expr) => {
         match *$v {
             Value::Long(x) => {
-                let $s = Value::Long(x);
+                let $s = move || Value::Long(x);
                 $write
             }
             Value::Int(x) => {
-                let $s = Value::Int(x);
+                let $s = move || Value::Int(x);
                 $write
             }
             Value::ULong(x) => {
-                let $s = Value::ULong(x);
+                let $s = move || Value::ULong(x);
                 $write
             }
             Value::UInt(x) => {
-                let $s = Value::UInt(x);
+                let $s = move || Value::UInt(x);
                 $write
             }
             Value::Bool(x) => {
-                let $s = Value::Bool(x);
+                let $s = move || Value::Bool(x);
                 $write
             }
             Value::Char(x) => {
-                let $s = Value::Char(x);
+                let $s = move || Value::Char(x);
                 $write
             }
             Value::Double(x) => {
-                let $s = Value::Double(x);
+                let $s = move || Value::Double(x);
                 $write
             }
             Value::Float(x) => {
-                let $s = Value::Float(x);
+                let $s = move || Value::Float(x);
                 $write
             }
             Value::Control => {
-                let $s = Value::Control;
+                let $s = || Value::Control;
                 $write
             }
             _ => $other,
@@ -359,13 +360,13 @@ pub(crate) fn set_clone(slot: &mut Option<Value>, v: Option<&Value>) {
     let Some(v) = v else {
         return;
     };
-    with_scalar_copy!(v, |s| put_plain(slot, s), put_plain(slot, v.clone()))
+    with_scalar_copy!(v, |s| put_plain(slot, s()), put_plain(slot, v.clone()))
 }
 
 /// Moves token `j` of `q` into `slot` (the old value dropped first): the front token is
 /// popped, another one replaced by the front one. Returns false if there is no token `j`.
 #[inline(always)]
-pub(crate) fn take_token(slot: &mut Option<Value>, q: &mut VecDeque<Value>, j: usize) -> bool {
+pub(crate) fn take_token(slot: &mut Option<Value>, q: &mut Tokens, j: usize) -> bool {
     clear_slot(slot);
     if j != 0 {
         *slot = q.swap_remove_front(j);
@@ -377,7 +378,7 @@ pub(crate) fn take_token(slot: &mut Option<Value>, q: &mut VecDeque<Value>, j: u
     with_scalar_copy!(
         v,
         |s| {
-            put_plain(slot, s);
+            put_plain(slot, s());
             // A scalar: the popped copy owns nothing.
             std::mem::forget(q.pop_front());
         },
@@ -389,21 +390,22 @@ pub(crate) fn take_token(slot: &mut Option<Value>, q: &mut VecDeque<Value>, j: u
 /// Moves (`last`) or copies the value in `slot` to the back of `q`; false if the slot is
 /// empty.
 #[inline(always)]
-pub(crate) fn put_token(slot: &mut Option<Value>, q: &mut VecDeque<Value>, last: bool) -> bool {
+pub(crate) fn put_token(slot: &mut Option<Value>, q: &mut Tokens, last: bool) -> bool {
     let Some(v) = slot.as_ref() else {
         return false;
     };
     with_scalar_copy!(
         v,
         |s| {
-            q.push_back(s);
+            q.push_back_with(s);
             if last {
                 clear_slot(slot);
             }
         },
         {
-            let v = if last { slot.take() } else { slot.clone() };
-            q.extend(v);
+            if let Some(v) = if last { slot.take() } else { slot.clone() } {
+                q.push_back(v);
+            }
         }
     );
     true

@@ -10,6 +10,7 @@ pub mod hook;
 pub mod interp;
 pub mod rng;
 mod shared;
+mod tokens;
 pub mod validate;
 
 #[cfg(test)]

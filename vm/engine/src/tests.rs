@@ -590,6 +590,7 @@ fn check_code(src: &str, slots: &[(&str, Option<&str>)], expect: Expect) {
     expect.assert_eq(&out);
 }
 
+mod batch_tests;
 mod interp_tests;
 mod memory_tests;
 mod net_tests;

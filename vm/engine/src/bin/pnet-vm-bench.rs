@@ -318,10 +318,22 @@ fn run_to_end(engine: &mut Engine) {
     }
 }
 
+/// As [`run_to_end`], in batches of [`Engine::run_steps`] (as the runtime's agent drives it).
+fn run_batched(engine: &mut Engine) {
+    loop {
+        match engine.run_steps(1024) {
+            Ok((_, Step::Fired)) => {}
+            Ok((_, Step::Done)) => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "quick");
     // `xpnet`: only (b2), one round of each (for instruction counts under valgrind).
-    // `xpnet-interpreted`, `xpnet-native`: only that one.
+    // `xpnet-interpreted`, `xpnet-native` (single steps), `xpnet-interpreted-batched`,
+    // `xpnet-native-batched` (`Engine::run_steps`): only that one.
     if let Some(a) = std::env::args().find(|a| a.starts_with("xpnet")) {
         let n = std::env::var("PNET_BENCH_N")
             .ok()
@@ -413,12 +425,12 @@ fn main() {
 
 fn countdown_xpnet_rounds(n: i64, rounds: usize, only: &str) {
     let bundle = countdown_xpnet();
-    for (label, runner) in [
-        ("interpreted", None),
-        (
-            "native",
-            Some(std::sync::Arc::new(Native) as std::sync::Arc<dyn CodeRunnerFactory>),
-        ),
+    let native = || Some(std::sync::Arc::new(Native) as std::sync::Arc<dyn CodeRunnerFactory>);
+    for (label, runner, batched) in [
+        ("interpreted", None, false),
+        ("native", native(), false),
+        ("interpreted-batched", None, true),
+        ("native-batched", native(), true),
     ] {
         if !only.is_empty() && only != label {
             continue;
@@ -434,7 +446,11 @@ fn countdown_xpnet_rounds(n: i64, rounds: usize, only: &str) {
                 .put_inputs(&[("n".into(), vec![Value::Long(n)])])
                 .expect("inputs");
             let c = cpu_seconds();
-            run_to_end(&mut engine);
+            if batched {
+                run_batched(&mut engine);
+            } else {
+                run_to_end(&mut engine);
+            }
             best = best.min(cpu_seconds() - c);
             assert_eq!(engine.stats().firings, n as u64 + 1);
             assert_eq!(engine.tokens(PlaceId(1)), vec![Value::Long(0)]);
