@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 
+use crate::hook::{Loop, LoopEnd, drive_loop};
 use crate::tokens::Tokens;
 
 use num_bigint::BigInt;
@@ -246,6 +247,9 @@ struct FastPlan {
     /// and need not be re-examined (which would not change anything).
     marks: Vec<(Adj, bool)>,
     outs: Vec<FastOut>,
+    /// The condition, if the transition is a loop (see [`crate::Loop`]): one scalar port,
+    /// taken from and put back to one place, that the condition reads.
+    loop_cond: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -431,6 +435,7 @@ impl NetInfo {
                             mark: !takes.iter().any(|tk| tk.consume && tk.place == o.place),
                         })
                         .collect(),
+                    loop_cond: None,
                 }),
                 _ => None,
             };
@@ -474,8 +479,34 @@ impl NetInfo {
                     marks.push((*a, skip));
                 }
             }
+            let info = &trans[ti];
+            let loop_cond = match (plan.takes.as_slice(), plan.outs.as_slice(), info.condition) {
+                ([tk], [o], Some(c))
+                    if tk.consume
+                        && o.out.port == tk.port
+                        && o.out.place == tk.place
+                        && info.enumerated == [0]
+                        && info.counts.is_empty()
+                        && matches!(
+                            o.ty,
+                            Type::Control
+                                | Type::Bool
+                                | Type::Int
+                                | Type::Long
+                                | Type::UInt
+                                | Type::ULong
+                                | Type::Float
+                                | Type::Double
+                                | Type::Char
+                        ) =>
+                {
+                    Some(c)
+                }
+                _ => None,
+            };
             if let Some(plan) = &mut trans[ti].fast {
                 plan.marks = marks;
+                plan.loop_cond = loop_cond;
             }
         }
         NetInfo {
@@ -518,6 +549,19 @@ struct Instance {
 }
 
 impl Instance {
+    /// Takes enabled transition `t` (of priority group `g`) out of its group, after a
+    /// re-examination found it disabled.
+    fn disable(&mut self, t: usize, g: usize) {
+        self.enabled[t] = false;
+        let k = self.pos[t] as usize;
+        self.groups[g].swap_remove(k);
+        if let Some(&moved) = self.groups[g].get(k) {
+            self.pos[moved as usize] = k as u32;
+        }
+        self.pos[t] = NONE;
+        self.n_enabled -= 1;
+    }
+
     /// Marks the transitions adjacent to a place dirty after a change of it: after a put
     /// (`put`) those that see its count or are not enabled (a put cannot disable a
     /// transition nor move its binding), after a take all. Returns whether it marked any.
@@ -729,13 +773,13 @@ impl<'b> Engine<'b> {
         let mut hot: Option<(u32, u32)> = None;
         while fired < max {
             if let Some((i, t)) = hot.take() {
-                match self.st.refire(&self.prog, i, t) {
-                    Ok(true) => {
-                        fired += 1;
+                match self.st.refire(&self.prog, i, t, max - fired) {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        fired += n;
                         hot = Some((i, t));
                         continue;
                     }
-                    Ok(false) => {}
                     Err(e) => return Err(e),
                 }
             }
@@ -933,7 +977,7 @@ impl Program<'_> {
 
 /// `Value::fits` with fast paths for scalars.
 #[inline]
-fn fits(v: &Value, ty: &Type) -> bool {
+pub(crate) fn fits(v: &Value, ty: &Type) -> bool {
     match (v, ty) {
         (_, Type::Any)
         | (Value::Long(_), Type::Long)
@@ -1141,13 +1185,7 @@ impl State {
                         inst.groups[g].push(t as u32);
                         inst.n_enabled += 1;
                     } else {
-                        let k = inst.pos[t] as usize;
-                        inst.groups[g].swap_remove(k);
-                        if let Some(&moved) = inst.groups[g].get(k) {
-                            inst.pos[moved as usize] = k as u32;
-                        }
-                        inst.pos[t] = NONE;
-                        inst.n_enabled -= 1;
+                        inst.disable(t, g);
                     }
                 }
             }
@@ -1179,13 +1217,16 @@ impl State {
     /// path: if `t` is the only dirty transition of the only dirty instance, `i` is the only
     /// ready instance and `t` is alone in the instance's highest non-empty priority group,
     /// re-examines `t` as [`State::refresh`] would and, if it is still enabled, fires it as
-    /// [`Engine::step`] would (its choice draws no random number there). Returns false if it
-    /// did not fire: with nothing changed if the shortcut does not apply, or after the
-    /// re-examination found `t` disabled (it then leaves its group, as in `refresh`, and the
-    /// instance stays queued for the rest of `refresh`: its ready list and child end).
-    fn refire(&mut self, prog: &Program, i: u32, t: u32) -> Result<bool, RunError> {
-        if self.dirty_instances[..] != [i] || self.ready[..] != [i] {
-            return Ok(false);
+    /// [`Engine::step`] would (its choice draws no random number there). A loop transition
+    /// (see [`crate::Loop`]) on the only token of its place goes on in the code runner's
+    /// [`crate::CodeRunner::run_loop`], up to `budget` firings (and the firing limit).
+    /// Returns the number of firings: 0 if the shortcut does not apply (nothing changed) or
+    /// the re-examination found `t` disabled. A transition found disabled leaves its group,
+    /// as in `refresh`, and its instance stays queued for the rest of `refresh` (its ready
+    /// list and child end).
+    fn refire(&mut self, prog: &Program, i: u32, t: u32, budget: u64) -> Result<u64, RunError> {
+        if self.dirty_instances[..] != [i] || self.ready[..] != [i] || budget == 0 {
+            return Ok(0);
         }
         let State {
             instances,
@@ -1194,45 +1235,97 @@ impl State {
             frame,
             idx,
             dirty_instances,
+            stats,
+            max_firings,
             ..
         } = self;
         let Some(inst) = instances.get_mut(i as usize).and_then(|x| x.as_mut()) else {
-            return Ok(false);
+            return Ok(0);
         };
         let tu = t as usize;
         if inst.dirty[..] != [t] || !inst.enabled[tu] {
-            return Ok(false);
+            return Ok(0);
         }
         let ninfo = prog.net(inst.func);
         let info = &ninfo.trans[tu];
         let Some(plan) = &info.fast else {
-            return Ok(false);
+            return Ok(0);
         };
         let g = info.group;
         if inst.groups[g].len() != 1 || inst.groups[..g].iter().any(|x| !x.is_empty()) {
-            return Ok(false);
+            return Ok(0);
         }
         // `refresh` for this one dirty transition.
         inst.dirty.clear();
         inst.dirty_flag[tu] = false;
+        // A loop on the only token of its place: examinations and firings in the runner.
+        let limit = max_firings.map_or(u64::MAX, |m| m.saturating_sub(stats.firings));
+        if let (Some(c), [tk]) = (plan.loop_cond, plan.takes.as_slice())
+            && limit > 0
+            && inst.marking[tk.place].len() == 1
+            && let Some(mut token) = inst.marking[tk.place].pop_front()
+        {
+            let l = Loop {
+                cond: pnet_bundle::CodeId::from(c),
+                cond_code: &prog.bundle.codes[c],
+                expr: pnet_bundle::CodeId::from(plan.code),
+                expr_code: &prog.bundle.codes[plan.code],
+                slot: tk.port.index(),
+                frame: plan.frame,
+                clear: &plan.clear,
+                ty: &plan.outs[0].ty,
+            };
+            let max = limit.min(budget);
+            let (n, end) = match runner {
+                Some(r) => r.run_loop(&l, &mut token, frame, max, interp),
+                None => drive_loop(&l, &mut token, frame, max, |expr, f| {
+                    if expr {
+                        interp.run_effect(l.expr_code, f).map(|()| true)
+                    } else {
+                        interp.run_bool(l.cond_code, f)
+                    }
+                }),
+            };
+            stats.firings += n;
+            stats.expressions += n;
+            #[cfg(test)]
+            crate::tests::count_loop(&end);
+            let func = inst.func;
+            let failed = |e| Err(prog.context_in(e, func, tu));
+            return match end {
+                LoopEnd::Budget => {
+                    // As after its last firing: it marked itself dirty (and its instance,
+                    // still queued).
+                    inst.marking[tk.place].push_back(token);
+                    inst.dirty_flag[tu] = true;
+                    inst.dirty.push(t);
+                    Ok(n)
+                }
+                LoopEnd::Disabled => {
+                    inst.marking[tk.place].push_back(token);
+                    inst.disable(tu, g);
+                    Ok(n)
+                }
+                LoopEnd::Condition(e) => {
+                    inst.marking[tk.place].push_back(token);
+                    failed(e)
+                }
+                LoopEnd::Expression(e) => failed(e),
+                LoopEnd::Missing => failed(fast_missing(prog, func, tu, tk.port)),
+                LoopEnd::Mismatch(v) => failed(fast_mismatch(prog, func, tu, tk.port, &v)),
+            };
+        }
         let on = enabled(prog, ninfo, inst, tu, Eval { interp, runner }, frame, idx)
             .map_err(|e| prog.context_in(e, inst.func, tu))?;
         if !on {
-            inst.enabled[tu] = false;
-            let k = inst.pos[tu] as usize;
-            inst.groups[g].swap_remove(k);
-            if let Some(&moved) = inst.groups[g].get(k) {
-                inst.pos[moved as usize] = k as u32;
-            }
-            inst.pos[tu] = NONE;
-            inst.n_enabled -= 1;
-            return Ok(false);
+            inst.disable(tu, g);
+            return Ok(0);
         }
         inst.in_dirty = false;
         dirty_instances.clear();
         self.fire_fast(prog, i, tu, plan)
             .map_err(|e| prog.context(e, i, &self.instances, t))?;
-        Ok(true)
+        Ok(1)
     }
 
     /// Fires a transition with a [`FastPlan`]: the same steps as [`State::fire`] (limit,

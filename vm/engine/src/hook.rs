@@ -5,7 +5,7 @@
 use std::fmt;
 
 use pnet_bundle::{Bundle, Code, CodeId};
-use pnet_stdlib::Value;
+use pnet_stdlib::{Type, Value};
 
 use crate::error::RunError;
 use crate::interp::Interpreter;
@@ -54,4 +54,112 @@ pub trait CodeRunner: fmt::Debug + Send {
     ) -> Result<(), RunError> {
         self.run(id, code, frame, interp).map(drop)
     }
+
+    /// Fires a loop transition up to `max` times, as the engine would fire it on its own
+    /// (see [`drive_loop`]), with `token` the value on its place: returns the firings done
+    /// (each one [`CodeRunner::run_bool`] and [`CodeRunner::run_effect`]) and why it stopped;
+    /// `token` is then the place's value (unless the last firing failed). A default method,
+    /// so that each runner's codes are called directly, not through the trait object.
+    fn run_loop(
+        &mut self,
+        l: &Loop,
+        token: &mut Value,
+        frame: &mut Vec<Option<Value>>,
+        max: u64,
+        interp: &mut Interpreter,
+    ) -> (u64, LoopEnd) {
+        drive_loop(l, token, frame, max, |expr, f| {
+            if expr {
+                self.run_effect(l.expr, l.expr_code, f, interp)
+                    .map(|()| true)
+            } else {
+                self.run_bool(l.cond, l.cond_code, f, interp)
+            }
+        })
+    }
+}
+
+/// A transition that loops on one token (see [`CodeRunner::run_loop`]): one port, connected
+/// in and out (`connect-inout`) to one place holding exactly that token, a scalar type, a
+/// condition over the port and an expression.
+#[derive(Debug)]
+pub struct Loop<'a> {
+    pub cond: CodeId,
+    pub cond_code: &'a Code,
+    pub expr: CodeId,
+    pub expr_code: &'a Code,
+    /// The port's slot (in both codes' frames).
+    pub slot: usize,
+    /// The expression's frame size and the slots emptied before each firing (those of the
+    /// other ports and the locals).
+    pub frame: usize,
+    pub clear: &'a [usize],
+    /// The port's type: the value the expression leaves must fit it.
+    pub ty: &'a Type,
+}
+
+/// Why [`CodeRunner::run_loop`] stopped.
+#[derive(Debug)]
+pub enum LoopEnd {
+    /// It fired as often as it was allowed to.
+    Budget,
+    /// The condition does not hold for the token (which is still the place's).
+    Disabled,
+    /// The condition failed (the token is still the place's).
+    Condition(RunError),
+    /// The last firing (counted) failed in its expression; its token is consumed.
+    Expression(RunError),
+    /// The last firing (counted) left no value in the port; its token is consumed.
+    Missing,
+    /// The last firing (counted) left a value of another type in the port (this one).
+    Mismatch(Value),
+}
+
+/// The loop of [`CodeRunner::run_loop`], with `run(false, frame)` running the condition and
+/// `run(true, frame)` the expression. Every step is the engine's: the re-examination of the
+/// transition (the condition over a frame of its slots with a copy of the token), then the
+/// firing (the expression over a frame with the token moved in, the other slots empty, the
+/// value left in the port type-checked and moved back to the place).
+#[inline]
+pub fn drive_loop<F>(
+    l: &Loop,
+    token: &mut Value,
+    frame: &mut Vec<Option<Value>>,
+    max: u64,
+    mut run: F,
+) -> (u64, LoopEnd)
+where
+    F: FnMut(bool, &mut [Option<Value>]) -> Result<bool, RunError>,
+{
+    use crate::interp::{clear_slot, reset_frame, set_clone};
+    let mut n = 0;
+    while n < max {
+        reset_frame(frame, l.cond_code.slots.len());
+        set_clone(&mut frame[l.slot], Some(token));
+        match run(false, frame) {
+            Ok(true) => {}
+            Ok(false) => return (n, LoopEnd::Disabled),
+            Err(e) => return (n, LoopEnd::Condition(e)),
+        }
+        n += 1;
+        if frame.len() != l.frame {
+            frame.resize_with(l.frame, || None);
+        }
+        for &k in l.clear {
+            clear_slot(&mut frame[k]);
+        }
+        set_clone(&mut frame[l.slot], Some(token));
+        if let Err(e) = run(true, frame) {
+            return (n, LoopEnd::Expression(e));
+        }
+        match &frame[l.slot] {
+            None => return (n, LoopEnd::Missing),
+            Some(v) if !crate::engine::fits(v, l.ty) => {
+                return (n, LoopEnd::Mismatch(v.clone()));
+            }
+            Some(v) => crate::interp::copy_scalar(token, v),
+        }
+        clear_slot(&mut frame[l.slot]);
+    }
+    (n, LoopEnd::Budget)
 }

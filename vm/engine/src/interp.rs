@@ -363,6 +363,21 @@ pub(crate) fn set_clone(slot: &mut Option<Value>, v: Option<&Value>) {
     with_scalar_copy!(v, |s| put_plain(slot, s()), put_plain(slot, v.clone()))
 }
 
+/// Makes `dst` a copy of `v` (scalars without the generic clone; see [`with_scalar_copy`]).
+#[inline(always)]
+pub(crate) fn copy_scalar(dst: &mut Value, v: &Value) {
+    if is_scalar(dst) {
+        // Nothing to drop (and no call of the generic drop glue).
+        with_scalar_copy!(
+            v,
+            |s| std::mem::forget(std::mem::replace(dst, s())),
+            *dst = v.clone()
+        )
+    } else {
+        *dst = v.clone();
+    }
+}
+
 /// Moves token `j` of `q` into `slot` (the old value dropped first): the front token is
 /// popped, another one replaced by the front one. Returns false if there is no token `j`.
 #[inline(always)]

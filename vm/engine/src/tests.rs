@@ -590,6 +590,30 @@ fn check_code(src: &str, slots: &[(&str, Option<&str>)], expect: Expect) {
     expect.assert_eq(&out);
 }
 
+thread_local! {
+    /// How the engine's runner loops ended on this thread, by kind (see `count_loop`).
+    static LOOP_ENDS: std::cell::RefCell<std::collections::BTreeMap<&'static str, u64>> =
+        Default::default();
+}
+
+/// Counts the end of a runner loop (for tests that must reach each kind).
+pub(crate) fn count_loop(end: &crate::LoopEnd) {
+    let kind = match end {
+        crate::LoopEnd::Budget => "budget",
+        crate::LoopEnd::Disabled => "disabled",
+        crate::LoopEnd::Condition(_) => "condition",
+        crate::LoopEnd::Expression(_) => "expression",
+        crate::LoopEnd::Missing => "missing",
+        crate::LoopEnd::Mismatch(_) => "mismatch",
+    };
+    LOOP_ENDS.with(|m| *m.borrow_mut().entry(kind).or_insert(0) += 1);
+}
+
+/// The loop ends counted on this thread so far.
+pub(crate) fn loop_ends() -> std::collections::BTreeMap<&'static str, u64> {
+    LOOP_ENDS.with(|m| m.borrow().clone())
+}
+
 mod batch_tests;
 mod interp_tests;
 mod memory_tests;

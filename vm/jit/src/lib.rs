@@ -70,7 +70,7 @@ use crate::rt::{Fault, RT, bits_of, value_of};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FnId(u32);
 
-struct Compiled {
+pub(crate) struct Compiled {
     /// Address of the finalized function in `Jit::module`.
     addr: usize,
     plan: Plan,
@@ -398,12 +398,34 @@ impl Jit {
     /// happened, in a register (see [`Lean`]).
     #[inline(always)]
     pub(crate) fn lean_bool(&self, id: FnId, frame: &mut [Option<Value>], buf: &mut [u64]) -> Lean {
-        let Some(c) = self.fns.get(id.0 as usize) else {
-            return Lean::NotRun;
-        };
-        if !c.lean || !matches!(c.result, Res::Native(Nt::Bool)) {
-            return Lean::NotRun;
+        match self.lean_fn(id, true) {
+            Some(c) => self.lean_bool_of(c, frame, buf),
+            None => Lean::NotRun,
         }
+    }
+
+    /// Code `id` if it takes the fast paths (`bool`: as a condition, with a native bool
+    /// value), resolved once for many runs (see `JitRunner::run_loop`).
+    #[inline(always)]
+    pub(crate) fn lean_fn(&self, id: FnId, bool: bool) -> Option<&Compiled> {
+        self.fns
+            .get(id.0 as usize)
+            .filter(|c| c.lean && (!bool || matches!(c.result, Res::Native(Nt::Bool))))
+    }
+
+    /// The words of the buffer that code `c` needs.
+    pub(crate) fn words(c: &Compiled) -> usize {
+        c.words.len
+    }
+
+    /// [`Jit::lean_bool`] of a code from [`Jit::lean_fn`] (with `bool`).
+    #[inline(always)]
+    pub(crate) fn lean_bool_of(
+        &self,
+        c: &Compiled,
+        frame: &mut [Option<Value>],
+        buf: &mut [u64],
+    ) -> Lean {
         match self.call_lean(c, frame, buf) {
             Some(0) => Lean::Bool(buf.get(c.words.result).is_some_and(|w| *w as u8 != 0)),
             Some(status) if status > 0 => Lean::Failed(status),
@@ -420,12 +442,20 @@ impl Jit {
         frame: &mut [Option<Value>],
         buf: &mut [u64],
     ) -> Lean {
-        let Some(c) = self.fns.get(id.0 as usize) else {
-            return Lean::NotRun;
-        };
-        if !c.lean {
-            return Lean::NotRun;
+        match self.lean_fn(id, false) {
+            Some(c) => self.lean_effect_of(c, frame, buf),
+            None => Lean::NotRun,
         }
+    }
+
+    /// [`Jit::lean_effect`] of a code from [`Jit::lean_fn`].
+    #[inline(always)]
+    pub(crate) fn lean_effect_of(
+        &self,
+        c: &Compiled,
+        frame: &mut [Option<Value>],
+        buf: &mut [u64],
+    ) -> Lean {
         match self.call_lean(c, frame, buf) {
             Some(0) => Lean::Done,
             Some(status) if status > 0 => Lean::Failed(status),

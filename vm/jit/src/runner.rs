@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use pnet_bundle::{Bundle, Code, CodeId};
 use pnet_stdlib::Value;
-use pnet_vm::{CodeRunner, CodeRunnerFactory, Interpreter, RunError};
+use pnet_vm::{CodeRunner, CodeRunnerFactory, Interpreter, Loop, LoopEnd, RunError};
 
 use crate::{FnId, Jit, Lean};
 
@@ -365,9 +365,92 @@ impl CodeRunner for JitRunner {
         }
         self.run_effect_full(id, code, frame, interp)
     }
+
+    fn run_loop(
+        &mut self,
+        l: &Loop,
+        token: &mut Value,
+        frame: &mut Vec<Option<Value>>,
+        max: u64,
+        interp: &mut Interpreter,
+    ) -> (u64, LoopEnd) {
+        if let Some(r) = self.run_loop_lean(l, token, frame, max, interp) {
+            return r;
+        }
+        // Not (yet) compiled: a code at a time, as the engine would run them.
+        pnet_vm::drive_loop(l, token, frame, max, |expr, f| {
+            if expr {
+                self.run_effect(l.expr, l.expr_code, f, interp)
+                    .map(|()| true)
+            } else {
+                self.run_bool(l.cond, l.cond_code, f, interp)
+            }
+        })
+    }
 }
 
 impl JitRunner {
+    /// [`CodeRunner::run_loop`] with both codes compiled for the fast paths: resolved once,
+    /// then called straight from the loop. `None` if they are not.
+    fn run_loop_lean(
+        &mut self,
+        l: &Loop,
+        token: &mut Value,
+        frame: &mut Vec<Option<Value>>,
+        max: u64,
+        interp: &mut Interpreter,
+    ) -> Option<(u64, LoopEnd)> {
+        let (Some(State::Compiled(fc)), Some(State::Compiled(fe))) = (
+            self.states.get(l.cond.index()).copied(),
+            self.states.get(l.expr.index()).copied(),
+        ) else {
+            return None;
+        };
+        let jit = self.jit.as_ref()?;
+        let (cc, ce) = (jit.lean_fn(fc, true)?, jit.lean_fn(fe, false)?);
+        let words = Jit::words(cc).max(Jit::words(ce));
+        if self.buf.len() < words {
+            self.buf.resize(words, 0);
+        }
+        let buf = &mut self.buf;
+        let (mut native, mut fallbacks) = (0u64, 0u64);
+        let r = pnet_vm::drive_loop(l, token, frame, max, |expr, f| {
+            let (lean, id, code) = if expr {
+                (jit.lean_effect_of(ce, f, buf), fe, l.expr_code)
+            } else {
+                (jit.lean_bool_of(cc, f, buf), fc, l.cond_code)
+            };
+            match lean {
+                Lean::Bool(b) => {
+                    native += 1;
+                    Ok(b)
+                }
+                Lean::Done => {
+                    native += 1;
+                    Ok(true)
+                }
+                Lean::Failed(status) => {
+                    native += 1;
+                    Err(jit.lean_error(id, status, code, buf))
+                }
+                // The frame does not hold what the code was compiled for (or, not expected
+                // here, does not fit): the interpreter, which gives the same results.
+                Lean::Fallback | Lean::NotRun => {
+                    fallbacks += 1;
+                    if expr {
+                        interp.run_effect(code, f).map(|()| true)
+                    } else {
+                        interp.run_bool(code, f)
+                    }
+                }
+            }
+        });
+        self.stats.native_runs += native;
+        self.stats.fallbacks += fallbacks;
+        self.stats.interpreted_runs += fallbacks;
+        Some(r)
+    }
+
     /// [`CodeRunner::run_bool`] beyond the fast path.
     #[inline(never)]
     fn run_bool_full(

@@ -18,30 +18,52 @@ fn pick<'a>(rng: &mut Rng, xs: &[&'a str]) -> &'a str {
 /// A random net in the compact format of `tests.rs`: places `p0..p3` of longs.
 fn random_net(rng: &mut Rng) -> String {
     let mut s = String::from("net main\n");
+    // Often a loop on p0 with one token and the highest priority (the case that `run_steps`
+    // hands to the code runner's loop).
+    let hot = rng.below(2) == 0;
     for p in 0..PLACES {
-        let n = rng.below(4);
-        let toks: Vec<String> = (0..n).map(|_| format!("{}L", rng.below(6))).collect();
+        let n = if hot && p == 0 { 1 } else { rng.below(4) };
+        let toks: Vec<String> = (0..n).map(|_| format!("{}L", rng.below(9))).collect();
         s += &format!("  place p{p} long = {}\n", toks.join(" "));
     }
     let child = rng.below(4) == 0;
     let n_trans = 1 + rng.below(4);
     for t in 0..n_trans {
-        let prio = rng.below(3);
+        let prio = if hot && t == 0 { 3 } else { rng.below(3) };
         s += &format!("  trans t{t} prio {prio}\n");
-        let a = rng.below(PLACES);
-        if child && t == 0 {
+        let a = if hot && t == 0 { 0 } else { rng.below(PLACES) };
+        if child && t == 1 {
             s += &format!("    in x long <- p{a}\n");
             s += &format!("    out y long -> p{}\n", rng.below(PLACES));
             s += "    use sub\n";
             continue;
         }
-        match rng.below(3) {
+        match if hot && t == 0 { 0 } else { rng.below(3) } {
             // A loop on one place (the shape of the countdown).
+            // Sometimes failing: a division by zero in the condition or the expression, a
+            // value of another type left in the port.
             0 => {
                 s += &format!("    inout a long <-> p{a}\n");
                 let c = pick(rng, &["0L", "1L", "2L", "3L"]);
-                s += &format!("    cond load a; const {c}; gt\n");
-                s += "    expr load a; const 1L; sub; store a\n";
+                s += &match rng.below(5) {
+                    // A local of the condition, in the slot of a local of the expression.
+                    1 => format!("    cond load a; store u; load u; const {c}; gt\n"),
+                    0 => {
+                        format!("    cond const 12L; load a; const 1L; sub; idiv; const {c}; gt\n")
+                    }
+                    _ => format!("    cond load a; const {c}; gt\n"),
+                };
+                s += pick(
+                    rng,
+                    &[
+                        "    expr load a; const 1L; sub; store a\n",
+                        "    expr load a; const 1L; sub; store a\n",
+                        "    expr load a; const 1L; sub; store a\n",
+                        "    expr load a; const 1L; sub; store a; const 12L; load a; const 2L; sub; idiv; pop\n",
+                        "    expr load a; const 1L; sub; store a; load a; const 1L; eq; jf 10; const 1; store a\n",
+                        "    expr load a; const 1L; sub; store a; load a; const 3L; ne; jt 10; load w; pop\n",
+                    ],
+                );
             }
             // A move, maybe conditional, maybe with a second token (from the same place or
             // another one), a read or a count.
@@ -111,12 +133,14 @@ fn run_steps_is_the_same_as_single_steps() {
     let mut rng = Rng::new(11);
     let mut batches = 0u64;
     let mut firings = 0u64;
-    for net in 0..600 {
+    let mut errors: std::collections::BTreeMap<String, u32> = Default::default();
+    for net in 0..1500 {
         let text = random_net(&mut rng);
         let bundle = build(&text);
         crate::validate(&bundle).unwrap_or_else(|e| panic!("invalid net {net}: {e}\n{text}"));
         let config = RunConfig {
             seed: 1 + net as u64,
+            max_firings: [None, None, None, Some(rng.below(40) as u64)][rng.below(4)],
             ..RunConfig::default()
         };
         let mut single = Engine::new(&bundle, &config).expect("engine");
@@ -151,14 +175,32 @@ fn run_steps_is_the_same_as_single_steps() {
             total += n;
             match want {
                 Ok((_, Step::Fired)) if total < 400 => {}
+                Err(e) => {
+                    let m = format!("{:?}", e.kind);
+                    let kind = m.split(['(', ' ']).next().unwrap_or("").to_string();
+                    *errors.entry(kind).or_insert(0) += 1;
+                    break;
+                }
                 _ => break,
             }
         }
         firings += total;
     }
     // The nets do loop and stop: many batches and firings were compared.
+    let loops = super::loop_ends();
+    eprintln!("{batches} batches, {firings} firings, errors {errors:?}, loops {loops:?}");
     assert!(
-        batches > 3000 && firings > 20_000,
+        batches > 5000 && firings > 40_000,
         "{batches} batches, {firings} firings"
     );
+    // The runner's loop was reached, and left in every way but `missing` (which compiled
+    // nets cannot reach: a port's slot is never emptied).
+    for kind in ["budget", "disabled", "condition", "expression", "mismatch"] {
+        assert!(loops.get(kind).is_some_and(|&n| n >= 5), "{loops:?}");
+    }
+    // Runs ended in each kind of error a loop can meet (in the condition, the expression,
+    // the type of its value, the firing limit), and were the same there.
+    for kind in ["Eval", "TypeMismatch", "MaxFirings"] {
+        assert!(errors.get(kind).is_some_and(|&n| n >= 5), "{errors:?}");
+    }
 }
