@@ -1278,13 +1278,13 @@ impl State {
             let max = limit.min(budget);
             let (n, end) = match runner {
                 Some(r) => r.run_loop(&l, &mut token, frame, max, interp),
-                None => drive_loop(&l, &mut token, frame, max, |expr, f| {
-                    if expr {
-                        interp.run_effect(l.expr_code, f).map(|()| true)
-                    } else {
-                        interp.run_bool(l.cond_code, f)
-                    }
-                }),
+                None => drive_loop(
+                    &l,
+                    &mut token,
+                    frame,
+                    max,
+                    &mut crate::hook::Interpreted { interp, l: &l },
+                ),
             };
             stats.firings += n;
             stats.expressions += n;

@@ -68,14 +68,67 @@ pub trait CodeRunner: fmt::Debug + Send {
         max: u64,
         interp: &mut Interpreter,
     ) -> (u64, LoopEnd) {
-        drive_loop(l, token, frame, max, |expr, f| {
-            if expr {
-                self.run_effect(l.expr, l.expr_code, f, interp)
-                    .map(|()| true)
-            } else {
-                self.run_bool(l.cond, l.cond_code, f, interp)
-            }
-        })
+        drive_loop(
+            l,
+            token,
+            frame,
+            max,
+            &mut RunnerCodes {
+                runner: self,
+                interp,
+                l,
+            },
+        )
+    }
+}
+
+/// The two codes of a [`Loop`], as [`drive_loop`] runs them.
+pub trait LoopCodes {
+    /// Runs the condition over `frame`.
+    fn condition(&mut self, frame: &mut [Option<Value>]) -> Result<bool, RunError>;
+    /// Runs the expression over `frame` (its value is not used).
+    fn expression(&mut self, frame: &mut [Option<Value>]) -> Result<(), RunError>;
+}
+
+/// A loop's codes through a runner's [`CodeRunner::run_bool`] and
+/// [`CodeRunner::run_effect`].
+struct RunnerCodes<'a, R: ?Sized> {
+    runner: &'a mut R,
+    interp: &'a mut Interpreter,
+    l: &'a Loop<'a>,
+}
+
+impl<R: CodeRunner + ?Sized> LoopCodes for RunnerCodes<'_, R> {
+    #[inline(always)]
+    fn condition(&mut self, frame: &mut [Option<Value>]) -> Result<bool, RunError> {
+        let l = self.l;
+        self.runner
+            .run_bool(l.cond, l.cond_code, frame, self.interp)
+    }
+
+    #[inline(always)]
+    fn expression(&mut self, frame: &mut [Option<Value>]) -> Result<(), RunError> {
+        let l = self.l;
+        self.runner
+            .run_effect(l.expr, l.expr_code, frame, self.interp)
+    }
+}
+
+/// A loop's codes through the interpreter alone.
+pub(crate) struct Interpreted<'a> {
+    pub(crate) interp: &'a mut Interpreter,
+    pub(crate) l: &'a Loop<'a>,
+}
+
+impl LoopCodes for Interpreted<'_> {
+    #[inline(always)]
+    fn condition(&mut self, frame: &mut [Option<Value>]) -> Result<bool, RunError> {
+        self.interp.run_bool(self.l.cond_code, frame)
+    }
+
+    #[inline(always)]
+    fn expression(&mut self, frame: &mut [Option<Value>]) -> Result<(), RunError> {
+        self.interp.run_effect(self.l.expr_code, frame)
     }
 }
 
@@ -115,28 +168,24 @@ pub enum LoopEnd {
     Mismatch(Value),
 }
 
-/// The loop of [`CodeRunner::run_loop`], with `run(false, frame)` running the condition and
-/// `run(true, frame)` the expression. Every step is the engine's: the re-examination of the
+/// The loop of [`CodeRunner::run_loop`], running the codes through `codes`. Every step is the engine's: the re-examination of the
 /// transition (the condition over a frame of its slots with a copy of the token), then the
 /// firing (the expression over a frame with the token moved in, the other slots empty, the
 /// value left in the port type-checked and moved back to the place).
 #[inline]
-pub fn drive_loop<F>(
+pub fn drive_loop<C: LoopCodes + ?Sized>(
     l: &Loop,
     token: &mut Value,
     frame: &mut Vec<Option<Value>>,
     max: u64,
-    mut run: F,
-) -> (u64, LoopEnd)
-where
-    F: FnMut(bool, &mut [Option<Value>]) -> Result<bool, RunError>,
-{
+    codes: &mut C,
+) -> (u64, LoopEnd) {
     use crate::interp::{clear_slot, reset_frame, set_clone};
     let mut n = 0;
     while n < max {
         reset_frame(frame, l.cond_code.slots.len());
         set_clone(&mut frame[l.slot], Some(token));
-        match run(false, frame) {
+        match codes.condition(frame) {
             Ok(true) => {}
             Ok(false) => return (n, LoopEnd::Disabled),
             Err(e) => return (n, LoopEnd::Condition(e)),
@@ -149,7 +198,7 @@ where
             clear_slot(&mut frame[k]);
         }
         set_clone(&mut frame[l.slot], Some(token));
-        if let Err(e) = run(true, frame) {
+        if let Err(e) = codes.expression(frame) {
             return (n, LoopEnd::Expression(e));
         }
         match &frame[l.slot] {

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use pnet_bundle::{Bundle, Code, CodeId};
 use pnet_stdlib::Value;
-use pnet_vm::{CodeRunner, CodeRunnerFactory, Interpreter, Loop, LoopEnd, RunError};
+use pnet_vm::{CodeRunner, CodeRunnerFactory, Interpreter, Loop, LoopCodes, LoopEnd, RunError};
 
-use crate::{FnId, Jit, Lean};
+use crate::{Compiled, FnId, Jit, Lean};
 
 /// When to compile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -378,14 +378,97 @@ impl CodeRunner for JitRunner {
             return r;
         }
         // Not (yet) compiled: a code at a time, as the engine would run them.
-        pnet_vm::drive_loop(l, token, frame, max, |expr, f| {
-            if expr {
-                self.run_effect(l.expr, l.expr_code, f, interp)
-                    .map(|()| true)
-            } else {
-                self.run_bool(l.cond, l.cond_code, f, interp)
+        pnet_vm::drive_loop(
+            l,
+            token,
+            frame,
+            max,
+            &mut Codes {
+                runner: self,
+                interp,
+                l,
+            },
+        )
+    }
+}
+
+/// A loop's codes, both compiled for the fast paths, called straight from the loop.
+struct LeanCodes<'a> {
+    jit: &'a Jit,
+    cond: (FnId, &'a Compiled),
+    expr: (FnId, &'a Compiled),
+    buf: &'a mut Vec<u64>,
+    interp: &'a mut Interpreter,
+    l: &'a Loop<'a>,
+    native: u64,
+    /// Runs given to the interpreter: the frame did not hold what a code was compiled for
+    /// (or, not expected here, did not fit); it gives the same results.
+    fallbacks: u64,
+}
+
+impl LoopCodes for LeanCodes<'_> {
+    #[inline(always)]
+    fn condition(&mut self, frame: &mut [Option<Value>]) -> Result<bool, RunError> {
+        match self.jit.lean_bool_of(self.cond.1, frame, self.buf) {
+            Lean::Bool(b) => {
+                self.native += 1;
+                Ok(b)
             }
-        })
+            Lean::Failed(status) => {
+                self.native += 1;
+                Err(self
+                    .jit
+                    .lean_error(self.cond.0, status, self.l.cond_code, self.buf))
+            }
+            Lean::Done | Lean::Fallback | Lean::NotRun => {
+                self.fallbacks += 1;
+                self.interp.run_bool(self.l.cond_code, frame)
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn expression(&mut self, frame: &mut [Option<Value>]) -> Result<(), RunError> {
+        match self.jit.lean_effect_of(self.expr.1, frame, self.buf) {
+            Lean::Done => {
+                self.native += 1;
+                Ok(())
+            }
+            Lean::Failed(status) => {
+                self.native += 1;
+                Err(self
+                    .jit
+                    .lean_error(self.expr.0, status, self.l.expr_code, self.buf))
+            }
+            Lean::Bool(_) | Lean::Fallback | Lean::NotRun => {
+                self.fallbacks += 1;
+                self.interp.run_effect(self.l.expr_code, frame)
+            }
+        }
+    }
+}
+
+/// A loop's codes through [`JitRunner`]'s own `run_bool` and `run_effect` (compiling them
+/// when they turn hot).
+struct Codes<'a> {
+    runner: &'a mut JitRunner,
+    interp: &'a mut Interpreter,
+    l: &'a Loop<'a>,
+}
+
+impl LoopCodes for Codes<'_> {
+    #[inline(always)]
+    fn condition(&mut self, frame: &mut [Option<Value>]) -> Result<bool, RunError> {
+        let l = self.l;
+        self.runner
+            .run_bool(l.cond, l.cond_code, frame, self.interp)
+    }
+
+    #[inline(always)]
+    fn expression(&mut self, frame: &mut [Option<Value>]) -> Result<(), RunError> {
+        let l = self.l;
+        self.runner
+            .run_effect(l.expr, l.expr_code, frame, self.interp)
     }
 }
 
@@ -412,39 +495,18 @@ impl JitRunner {
         if self.buf.len() < words {
             self.buf.resize(words, 0);
         }
-        let buf = &mut self.buf;
-        let (mut native, mut fallbacks) = (0u64, 0u64);
-        let r = pnet_vm::drive_loop(l, token, frame, max, |expr, f| {
-            let (lean, id, code) = if expr {
-                (jit.lean_effect_of(ce, f, buf), fe, l.expr_code)
-            } else {
-                (jit.lean_bool_of(cc, f, buf), fc, l.cond_code)
-            };
-            match lean {
-                Lean::Bool(b) => {
-                    native += 1;
-                    Ok(b)
-                }
-                Lean::Done => {
-                    native += 1;
-                    Ok(true)
-                }
-                Lean::Failed(status) => {
-                    native += 1;
-                    Err(jit.lean_error(id, status, code, buf))
-                }
-                // The frame does not hold what the code was compiled for (or, not expected
-                // here, does not fit): the interpreter, which gives the same results.
-                Lean::Fallback | Lean::NotRun => {
-                    fallbacks += 1;
-                    if expr {
-                        interp.run_effect(code, f).map(|()| true)
-                    } else {
-                        interp.run_bool(code, f)
-                    }
-                }
-            }
-        });
+        let mut codes = LeanCodes {
+            jit,
+            cond: (fc, cc),
+            expr: (fe, ce),
+            buf: &mut self.buf,
+            interp,
+            l,
+            native: 0,
+            fallbacks: 0,
+        };
+        let r = pnet_vm::drive_loop(l, token, frame, max, &mut codes);
+        let (native, fallbacks) = (codes.native, codes.fallbacks);
         self.stats.native_runs += native;
         self.stats.fallbacks += fallbacks;
         self.stats.interpreted_runs += fallbacks;
