@@ -91,11 +91,11 @@ pub trait LoopCodes {
 }
 
 /// A loop's codes through a runner's [`CodeRunner::run_bool`] and
-/// [`CodeRunner::run_effect`].
-struct RunnerCodes<'a, R: ?Sized> {
-    runner: &'a mut R,
-    interp: &'a mut Interpreter,
-    l: &'a Loop<'a>,
+/// [`CodeRunner::run_effect`] (called directly: `R` is the runner's own type).
+pub struct RunnerCodes<'a, R: ?Sized> {
+    pub runner: &'a mut R,
+    pub interp: &'a mut Interpreter,
+    pub l: &'a Loop<'a>,
 }
 
 impl<R: CodeRunner + ?Sized> LoopCodes for RunnerCodes<'_, R> {

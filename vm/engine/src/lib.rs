@@ -20,7 +20,7 @@ pub use engine::{
     Engine, RunConfig, RunResult, Stats, Step, Task, TaskId, TaskMemory, generator_value, run,
 };
 pub use error::{RunError, RunErrorData, RunErrorKind};
-pub use hook::{CodeRunner, CodeRunnerFactory, Loop, LoopCodes, LoopEnd, drive_loop};
+pub use hook::{CodeRunner, CodeRunnerFactory, Loop, LoopCodes, LoopEnd, RunnerCodes, drive_loop};
 pub use interp::{Interpreter, condition_value, eval};
 pub use rng::DEFAULT_SEED;
 pub use shared::{may_hold_shared, mentions_shared};

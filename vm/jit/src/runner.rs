@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use pnet_bundle::{Bundle, Code, CodeId};
 use pnet_stdlib::Value;
-use pnet_vm::{CodeRunner, CodeRunnerFactory, Interpreter, Loop, LoopCodes, LoopEnd, RunError};
+use pnet_vm::{
+    CodeRunner, CodeRunnerFactory, Interpreter, Loop, LoopCodes, LoopEnd, RunError, RunnerCodes,
+};
 
 use crate::{Compiled, FnId, Jit, Lean};
 
@@ -383,7 +385,9 @@ impl CodeRunner for JitRunner {
             token,
             frame,
             max,
-            &mut Codes {
+            // Through this runner's own `run_bool` and `run_effect` (which compile the codes
+            // when they turn hot).
+            &mut RunnerCodes {
                 runner: self,
                 interp,
                 l,
@@ -445,30 +449,6 @@ impl LoopCodes for LeanCodes<'_> {
                 self.interp.run_effect(self.l.expr_code, frame)
             }
         }
-    }
-}
-
-/// A loop's codes through [`JitRunner`]'s own `run_bool` and `run_effect` (compiling them
-/// when they turn hot).
-struct Codes<'a> {
-    runner: &'a mut JitRunner,
-    interp: &'a mut Interpreter,
-    l: &'a Loop<'a>,
-}
-
-impl LoopCodes for Codes<'_> {
-    #[inline(always)]
-    fn condition(&mut self, frame: &mut [Option<Value>]) -> Result<bool, RunError> {
-        let l = self.l;
-        self.runner
-            .run_bool(l.cond, l.cond_code, frame, self.interp)
-    }
-
-    #[inline(always)]
-    fn expression(&mut self, frame: &mut [Option<Value>]) -> Result<(), RunError> {
-        let l = self.l;
-        self.runner
-            .run_effect(l.expr, l.expr_code, frame, self.interp)
     }
 }
 
