@@ -534,6 +534,10 @@ struct Instance {
     enabled: Vec<bool>,
     /// Per transition: the token index of each take (valid while enabled and not dirty).
     binding: Vec<Vec<u32>>,
+    /// Per transition whose condition reads one token and no counts: how many tokens at the
+    /// front of that token's place are known to fail the condition, and the place's
+    /// [`Tokens::removals`] then (see [`enabled`]).
+    scan: Vec<(u32, u64)>,
     dirty_flag: Vec<bool>,
     dirty: Vec<u32>,
     /// Per priority group (0 = highest): enabled transitions.
@@ -1054,6 +1058,7 @@ impl State {
             gen_next: vec![0; net.places.len()],
             enabled: vec![false; nt],
             binding: info.trans.iter().map(|t| vec![0; t.takes.len()]).collect(),
+            scan: vec![(0, 0); nt],
             dirty_flag: vec![true; nt],
             dirty: (0..nt as u32).collect(),
             groups: vec![Vec::new(); info.groups],
@@ -2038,15 +2043,33 @@ fn enabled(
         };
         let tk = info.takes[ti];
         let q = &inst.marking[tk.place];
-        for j in 0..q.len() {
+        // The condition is a function of the token alone (and fails or holds the same way
+        // each time): the tokens at the front that failed it last time still fail it, less
+        // one for each removal since (a removal moves a token at most one place to the
+        // front; puts go to the back). The search resumes after them: the same first token
+        // holds, without a search over the whole place each time it changes.
+        let cache = info.counts.is_empty() && scan_cache_on();
+        let (known, then) = inst.scan[t];
+        let start = if cache {
+            (u64::from(known).saturating_sub(q.removals() - then) as usize).min(q.len())
+        } else {
+            0
+        };
+        for j in start..q.len() {
             crate::interp::set_clone(&mut frame[tk.port.index()], q.get(j));
             if eval.run_bool(id, code, frame)? {
                 // (A loop, not `fill`: a call of memset for one or two words.)
                 for (k, b) in binding.iter_mut().enumerate() {
                     *b = if k == ti { j as u32 } else { 0 };
                 }
+                if cache {
+                    inst.scan[t] = (j as u32, q.removals());
+                }
                 return Ok(true);
             }
+        }
+        if cache {
+            inst.scan[t] = (q.len() as u32, q.removals());
         }
         return Ok(false);
     }
@@ -2093,6 +2116,20 @@ fn enabled(
             }
             idx[k] = 0;
         }
+    }
+}
+
+/// Whether [`enabled`] resumes its search after the tokens known to fail (tests compare
+/// with and without).
+#[inline(always)]
+fn scan_cache_on() -> bool {
+    #[cfg(test)]
+    {
+        crate::tests::scan_cache_on()
+    }
+    #[cfg(not(test))]
+    {
+        true
     }
 }
 

@@ -594,6 +594,16 @@ thread_local! {
     /// How the engine's runner loops ended on this thread, by kind (see `count_loop`).
     static LOOP_ENDS: std::cell::RefCell<std::collections::BTreeMap<&'static str, u64>> =
         Default::default();
+    /// Whether the enabling search resumes after tokens known to fail (on this thread).
+    static SCAN_CACHE: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+pub(crate) fn scan_cache_on() -> bool {
+    SCAN_CACHE.with(|c| c.get())
+}
+
+pub(crate) fn set_scan_cache(on: bool) {
+    SCAN_CACHE.with(|c| c.set(on));
 }
 
 /// Counts the end of a runner loop (for tests that must reach each kind).

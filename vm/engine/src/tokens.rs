@@ -19,6 +19,9 @@ pub(crate) struct Tokens {
     buf: Vec<Value>,
     head: usize,
     len: usize,
+    /// Tokens removed so far (each removal moves every other token at most one place towards
+    /// the front: see the engine's enabling search).
+    removals: u64,
 }
 
 impl Tokens {
@@ -29,6 +32,12 @@ impl Tokens {
     #[inline(always)]
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// How many tokens were removed so far.
+    #[inline(always)]
+    pub(crate) fn removals(&self) -> u64 {
+        self.removals
     }
 
     #[inline(always)]
@@ -102,6 +111,7 @@ impl Tokens {
         let v = std::mem::replace(self.buf.get_mut(k)?, Value::Control);
         self.head = self.slot(1);
         self.len -= 1;
+        self.removals += 1;
         Some(v)
     }
 
