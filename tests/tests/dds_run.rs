@@ -263,3 +263,76 @@ fn gspc_run_runs_a_dds_topology_with_a_slot_per_task_by_default() {
     }
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+#[test]
+fn tasks_started_through_ssh_run_and_exchange_properties() {
+    // A real sshd on 127.0.0.1 with throw-away keys; the nodefile names 127.0.0.1, so every
+    // slot's wrapper is started by ssh (which passes no environment: the tasks write where
+    // the topology says, an absolute path, and show the SSH_CONNECTION they came by).
+    let sshd = pnet_launch::testing::Sshd::start("gspc-dds");
+    let out = scratch("ssh");
+    let topology = out.join("ssh.xml");
+    std::fs::write(
+        &topology,
+        format!(
+            r#"<topology name="over_ssh">
+   <property name="greeting"/>
+   <decltask name="producer">
+      <exe reachable="false">gspc-property set greeting hello-from-$DDS_TASK_PATH</exe>
+      <properties><name access="write">greeting</name></properties>
+   </decltask>
+   <decltask name="consumer">
+      <exe reachable="false">echo "$(gspc-property wait greeting) $DDS_TASK_INDEX $GSPC_DDS_HOST [$SSH_CONNECTION]" > {out}/consumer_$DDS_TASK_INDEX.txt</exe>
+      <properties><name access="read">greeting</name></properties>
+   </decltask>
+   <main name="main">
+      <task>producer</task>
+      <group name="consumers" n="2"><task>consumer</task></group>
+   </main>
+</topology>
+"#,
+            out = out.display()
+        ),
+    )
+    .unwrap();
+    let nodes = out.join("nodes");
+    std::fs::write(&nodes, "127.0.0.1\n").unwrap();
+    let mut args: Vec<String> = vec![
+        "--topology".into(),
+        "worker:3".into(),
+        "--nodefile".into(),
+        nodes.display().to_string(),
+        "--launcher".into(),
+        "ssh".into(),
+        "--json".into(),
+    ];
+    args.extend(
+        sshd.ssh_args()
+            .into_iter()
+            .map(|a| format!("--ssh-option={a}")),
+    );
+    args.push(topology.display().to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = gspc_dds(&args, &out);
+    let stderr = text(&o.stderr);
+    assert!(o.status.success(), "{stderr}\nsshd: {}", sshd.log());
+    for k in 0..2 {
+        let got = read(&out.join(format!("consumer_{k}.txt")));
+        // The property, the task's index, its host, and the ssh connection it came by
+        // (client address and port, server address and the test server's port).
+        let (head, ssh) = got.trim_end().split_once(" [").expect("an ssh connection");
+        assert_eq!(
+            head,
+            format!("hello-from-main/producer_0 {k} 127.0.0.1"),
+            "{stderr}"
+        );
+        assert!(ssh.starts_with("127.0.0.1 "), "{got}");
+        assert!(
+            ssh.ends_with(&format!(" 127.0.0.1 {}]", sshd.port)),
+            "{got}"
+        );
+    }
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    let _ = std::fs::remove_dir_all(&out);
+}
