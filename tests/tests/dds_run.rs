@@ -336,3 +336,61 @@ fn tasks_started_through_ssh_run_and_exchange_properties() {
     assert_eq!(report["ok"], true, "{report}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn tasks_started_through_slurm_run_and_exchange_properties() {
+    // A real one-node Slurm (munged, slurmctld and slurmd of this host on free ports): the
+    // session runs in an allocation (salloc) and every slot's wrapper is a job step started
+    // by srun (the tasks show the step they run in).
+    let slurm = pnet_launch::testing::Slurm::start("gspc-dds");
+    let out = scratch("slurm");
+    let topology = out.join("slurm.xml");
+    std::fs::write(
+        &topology,
+        format!(
+            r#"<topology name="over_slurm">
+   <property name="greeting"/>
+   <decltask name="producer">
+      <exe reachable="false">gspc-property set greeting hello-from-$DDS_TASK_PATH</exe>
+      <properties><name access="write">greeting</name></properties>
+   </decltask>
+   <decltask name="consumer">
+      <exe reachable="false">echo "$(gspc-property wait greeting) $DDS_TASK_INDEX [$SLURM_STEP_ID]" > {out}/consumer_$DDS_TASK_INDEX.txt</exe>
+      <properties><name access="read">greeting</name></properties>
+   </decltask>
+   <main name="main">
+      <task>producer</task>
+      <group name="consumers" n="2"><task>consumer</task></group>
+   </main>
+</topology>
+"#,
+            out = out.display()
+        ),
+    )
+    .unwrap();
+    let o = slurm
+        .command("salloc")
+        .args(["--nodes=1", "--ntasks=1", "--quiet"])
+        .arg(bins().join("gspc-dds"))
+        .args(["--topology", "worker:3", "--launcher", "slurm", "--json"])
+        .arg(&topology)
+        .env_remove("GSPC_PROPERTY")
+        .output()
+        .unwrap();
+    let stderr = text(&o.stderr);
+    assert!(o.status.success(), "{stderr}\n{}", slurm.log());
+    let mut steps = std::collections::BTreeSet::new();
+    for k in 0..2 {
+        let got = read(&out.join(format!("consumer_{k}.txt")));
+        let (head, step) = got.trim_end().split_once(" [").expect("a step");
+        assert_eq!(head, format!("hello-from-main/producer_0 {k}"), "{stderr}");
+        let step = step.trim_end_matches(']');
+        assert!(step.parse::<u32>().is_ok(), "not a job step: {got}");
+        steps.insert(step.to_string());
+    }
+    // Each slot is a step of its own.
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    let _ = std::fs::remove_dir_all(&out);
+}

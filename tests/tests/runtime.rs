@@ -516,6 +516,37 @@ fn workers_started_through_ssh_run_the_job() {
 }
 
 #[test]
+fn workers_started_through_slurm_run_the_job() {
+    // A real one-node Slurm (munged, slurmctld and slurmd of this host on free ports); the
+    // job runs in an allocation (salloc), and every worker is a job step started by srun.
+    let slurm = pnet_launch::testing::Slurm::start("gspc-run");
+    let root = pnet_tests::workspace_root();
+    let net = root.join("examples/pi/pi.xpnet");
+    pnet_tests::build_packages(&["pnet-worker", "pnet-example-pi"]);
+    let dir = scratch("slurm");
+    let log = dir.join("events.log");
+    let o = slurm
+        .command("salloc")
+        .args(["--nodes=1", "--ntasks=1", "--quiet"])
+        .arg(bin("gspc-run"))
+        .arg(&net)
+        .args(["-p", "chunks=4L", "-p", "samples=10000L"])
+        .args(["--topology", "worker:2", "--launcher", "slurm", "--log"])
+        .arg(&log)
+        .env_remove("PNET_MODULE_PATH")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", stderr(&o), slurm.log());
+    // The same figures as with local workers (each chunk seeds its own generator).
+    assert_eq!(stdout(&o), "hits = 31395L\npi = 3.1395\n", "{}", stderr(&o));
+    let log = std::fs::read_to_string(&log).unwrap();
+    // Both were started as srun steps; the short job may end before the second one joins.
+    assert_eq!(log.matches("(slurm, pid").count(), 2, "{log}");
+    assert!(log.contains("joined"), "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn eureka_interrupts_running_tasks_of_its_group() {
     // GPI-Space's own eureka test net; its C++ module `we_test_eureka.loop` (which loops
     // until cancelled) is replaced by a command module that records its start and sleeps.

@@ -1,7 +1,9 @@
-//! A throw-away OpenSSH server for tests: started on 127.0.0.1 on a free port with fresh host
-//! and user keys in a temporary folder, killed and cleaned up on drop. Used by this crate's
-//! ssh launcher tests and by the workspace's end-to-end runs of `gspc-run --launcher ssh`.
-//! It panics with a clear message when sshd cannot run (tests must not pass silently).
+//! Throw-away servers for tests, killed and cleaned up on drop; they panic with a clear message
+//! when they cannot run (tests must not pass silently):
+//! - [`Sshd`]: an OpenSSH server on 127.0.0.1 on a free port with fresh host and user keys in
+//!   a temporary folder (this crate's ssh launcher tests, `--launcher ssh` end to end);
+//! - [`Slurm`]: a one-node Slurm cluster (munged, slurmctld, slurmd on this host, free ports,
+//!   its own munge key, socket and state folders) for `--launcher slurm` end to end.
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -188,4 +190,181 @@ pub fn wait_gone(pid: u32, within: Duration) -> bool {
         std::thread::sleep(Duration::from_millis(10));
     }
     !alive(pid)
+}
+
+/// A one-node Slurm cluster of this host, for tests: munged with its own key and socket,
+/// slurmctld and slurmd on free ports, all state in a temporary folder. Commands run in it
+/// through [`Slurm::command`] (which points Slurm's clients at its configuration).
+pub struct Slurm {
+    dir: PathBuf,
+    children: Vec<Child>,
+}
+
+/// A free TCP port on 127.0.0.1 (free when asked).
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+impl Slurm {
+    pub fn start(tag: &str) -> Slurm {
+        for bin in [
+            "/usr/sbin/munged",
+            "/usr/sbin/slurmctld",
+            "/usr/sbin/slurmd",
+        ] {
+            assert!(
+                Path::new(bin).exists(),
+                "{bin} is missing: install munge and slurm-wlm (.ci/setup does) to run the Slurm launcher tests"
+            );
+        }
+        let dir =
+            std::env::temp_dir().join(format!("pnet-launch-slurm-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for sub in ["munge", "state", "spool"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let mut slurm = Slurm {
+            dir: dir.clone(),
+            children: Vec::new(),
+        };
+        // munged: its own key (0400 in a 0700 folder) and socket.
+        use std::os::unix::fs::PermissionsExt;
+        let key: Vec<u8> = (0..1024u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) ^ std::process::id()) as u8)
+            .collect();
+        let munge = dir.join("munge");
+        std::fs::set_permissions(&munge, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::write(munge.join("key"), key).unwrap();
+        std::fs::set_permissions(munge.join("key"), std::fs::Permissions::from_mode(0o400))
+            .unwrap();
+        let socket = munge.join("socket");
+        run(Command::new("/usr/sbin/munged")
+            .arg("--force")
+            .arg(format!("--key-file={}", munge.join("key").display()))
+            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--pid-file={}", munge.join("pid").display()))
+            .arg(format!("--log-file={}", munge.join("log").display()))
+            .arg(format!("--seed-file={}", munge.join("seed").display())));
+        // The node is this host under its short name (as slurmd finds itself), reached on
+        // loopback; as many CPUs as this process may use.
+        let host = Command::new("hostname")
+            .arg("-s")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .filter(|h| !h.is_empty())
+            .expect("hostname -s");
+        let user = Command::new("id")
+            .arg("-un")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .expect("id -un");
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let d = dir.display();
+        let config = format!(
+            "ClusterName=pnettest\nSlurmctldHost={host}(127.0.0.1)\nSlurmUser={user}\nSlurmdUser={user}\n\
+             SlurmctldPort={}\nSlurmdPort={}\nAuthType=auth/munge\nAuthInfo=socket={}\n\
+             CredType=cred/munge\nStateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\n\
+             SlurmctldPidFile={d}/slurmctld.pid\nSlurmdPidFile={d}/slurmd.pid\n\
+             SlurmctldLogFile={d}/slurmctld.log\nSlurmdLogFile={d}/slurmd.log\n\
+             ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nSwitchType=switch/none\n\
+             MpiDefault=none\nReturnToService=2\nSchedulerType=sched/builtin\n\
+             SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nJobCompType=jobcomp/none\n\
+             JobAcctGatherType=jobacct_gather/none\nAccountingStorageType=accounting_storage/none\n\
+             PlugStackConfig=/dev/null\n\
+             NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN\n\
+             PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n",
+            free_port(),
+            free_port(),
+            socket.display(),
+        );
+        std::fs::write(dir.join("slurm.conf"), config).unwrap();
+        for daemon in ["/usr/sbin/slurmctld", "/usr/sbin/slurmd"] {
+            let log = std::fs::File::create(dir.join(format!(
+                "{}.out",
+                Path::new(daemon).file_name().unwrap().to_string_lossy()
+            )))
+            .unwrap();
+            let child = Command::new(daemon)
+                .arg("-D")
+                .arg("-f")
+                .arg(dir.join("slurm.conf"))
+                .env("SLURM_CONF", dir.join("slurm.conf"))
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {daemon}: {e}"));
+            slurm.children.push(child);
+        }
+        // Ready when the node takes jobs.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let out = slurm.command("sinfo").args(["-h", "-o", "%t"]).output();
+            if let Ok(o) = &out
+                && o.status.success()
+                && String::from_utf8_lossy(&o.stdout).trim() == "idle"
+            {
+                break;
+            }
+            for c in &mut slurm.children {
+                if let Ok(Some(status)) = c.try_wait() {
+                    panic!("a Slurm daemon exited at start ({status}): {}", slurm.log());
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the Slurm node was not idle within 30 s ({out:?}): {}",
+                slurm.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        slurm
+    }
+
+    /// A command of Slurm's clients (`salloc`, `srun`, `sinfo`, ...) for this cluster.
+    pub fn command(&self, program: &str) -> Command {
+        let mut c = Command::new(program);
+        c.env("SLURM_CONF", self.dir.join("slurm.conf"));
+        c
+    }
+
+    /// The daemons' logs, for failure messages.
+    pub fn log(&self) -> String {
+        [
+            "slurmctld.log",
+            "slurmd.log",
+            "slurmctld.out",
+            "slurmd.out",
+            "munge/log",
+        ]
+        .iter()
+        .map(|f| {
+            format!(
+                "--- {f}:\n{}",
+                std::fs::read_to_string(self.dir.join(f)).unwrap_or_default()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if let Ok(pid) = std::fs::read_to_string(self.dir.join("munge/pid"))
+            && let Ok(pid) = pid.trim().parse::<i32>()
+        {
+            // SAFETY: plain system call on the munged this cluster started.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
