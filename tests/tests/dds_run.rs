@@ -264,25 +264,22 @@ fn gspc_run_runs_a_dds_topology_with_a_slot_per_task_by_default() {
     std::fs::remove_dir_all(&out).unwrap();
 }
 
-#[test]
-fn tasks_started_through_ssh_run_and_exchange_properties() {
-    // A real sshd on 127.0.0.1 with throw-away keys; the nodefile names 127.0.0.1, so every
-    // slot's wrapper is started by ssh (which passes no environment: the tasks write where
-    // the topology says, an absolute path, and show the SSH_CONNECTION they came by).
-    let sshd = pnet_launch::testing::Sshd::start("gspc-dds");
-    let out = scratch("ssh");
-    let topology = out.join("ssh.xml");
+/// A topology for the remote launchers: a producer sets a property, two consumers wait for it
+/// and write it, their index and `shown` (shell words) to `out/consumer_INDEX.txt` (an
+/// absolute path: ssh and srun pass no environment of the test).
+fn remote_topology(out: &Path, shown: &str) -> PathBuf {
+    let topology = out.join("remote.xml");
     std::fs::write(
         &topology,
         format!(
-            r#"<topology name="over_ssh">
+            r#"<topology name="remote">
    <property name="greeting"/>
    <decltask name="producer">
       <exe reachable="false">gspc-property set greeting hello-from-$DDS_TASK_PATH</exe>
       <properties><name access="write">greeting</name></properties>
    </decltask>
    <decltask name="consumer">
-      <exe reachable="false">echo "$(gspc-property wait greeting) $DDS_TASK_INDEX $GSPC_DDS_HOST [$SSH_CONNECTION]" > {out}/consumer_$DDS_TASK_INDEX.txt</exe>
+      <exe reachable="false">echo "$(gspc-property wait greeting) $DDS_TASK_INDEX {shown}" > {out}/consumer_$DDS_TASK_INDEX.txt</exe>
       <properties><name access="read">greeting</name></properties>
    </decltask>
    <main name="main">
@@ -295,6 +292,17 @@ fn tasks_started_through_ssh_run_and_exchange_properties() {
         ),
     )
     .unwrap();
+    topology
+}
+
+#[test]
+fn tasks_started_through_ssh_run_and_exchange_properties() {
+    // A real sshd on 127.0.0.1 with throw-away keys; the nodefile names 127.0.0.1, so every
+    // slot's wrapper is started by ssh (which passes no environment: the tasks write where
+    // the topology says, an absolute path, and show the SSH_CONNECTION they came by).
+    let sshd = pnet_launch::testing::Sshd::start("gspc-dds");
+    let out = scratch("ssh");
+    let topology = remote_topology(&out, "$GSPC_DDS_HOST [$SSH_CONNECTION]");
     let nodes = out.join("nodes");
     std::fs::write(&nodes, "127.0.0.1\n").unwrap();
     let mut args: Vec<String> = vec![
@@ -344,30 +352,7 @@ fn tasks_started_through_slurm_run_and_exchange_properties() {
     // by srun (the tasks show the step they run in).
     let slurm = pnet_launch::testing::Slurm::start("gspc-dds");
     let out = scratch("slurm");
-    let topology = out.join("slurm.xml");
-    std::fs::write(
-        &topology,
-        format!(
-            r#"<topology name="over_slurm">
-   <property name="greeting"/>
-   <decltask name="producer">
-      <exe reachable="false">gspc-property set greeting hello-from-$DDS_TASK_PATH</exe>
-      <properties><name access="write">greeting</name></properties>
-   </decltask>
-   <decltask name="consumer">
-      <exe reachable="false">echo "$(gspc-property wait greeting) $DDS_TASK_INDEX [$SLURM_STEP_ID]" > {out}/consumer_$DDS_TASK_INDEX.txt</exe>
-      <properties><name access="read">greeting</name></properties>
-   </decltask>
-   <main name="main">
-      <task>producer</task>
-      <group name="consumers" n="2"><task>consumer</task></group>
-   </main>
-</topology>
-"#,
-            out = out.display()
-        ),
-    )
-    .unwrap();
+    let topology = remote_topology(&out, "[$SLURM_STEP_ID]");
     let o = slurm
         .command("salloc")
         .args(["--nodes=1", "--ntasks=1", "--quiet"])
