@@ -1,14 +1,17 @@
 //! The single-process net engine: marking, incremental enabling, firing, child nets, tasks.
 //!
 //! The engine does no I/O. [`Engine::step`] fires one transition (or hands out a module call
-//! as a [`Task`]); a driver serves tasks and injects their results with
-//! [`Engine::complete_task`] or fails the job with [`Engine::fail_task`].
+//! as a [`Task`]); [`Engine::run_steps`] fires a batch, as that many steps would (and hands a
+//! transition that loops on one token to the code runner's loop); a driver serves tasks and
+//! injects their results with [`Engine::complete_task`] or fails the job with
+//! [`Engine::fail_task`].
 //!
 //! Marking: one [`Tokens`] ring buffer per place of each net instance (32 bytes a token, FIFO:
 //! unconstrained takes are from the front, puts go to the back; a condition-chosen token is
 //! removed by swapping the front into its slot). Enabling: per transition an `enabled` flag
 //! and a cached binding (token indices); a change of a place marks only the transitions
-//! adjacent to it dirty, and only dirty transitions are re-examined before the next choice.
+//! adjacent to it dirty, and only dirty transitions are re-examined before the next choice
+//! (the search for a token a condition accepts resumes after the tokens known to fail it).
 //! Enabled transitions sit in one indexable set per priority group; the engine picks an
 //! instance with enabled transitions, its highest non-empty group, and a transition in it,
 //! at random from a seeded PRNG.
