@@ -6,9 +6,9 @@
 //! injects their results with [`Engine::complete_task`] or fails the job with
 //! [`Engine::fail_task`].
 //!
-//! Marking: one [`Tokens`] ring buffer per place of each net instance (32 bytes a token, FIFO:
-//! unconstrained takes are from the front, puts go to the back; a condition-chosen token is
-//! removed by swapping the front into its slot). Enabling: per transition an `enabled` flag
+//! Marking: one `Tokens` ring buffer (`tokens.rs`) per place of each net instance (32 bytes
+//! a token, FIFO: unconstrained takes are from the front, puts go to the back; a
+//! condition-chosen token is removed by swapping the front into its slot). Enabling: per transition an `enabled` flag
 //! and a cached binding (token indices); a change of a place marks only the transitions
 //! adjacent to it dirty, and only dirty transitions are re-examined before the next choice
 //! (the search for a token a condition accepts resumes after the tokens known to fail it).
