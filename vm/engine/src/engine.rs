@@ -8,9 +8,10 @@
 //!
 //! Marking: one `Tokens` ring buffer (`tokens.rs`) per place of each net instance (32 bytes
 //! a token, FIFO: unconstrained takes are from the front, puts go to the back; a
-//! condition-chosen token is removed by swapping the front into its slot). Enabling: per transition an `enabled` flag
-//! and a cached binding (token indices); a change of a place marks only the transitions
-//! adjacent to it dirty, and only dirty transitions are re-examined before the next choice
+//! condition-chosen token is removed by swapping the front into its slot). Enabling: per
+//! transition an `enabled` flag and a cached binding (token indices); a change of a place
+//! marks only the transitions adjacent to it dirty, and only dirty transitions are
+//! re-examined before the next choice
 //! (the search for a token a condition accepts resumes after the tokens known to fail it).
 //! Enabled transitions sit in one indexable set per priority group; the engine picks an
 //! instance with enabled transitions, its highest non-empty group, and a transition in it,
@@ -422,24 +423,27 @@ impl NetInfo {
                 && takes.iter().all(|tk| tk.port.index() < f.ports.len())
                 && outs.iter().all(|o| o.port.index() < f.ports.len());
             let fast = match kind {
-                Kind::Expr(code) if plain => Some(FastPlan {
-                    code,
-                    frame: bundle.codes[code].slots.len().max(f.ports.len()),
-                    clear: (0..bundle.codes[code].slots.len().max(f.ports.len()))
-                        .filter(|&s| !takes.iter().any(|tk| tk.port.index() == s))
-                        .collect(),
-                    takes: takes.clone(),
-                    marks: Vec::new(),
-                    outs: outs
-                        .iter()
-                        .map(|o| FastOut {
-                            out: *o,
-                            ty: f.ports[o.port.index()].ty.clone(),
-                            mark: !takes.iter().any(|tk| tk.consume && tk.place == o.place),
-                        })
-                        .collect(),
-                    loop_cond: None,
-                }),
+                Kind::Expr(code) if plain => {
+                    let frame = bundle.codes[code].slots.len().max(f.ports.len());
+                    Some(FastPlan {
+                        code,
+                        frame,
+                        clear: (0..frame)
+                            .filter(|&s| !takes.iter().any(|tk| tk.port.index() == s))
+                            .collect(),
+                        takes: takes.clone(),
+                        marks: Vec::new(),
+                        outs: outs
+                            .iter()
+                            .map(|o| FastOut {
+                                out: *o,
+                                ty: f.ports[o.port.index()].ty.clone(),
+                                mark: !takes.iter().any(|tk| tk.consume && tk.place == o.place),
+                            })
+                            .collect(),
+                        loop_cond: None,
+                    })
+                }
                 _ => None,
             };
             trans.push(TransInfo {
@@ -556,6 +560,15 @@ struct Instance {
 }
 
 impl Instance {
+    /// Queues this instance (number `i`) for re-examination, once.
+    #[inline]
+    fn queue(&mut self, i: u32, dirty_instances: &mut Vec<u32>) {
+        if !self.in_dirty {
+            self.in_dirty = true;
+            dirty_instances.push(i);
+        }
+    }
+
     /// Takes enabled transition `t` (of priority group `g`) out of its group, after a
     /// re-examination found it disabled.
     fn disable(&mut self, t: usize, g: usize) {
@@ -1101,10 +1114,7 @@ impl State {
     /// Queues an instance for re-examination (dirty transitions, completion).
     fn touch(&mut self, i: u32) {
         let inst = self.instances[i as usize].as_mut().expect("live instance");
-        if !inst.in_dirty {
-            inst.in_dirty = true;
-            self.dirty_instances.push(i);
-        }
+        inst.queue(i, &mut self.dirty_instances);
     }
 
     /// Puts a token, counting its shareds if the place tracks them.
@@ -1368,12 +1378,7 @@ impl State {
         };
         let ninfo = prog.net(inst.func);
         // The frame: the take slots are overwritten below, the others emptied.
-        if frame.len() != plan.frame {
-            frame.resize_with(plan.frame, || None);
-        }
-        for &k in &plan.clear {
-            crate::interp::clear_slot(&mut frame[k]);
-        }
+        crate::interp::firing_frame(frame, plan.frame, &plan.clear);
         // Read and consume, straight from the place into the frame slot. Without a
         // condition the binding is the front tokens (all zeros: no place is taken twice).
         let binding = &inst.binding[t];
@@ -1401,9 +1406,8 @@ impl State {
                 any = true;
             }
         }
-        if any && !inst.in_dirty {
-            inst.in_dirty = true;
-            dirty_instances.push(i);
+        if any {
+            inst.queue(i, dirty_instances);
         }
         let code = &prog.bundle.codes[plan.code];
         let id = pnet_bundle::CodeId::from(plan.code);
@@ -1421,9 +1425,8 @@ impl State {
                 Some(_) => {}
             }
             crate::interp::put_token(slot, &mut inst.marking[o.place], o.last);
-            if *mark && inst.mark(&ninfo.adj[o.place], true) && !inst.in_dirty {
-                inst.in_dirty = true;
-                dirty_instances.push(i);
+            if *mark && inst.mark(&ninfo.adj[o.place], true) {
+                inst.queue(i, dirty_instances);
             }
         }
         Ok(())

@@ -168,10 +168,11 @@ pub enum LoopEnd {
     Mismatch(Value),
 }
 
-/// The loop of [`CodeRunner::run_loop`], running the codes through `codes`. Every step is the engine's: the re-examination of the
-/// transition (the condition over a frame of its slots with a copy of the token), then the
-/// firing (the expression over a frame with the token moved in, the other slots empty, the
-/// value left in the port type-checked and moved back to the place).
+/// The loop of [`CodeRunner::run_loop`], running the codes through `codes`. Every step is
+/// the engine's: the re-examination of the transition (the condition over a frame of its
+/// slots with a copy of the token), then the firing (the expression over a frame with the
+/// token moved in, the other slots empty, the value left in the port type-checked and moved
+/// back to the place).
 #[inline]
 pub fn drive_loop<C: LoopCodes + ?Sized>(
     l: &Loop,
@@ -191,12 +192,7 @@ pub fn drive_loop<C: LoopCodes + ?Sized>(
             Err(e) => return (n, LoopEnd::Condition(e)),
         }
         n += 1;
-        if frame.len() != l.frame {
-            frame.resize_with(l.frame, || None);
-        }
-        for &k in l.clear {
-            clear_slot(&mut frame[k]);
-        }
+        crate::interp::firing_frame(frame, l.frame, l.clear);
         set_clone(&mut frame[l.slot], Some(token));
         if let Err(e) = codes.expression(frame) {
             return (n, LoopEnd::Expression(e));

@@ -263,6 +263,18 @@ pub(crate) fn reset_frame(frame: &mut Vec<Option<Value>>, n: usize) {
     }
 }
 
+/// Makes `frame` the frame of a firing: `n` slots, those in `clear` emptied (the others are
+/// the takes' slots, which the caller fills).
+#[inline(always)]
+pub(crate) fn firing_frame(frame: &mut Vec<Option<Value>>, n: usize, clear: &[usize]) {
+    if frame.len() != n {
+        frame.resize_with(n, || None);
+    }
+    for &k in clear {
+        clear_slot(&mut frame[k]);
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn error_at(code: &Code, pc: usize, kind: RunErrorKind) -> RunError {
@@ -305,10 +317,10 @@ fn put_plain(slot: &mut Option<Value>, new: Value) {
 
 /// Runs `$write` with `$s` bound to a closure building a copy of the scalar `$v` variant by
 /// variant (tag and payload, as typed code writes them), or `$other` if `$v` is not a scalar.
-/// (A closure, so that the copy is built where it is stored, after any call in between.) A copy of a
-/// whole value (32 bytes) right after typed code wrote it, or a temporary `Value` read back
-/// in other pieces than it was written, stalls on store forwarding; a value built in each arm
-/// goes straight to its destination.
+/// (A closure, so that the copy is built where it is stored, after any call in between.) A
+/// copy of a whole value (32 bytes) right after typed code wrote it, or a temporary `Value`
+/// read back in other pieces than it was written, stalls on store forwarding; a value built
+/// in each arm goes straight to its destination.
 macro_rules! with_scalar_copy {
     ($v:expr, |$s:ident| $write:expr, $other:expr) => {
         match *$v {
@@ -402,12 +414,11 @@ pub(crate) fn take_token(slot: &mut Option<Value>, q: &mut Tokens, j: usize) -> 
     true
 }
 
-/// Moves (`last`) or copies the value in `slot` to the back of `q`; false if the slot is
-/// empty.
+/// Moves (`last`) or copies the value in `slot` (if any) to the back of `q`.
 #[inline(always)]
-pub(crate) fn put_token(slot: &mut Option<Value>, q: &mut Tokens, last: bool) -> bool {
+pub(crate) fn put_token(slot: &mut Option<Value>, q: &mut Tokens, last: bool) {
     let Some(v) = slot.as_ref() else {
-        return false;
+        return;
     };
     with_scalar_copy!(
         v,
@@ -423,40 +434,21 @@ pub(crate) fn put_token(slot: &mut Option<Value>, q: &mut Tokens, last: bool) ->
             }
         }
     );
-    true
 }
 
 /// Clones scalars without the out-of-line generic clone.
 #[inline(always)]
 pub(crate) fn fast_clone(v: &Value) -> Value {
-    match *v {
-        Value::Long(x) => Value::Long(x),
-        Value::Int(x) => Value::Int(x),
-        Value::ULong(x) => Value::ULong(x),
-        Value::UInt(x) => Value::UInt(x),
-        Value::Bool(x) => Value::Bool(x),
-        Value::Char(x) => Value::Char(x),
-        Value::Double(x) => Value::Double(x),
-        Value::Float(x) => Value::Float(x),
-        Value::Control => Value::Control,
-        _ => v.clone(),
-    }
+    with_scalar_copy!(v, |s| s(), v.clone())
 }
 
 /// Drops a value, skipping the out-of-line drop glue for scalars (which own nothing).
 #[inline(always)]
 pub(crate) fn drop_fast(v: Value) {
-    match v {
-        Value::Long(_)
-        | Value::Int(_)
-        | Value::ULong(_)
-        | Value::UInt(_)
-        | Value::Bool(_)
-        | Value::Char(_)
-        | Value::Double(_)
-        | Value::Float(_)
-        | Value::Control => std::mem::forget(v),
-        _ => drop(v),
+    if is_scalar(&v) {
+        std::mem::forget(v);
+    } else {
+        drop(v);
     }
 }
 
