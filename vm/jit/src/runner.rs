@@ -360,7 +360,7 @@ impl CodeRunner for JitRunner {
                 Lean::Fallback => {
                     self.stats.fallbacks += 1;
                     self.stats.interpreted_runs += 1;
-                    return interp.run(code, frame).map(drop);
+                    return interp.run_effect(code, frame);
                 }
                 Lean::Bool(_) | Lean::NotRun => {}
             }
@@ -532,7 +532,7 @@ impl JitRunner {
                 return r;
             }
         }
-        interp.run(code, frame).map(drop)
+        interp.run_effect(code, frame)
     }
 }
 
