@@ -29,7 +29,7 @@ pub use frame::{FrameError, MAX_FRAME, read_msg, recv, send, write_msg};
 pub use secret::Secret;
 
 /// The protocol version; a peer with another version is refused.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// How often both sides send a heartbeat.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(250);
@@ -116,6 +116,12 @@ pub enum AgentMsg {
     ForgetModules {
         ids: Vec<u32>,
     },
+    /// Give back these tasks if they are still queued (not started): the agent moves them
+    /// to an idle worker (work stealing). The worker answers [`WorkerMsg::Returned`] with
+    /// the ones it dropped; the others run (or ran) as usual. Since protocol version 3.
+    Steal {
+        tasks: Vec<u64>,
+    },
 }
 
 /// Worker to agent.
@@ -144,6 +150,11 @@ pub enum WorkerMsg {
     /// Sent once right after the welcome by a worker with working memory: its segment (whose
     /// `id` the worker sets to the id the welcome gave it).
     Memory(memory::SegmentInfo),
+    /// The answer to [`AgentMsg::Steal`]: these tasks were queued and are dropped (possibly
+    /// none). Since protocol version 3.
+    Returned {
+        tasks: Vec<u64>,
+    },
 }
 
 /// Decodes just the protocol version at the front of a [`WorkerMsg::Hello`] frame.
@@ -194,5 +205,8 @@ mod tests {
         assert_eq!(tag(&m), 7);
         let back: AgentMsg = postcard::from_bytes(&postcard::to_allocvec(&m).unwrap()).unwrap();
         assert_eq!(back, m);
+        assert_eq!(tag(&AgentMsg::Steal { tasks: vec![1] }), 8);
+        let r = postcard::to_allocvec(&WorkerMsg::Returned { tasks: vec![1] }).unwrap();
+        assert_eq!(r[0], 6);
     }
 }

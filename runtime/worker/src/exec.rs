@@ -100,6 +100,21 @@ impl Shared {
         }
     }
 
+    /// Drops those of these tasks that are still queued (work stealing); returns them.
+    pub fn steal(&self, tasks: &[u64]) -> Vec<u64> {
+        let mut st = self.lock();
+        let mut taken = Vec::new();
+        st.queue.retain(|t| {
+            if tasks.contains(&t.task) {
+                taken.push(t.task);
+                false
+            } else {
+                true
+            }
+        });
+        taken
+    }
+
     /// The running task, for heartbeats.
     pub fn running(&self) -> Option<u64> {
         self.lock().running.as_ref().map(|r| r.task)

@@ -419,6 +419,13 @@ where
                             dirty = true;
                         }
                     }
+                    AgentMsg::Steal { tasks } => {
+                        let tasks = shared.steal(&tasks);
+                        if let Err(e) = writer.feed(encode(&WorkerMsg::Returned { tasks })).await {
+                            return Outcome::Error(format!("cannot send to the agent: {e}"));
+                        }
+                        dirty = true;
+                    }
                     AgentMsg::Heartbeat => {}
                     AgentMsg::Modules { modules } => table.add(modules),
                     AgentMsg::ForgetModules { ids } => table.forget(&ids),
