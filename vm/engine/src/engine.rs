@@ -28,6 +28,7 @@ use pnet_bundle::{
 };
 use pnet_stdlib::{Type, Value};
 
+use crate::ending::Ending;
 use crate::error::{RunError, RunErrorKind};
 use crate::hook::{CodeRunner, CodeRunnerFactory};
 use crate::interp::Interpreter;
@@ -72,6 +73,8 @@ pub struct Stats {
 pub struct RunResult {
     pub outputs: Vec<(String, Vec<Value>)>,
     pub stats: Stats,
+    /// What the final marking says about the ending: tokens left, empty out ports.
+    pub ending: Ending,
 }
 
 /// Identifies a task handed out by [`Engine::step`].
@@ -962,7 +965,70 @@ impl<'b> Engine<'b> {
         RunResult {
             outputs,
             stats: self.st.stats.clone(),
+            ending: self.ending(),
         }
+    }
+
+    /// What the root net's marking says about how the job ended (see [`Ending`]): the inner
+    /// places still holding tokens, the empty out ports, and transitions that lacked a token
+    /// on some input while others held tokens.
+    pub fn ending(&self) -> Ending {
+        let f = self.prog.bundle.function(self.prog.bundle.root);
+        let net = self.prog.net_ir(self.prog.bundle.root);
+        let info = self.prog.net(self.prog.bundle.root);
+        let root = self.st.instance(ROOT);
+        let count = |p: usize| root.marking.get(p).map_or(0, |m| m.len() as u64);
+        let mut ending = Ending::default();
+        let mut out_place = vec![false; net.places.len()];
+        for port in f.ports.iter().filter(|p| p.dir.is_output()) {
+            match port.place {
+                Some(pl) => {
+                    out_place[pl.index()] = true;
+                    if count(pl.index()) == 0 {
+                        ending.empty_outputs.push(port.name.clone());
+                    }
+                }
+                None => ending.empty_outputs.push(port.name.clone()),
+            }
+        }
+        // Places only read (constants) keep their tokens by design.
+        let mut consumed = vec![false; net.places.len()];
+        let mut read = vec![false; net.places.len()];
+        for t in &net.transitions {
+            for c in &t.connections {
+                match c.kind {
+                    ConnectKind::In => consumed[c.place.index()] = true,
+                    ConnectKind::Read => read[c.place.index()] = true,
+                    _ => {}
+                }
+            }
+        }
+        let mut left = vec![false; net.places.len()];
+        for (p, place) in net.places.iter().enumerate() {
+            let n = count(p);
+            if n > 0 && !out_place[p] && !place.generator && (consumed[p] || !read[p]) {
+                left[p] = true;
+                ending.tokens_left.push((place.name.clone(), n));
+            }
+        }
+        for (t, ti) in info.trans.iter().enumerate() {
+            if root.enabled.get(t).copied().unwrap_or(false) {
+                continue;
+            }
+            let has = |p: usize, n: u32| net.places[p].generator || count(p) >= u64::from(n);
+            let lacking = ti.need.iter().find(|&&(p, n)| !has(p, n));
+            let holding = ti.need.iter().any(|&(p, _)| left[p]);
+            if let (Some(&(p, _)), true) = (lacking, holding) {
+                if ending.starved.len() < crate::ending::MAX_STARVED {
+                    ending
+                        .starved
+                        .push((net.transitions[t].name.clone(), net.places[p].name.clone()));
+                } else {
+                    ending.more_starved += 1;
+                }
+            }
+        }
+        ending
     }
 }
 

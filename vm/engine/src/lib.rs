@@ -4,6 +4,7 @@
 //! Entry points: [`run`] runs a bundle to its end (module calls are an error there); an
 //! [`Engine`] can be driven step by step, handing module calls out as [`Task`]s.
 
+pub mod ending;
 pub mod engine;
 pub mod error;
 pub mod hook;
@@ -19,6 +20,7 @@ mod tests;
 pub use engine::{
     Engine, RunConfig, RunResult, Stats, Step, Task, TaskId, TaskMemory, generator_value, run,
 };
+pub use ending::{Ending, unfed_in_ports};
 pub use error::{RunError, RunErrorData, RunErrorKind};
 pub use hook::{CodeRunner, CodeRunnerFactory, Loop, LoopCodes, LoopEnd, RunnerCodes, drive_loop};
 pub use interp::{Interpreter, condition_value, eval};

@@ -625,6 +625,7 @@ pub(crate) fn loop_ends() -> std::collections::BTreeMap<&'static str, u64> {
 }
 
 mod batch_tests;
+mod ending_tests;
 mod interp_tests;
 mod memory_tests;
 mod net_tests;
