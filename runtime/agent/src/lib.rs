@@ -96,6 +96,9 @@ pub struct AgentConfig {
     /// `local-<i mod N>` (`gspc-worker --host-id`), so that workers on one machine transfer
     /// memory between "hosts" over TCP (loopback) instead of through shared memory.
     pub fake_hosts: u32,
+    /// Started workers run native modules isolated in a child process
+    /// (`gspc-worker --isolate-modules`): a crashing module fails its task, not the worker.
+    pub isolate_modules: bool,
 }
 
 impl AgentConfig {
@@ -117,6 +120,7 @@ impl AgentConfig {
             max_retries: None,
             start_workers: StartWorkers::IfModules,
             fake_hosts: 0,
+            isolate_modules: false,
         }
     }
 }

@@ -488,8 +488,32 @@ impl<'c> Shell<'c> {
         if self.launched.is_empty() {
             return Vec::new();
         }
+        let local = matches!(self.config.launcher, pnet_launch::Launcher::Local);
+        let pids: Vec<u32> = (self.launched.iter())
+            .filter(|l| local && l.shm > 0)
+            .filter_map(|l| l.meta.pid)
+            .collect();
         let mut procs: Vec<Launched> = self.launched.drain(..).map(|l| l.proc).collect();
-        pnet_launch::stop_all(&mut procs, grace)
+        let ended = pnet_launch::stop_all(&mut procs, grace);
+        // The segments of workers that could not remove theirs (killed ones).
+        for pid in pids {
+            pnet_memory::remove_segments_of(pid);
+        }
+        ended
+    }
+
+    /// Removes the segment files of launched local worker `name` if it has exited (a worker
+    /// killed with SIGKILL leaves its segment behind).
+    fn remove_segments_if_exited(&mut self, name: &str) {
+        let local = matches!(self.config.launcher, pnet_launch::Launcher::Local);
+        if let Some(l) = self.launched.iter_mut().find(|l| l.meta.name == name)
+            && local
+            && l.shm > 0
+            && let Some(pid) = l.meta.pid
+            && matches!(l.proc.try_wait(), Ok(Some(_)))
+        {
+            pnet_memory::remove_segments_of(pid);
+        }
     }
 
     fn refresh_welcome_defs(&self) {
@@ -550,6 +574,9 @@ impl<'c> Shell<'c> {
                 ));
             }
             self.launch_count += 1;
+            if config.isolate_modules {
+                args.push("--isolate-modules".into());
+            }
             args.push("--secret-stdin".into());
             args.push("--exit-on-stdin-eof".into());
             let cmd = WorkerCommand {
@@ -999,6 +1026,7 @@ impl<'c> Shell<'c> {
                     self.joined_names.remove(&c.name);
                     self.lost_names.insert(c.name.clone(), reason.clone());
                     self.hub.worker_lost(id, &reason, out);
+                    self.remove_segments_if_exited(&c.name);
                 }
             }
             ShellEvent::ClientOpened { client, tx } => {
@@ -1510,8 +1538,13 @@ impl<'c> Shell<'c> {
                 r = l.meta.clone();
                 let grace = self.options.stop_grace;
                 let mut proc = l.proc;
+                let local = matches!(self.config.launcher, pnet_launch::Launcher::Local);
+                let pid = l.meta.pid.filter(|_| local && l.shm > 0);
                 self.removals.push(std::thread::spawn(move || {
                     let _ = pnet_launch::stop_all(std::slice::from_mut(&mut proc), grace);
+                    if let Some(pid) = pid {
+                        pnet_memory::remove_segments_of(pid);
+                    }
                 }));
             } else if let Some((_, w)) = status.iter().find(|(_, w)| w.name == name) {
                 r.host = w.host.clone();

@@ -58,6 +58,9 @@ Workers:
       --max-retries N      re-run a task whose worker died at most N times (default: the
                            net's fhg.drts.schedule.maximum_number_of_retries, else unlimited)
       --dry-run            print which workers would start where, and exit
+      --isolate-modules    run native modules in a child process of their worker: a crash
+                           (SIGSEGV, abort) fails the task, the worker survives (costs
+                           about a pipe round trip per call; no memory buffers)
       --fake-hosts N       testing aid: the i-th worker started gets the host identity
                            `local-<i mod N>` (gspc-worker --host-id), so that workers on this
                            machine move global memory between them over TCP (loopback), as
@@ -113,6 +116,7 @@ struct Args {
     verbose: bool,
     progress: Option<bool>,
     fake_hosts: u32,
+    isolate_modules: bool,
     allocs: Vec<AllocArg>,
     dumps: Vec<(String, PathBuf)>,
 }
@@ -182,6 +186,7 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
         verbose: false,
         progress: None,
         fake_hosts: 0,
+        isolate_modules: false,
         allocs: Vec::new(),
         dumps: Vec::new(),
     };
@@ -244,6 +249,7 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
                 a.max_retries = Some(u32::try_from(n).unwrap_or(u32::MAX));
             }
             "--dry-run" => a.dry_run = true,
+            "--isolate-modules" => a.isolate_modules = true,
             "--fake-hosts" => {
                 let n = number(&take_value(&mut i)?)?;
                 a.fake_hosts = u32::try_from(n)
@@ -412,6 +418,7 @@ pub fn main(argv: &[String]) -> ExitCode {
         max_retries: args.max_retries,
         start_workers: pnet_agent::StartWorkers::IfModules,
         fake_hosts: args.fake_hosts,
+        isolate_modules: args.isolate_modules,
     };
     let mut options = pnet_agent::JobOptions::default();
     for a in &args.allocs {

@@ -35,6 +35,8 @@ Options:
                            net's fhg.drts.schedule.maximum_number_of_retries, else unlimited)
       --timeout SECS       how long to wait for the workers to join (default 60)
       --state-dir DIR      the state directory (see `gspc --help`); created with mode 700
+      --isolate-modules    workers run native modules in a child process: a crash (SIGSEGV,
+                           abort) fails the task, the worker survives (no memory buffers)
       --fake-hosts N       testing aid: the i-th worker started gets the host identity
                            `local-<i mod N>` (gspc-worker --host-id), so that workers on this
                            machine move global memory between them over TCP (loopback) as
@@ -63,6 +65,7 @@ struct BootArgs {
     timeout: Option<u64>,
     state_dir: Option<PathBuf>,
     fake_hosts: Option<u32>,
+    isolate_modules: bool,
 }
 
 fn parse(argv: &[String]) -> Result<BootArgs, ExitCode> {
@@ -93,6 +96,7 @@ fn parse(argv: &[String]) -> Result<BootArgs, ExitCode> {
                 a.timeout = Some(parse_number(flag, &value(&mut i)?).map_err(|m| usage_error(&m))?)
             }
             "--state-dir" => a.state_dir = Some(PathBuf::from(value(&mut i)?)),
+            "--isolate-modules" => a.isolate_modules = true,
             "--fake-hosts" => {
                 a.fake_hosts =
                     Some(parse_number(flag, &value(&mut i)?).map_err(|m| usage_error(&m))?)
@@ -264,6 +268,9 @@ pub fn boot(argv: &[String]) -> ExitCode {
     }
     if let Some(n) = args.fake_hosts {
         push("--fake-hosts", n.to_string());
+    }
+    if args.isolate_modules {
+        daemon_args.push("--isolate-modules".into());
     }
     let stderr = match log.try_clone() {
         Ok(f) => f,
@@ -448,6 +455,7 @@ pub fn daemon(argv: &[String]) -> ExitCode {
     agent.log = Some(dir.join(LOG_FILE));
     agent.max_retries = args.max_retries;
     agent.fake_hosts = args.fake_hosts.unwrap_or(0);
+    agent.isolate_modules = args.isolate_modules;
     let rc = pnet_agent::RuntimeConfig {
         agent,
         state_dir: dir,

@@ -61,7 +61,10 @@ pub use plan::{
     RangePiece, plan, range_value, read_global, read_pieces, resolve, run_gets, run_puts,
     write_global, write_pieces,
 };
-pub use segment::Segment;
+pub use segment::{
+    Segment, remove_segments_in, remove_segments_of, remove_stale_segments, segment_dir,
+    segment_name, segment_owner,
+};
 pub use server::Server;
 pub use table::{GlobalTable, MemStats, PART_ALIGN, Piece};
 

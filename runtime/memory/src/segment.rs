@@ -133,3 +133,102 @@ impl Drop for Segment {
         let _ = std::fs::remove_file(&self.path);
     }
 }
+
+/// The folder of workers' segment files: `/dev/shm` when it exists, else the temporary
+/// directory.
+pub fn segment_dir() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+/// The file name of a worker's segment: `pnet-<pid>-<worker name>` (the name reduced to
+/// letters, digits, `-`, `_` and `.`, at most 100 of them). A worker that finds a file of
+/// that name already appends `-<8 hex digits>`. [`segment_owner`] reads the pid back.
+pub fn segment_name(pid: u32, worker: &str) -> String {
+    let clean: String = worker
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(100)
+        .collect();
+    format!("pnet-{pid}-{clean}")
+}
+
+/// The pid of the worker owning a segment file named by [`segment_name`], or `None` when the
+/// name is not of that scheme.
+pub fn segment_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("pnet-")?;
+    let (pid, worker) = rest.split_once('-')?;
+    if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) || worker.is_empty() {
+        return None;
+    }
+    pid.parse().ok().filter(|p| *p > 0)
+}
+
+/// Whether process `pid` exists (in this pid namespace); a zombie counts as existing.
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// The segment files in `dir` of process `pid` owned by this user.
+fn files_of(dir: &Path, pid: Option<u32>) -> Vec<(PathBuf, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name();
+            let owner = segment_owner(name.to_str()?)?;
+            if pid.is_some_and(|p| p != owner) {
+                return None;
+            }
+            // Not following links: only plain files of this user.
+            let meta = e.path().symlink_metadata().ok()?;
+            (meta.is_file() && meta.uid() == uid).then(|| (e.path(), owner))
+        })
+        .collect()
+}
+
+/// Removes the segment files of worker process `pid` (in [`segment_dir`], owned by this
+/// user): for whoever started the worker, once it has exited (a worker killed with SIGKILL
+/// cannot remove its own). Returns the files removed.
+pub fn remove_segments_of(pid: u32) -> Vec<PathBuf> {
+    remove_segments_in(&segment_dir(), Some(pid), false)
+}
+
+/// Removes the segment files (in [`segment_dir`], owned by this user) whose worker process
+/// no longer exists: left by workers that were killed. Returns the files removed.
+///
+/// A process of another pid namespace sharing this `/dev/shm` looks dead from here; running
+/// workers of the same user in two pid namespaces over one `/dev/shm` is not supported.
+pub fn remove_stale_segments() -> Vec<PathBuf> {
+    remove_segments_in(&segment_dir(), None, true)
+}
+
+/// [`remove_segments_of`] (`pid`, all pids when `None`) in `dir`; only those of processes
+/// that no longer exist when `dead_only`.
+pub fn remove_segments_in(dir: &Path, pid: Option<u32>, dead_only: bool) -> Vec<PathBuf> {
+    files_of(dir, pid)
+        .into_iter()
+        .filter(|(_, owner)| !dead_only || !alive(*owner))
+        .filter_map(|(path, _)| std::fs::remove_file(&path).is_ok().then_some(path))
+        .collect()
+}

@@ -1342,3 +1342,58 @@ fn run_rejects_malformed_tasks() {
         "{e}"
     );
 }
+
+#[test]
+fn segment_names_carry_the_owner_pid() {
+    assert_eq!(segment_name(12, "compute-1-host"), "pnet-12-compute-1-host");
+    assert_eq!(segment_owner("pnet-12-compute-1-host"), Some(12));
+    assert_eq!(segment_owner("pnet-12-w-1-0badf00d"), Some(12));
+    for other in [
+        "pnet-x-w",
+        "pnet-12",
+        "pnet-12-",
+        "pnet--w",
+        "pnet-0-w",
+        "seg-1",
+        "pnet-1a-w",
+    ] {
+        assert_eq!(segment_owner(other), None, "{other}");
+    }
+}
+
+#[test]
+fn stale_segments_of_dead_pids_are_removed() {
+    let dir = TempDir::new();
+    // A pid that is surely dead: a child that has been reaped.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let me = std::process::id();
+    let names = [
+        segment_name(dead, "w-1"),
+        format!("{}-0badf00d", segment_name(dead, "w-2")),
+        segment_name(me, "w-3"),
+        "pnet-notapid-w".to_string(),
+        "other".to_string(),
+    ];
+    for n in &names {
+        std::fs::write(dir.path().join(n), b"x").unwrap();
+    }
+    // A folder of the scheme is never touched.
+    std::fs::create_dir(dir.path().join(segment_name(dead, "dir"))).unwrap();
+    let mut removed = remove_segments_in(dir.path(), None, true);
+    removed.sort();
+    let mut want = vec![dir.path().join(&names[0]), dir.path().join(&names[1])];
+    want.sort();
+    assert_eq!(removed, want);
+    for n in &names[2..] {
+        assert!(dir.path().join(n).exists(), "{n}");
+    }
+    assert!(dir.path().join(segment_name(dead, "dir")).is_dir());
+    // By pid, alive or not (the starter knows its worker has exited).
+    assert_eq!(
+        remove_segments_in(dir.path(), Some(me), false),
+        vec![dir.path().join(&names[2])]
+    );
+    assert!(remove_segments_in(dir.path(), Some(me), false).is_empty());
+}

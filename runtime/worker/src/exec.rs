@@ -232,6 +232,9 @@ enum Resolved {
         call: CallFn,
         /// Keeps the library loaded.
         _lib: Arc<Loaded>,
+        /// The library's path and the function's name in it (for the isolated host).
+        path: PathBuf,
+        function: String,
     },
     Command {
         program: PathBuf,
@@ -246,36 +249,63 @@ struct Loaded {
 }
 
 /// The module implementations a worker knows, by id (shared between the connection loop and
-/// the executor thread).
+/// the executor thread), and the module path of the job of some of them (searched first).
 #[derive(Clone, Debug, Default)]
-pub struct ModuleTable(Arc<std::sync::RwLock<HashMap<u32, ModuleDef>>>);
+pub struct ModuleTable(Arc<std::sync::RwLock<Defs>>);
+
+#[derive(Debug, Default)]
+struct Defs {
+    defs: HashMap<u32, ModuleDef>,
+    paths: HashMap<u32, Arc<[PathBuf]>>,
+}
 
 impl ModuleTable {
     pub fn new(defs: Vec<ModuleDef>) -> ModuleTable {
-        ModuleTable(Arc::new(std::sync::RwLock::new(
-            defs.into_iter().map(|d| (d.id, d)).collect(),
-        )))
+        let table = ModuleTable::default();
+        table.add(defs);
+        table
     }
 
     pub fn get(&self, id: u32) -> Option<ModuleDef> {
         let map = self.0.read().unwrap_or_else(|e| e.into_inner());
-        map.get(&id).cloned()
+        map.defs.get(&id).cloned()
+    }
+
+    /// The job's own module path of implementation `id` (empty: none).
+    pub fn path(&self, id: u32) -> Option<Arc<[PathBuf]>> {
+        let map = self.0.read().unwrap_or_else(|e| e.into_inner());
+        map.paths.get(&id).cloned()
     }
 
     pub fn add(&self, defs: Vec<ModuleDef>) {
         let mut map = self.0.write().unwrap_or_else(|e| e.into_inner());
-        map.extend(defs.into_iter().map(|d| (d.id, d)));
+        for d in defs {
+            map.paths.remove(&d.id);
+            map.defs.insert(d.id, d);
+        }
+    }
+
+    /// Implementations of a job whose module path `dirs` is searched before the worker's
+    /// (see [`pnet_protocol::AgentMsg::ModulesAt`]).
+    pub fn add_at(&self, defs: Vec<ModuleDef>, dirs: Vec<String>) {
+        let dirs: Arc<[PathBuf]> = dirs.into_iter().map(PathBuf::from).collect();
+        let mut map = self.0.write().unwrap_or_else(|e| e.into_inner());
+        for d in defs {
+            map.paths.insert(d.id, dirs.clone());
+            map.defs.insert(d.id, d);
+        }
     }
 
     pub fn forget(&self, ids: &[u32]) {
         let mut map = self.0.write().unwrap_or_else(|e| e.into_inner());
         for id in ids {
-            map.remove(id);
+            map.defs.remove(id);
+            map.paths.remove(id);
         }
     }
 
     pub fn len(&self) -> usize {
-        self.0.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.0.read().unwrap_or_else(|e| e.into_inner()).defs.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -335,7 +365,26 @@ pub struct Executor {
     input: Vec<u8>,
     output: Vec<u8>,
     memory: Option<ExecMemory>,
+    /// This program, re-executed as a command's supervisor and as the module host (see
+    /// [`crate::helper`]).
+    helper: Option<PathBuf>,
+    /// Native calls go to the module host.
+    isolate: bool,
+    /// The module host, started at the first isolated call and after a crash.
+    module_host: Option<ModuleHost>,
 }
+
+/// A running module host (see [`crate::helper`]): its own process group.
+struct ModuleHost {
+    child: std::process::Child,
+    pid: i32,
+    to: std::process::ChildStdin,
+    from: std::io::BufReader<std::process::ChildStdout>,
+}
+
+/// Marks an error message that is complete but for the location (not prefixed with the
+/// module's name again).
+const WHOLE: char = '\u{1}';
 
 impl Executor {
     pub fn new(worker: String, defs: Vec<ModuleDef>, dirs: Vec<PathBuf>) -> Executor {
@@ -349,12 +398,22 @@ impl Executor {
             input: Vec::with_capacity(256),
             output: Vec::with_capacity(256),
             memory: None,
+            helper: None,
+            isolate: false,
+            module_host: None,
         }
     }
 
     /// Sets the host identity the calls see (default: the hostname).
     pub fn set_host(&mut self, host: String) {
         self.host = host;
+    }
+
+    /// Sets the program re-executed as a command's supervisor and as the module host
+    /// (`gspc-worker`), and whether native calls run isolated in the module host.
+    pub fn set_helper(&mut self, helper: Option<PathBuf>, isolate: bool) {
+        self.helper = helper;
+        self.isolate = isolate;
     }
 
     /// Gives the executor the worker's working memory (calls with memory buffers need it).
@@ -406,12 +465,14 @@ impl Executor {
                 task.task, task.module
             ));
         };
-        self.run_def(shared, task, &def).map_err(|e| {
-            format!(
-                "{}: module {}.{}: {e}",
-                def.location, def.module, def.function
-            )
-        })
+        self.run_def(shared, task, &def)
+            .map_err(|e| match e.strip_prefix(WHOLE) {
+                Some(e) => format!("{}: {e}", def.location),
+                None => format!(
+                    "{}: module {}.{}: {e}",
+                    def.location, def.module, def.function
+                ),
+            })
     }
 
     fn run_def(
@@ -441,6 +502,15 @@ impl Executor {
             .as_ref()
             .filter(|m| !m.buffers.is_empty() || !m.gets.is_empty() || !m.puts.is_empty());
         match resolved {
+            Resolved::Native { path, function, .. } if self.isolate => match memory {
+                None => self.call_isolated(shared, task, def, &path, &function),
+                Some(mem) => Err(format!(
+                    "the call has memory buffers or transfers ({} bytes), which modules \
+                     isolated in a child process (--isolate-modules) cannot have yet; run \
+                     this net without --isolate-modules",
+                    mem.buffer_bytes()
+                )),
+            },
             Resolved::Native { call, .. } => match memory {
                 None => {
                     let info = host::CallInfo {
@@ -497,6 +567,110 @@ impl Executor {
             });
         }
         decode_outputs(def, &self.output)
+    }
+
+    /// A native call in the module host (started here when there is none): a crash of the
+    /// module fails the task and ends only the host.
+    fn call_isolated(
+        &mut self,
+        shared: &Shared,
+        task: &TaskRun,
+        def: &ModuleDef,
+        lib: &Path,
+        function: &str,
+    ) -> Result<Vec<pnet_stdlib::Value>, String> {
+        if !shared.starting_command() {
+            return Err("cancelled before it started".into());
+        }
+        let mut host = match self.module_host.take() {
+            Some(h) => h,
+            None => match self.start_module_host() {
+                Ok(h) => h,
+                Err(e) => {
+                    shared.set_child(None);
+                    return Err(e);
+                }
+            },
+        };
+        // A cancel (or the worker's stop) kills the host's group, ending the call.
+        shared.set_child(Some(host.pid));
+        let call = crate::helper::HostCall {
+            lib: lib.display().to_string(),
+            function: function.to_string(),
+            worker: self.worker.clone(),
+            hostname: self.host.clone(),
+            task: task.task,
+            input: std::mem::take(&mut self.input),
+        };
+        let sent = crate::helper::write_frame(&mut host.to, &call);
+        self.input = call.input;
+        let answer = sent
+            .and_then(|()| crate::helper::read_frame::<crate::helper::HostAnswer>(&mut host.from));
+        match answer {
+            Ok(Some(answer)) => {
+                shared.set_child(None);
+                self.module_host = Some(host);
+                self.output = answer.output;
+                self.native_result(def, answer.status)
+            }
+            Ok(None) | Err(_) => {
+                // The host is gone (or unusable): wait for its end without reaping, forget
+                // its group, then reap (as for commands).
+                drop(host.to);
+                let _ = host.child.kill();
+                wait_no_reap(host.pid);
+                shared.set_child(None);
+                let status = host.child.wait().ok();
+                let how = match status.and_then(|s| s.signal()) {
+                    Some(sig) => format!("crashed with {}", signal_name(sig)),
+                    None => match status.and_then(|s| s.code()) {
+                        Some(code) => format!("ended its process with exit status {code}"),
+                        None => "ended its process".to_string(),
+                    },
+                };
+                Err(format!(
+                    "{WHOLE}module `{}.{}` {how} (isolated in a child process of worker \
+                     `{}`, which goes on)",
+                    def.module, def.function, self.worker
+                ))
+            }
+        }
+    }
+
+    fn start_module_host(&mut self) -> Result<ModuleHost, String> {
+        let Some(helper) = &self.helper else {
+            return Err(
+                "modules cannot be isolated: this worker does not know its own \
+                        program to start the module host"
+                    .into(),
+            );
+        };
+        let mut cmd = Command::new(helper);
+        cmd.arg(crate::helper::MODULE_HOST)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .process_group(0);
+        crate::helper::die_with_parent(&mut cmd, libc::SIGKILL);
+        let mut child = spawn(&mut cmd).map_err(|e| {
+            format!(
+                "cannot start the module host ({} {}): {e}",
+                helper.display(),
+                crate::helper::MODULE_HOST
+            )
+        })?;
+        let pid = i32::try_from(child.id()).unwrap_or(0);
+        let (Some(to), Some(from)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("the module host has no pipes".into());
+        };
+        Ok(ModuleHost {
+            child,
+            pid,
+            to,
+            from: std::io::BufReader::new(from),
+        })
     }
 
     /// A native call with memory buffers: allocates them, runs the gets, calls (with the
@@ -591,7 +765,14 @@ impl Executor {
         }
         let lib_name = format!("lib{m}.so");
         let exe_name = format!("{m}.{f}");
-        for dir in self.dirs.clone() {
+        // The job's own module path first (gspc submit --module-path), then the worker's.
+        let mut dirs: Vec<PathBuf> = self.defs.path(def.id).map_or(Vec::new(), |p| p.to_vec());
+        for d in &self.dirs {
+            if !dirs.contains(d) {
+                dirs.push(d.clone());
+            }
+        }
+        for dir in dirs.iter().cloned() {
             let lib = dir.join(&lib_name);
             if lib.is_file() {
                 let loaded = self.load(&lib)?;
@@ -599,6 +780,8 @@ impl Executor {
                     Some(func) => Ok(Resolved::Native {
                         call: func.call,
                         _lib: loaded.clone(),
+                        path: lib.clone(),
+                        function: func.name.clone(),
                     }),
                     None => {
                         let names: Vec<&str> = loaded
@@ -638,15 +821,14 @@ impl Executor {
                 });
             }
         }
-        let searched = if self.dirs.is_empty() {
+        let searched = if dirs.is_empty() {
             "the module path is empty (set it with --module-path, PNET_MODULE_PATH or the \
              agent's module path)"
                 .to_string()
         } else {
             format!(
                 "searched {}",
-                self.dirs
-                    .iter()
+                dirs.iter()
                     .map(|d| d.display().to_string())
                     .collect::<Vec<_>>()
                     .join(", ")
@@ -690,7 +872,23 @@ impl Executor {
         program: &Path,
         arg: Option<&str>,
     ) -> Result<Vec<u8>, String> {
-        let mut cmd = Command::new(program);
+        // With the supervisor (see `crate::helper`), the command's whole process group dies
+        // with the worker; without it, just the command (by a parent-death SIGKILL).
+        let mut cmd = match &self.helper {
+            Some(helper) => {
+                let mut cmd = Command::new(helper);
+                cmd.arg(crate::helper::SUPERVISE)
+                    .arg(std::process::id().to_string())
+                    .arg(program);
+                crate::helper::die_with_parent(&mut cmd, libc::SIGTERM);
+                cmd
+            }
+            None => {
+                let mut cmd = Command::new(program);
+                crate::helper::die_with_parent(&mut cmd, libc::SIGKILL);
+                cmd
+            }
+        };
         if let Some(a) = arg {
             cmd.arg(a);
         }
@@ -803,7 +1001,7 @@ fn guard_lines(
 
 /// Spawns, retrying a few times on ETXTBSY (a script just written, whose write handle a
 /// concurrent fork still holds for a moment).
-fn spawn(cmd: &mut Command) -> std::io::Result<std::process::Child> {
+pub(crate) fn spawn(cmd: &mut Command) -> std::io::Result<std::process::Child> {
     let mut tries = 0;
     loop {
         match cmd.spawn() {
@@ -882,6 +1080,28 @@ fn wait_no_reap(pid: i32) {
             return;
         }
     }
+}
+
+/// `SIGSEGV`, `SIGABRT`, ... or `signal N`.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGSYS => "SIGSYS",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
 }
 
 fn is_executable(p: &Path) -> bool {

@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 
 pub mod exec;
 pub mod fault;
+pub mod helper;
 
 use exec::{CancelOutcome, ExecMemory, Executor, Shared};
 use pnet_memory::{Segment, SegmentInfo, Server};
@@ -59,6 +60,12 @@ pub struct Config {
     /// The host identity reported for the segment and seen by modules (the hostname by
     /// default; a different one makes local workers reach each other's memory over TCP).
     pub host_id: String,
+    /// Run native modules in a child process (see [`helper`]).
+    pub isolate_modules: bool,
+    /// This program (`gspc-worker`), re-executed as a command module's supervisor and as the
+    /// isolated module host; without it command modules run without a supervisor and
+    /// isolated calls are refused.
+    pub helper: Option<PathBuf>,
 }
 
 /// Why the worker stopped.
@@ -112,6 +119,14 @@ pub fn hostname() -> String {
 /// Runs the worker until it should stop. `stdin_eof` fires when standard input closes
 /// (with `--exit-on-stdin-eof`).
 pub async fn run(config: Config, stdin_eof: Option<tokio::sync::oneshot::Receiver<()>>) -> Outcome {
+    // Segments left by killed workers of this user (SIGKILL leaves no chance to unlink).
+    for stale in pnet_memory::remove_stale_segments() {
+        eprintln!(
+            "gspc-worker {}: removed the stale segment {} (its worker is gone)",
+            config.name,
+            stale.display()
+        );
+    }
     let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, TcpStream::connect(&config.agent))
         .await
     {
@@ -194,6 +209,7 @@ pub async fn run(config: Config, stdin_eof: Option<tokio::sync::oneshot::Receive
     let (tx, mut rx) = mpsc::unbounded_channel::<WorkerMsg>();
     let mut executor = Executor::new(config.name.clone(), modules, dirs);
     executor.set_host(config.host_id.clone());
+    executor.set_helper(config.helper.clone(), config.isolate_modules);
     if let Some(m) = &memory {
         executor.set_memory(ExecMemory::new(
             worker_id,
@@ -242,16 +258,11 @@ impl WorkerMemory {
     /// `ip` (the address this worker reaches the agent from) and installs the guard page
     /// fault handler.
     fn start(config: &Config, id: u32, ip: std::net::IpAddr) -> Result<WorkerMemory, String> {
-        let shm = std::path::Path::new("/dev/shm");
-        let dir = if shm.is_dir() {
-            shm.to_path_buf()
-        } else {
-            std::env::temp_dir()
-        };
+        let dir = pnet_memory::segment_dir();
         let mut name = segment_name(std::process::id(), &config.name);
-        // A file of that name was most likely left by a dead worker that had the same pid
-        // (one killed with SIGKILL cannot unlink it); another pid namespace sharing this
-        // /dev/shm could also own it, so it is left alone and this segment named apart.
+        // A file of that name left by a dead worker with the same pid is gone by now; one
+        // still there belongs to a live process (another pid namespace sharing this
+        // /dev/shm, or another user): it is left alone and this segment named apart.
         if dir.join(&name).exists() {
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -304,22 +315,7 @@ impl WorkerMemory {
     }
 }
 
-/// The segment's file name: `pnet-<pid>-<worker name>`, the name reduced to letters, digits,
-/// `-`, `_` and `.`.
-pub fn segment_name(pid: u32, worker: &str) -> String {
-    let clean: String = worker
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(100)
-        .collect();
-    format!("pnet-{pid}-{clean}")
-}
+pub use pnet_memory::segment_name;
 
 async fn connection_loop<R, W>(
     shared: &Shared,
@@ -419,15 +415,17 @@ where
                             dirty = true;
                         }
                     }
-                    AgentMsg::Steal { tasks } => {
-                        let tasks = shared.steal(&tasks);
-                        if let Err(e) = writer.feed(encode(&WorkerMsg::Returned { tasks })).await {
+                    AgentMsg::Steal { tasks: asked } => {
+                        let tasks = shared.steal(&asked);
+                        let kept = asked.into_iter().filter(|t| !tasks.contains(t)).collect();
+                        if let Err(e) = writer.feed(encode(&WorkerMsg::Returned { tasks, kept })).await {
                             return Outcome::Error(format!("cannot send to the agent: {e}"));
                         }
                         dirty = true;
                     }
                     AgentMsg::Heartbeat => {}
                     AgentMsg::Modules { modules } => table.add(modules),
+                    AgentMsg::ModulesAt { modules, module_path } => table.add_at(modules, module_path),
                     AgentMsg::ForgetModules { ids } => table.forget(&ids),
                     AgentMsg::Shutdown => return Outcome::Shutdown,
                     AgentMsg::Welcome { .. } | AgentMsg::Refused { .. } => {

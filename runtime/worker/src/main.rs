@@ -46,9 +46,18 @@ struct Args {
     /// over TCP (a testing aid: two local workers with different ids act as two hosts).
     #[arg(long, value_name = "NAME")]
     host_id: Option<String>,
+    /// Run native modules in a child process (one per worker, restarted after a crash): a
+    /// crashing module (SIGSEGV, abort, ...) then fails its task and this worker survives.
+    /// Calls with memory buffers are refused.
+    #[arg(long)]
+    isolate_modules: bool,
 }
 
 fn main() {
+    // The hidden helper modes (a command module's supervisor, the isolated module host).
+    if let Some(code) = pnet_worker::helper::main_if_helper() {
+        std::process::exit(code);
+    }
     let args = Args::parse();
     let name = args.name.clone();
     let code = match start(args) {
@@ -131,6 +140,8 @@ fn start(args: Args) -> Result<Outcome, String> {
             .host_id
             .filter(|h| !h.is_empty())
             .unwrap_or_else(pnet_worker::hostname),
+        isolate_modules: args.isolate_modules,
+        helper: std::env::current_exe().ok(),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
