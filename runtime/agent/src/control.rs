@@ -74,6 +74,8 @@ pub struct Status {
     pub tasks_queued: u64,
     pub tasks_done: u64,
     pub firings: u64,
+    /// What the job waits for, when a queued task fits no live worker.
+    pub waiting: Option<String>,
 }
 
 impl std::fmt::Display for Status {
@@ -88,6 +90,9 @@ impl std::fmt::Display for Status {
             self.tasks_queued,
             self.workers.len()
         )?;
+        if let Some(w) = &self.waiting {
+            writeln!(f, "waiting: {w}")?;
+        }
         for w in &self.workers {
             writeln!(
                 f,
@@ -191,6 +196,14 @@ pub enum RtRequest {
     },
     /// The memory statistics; answered with [`RtResponse::Memory`].
     MemStats,
+    /// [`RtRequest::Submit`] with the job's own module path: directories (absolute, on the
+    /// workers' hosts) searched for its modules before the runtime's module path.
+    SubmitAt {
+        net: String,
+        bundle: Vec<u8>,
+        inputs: Vec<(String, Vec<Value>)>,
+        module_path: Vec<String>,
+    },
 }
 
 /// How a job ended.
@@ -202,6 +215,8 @@ pub enum JobOutcome {
         tasks: u64,
         /// The root's out ports and their types (for result files).
         types: Vec<(String, pnet_stdlib::Type)>,
+        /// Tokens left, empty out ports (see [`pnet_vm::Ending`]).
+        ending: pnet_vm::Ending,
     },
     /// `code` is the stable code of the error (`agent-job-failed`, ...).
     Failed {
@@ -221,9 +236,11 @@ impl JobOutcome {
         }
     }
 
-    /// `done`, `failed` or `cancelled`.
+    /// `done`, `done (incomplete)` (the net stopped with tokens left or an out port empty),
+    /// `failed` or `cancelled`.
     pub fn state(&self) -> &'static str {
         match self {
+            JobOutcome::Done { ending, .. } if !ending.is_complete() => "done (incomplete)",
             JobOutcome::Done { .. } => "done",
             JobOutcome::Failed { .. } => "failed",
             JobOutcome::Cancelled => "cancelled",
@@ -245,6 +262,8 @@ pub struct JobSummary {
     pub tasks_running: u64,
     pub tasks_queued: u64,
     pub tasks_done: u64,
+    /// What a running job waits for, when a queued task fits no live worker.
+    pub waiting: Option<String>,
 }
 
 /// The task a worker runs now.
@@ -797,6 +816,7 @@ mod tests {
             tasks_queued: 1,
             tasks_done: 7,
             firings: 20,
+            waiting: Some("transition `t` waits for a worker with the capabilities `A`".into()),
         });
         let b = postcard::to_allocvec(&st).unwrap();
         assert_eq!(postcard::from_bytes::<Response>(&b).unwrap(), st);
@@ -805,7 +825,9 @@ mod tests {
         };
         assert_eq!(
             s.to_string(),
-            "elapsed 1.5s, 20 firings, tasks: 7 done, 2 running, 1 queued, 1 workers\n  worker 0 w [A]: 2 in flight, 7 done\n"
+            "elapsed 1.5s, 20 firings, tasks: 7 done, 2 running, 1 queued, 1 workers\n\
+             waiting: transition `t` waits for a worker with the capabilities `A`\n  \
+             worker 0 w [A]: 2 in flight, 7 done\n"
         );
     }
 

@@ -80,6 +80,9 @@ pub enum Event {
     Lost {
         worker: WorkerId,
         reason: String,
+        /// How its process ended, when the agent started it and saw it end (`SIGSEGV`,
+        /// `exit status 3`): the module it was running crashed.
+        exit: Option<String>,
     },
     /// A message from a worker.
     Msg {
@@ -174,7 +177,20 @@ pub struct Core<'b> {
     state: EngineState,
     finished: bool,
     batches: Vec<(WorkerId, Vec<TaskRun>)>,
+    /// The workers lost so far (the last [`MAX_LOSSES_KEPT`]), for messages.
+    losses: Vec<LostWorker>,
+    /// Lost workers being restarted: a task no live worker can run waits for them.
+    workers_coming: usize,
 }
+
+/// A lost worker, for messages.
+#[derive(Clone, Debug)]
+struct LostWorker {
+    capabilities: Vec<String>,
+    cause: String,
+}
+
+const MAX_LOSSES_KEPT: usize = 64;
 
 /// Whether the bundle calls modules (and so needs workers).
 pub fn calls_modules(bundle: &Bundle) -> bool {
@@ -294,6 +310,8 @@ impl<'b> Core<'b> {
             state: EngineState::Busy,
             finished: false,
             batches: Vec::new(),
+            losses: Vec::new(),
+            workers_coming: 0,
         })
     }
 
@@ -305,6 +323,12 @@ impl<'b> Core<'b> {
     /// Sets the clock (time since the job started).
     pub fn set_now(&mut self, now: Duration) {
         self.now = now;
+    }
+
+    /// How many lost workers are being restarted (a task that no live worker can run waits
+    /// while some are).
+    pub fn set_workers_coming(&mut self, n: usize) {
+        self.workers_coming = n;
     }
 
     pub fn is_finished(&self) -> bool {
@@ -334,6 +358,7 @@ impl<'b> Core<'b> {
             tasks_queued: self.sched.queued() as u64,
             tasks_done: self.tasks_done,
             firings: self.engine.stats().firings,
+            waiting: self.waiting(),
         }
     }
 
@@ -370,7 +395,11 @@ impl<'b> Core<'b> {
                     self.join_closed = true;
                 }
             }
-            Event::Lost { worker, reason } => self.lost(worker, &reason, out),
+            Event::Lost {
+                worker,
+                reason,
+                exit,
+            } => self.lost(worker, &reason, exit.as_deref(), out),
             Event::Msg { worker, msg } => self.message(worker, msg, out),
             Event::ClientOpened { .. } => self.clients += 1,
             Event::ClientClosed { .. } => self.clients = self.clients.saturating_sub(1),
@@ -391,12 +420,50 @@ impl<'b> Core<'b> {
         }
     }
 
-    fn lost(&mut self, worker: WorkerId, reason: &str, out: &mut Vec<Command>) {
+    fn lost(&mut self, worker: WorkerId, reason: &str, exit: Option<&str>, out: &mut Vec<Command>) {
         let name = self
             .sched
             .worker_name(worker)
             .map(|n| n.to_string())
             .unwrap_or_else(|| format!("#{worker}"));
+        let caps = self
+            .sched
+            .workers()
+            .into_iter()
+            .find(|w| w.id == worker)
+            .map(|w| w.capabilities)
+            .unwrap_or_default();
+        // What it was running (workers run their tasks in order: the oldest one).
+        let running = self
+            .sched
+            .in_flight_records(worker)
+            .into_iter()
+            .find(|t| !t.cancelled)
+            .map(|t| {
+                (
+                    t.task.id,
+                    self.def_names[t.def as usize].clone(),
+                    self.sched.class(t.task.class).name.clone(),
+                    self.sched.class(t.task.class).location.clone(),
+                )
+            });
+        let cause = match (exit, &running) {
+            (Some(how), Some((task, module, transition, at))) => format!(
+                "module `{module}` crashed with {how} on worker `{name}` (task {task}, transition `{transition}` at {at})"
+            ),
+            (Some(how), None) => format!("worker `{name}` ended with {how} while idle ({reason})"),
+            (None, Some((task, module, ..))) => format!(
+                "worker `{name}` was lost while running module `{module}` (task {task}): {reason}"
+            ),
+            (None, None) => format!("worker `{name}` was lost: {reason}"),
+        };
+        self.losses.push(LostWorker {
+            capabilities: caps,
+            cause: cause.clone(),
+        });
+        if self.losses.len() > MAX_LOSSES_KEPT {
+            self.losses.remove(0);
+        }
         if self.cfg.trace {
             for inf in self.sched.in_flight_records(worker) {
                 out.push(Command::Trace(TraceRecord {
@@ -415,6 +482,9 @@ impl<'b> Core<'b> {
             "worker {worker} `{name}` lost: {reason}; {} tasks queued again",
             lost.requeued.len()
         )));
+        if exit.is_some() {
+            out.push(Command::Log(cause.clone()));
+        }
         if let Some(t) = lost.running
             && lost.exhausted.is_none()
         {
@@ -428,11 +498,14 @@ impl<'b> Core<'b> {
             }
         }
         if let Some((id, retries, limit)) = lost.exhausted {
+            let what = match exit {
+                Some(_) => cause,
+                None => format!("worker `{name}` was lost while running it ({reason})"),
+            };
             let e = self.engine.fail_task(
                 TaskId(id),
                 &format!(
-                    "worker `{name}` was lost while running it ({reason}); it ran {retries} times, \
-                     more than {MAX_RETRIES_PROPERTY} = {limit} allows"
+                    "{what}; it ran {retries} times, more than {MAX_RETRIES_PROPERTY} = {limit} allows"
                 ),
             );
             self.fail(AgentError::Run(e), out);
@@ -444,6 +517,14 @@ impl<'b> Core<'b> {
             WorkerMsg::Done { task, .. } => (*task, "done"),
             WorkerMsg::Failed { task, .. } => (*task, "failed"),
             WorkerMsg::Cancelled { task } => (*task, "cancelled"),
+            WorkerMsg::Returned { tasks, kept } => {
+                for id in self.sched.returned(worker, tasks, kept) {
+                    if let Err(e) = self.engine.discard_task(TaskId(id)) {
+                        return self.fail(AgentError::Run(e), out);
+                    }
+                }
+                return;
+            }
             WorkerMsg::Heartbeat { .. } | WorkerMsg::Memory(_) => return,
             WorkerMsg::Hello(_) => {
                 out.push(Command::Log(format!(
@@ -530,7 +611,10 @@ impl<'b> Core<'b> {
                 )));
                 self.sched.enqueue_front(inf.task);
             }
-            WorkerMsg::Heartbeat { .. } | WorkerMsg::Hello(_) | WorkerMsg::Memory(_) => {}
+            WorkerMsg::Heartbeat { .. }
+            | WorkerMsg::Hello(_)
+            | WorkerMsg::Memory(_)
+            | WorkerMsg::Returned { .. } => {}
         }
     }
 
@@ -770,6 +854,7 @@ impl<'b> Core<'b> {
         self.dispatch(out);
         if self.join_closed
             && !self.cfg.wait_for_workers
+            && self.workers_coming == 0
             && let Some(c) = self.sched.unplaceable()
         {
             let e = self.no_worker(c);
@@ -864,6 +949,15 @@ impl<'b> Core<'b> {
             });
         }
         self.batches = batches;
+        for (worker, tasks) in self.sched.steal() {
+            out.push(Command::Log(format!(
+                "stealing task(s) {tasks:?} from worker {worker} for an idle worker"
+            )));
+            out.push(Command::Send {
+                worker,
+                msg: AgentMsg::Steal { tasks },
+            });
+        }
         if let Some((worker, task, message)) = failed.into_iter().next() {
             // Never sent: take it back from the worker, then fail the job with the
             // transition's location, like a failed module call.
@@ -880,7 +974,16 @@ impl<'b> Core<'b> {
         let spec = self.sched.class(class);
         let workers = self.sched.workers();
         let have = if workers.is_empty() {
-            if self.cfg.expected_workers == 0 {
+            if !self.losses.is_empty() {
+                format!(
+                    "every worker that joined was lost: {}",
+                    self.losses
+                        .iter()
+                        .map(|l| l.cause.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            } else if self.cfg.expected_workers == 0 {
                 "no workers were started".to_string()
             } else {
                 "no worker has joined".to_string()
@@ -902,6 +1005,34 @@ impl<'b> Core<'b> {
             spec.describe(),
             have
         ))
+    }
+
+    /// What the job waits for when a queued task fits no live worker: "no worker with
+    /// the capabilities `GPU`: 2 lost (module `m.f` crashed with SIGSEGV ...)".
+    pub fn waiting(&self) -> Option<String> {
+        let c = self.sched.unplaceable()?;
+        let spec = self.sched.class(c);
+        let fitting: Vec<&LostWorker> = self
+            .losses
+            .iter()
+            .filter(|l| spec.pick(&l.capabilities).is_some())
+            .collect();
+        let mut s = format!(
+            "transition `{}` waits for a worker with {}",
+            spec.name,
+            spec.describe()
+        );
+        if let Some(last) = fitting.last() {
+            s.push_str(&format!(
+                ": {} such worker(s) lost, the last: {}",
+                fitting.len(),
+                last.cause
+            ));
+        }
+        if self.workers_coming > 0 {
+            s.push_str(&format!("; {} worker(s) restarting", self.workers_coming));
+        }
+        Some(s)
     }
 
     fn fail(&mut self, e: AgentError, out: &mut Vec<Command>) {

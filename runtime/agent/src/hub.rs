@@ -114,6 +114,10 @@ impl OwnedCore {
         self.core.set_now(now)
     }
 
+    pub fn set_workers_coming(&mut self, n: usize) {
+        self.core.set_workers_coming(n)
+    }
+
     pub fn status(&self) -> Status {
         self.core.status()
     }
@@ -169,6 +173,8 @@ struct Job {
     def_base: u32,
     start: Duration,
     more: bool,
+    /// The job's own module path (searched first by workers; empty: the runtime's only).
+    module_path: Vec<String>,
 }
 
 struct Record {
@@ -210,6 +216,7 @@ pub struct Hub {
     /// The job pumped first next time.
     cursor: JobId,
     scratch: Vec<Command>,
+    workers_coming: usize,
 }
 
 impl std::fmt::Debug for Hub {
@@ -239,6 +246,7 @@ fn outcome_of(
             firings: r.stats.firings,
             tasks: r.stats.tasks,
             types,
+            ending: r.ending.clone(),
         },
         Err(AgentError::Cancelled) => JobOutcome::Cancelled,
         Err(e) => JobOutcome::Failed {
@@ -262,6 +270,7 @@ impl Hub {
             waiters: HashMap::new(),
             cursor: 0,
             scratch: Vec::new(),
+            workers_coming: 0,
         }
     }
 
@@ -314,7 +323,21 @@ impl Hub {
         inputs: &[(String, Vec<Value>)],
         out: &mut Vec<HubCmd>,
     ) -> Result<JobId, AgentError> {
+        self.add_job_at(net, bundle, inputs, Vec::new(), out)
+    }
+
+    /// Starts a job whose modules are looked for along `module_path` first (then along the
+    /// workers' path): its definitions go out in [`AgentMsg::ModulesAt`].
+    pub fn add_job_at(
+        &mut self,
+        net: &str,
+        bundle: Bundle,
+        inputs: &[(String, Vec<Value>)],
+        module_path: Vec<String>,
+        out: &mut Vec<HubCmd>,
+    ) -> Result<JobId, AgentError> {
         let mut core = OwnedCore::new(bundle, inputs, &self.cfg.run, self.cfg.core.clone())?;
+        core.set_workers_coming(self.workers_coming);
         let id = self.next_job;
         self.next_job += 1;
         let def_base = self.next_def;
@@ -341,12 +364,17 @@ impl Hub {
             .collect();
         if !defs.is_empty() {
             for &wid in self.workers.keys() {
-                out.push(HubCmd::Send {
-                    worker: wid,
-                    msg: AgentMsg::Modules {
+                let msg = if module_path.is_empty() {
+                    AgentMsg::Modules {
                         modules: defs.clone(),
-                    },
-                });
+                    }
+                } else {
+                    AgentMsg::ModulesAt {
+                        modules: defs.clone(),
+                        module_path: module_path.clone(),
+                    }
+                };
+                out.push(HubCmd::Send { worker: wid, msg });
             }
         }
         self.jobs.insert(
@@ -356,6 +384,7 @@ impl Hub {
                 def_base,
                 start: self.now,
                 more: true,
+                module_path,
             },
         );
         self.records.insert(
@@ -416,6 +445,27 @@ impl Hub {
                 msg: AgentMsg::Modules { modules: late },
             });
         }
+        // The Welcome gave no job's own module path: the jobs that have one say it again.
+        for job in self.jobs.values().filter(|j| !j.module_path.is_empty()) {
+            let modules: Vec<ModuleDef> = job
+                .core
+                .module_defs()
+                .iter()
+                .map(|d| ModuleDef {
+                    id: job.def_base + d.id,
+                    ..d.clone()
+                })
+                .collect();
+            if !modules.is_empty() {
+                out.push(HubCmd::Send {
+                    worker,
+                    msg: AgentMsg::ModulesAt {
+                        modules,
+                        module_path: job.module_path.clone(),
+                    },
+                });
+            }
+        }
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
         for id in ids {
             self.send_event(
@@ -432,7 +482,13 @@ impl Hub {
 
     /// A worker is gone (lost, or removed): its tasks are queued again in their jobs, its
     /// segment leaves the global memory (the allocations with parts in it break).
-    pub fn worker_lost(&mut self, worker: WorkerId, reason: &str, out: &mut Vec<HubCmd>) {
+    pub fn worker_lost(
+        &mut self,
+        worker: WorkerId,
+        reason: &str,
+        exit: Option<&str>,
+        out: &mut Vec<HubCmd>,
+    ) {
         let Some(info) = self.workers.remove(&worker) else {
             return;
         };
@@ -444,10 +500,21 @@ impl Hub {
                 Event::Lost {
                     worker,
                     reason: reason.to_string(),
+                    exit: exit.map(str::to_string),
                 },
                 out,
             );
         }
+    }
+
+    /// How many lost workers are being restarted: jobs wait for them rather than fail for
+    /// want of a worker.
+    pub fn set_workers_coming(&mut self, n: usize) {
+        for j in self.jobs.values_mut() {
+            j.core.set_workers_coming(n);
+            j.more = true;
+        }
+        self.workers_coming = n;
     }
 
     /// The agent's global memory (shared by every job).
@@ -545,6 +612,25 @@ impl Hub {
                 WorkerMsg::Cancelled { task } => {
                     let (_, l) = split_task(task);
                     (task, WorkerMsg::Cancelled { task: l })
+                }
+                WorkerMsg::Returned { tasks, kept } => {
+                    // To the job that asked (a steal names the tasks of one job).
+                    let mut by_job: BTreeMap<JobId, (Vec<u64>, Vec<u64>)> = BTreeMap::new();
+                    for t in tasks {
+                        let (j, l) = split_task(t);
+                        by_job.entry(j).or_default().0.push(l);
+                    }
+                    for t in kept {
+                        let (j, l) = split_task(t);
+                        by_job.entry(j).or_default().1.push(l);
+                    }
+                    for (job, (tasks, kept)) in by_job {
+                        if self.jobs.contains_key(&job) {
+                            let msg = WorkerMsg::Returned { tasks, kept };
+                            self.send_event(job, Event::Msg { worker, msg }, out);
+                        }
+                    }
+                    continue;
                 }
             };
             let (job, _) = split_task(task);
@@ -690,6 +776,9 @@ impl Hub {
                         AgentMsg::Cancel { task } => AgentMsg::Cancel {
                             task: global_task(job, task),
                         },
+                        AgentMsg::Steal { tasks } => AgentMsg::Steal {
+                            tasks: tasks.into_iter().map(|t| global_task(job, t)).collect(),
+                        },
                         other => other,
                     };
                     out.push(HubCmd::Send { worker, msg });
@@ -763,12 +852,12 @@ impl Hub {
         self.records
             .iter()
             .map(|(&id, r)| {
-                let (running, queued, done) = match self.jobs.get(&id) {
+                let (running, queued, done, waiting) = match self.jobs.get(&id) {
                     Some(j) => {
                         let s = j.core.status();
-                        (s.tasks_running, s.tasks_queued, s.tasks_done)
+                        (s.tasks_running, s.tasks_queued, s.tasks_done, s.waiting)
                     }
-                    None => (0, 0, r.tasks_done),
+                    None => (0, 0, r.tasks_done, None),
                 };
                 JobSummary {
                     id,
@@ -787,6 +876,7 @@ impl Hub {
                     tasks_running: running,
                     tasks_queued: queued,
                     tasks_done: done,
+                    waiting,
                 }
             })
             .collect()

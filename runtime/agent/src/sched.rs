@@ -10,10 +10,18 @@
 //! loaded one, then to the lowest worker id.
 //!
 //! Windows: each worker gets up to `window` tasks in flight (it runs them one at a time, in
-//! order, and queues the rest), so that a round trip does not leave it idle. The window adapts
-//! to the measured service time of the worker's tasks: `ceil(latency_target / service)`
-//! clamped to `[min_window, max_window]`, so no-op tasks are pipelined hundreds deep while
-//! tasks of a second or more go one at a time (and so balance well between workers).
+//! order, and queues the rest), so that a round trip does not leave it idle. A worker starts
+//! with a window of one task (a long task is never queued behind another while a fitting
+//! worker idles, and the first worker to join does not take the first window of every
+//! task); the window then adapts to the measured service time of the worker's tasks:
+//! `ceil(latency_target / service)` clamped to `[min_window, max_window]`, so no-op tasks are
+//! pipelined hundreds deep while tasks of a few milliseconds or more go one at a time.
+//!
+//! Work stealing (as GPI-Space's scheduler does): a fitting worker with nothing in flight
+//! asks a busy worker for a task it holds queued but has not started ([`Sched::steal`]);
+//! the worker gives back what it had not started ([`Sched::returned`]) and the task goes to
+//! the front of its queue, so the idle worker gets it at the next dispatch. Queues whose
+//! work is known to be shorter than a round trip ([`STEAL_MIN_WORK`]) are not stolen from.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -38,7 +46,7 @@ pub struct SchedConfig {
 impl Default for SchedConfig {
     fn default() -> Self {
         SchedConfig {
-            initial_window: 4,
+            initial_window: 1,
             min_window: 1,
             max_window: 256,
             latency_target: Duration::from_millis(5),
@@ -181,7 +189,14 @@ pub struct InFlight {
     /// A Cancel was sent (eureka or job end): whatever comes back, the task is discarded.
     pub cancelled: bool,
     order: u64,
+    /// A steal of it was asked for, for this idle worker.
+    steal_for: Option<WorkerId>,
 }
+
+/// Queued work on a worker (its estimated service time times the tasks it holds queued)
+/// below which no task is stolen from it: moving the task would cost about as much as
+/// waiting for it.
+pub const STEAL_MIN_WORK: Duration = Duration::from_millis(2);
 
 #[derive(Debug)]
 struct Worker {
@@ -193,6 +208,8 @@ struct Worker {
     est: Option<f64>,
     last_done: Duration,
     done: u64,
+    /// A steal for it was asked for and not answered yet.
+    awaiting_steal: bool,
 }
 
 #[derive(Debug)]
@@ -303,6 +320,7 @@ impl Sched {
             est: None,
             last_done: Duration::ZERO,
             done: 0,
+            awaiting_steal: false,
         });
         self.n_workers += 1;
     }
@@ -320,6 +338,16 @@ impl Sched {
         }
         let mut tasks: Vec<InFlight> = w.in_flight.into_values().collect();
         self.running -= tasks.len();
+        for t in &tasks {
+            self.clear_steal(t.steal_for);
+        }
+        for w in self.workers.iter_mut().flatten() {
+            for inf in w.in_flight.values_mut() {
+                if inf.steal_for == Some(id) {
+                    inf.steal_for = None;
+                }
+            }
+        }
         tasks.sort_unstable_by_key(|t| t.order);
         let mut first_live = true;
         let mut back = Vec::new();
@@ -422,6 +450,7 @@ impl Sched {
                 dispatched: now,
                 cancelled: false,
                 order: self.next_order,
+                steal_for: None,
             };
             let Some(Some(w)) = self.workers.get_mut(wid as usize) else {
                 continue;
@@ -438,6 +467,7 @@ impl Sched {
         let w = self.workers.get_mut(wid as usize)?.as_mut()?;
         let inf = w.in_flight.remove(&task)?;
         self.running -= 1;
+        let thief = inf.steal_for;
         if !inf.cancelled {
             w.done += 1;
             let start = inf.dispatched.max(w.last_done);
@@ -457,7 +487,138 @@ impl Sched {
                 .clamp(self.cfg.min_window.max(1), self.cfg.max_window.max(1));
         }
         w.last_done = now;
+        self.clear_steal(thief);
         Some(inf)
+    }
+
+    fn clear_steal(&mut self, thief: Option<WorkerId>) {
+        if let Some(t) = thief
+            && let Some(Some(w)) = self.workers.get_mut(t as usize)
+        {
+            w.awaiting_steal = false;
+        }
+    }
+
+    /// Work stealing: for every worker with nothing in flight (and no steal asked for it),
+    /// a task held queued (not started) by a busy worker that the idle one can run: the
+    /// newest queued task of the worker with the most queued work. Returns the steals to ask
+    /// for, by victim (send them [`pnet_protocol::AgentMsg::Steal`]).
+    pub fn steal(&mut self) -> Vec<(WorkerId, Vec<u64>)> {
+        let mut asks: Vec<(WorkerId, Vec<u64>)> = Vec::new();
+        // Cheap test first: some worker holds more than one task, and one holds none.
+        let busy = self
+            .workers
+            .iter()
+            .flatten()
+            .filter(|w| !w.in_flight.is_empty())
+            .count();
+        if busy == self.n_workers || self.running <= busy {
+            return asks;
+        }
+        let min_work = STEAL_MIN_WORK.as_secs_f64();
+        for thief in 0..self.workers.len() {
+            match &self.workers[thief] {
+                Some(w) if w.in_flight.is_empty() && !w.awaiting_steal => {}
+                _ => continue,
+            }
+            let thief = thief as WorkerId;
+            // (queued work, victim, task)
+            let mut best: Option<(f64, WorkerId, u64)> = None;
+            for (vid, v) in self.workers.iter().enumerate() {
+                let Some(v) = v else { continue };
+                if v.in_flight.len() < 2 {
+                    continue;
+                }
+                let first = v.in_flight.values().map(|t| t.order).min().unwrap_or(0);
+                let mut n = 0usize;
+                let mut newest: Option<(u64, u64)> = None;
+                for t in v.in_flight.values() {
+                    if t.order == first || t.cancelled || t.steal_for.is_some() {
+                        continue;
+                    }
+                    if !self.classes[t.task.class as usize]
+                        .fitting
+                        .iter()
+                        .any(|&(_, w, _)| w == thief)
+                    {
+                        continue;
+                    }
+                    n += 1;
+                    if newest.is_none_or(|(o, _)| t.order > o) {
+                        newest = Some((t.order, t.task.id));
+                    }
+                }
+                let Some((_, task)) = newest else { continue };
+                // Unknown service time: worth moving (that is when queues go wrong).
+                let work = v.est.map_or(f64::INFINITY, |e| e * n as f64);
+                if work < min_work {
+                    continue;
+                }
+                if best.is_none_or(|(bw, ..)| work > bw) {
+                    best = Some((work, vid as WorkerId, task));
+                }
+            }
+            let Some((_, victim, task)) = best else {
+                continue;
+            };
+            if let Some(Some(v)) = self.workers.get_mut(victim as usize)
+                && let Some(inf) = v.in_flight.get_mut(&task)
+            {
+                inf.steal_for = Some(thief);
+            }
+            if let Some(Some(t)) = self.workers.get_mut(thief as usize) {
+                t.awaiting_steal = true;
+            }
+            match asks.iter_mut().find(|(v, _)| *v == victim) {
+                Some((_, v)) => v.push(task),
+                None => asks.push((victim, vec![task])),
+            }
+        }
+        asks
+    }
+
+    /// A worker answered a steal: `tasks` were dropped from its queue (they go back to their
+    /// queues, in arrival order); the steals of `kept` failed (the tasks had started), so
+    /// their thieves may ask again. Returns the tasks taken back that had been cancelled
+    /// meanwhile (the caller discards them).
+    pub fn returned(&mut self, wid: WorkerId, tasks: &[u64], kept: &[u64]) -> Vec<u64> {
+        let Some(Some(w)) = self.workers.get_mut(wid as usize) else {
+            return Vec::new();
+        };
+        let mut back = Vec::new();
+        for t in tasks {
+            if let Some(inf) = w.in_flight.remove(t) {
+                back.push(inf);
+            }
+        }
+        let mut thieves: Vec<WorkerId> = back.iter().filter_map(|t| t.steal_for).collect();
+        for t in kept {
+            if let Some(inf) = w.in_flight.get_mut(t)
+                && let Some(thief) = inf.steal_for.take()
+            {
+                thieves.push(thief);
+            }
+        }
+        for t in thieves {
+            self.clear_steal(Some(t));
+        }
+        self.running -= back.len();
+        let mut discarded = Vec::new();
+        for inf in back {
+            if inf.cancelled {
+                discarded.push(inf.task.id);
+                continue;
+            }
+            self.queued += 1;
+            let q = &mut self.classes[inf.task.class as usize].queue;
+            // In arrival order among the queued tasks.
+            let pos = q
+                .iter()
+                .position(|p| p.seq > inf.task.seq)
+                .unwrap_or(q.len());
+            q.insert(pos, inf.task);
+        }
+        discarded
     }
 
     /// Takes back a task that was placed on a worker but never sent (its dispatch failed):
@@ -799,7 +960,7 @@ mod tests {
         let c = s.add_class(spec("t", &[], Impls::One(0), None));
         s.add_worker(0, "w", caps(&[]));
         let window = |s: &Sched| s.workers()[0].window;
-        assert_eq!(window(&s), 4);
+        assert_eq!(window(&s), 1, "one task until the service time is known");
         // Fast tasks: 10 µs each -> the window grows to the maximum.
         let mut now = Duration::ZERO;
         for i in 0..50 {
@@ -819,6 +980,110 @@ mod tests {
             assert!(s.finish(0, i, now).is_some());
         }
         assert_eq!(window(&s), 1);
+    }
+
+    #[test]
+    fn first_window_is_one_task_so_late_workers_get_work() {
+        let mut s = Sched::new(SchedConfig::default());
+        let c = s.add_class(spec("t", &[], Impls::One(0), None));
+        s.add_worker(0, "early", caps(&[]));
+        for i in 0..4 {
+            let t = task(&mut s, i, c);
+            s.enqueue(t);
+        }
+        assert_eq!(
+            dispatch(&mut s),
+            vec![(0, 0, 0)],
+            "one task until its time is known"
+        );
+        for w in 1..4 {
+            s.add_worker(w, &format!("late{w}"), caps(&[]));
+        }
+        let got = dispatch(&mut s);
+        assert_eq!(
+            got.iter().map(|g| (g.0, g.1)).collect::<Vec<_>>(),
+            vec![(1, 1), (2, 2), (3, 3)]
+        );
+    }
+
+    #[test]
+    fn idle_worker_steals_a_queued_task_and_gets_it() {
+        let mut s = Sched::new(SchedConfig::fixed(3));
+        let c = s.add_class(spec("t", &[], Impls::One(0), None));
+        s.add_worker(0, "busy", caps(&[]));
+        for i in 0..3 {
+            let t = task(&mut s, i, c);
+            s.enqueue(t);
+        }
+        assert_eq!(dispatch(&mut s).len(), 3);
+        // Nobody idle: nothing to steal.
+        assert!(s.steal().is_empty());
+        s.add_worker(1, "late", caps(&[]));
+        // The newest queued task (2) of worker 0; task 0 runs there.
+        assert_eq!(s.steal(), vec![(0, vec![2])]);
+        assert!(s.steal().is_empty(), "one steal at a time per idle worker");
+        assert!(s.returned(0, &[2], &[]).is_empty());
+        assert_eq!((s.queued(), s.running()), (1, 2));
+        assert_eq!(dispatch(&mut s), vec![(1, 2, 0)]);
+        assert_eq!(s.in_flight(0), vec![0, 1]);
+        // A steal that comes too late (the task started): the thief may ask again.
+        assert!(s.finish(1, 2, Duration::from_millis(1)).is_some());
+        assert_eq!(s.steal(), vec![(0, vec![1])]);
+        assert!(s.returned(0, &[], &[1]).is_empty());
+        assert_eq!(s.in_flight(0), vec![0, 1]);
+        assert_eq!(s.steal(), vec![(0, vec![1])]);
+    }
+
+    #[test]
+    fn steals_only_tasks_the_thief_can_run_and_not_short_queues() {
+        let mut s = Sched::new(SchedConfig::fixed(4));
+        let gpu = s.add_class(spec("g", &["GPU"], Impls::One(0), None));
+        let any = s.add_class(spec("a", &[], Impls::One(1), None));
+        s.add_worker(0, "gpu", caps(&["GPU"]));
+        for i in 0..3 {
+            let t = task(&mut s, i, gpu);
+            s.enqueue(t);
+        }
+        dispatch(&mut s);
+        s.add_worker(1, "cpu", caps(&[]));
+        assert!(s.steal().is_empty(), "worker 1 cannot run GPU tasks");
+        // Worker 1 measured as fast; a queue of short tasks on worker 1 is not stolen.
+        let t = task(&mut s, 10, any);
+        s.enqueue(t);
+        assert_eq!(dispatch(&mut s), vec![(1, 10, 1)]);
+        assert!(s.finish(1, 10, Duration::from_micros(10)).is_some());
+        for i in 11..14 {
+            let t = task(&mut s, i, any);
+            s.enqueue(t);
+        }
+        s.dispatch(Duration::from_micros(10), |_, _| {});
+        assert_eq!(s.in_flight(1), vec![11, 12, 13]);
+        s.add_worker(2, "cpu2", caps(&[]));
+        assert!(
+            s.steal().is_empty(),
+            "30 us of queued work is not worth a steal"
+        );
+    }
+
+    #[test]
+    fn returned_cancelled_task_is_discarded_and_lost_thief_forgotten() {
+        let mut s = Sched::new(SchedConfig::fixed(3));
+        let c = s.add_class(spec("t", &[], Impls::One(0), None));
+        s.add_worker(0, "busy", caps(&[]));
+        for i in 0..3 {
+            let t = task(&mut s, i, c);
+            s.enqueue(t);
+        }
+        dispatch(&mut s);
+        s.add_worker(1, "idle", caps(&[]));
+        s.add_worker(2, "idle2", caps(&[]));
+        assert_eq!(s.steal(), vec![(0, vec![2, 1])]);
+        s.cancel_all();
+        assert_eq!(s.returned(0, &[2], &[1]), vec![2]);
+        assert_eq!(s.queued(), 0);
+        // The thief of task 1 is lost: its steal is forgotten.
+        let lost = s.remove_worker(2);
+        assert_eq!(lost, LostTasks::default());
     }
 
     #[test]

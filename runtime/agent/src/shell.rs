@@ -369,7 +369,24 @@ struct LaunchedWorker {
     /// Bytes of working memory (`--shm`).
     shm: u64,
     proc: Launched,
+    /// What it was started from (to start it again when it is lost).
+    planned: PlannedWorker,
+    /// How often it was restarted after being lost.
+    restarts: u32,
 }
+
+/// A lost worker to start again.
+struct Restart {
+    due: Instant,
+    planned: PlannedWorker,
+    restarts: u32,
+    name: String,
+}
+
+/// How often a lost local worker is started again.
+const MAX_RESTARTS: u32 = 3;
+/// The wait before its first restart (doubled for each further one).
+const RESTART_BACKOFF: Duration = Duration::from_millis(200);
 
 struct ClientConn {
     tx: UnboundedSender<Bytes>,
@@ -403,6 +420,10 @@ struct Shell<'c> {
     stopping: Option<(u64, Vec<JobId>)>,
     /// Workers started so far (for `--fake-hosts`).
     launch_count: u64,
+    /// Lost workers to start again.
+    restarts: Vec<Restart>,
+    /// Restarted workers that have not joined yet.
+    coming: HashSet<String>,
     /// The thread reading and writing global memory for clients (started on first use).
     memio: Option<MemIo>,
     /// `run_job`'s job when it waits for the workers' segments to allocate its memory.
@@ -472,6 +493,8 @@ impl<'c> Shell<'c> {
             ev_rx: Some(ev_rx),
             stopping: None,
             launch_count: 0,
+            restarts: Vec::new(),
+            coming: HashSet::new(),
             memio: None,
             deferred_job: None,
             segments_wait: None,
@@ -504,6 +527,118 @@ impl<'c> Shell<'c> {
 
     /// Removes the segment files of launched local worker `name` if it has exited (a worker
     /// killed with SIGKILL leaves its segment behind).
+    /// How a worker this agent started ended (waiting a little for it: its connection may
+    /// close just before the process is gone); None if it is not ours or still runs.
+    fn exit_of_launched(&mut self, name: &str) -> Option<String> {
+        let l = self.launched.iter_mut().find(|l| l.meta.name == name)?;
+        let deadline = Instant::now() + Duration::from_millis(500);
+        loop {
+            match l.proc.try_wait() {
+                Ok(Some(status)) => return Some(pnet_launch::exit_name(status)),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A local worker this agent started was lost and has ended: start it again after a
+    /// back-off (`RESTART_BACKOFF` doubled per restart), at most `MAX_RESTARTS` times, so
+    /// that the runtime keeps its capacity. Jobs wait for it meanwhile.
+    fn restart_later(&mut self, name: &str, how: &str) {
+        if !matches!(self.config.launcher, pnet_launch::Launcher::Local) {
+            return;
+        }
+        let Some(k) = self.launched.iter().position(|l| l.meta.name == name) else {
+            return;
+        };
+        if !matches!(self.launched[k].proc.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        let l = self.launched.swap_remove(k);
+        if l.restarts >= MAX_RESTARTS {
+            self.log.line(&format!(
+                "worker `{name}` ended ({how}); not restarted: it was restarted {MAX_RESTARTS} \
+                 times already"
+            ));
+            return;
+        }
+        let delay = RESTART_BACKOFF * 2u32.pow(l.restarts);
+        self.log.line(&format!(
+            "worker `{name}` ended ({how}); restarting it in {} ms (restart {} of {MAX_RESTARTS})",
+            delay.as_millis(),
+            l.restarts + 1
+        ));
+        self.restarts.push(Restart {
+            due: Instant::now() + delay,
+            planned: l.planned,
+            restarts: l.restarts + 1,
+            name: name.to_string(),
+        });
+        self.update_workers_coming();
+    }
+
+    /// Starts the restarts that are due; forgets restarted workers that joined or ended.
+    /// Returns whether the jobs should look again (the number of workers coming changed).
+    fn run_restarts(&mut self) -> bool {
+        let now = Instant::now();
+        let mut changed = false;
+        let due: Vec<Restart> = {
+            let (due, later) = std::mem::take(&mut self.restarts)
+                .into_iter()
+                .partition(|r| r.due <= now);
+            self.restarts = later;
+            due
+        };
+        for r in due {
+            changed = true;
+            let mut planned = r.planned.clone();
+            planned.name = r.name.clone();
+            match self.launch(std::slice::from_ref(&planned)) {
+                Ok(started) => {
+                    if let Some(l) = self.launched.last_mut() {
+                        l.restarts = r.restarts;
+                        l.planned = r.planned;
+                    }
+                    self.coming.extend(started.into_iter().map(|w| w.name));
+                }
+                Err(e) => self
+                    .log
+                    .line(&format!("cannot restart worker `{}`: {e}", r.name)),
+            }
+        }
+        // Restarted workers that ended before joining.
+        let mut ended = Vec::new();
+        for name in &self.coming {
+            if self.joined_names.contains(name) {
+                ended.push((name.clone(), None));
+            } else if let Some(l) = self.launched.iter_mut().find(|l| &l.meta.name == name)
+                && let Ok(Some(status)) = l.proc.try_wait()
+            {
+                ended.push((name.clone(), Some(pnet_launch::describe(status))));
+            }
+        }
+        for (name, how) in ended {
+            changed = true;
+            self.coming.remove(&name);
+            if let Some(how) = how {
+                self.log
+                    .line(&format!("restarted worker `{name}` {how} before joining"));
+                self.restart_later(&name, &how);
+            }
+        }
+        if changed {
+            self.update_workers_coming();
+        }
+        changed
+    }
+
+    fn update_workers_coming(&mut self) {
+        let n = self.restarts.len() + self.coming.len();
+        self.hub.set_workers_coming(n);
+    }
+
     fn remove_segments_if_exited(&mut self, name: &str) {
         let local = matches!(self.config.launcher, pnet_launch::Launcher::Local);
         if let Some(l) = self.launched.iter_mut().find(|l| l.meta.name == name)
@@ -608,6 +743,8 @@ impl<'c> Shell<'c> {
                         class: w.class.clone(),
                         shm: w.shm,
                         proc: l,
+                        planned: w.clone(),
+                        restarts: 0,
                     });
                 }
                 Err(e) => {
@@ -849,6 +986,9 @@ impl<'c> Shell<'c> {
                     break 'outer end;
                 }
             }
+            if (!self.restarts.is_empty() || !self.coming.is_empty()) && self.run_restarts() {
+                more = true;
+            }
             // Planned workers that will never join.
             if !join_over {
                 for l in self.launched.iter_mut() {
@@ -1025,8 +1165,10 @@ impl<'c> Shell<'c> {
                 if let Some(c) = self.conns.remove(&id) {
                     self.joined_names.remove(&c.name);
                     self.lost_names.insert(c.name.clone(), reason.clone());
-                    self.hub.worker_lost(id, &reason, out);
+                    let exit = self.exit_of_launched(&c.name);
+                    self.hub.worker_lost(id, &reason, exit.as_deref(), out);
                     self.remove_segments_if_exited(&c.name);
+                    self.restart_later(&c.name, exit.as_deref().unwrap_or(&reason));
                 }
             }
             ShellEvent::ClientOpened { client, tx } => {
@@ -1059,20 +1201,35 @@ impl<'c> Shell<'c> {
         request: RtRequest,
         out: &mut Vec<HubCmd>,
     ) -> Option<End> {
-        let answer = match request {
-            RtRequest::Status => RtResponse::Status(self.status()),
-            RtRequest::Jobs => RtResponse::Jobs(self.hub.jobs()),
+        let request = match request {
             RtRequest::Submit {
                 net,
                 bundle,
                 inputs,
+            } => RtRequest::SubmitAt {
+                net,
+                bundle,
+                inputs,
+                module_path: Vec::new(),
+            },
+            r => r,
+        };
+        let answer = match request {
+            RtRequest::Status => RtResponse::Status(self.status()),
+            RtRequest::Jobs => RtResponse::Jobs(self.hub.jobs()),
+            RtRequest::Submit { .. } => unreachable!("made a SubmitAt above"),
+            RtRequest::SubmitAt {
+                net,
+                bundle,
+                inputs,
+                module_path,
             } => {
                 if self.stopping.is_some() {
                     RtResponse::Error("the runtime is stopping; it takes no more jobs".into())
                 } else {
                     match pnet_bundle::format::decode(&bundle) {
                         Err(e) => RtResponse::Error(format!("{net}: not a valid bundle: {e}")),
-                        Ok(b) => match self.hub.add_job(&net, b, &inputs, out) {
+                        Ok(b) => match self.hub.add_job_at(&net, b, &inputs, module_path, out) {
                             Ok(job) => {
                                 self.refresh_welcome_defs();
                                 self.log.line(&format!("job {job} submitted: {net}"));
@@ -1525,7 +1682,7 @@ impl<'c> Shell<'c> {
                     let _ = c.tx.send(encode(&AgentMsg::Shutdown));
                     self.joined_names.remove(&name);
                     self.hub
-                        .worker_lost(id, "removed by `gspc remove-workers`", out);
+                        .worker_lost(id, "removed by `gspc remove-workers`", None, out);
                 }
             }
             let mut r = WorkerRef {

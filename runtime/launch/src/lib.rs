@@ -563,6 +563,17 @@ pub fn describe(status: ExitStatus) -> String {
     }
 }
 
+/// How a process ended, short: `SIGSEGV` (or `signal 42`), `exit status 3`.
+pub fn exit_name(status: ExitStatus) -> String {
+    if let Some(sig) = status.signal() {
+        signal_name(sig).map_or_else(|| format!("signal {sig}"), str::to_string)
+    } else if let Some(code) = status.code() {
+        format!("exit status {code}")
+    } else {
+        status.to_string()
+    }
+}
+
 fn signal_name(sig: i32) -> Option<&'static str> {
     Some(match sig {
         libc::SIGHUP => "SIGHUP",

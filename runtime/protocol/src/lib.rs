@@ -122,6 +122,15 @@ pub enum AgentMsg {
     Steal {
         tasks: Vec<u64>,
     },
+    /// Module implementations of a job with its own module path (`gspc submit
+    /// --module-path`, and the net's folder): the worker looks for these ids in
+    /// `module_path` first, then along its own path. Sent instead of [`AgentMsg::Modules`],
+    /// and again after the Welcome of a worker that joins while the job runs (replacing what
+    /// the Welcome said of these ids).
+    ModulesAt {
+        modules: Vec<ModuleDef>,
+        module_path: Vec<String>,
+    },
 }
 
 /// Worker to agent.
@@ -150,10 +159,11 @@ pub enum WorkerMsg {
     /// Sent once right after the welcome by a worker with working memory: its segment (whose
     /// `id` the worker sets to the id the welcome gave it).
     Memory(memory::SegmentInfo),
-    /// The answer to [`AgentMsg::Steal`]: these tasks were queued and are dropped (possibly
-    /// none). Since protocol version 3.
+    /// The answer to [`AgentMsg::Steal`]: `tasks` were queued and are dropped; `kept` are the
+    /// other tasks asked for (started, finished, or unknown). Since protocol version 3.
     Returned {
         tasks: Vec<u64>,
+        kept: Vec<u64>,
     },
 }
 
@@ -206,7 +216,14 @@ mod tests {
         let back: AgentMsg = postcard::from_bytes(&postcard::to_allocvec(&m).unwrap()).unwrap();
         assert_eq!(back, m);
         assert_eq!(tag(&AgentMsg::Steal { tasks: vec![1] }), 8);
-        let r = postcard::to_allocvec(&WorkerMsg::Returned { tasks: vec![1] }).unwrap();
+        let m = AgentMsg::ModulesAt {
+            modules: vec![],
+            module_path: vec!["/m".into()],
+        };
+        assert_eq!(tag(&m), 9);
+        let back: AgentMsg = postcard::from_bytes(&postcard::to_allocvec(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
+        let r = postcard::to_allocvec(&WorkerMsg::Returned { tasks: vec![1], kept: vec![] }).unwrap();
         assert_eq!(r[0], 6);
     }
 }

@@ -119,14 +119,9 @@ pub fn hostname() -> String {
 /// Runs the worker until it should stop. `stdin_eof` fires when standard input closes
 /// (with `--exit-on-stdin-eof`).
 pub async fn run(config: Config, stdin_eof: Option<tokio::sync::oneshot::Receiver<()>>) -> Outcome {
-    // Segments left by killed workers of this user (SIGKILL leaves no chance to unlink).
-    for stale in pnet_memory::remove_stale_segments() {
-        eprintln!(
-            "gspc-worker {}: removed the stale segment {} (its worker is gone)",
-            config.name,
-            stale.display()
-        );
-    }
+    // Segments left by killed workers of this user (SIGKILL leaves no chance to unlink);
+    // silently, as any worker starting may find those of others.
+    pnet_memory::remove_stale_segments();
     let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, TcpStream::connect(&config.agent))
         .await
     {

@@ -168,6 +168,8 @@ struct FakeWorker {
     queue: VecDeque<TaskRun>,
     received: Vec<(u64, u32)>,
     cancels: Vec<u64>,
+    /// Steals asked for and not answered yet.
+    steals: Vec<Vec<u64>>,
     /// The memory of each task received.
     memory: Vec<Option<pnet_protocol::memory::MemoryTask>>,
 }
@@ -244,6 +246,7 @@ impl<'b> Harness<'b> {
                         AgentMsg::Cancel { task } => {
                             w.cancels.push(task);
                         }
+                        AgentMsg::Steal { tasks } => w.steals.push(tasks),
                         other => panic!("unexpected message to worker {worker}: {other:?}"),
                     }
                 }
@@ -288,6 +291,13 @@ impl<'b> Harness<'b> {
                 w.queue.remove(k);
                 msgs.push(WorkerMsg::Cancelled { task: c });
             }
+        }
+        for asked in std::mem::take(&mut w.steals) {
+            let (tasks, kept): (Vec<u64>, Vec<u64>) = asked
+                .into_iter()
+                .partition(|&t| w.queue.iter().any(|q| q.task == t));
+            w.queue.retain(|q| !tasks.contains(&q.task));
+            msgs.push(WorkerMsg::Returned { tasks, kept });
         }
         if msgs.is_empty()
             && let Some(t) = w.queue.pop_front()
@@ -467,6 +477,7 @@ fn a_lost_worker_s_tasks_run_elsewhere_once() {
     h.event(Event::Lost {
         worker: 0,
         reason: "connection closed".into(),
+        exit: None,
     });
     assert!(
         h.logs
@@ -505,6 +516,7 @@ fn retry_limit_from_the_config() {
     h.event(Event::Lost {
         worker: 0,
         reason: "killed".into(),
+        exit: None,
     });
     assert!(h.finished.is_none(), "one retry is allowed");
     h.join(1, "w1", &[]);
@@ -512,6 +524,7 @@ fn retry_limit_from_the_config() {
     h.event(Event::Lost {
         worker: 1,
         reason: "killed again".into(),
+        exit: None,
     });
     let e = h.error().to_string();
     assert!(e.starts_with("in transition `square` (test.xpnet:2:3): module call `arith` failed: worker `w1` was lost while running it (killed again); it ran 2 times, more than fhg.drts.schedule.maximum_number_of_retries = 1 allows"), "{e}");
@@ -525,6 +538,7 @@ fn retry_limit_from_the_net_property() {
     h.event(Event::Lost {
         worker: 0,
         reason: "gone".into(),
+        exit: None,
     });
     let e = h.error().to_string();
     assert!(e.contains("maximum_number_of_retries = 0"), "{e}");

@@ -291,7 +291,7 @@ fn a_removed_worker_s_tasks_run_on_another_and_cancel_ends_one_job() {
     assert!(!h.cancel_job(b, &mut out));
     // Remove w0 while it holds a's tasks; they go to w1.
     h.worker_joined(1, &hello("w1", &[]), 0, &mut out);
-    h.worker_lost(0, "removed", &mut out);
+    h.worker_lost(0, "removed", None, &mut out);
     f.queues.remove(&0);
     settle(&mut h, &mut f, &mut out);
     assert_eq!(f.queues[&1].len(), 4);
@@ -373,11 +373,11 @@ fn workers_offer_segments_and_lost_ones_break_their_allocations() {
         .collect();
     assert_eq!(hosts, vec![("a", 1, 500), ("b", 1, 500)]);
     // The worker without a segment goes: nothing changes.
-    h.worker_lost(2, "connection closed", &mut out);
+    h.worker_lost(2, "connection closed", None, &mut out);
     assert_eq!(h.memory_status().segments, 2);
     // w1 goes: its segment leaves, the allocation breaks (and the log says which).
     out.clear();
-    h.worker_lost(1, "connection closed", &mut out);
+    h.worker_lost(1, "connection closed", None, &mut out);
     let logs: Vec<String> = out
         .drain(..)
         .filter_map(|c| match c {

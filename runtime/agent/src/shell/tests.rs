@@ -136,7 +136,17 @@ fn fake_worker(
                 AgentMsg::Cancel { task } => {
                     let _ = write_msg(&mut *w.lock().unwrap(), &WorkerMsg::Cancelled { task });
                 }
-                AgentMsg::Heartbeat => {}
+                // Tasks run as they arrive, so none is ever queued to give back.
+                AgentMsg::Steal { tasks } if !silent => {
+                    let _ = write_msg(
+                        &mut *w.lock().unwrap(),
+                        &WorkerMsg::Returned {
+                            tasks: Vec::new(),
+                            kept: tasks,
+                        },
+                    );
+                }
+                AgentMsg::Steal { .. } | AgentMsg::Heartbeat => {}
                 other => panic!("unexpected message: {other:?}"),
             }
         }
