@@ -1348,3 +1348,318 @@ async fn a_module_writing_past_its_buffer_is_caught() {
     );
     assert!(!Path::new(&format!("/dev/shm/pnet-{pid}-w-1")).exists());
 }
+
+// ---- nothing left behind; isolated native modules
+
+/// The folder of `libcrash.so` (built first if missing).
+fn crash_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| pnet_tests::build_packages(&["pnet-example-crash"]))
+}
+
+/// examples/modules/bin (the command module `crashcmd`).
+fn example_bin() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/modules/bin")
+        .display()
+        .to_string()
+}
+
+/// `r f (x: long, ms: long, dir: string)`, the signature of every function of `crash` and
+/// `crashcmd`.
+fn crash_def(id: u32, module: &str, function: &str) -> ModuleDef {
+    def(
+        id,
+        module,
+        function,
+        &[("x", Type::Long), ("ms", Type::Long), ("dir", Type::String)],
+        &[("r", Type::Long)],
+    )
+}
+
+fn crash_inputs(x: i64, ms: i64, dir: &TempDir) -> Vec<Value> {
+    vec![Value::Long(x), Value::Long(ms), Value::string(&dir.path())]
+}
+
+/// The process group of process `pid` (from /proc), if it exists.
+fn pgrp(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// The live (not zombie) processes of process group `group`.
+fn group_members(group: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| pgrp(*pid) == Some(group) && alive(*pid))
+        .collect()
+}
+
+/// Waits (bounded) until `f` holds.
+async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < WAIT, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_killed_worker_takes_its_command_and_the_command_s_children_along() {
+    let dir = TempDir::new();
+    let agent = Agent::new().await;
+    let mut w = agent
+        .worker(
+            vec![crash_def(0, "crashcmd", "orphan")],
+            vec![example_bin()],
+        )
+        .await;
+    // `orphan` starts a background `sleep 300` and waits 30 s.
+    w.send(AgentMsg::Run(vec![TaskRun {
+        task: 1,
+        module: 0,
+        inputs: crash_inputs(7, 30_000, &dir),
+        memory: None,
+    }]))
+    .await;
+    let pid_file = dir.0.join("orphan-7.pid");
+    eventually("the command started its child", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))
+    })
+    .await;
+    let child: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let group = pgrp(child).expect("the background sleep runs");
+    let worker = i32::try_from(w.child.id().unwrap()).unwrap();
+    assert_ne!(
+        group,
+        pgrp(worker).unwrap(),
+        "the command has its own group"
+    );
+    // The supervisor, the script and its sleeps.
+    assert!(
+        group_members(group).len() >= 3,
+        "{:?}",
+        group_members(group)
+    );
+    w.child.kill().await.unwrap();
+    eventually("the command's group is gone", || {
+        group_members(group).is_empty()
+    })
+    .await;
+    assert!(!alive(child));
+}
+
+#[tokio::test]
+async fn commands_keep_their_exit_status_and_signal_under_the_supervisor() {
+    let dir = TempDir::new();
+    dir.script(
+        "st.code",
+        "#!/bin/sh\ncat > /dev/null\necho oops >&2\nexit 3\n",
+    );
+    dir.script(
+        "st.sig",
+        "#!/bin/sh\ncat > /dev/null\nkill -TERM $$\nsleep 5\n",
+    );
+    dir.script(
+        "st.parent",
+        "#!/bin/sh\ncat > /dev/null\nprintf '{\"parent\": %s, \"worker\": %s}' $PPID $PNET_WORKER_PID\n",
+    );
+    let modules = vec![
+        def(0, "st", "code", &[], &[]),
+        def(1, "st", "sig", &[], &[]),
+        def(
+            2,
+            "st",
+            "parent",
+            &[],
+            &[("parent", Type::Long), ("worker", Type::Long)],
+        ),
+    ];
+    let agent = Agent::new().await;
+    let mut w = agent.worker(modules, vec![dir.path()]).await;
+    let WorkerMsg::Failed { message, .. } = w.run(1, 0, vec![]).await else {
+        panic!("expected a failure");
+    };
+    assert!(
+        message.contains("exited with status 3; stderr:\noops"),
+        "{message}"
+    );
+    let WorkerMsg::Failed { message, .. } = w.run(2, 1, vec![]).await else {
+        panic!("expected a failure");
+    };
+    assert!(message.contains("was killed by signal 15"), "{message}");
+    // The command's parent is the supervisor, not the worker (PNET_WORKER_PID is).
+    let worker = i64::from(w.child.id().unwrap());
+    let WorkerMsg::Done { outputs, .. } = w.run(3, 2, vec![]).await else {
+        panic!("expected outputs");
+    };
+    assert_ne!(outputs[0], Value::Long(worker));
+    assert_eq!(outputs[1], Value::Long(worker));
+    w.send(AgentMsg::Shutdown).await;
+    assert_eq!(w.exit().await.0, 0);
+}
+
+#[tokio::test]
+async fn the_segment_of_a_killed_worker_is_removed_by_the_next_start() {
+    let agent = Agent::new().await;
+    let (mut w, info) = memory_worker(&agent).await;
+    assert!(Path::new(&info.shm_path).exists());
+    w.child.kill().await.unwrap();
+    // SIGKILL leaves the file behind...
+    assert!(Path::new(&info.shm_path).exists());
+    // ... until a worker starts (any worker of this user, with or without memory).
+    let w = agent.worker(vec![], vec![]).await;
+    assert!(!Path::new(&info.shm_path).exists());
+    drop(w);
+}
+
+#[tokio::test]
+async fn isolated_native_modules_fail_the_task_when_they_crash() {
+    let dir = TempDir::new();
+    let modules = vec![
+        crash_def(0, "crash", "segv"),
+        crash_def(1, "crash", "abort"),
+        crash_def(2, "crash", "kill"),
+        crash_def(3, "crash", "sleep"),
+        crash_def(4, "crash", "crash_once"),
+    ];
+    let agent = Agent::new().await;
+    let mut w = agent
+        .worker_with(
+            &["--isolate-modules"],
+            modules,
+            vec![crash_dir().display().to_string()],
+        )
+        .await;
+    for (task, module, signal) in [(1, 0, "SIGSEGV"), (2, 1, "SIGABRT"), (3, 2, "SIGKILL")] {
+        let function = ["segv", "abort", "kill"][module as usize];
+        let WorkerMsg::Failed { task: t, message } =
+            w.run(task, module, crash_inputs(1, 0, &dir)).await
+        else {
+            panic!("expected a failure");
+        };
+        assert_eq!(t, task);
+        assert_eq!(
+            message,
+            format!(
+                "test.xpnet:1:1: module `crash.{function}` crashed with {signal} (isolated in a \
+                 child process of worker `w-1`, which goes on)"
+            )
+        );
+    }
+    // The worker goes on; a crash once, then success.
+    assert_eq!(
+        w.run(4, 3, crash_inputs(5, 1, &dir)).await,
+        WorkerMsg::Done {
+            task: 4,
+            outputs: vec![Value::Long(5)]
+        }
+    );
+    assert!(matches!(
+        w.run(5, 4, crash_inputs(6, 0, &dir)).await,
+        WorkerMsg::Failed { .. }
+    ));
+    assert_eq!(
+        w.run(6, 4, crash_inputs(6, 0, &dir)).await,
+        WorkerMsg::Done {
+            task: 6,
+            outputs: vec![Value::Long(6)]
+        }
+    );
+    // Cancelling an isolated call kills its host; the next call gets a new one.
+    w.send(AgentMsg::Run(vec![TaskRun {
+        task: 7,
+        module: 3,
+        inputs: crash_inputs(7, 30_000, &dir),
+        memory: None,
+    }]))
+    .await;
+    loop {
+        let msg: WorkerMsg = frame::recv(&mut w.reader).await.unwrap();
+        if msg == (WorkerMsg::Heartbeat { running: Some(7) }) {
+            break;
+        }
+    }
+    let cancelled_at = Instant::now();
+    w.send(AgentMsg::Cancel { task: 7 }).await;
+    assert_eq!(w.next().await, WorkerMsg::Cancelled { task: 7 });
+    assert!(cancelled_at.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        w.run(8, 3, crash_inputs(8, 0, &dir)).await,
+        WorkerMsg::Done {
+            task: 8,
+            outputs: vec![Value::Long(8)]
+        }
+    );
+    w.send(AgentMsg::Shutdown).await;
+    assert_eq!(w.exit().await.0, 0);
+}
+
+#[tokio::test]
+async fn isolated_calls_with_memory_buffers_are_refused() {
+    let agent = Agent::new().await;
+    let shm = SHM.to_string();
+    let mut w = agent
+        .worker_with(
+            &["--shm", &shm, "--isolate-modules"],
+            memory_modules(),
+            vec![c_module_dir().display().to_string()],
+        )
+        .await;
+    let WorkerMsg::Memory(_) = w.next().await else {
+        panic!("expected the worker's segment");
+    };
+    let mem = MemoryTask {
+        buffers: vec![buffer("data", 4, 1, false)],
+        segments: vec![],
+        gets: vec![],
+        puts: vec![],
+    };
+    let WorkerMsg::Failed { message, .. } = w.run_mem(1, 0, vec![Value::ULong(1)], Some(mem)).await
+    else {
+        panic!("expected a refusal");
+    };
+    assert!(message.contains("--isolate-modules"), "{message}");
+    w.send(AgentMsg::Shutdown).await;
+    assert_eq!(w.exit().await.0, 0);
+}
+
+#[tokio::test]
+async fn a_killed_worker_takes_its_module_host_along() {
+    let dir = TempDir::new();
+    let agent = Agent::new().await;
+    let mut w = agent
+        .worker_with(
+            &["--isolate-modules"],
+            vec![crash_def(0, "crash", "sleep")],
+            vec![crash_dir().display().to_string()],
+        )
+        .await;
+    assert!(matches!(
+        w.run(1, 0, crash_inputs(1, 0, &dir)).await,
+        WorkerMsg::Done { .. }
+    ));
+    let worker = i32::try_from(w.child.id().unwrap()).unwrap();
+    let hosts: Vec<i32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                s.rsplit_once(')')
+                    .and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<i32>().ok())
+                    == Some(worker)
+            })
+        })
+        .collect();
+    assert_eq!(hosts.len(), 1, "one module host, a child of the worker");
+    w.child.kill().await.unwrap();
+    eventually("the module host is gone", || !alive(hosts[0])).await;
+}
