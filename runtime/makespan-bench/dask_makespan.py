@@ -11,8 +11,8 @@ and answers one JSON line on standard output:
                                      submits each wave's tasks (client.submit of a function that
                                      sleeps ms milliseconds, pure=False) at its time in ms after
                                      the first submit, then waits for every result; answers the
-                                     makespan (first submit to last result) and the worker of
-                                     each task
+                                     makespan (first submit to last result) and each task's
+                                     result "MS@WORKER-ADDRESS"
   {"cmd": "cold", "workers": 4, "waves": ...}
                                      a fresh cluster: start-up, then the run, then it is closed;
                                      answers both
@@ -35,7 +35,7 @@ T_IMPORT = time.perf_counter() - T_IMPORT
 
 def nap(ms):
     time.sleep(ms / 1000.0)
-    return ms, get_worker().address
+    return f"{ms}@{get_worker().address}"
 
 
 def start(n):
@@ -56,11 +56,7 @@ def run(client, waves):
             time.sleep(delay)
         futures += [client.submit(nap, ms, pure=False) for ms in tasks]
     results = client.gather(futures)
-    makespan = time.perf_counter() - t0
-    expected = sorted(ms for _, tasks in waves for ms in tasks)
-    if sorted(ms for ms, _ in results) != expected:
-        raise RuntimeError(f"wrong results: {results}")
-    return makespan, [addr for _, addr in results]
+    return time.perf_counter() - t0, results
 
 
 def answer(obj):
@@ -80,14 +76,14 @@ def main():
             cluster, client, startup = start(req["workers"])
             answer({"startup_s": startup})
         elif cmd == "run":
-            makespan, workers = run(client, req["waves"])
-            answer({"makespan_s": makespan, "workers": workers})
+            makespan, results = run(client, req["waves"])
+            answer({"makespan_s": makespan, "results": results})
         elif cmd == "cold":
             c2, cl2, startup = start(req["workers"])
-            makespan, workers = run(cl2, req["waves"])
+            makespan, results = run(cl2, req["waves"])
             cl2.close()
             c2.close()
-            answer({"startup_s": startup, "makespan_s": makespan, "workers": workers})
+            answer({"startup_s": startup, "makespan_s": makespan, "results": results})
         elif cmd == "stop":
             if client is not None:
                 client.close()

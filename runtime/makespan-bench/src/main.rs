@@ -196,14 +196,51 @@ struct Sample {
     makespan: f64,
     /// Seconds including start-up (the whole process, or boot / cluster start plus the run).
     whole: Option<f64>,
-    /// Tasks per worker that ran any.
-    per_worker: Vec<usize>,
+    /// Milliseconds of work (task durations) per worker that ran any, largest first.
+    per_worker: Vec<u64>,
+    /// gspc-run: the worker lanes with tasks in its trace.
+    lanes: Option<usize>,
 }
 
-fn dist(per_worker: &BTreeMap<String, usize>) -> Vec<usize> {
-    let mut v: Vec<usize> = per_worker.values().copied().filter(|&n| n > 0).collect();
+/// Checks that every task answered once (the results `MS@WORKER`, as the module `sleep_ms`
+/// returns them) and sums the work of each worker.
+fn check_outputs(set: &TaskSet, done: &[String]) -> Result<Vec<u64>, String> {
+    let mut got = Vec::new();
+    let mut per: BTreeMap<&str, u64> = BTreeMap::new();
+    for d in done {
+        let (ms, worker) = d
+            .split_once('@')
+            .ok_or_else(|| format!("set {}: result {d:?} is not MS@WORKER", set.key))?;
+        let ms: u64 = ms
+            .parse()
+            .map_err(|_| format!("set {}: result {d:?} is not MS@WORKER", set.key))?;
+        got.push(ms);
+        *per.entry(worker).or_insert(0) += ms;
+    }
+    let mut want: Vec<u64> = set.all().collect();
+    got.sort_unstable();
+    want.sort_unstable();
+    if got != want {
+        return Err(format!(
+            "set {}: {} results {:?}, expected {:?}",
+            set.key,
+            got.len(),
+            got,
+            want
+        ));
+    }
+    let mut v: Vec<u64> = per.into_values().collect();
     v.sort_unstable_by(|a, b| b.cmp(a));
-    v
+    Ok(v)
+}
+
+/// The `done = "MS@WORKER"` lines that `gspc-run` and `gspc wait` print.
+fn printed_results(stdout: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("done = "))
+        .map(|v| v.trim().trim_matches('"').to_string())
+        .collect()
 }
 
 struct Ctx {
@@ -241,23 +278,6 @@ fn trace_stats(path: &Path) -> Result<(f64, BTreeMap<String, usize>), String> {
         return Err(format!("{}: no task in the trace", path.display()));
     }
     Ok(((hi - lo) / 1e6, lanes))
-}
-
-fn check_outputs(set: &TaskSet, done: &[i64]) -> Result<(), String> {
-    let mut got: Vec<u64> = done.iter().map(|&d| d as u64).collect();
-    let mut want: Vec<u64> = set.all().collect();
-    got.sort_unstable();
-    want.sort_unstable();
-    if got != want {
-        return Err(format!(
-            "set {}: {} results {:?}, expected {:?}",
-            set.key,
-            got.len(),
-            got,
-            want
-        ));
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -306,12 +326,7 @@ fn gspc_run(ctx: &Ctx, set: &TaskSet, round: usize) -> Result<Sample, String> {
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let done: Vec<i64> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.strip_prefix("done = "))
-        .filter_map(|v| v.trim().trim_end_matches('L').parse().ok())
-        .collect();
-    check_outputs(set, &done)?;
+    let per_worker = check_outputs(set, &printed_results(&out.stdout))?;
     let (makespan, lanes) = trace_stats(&trace)?;
     if round == 0
         && let Some(dir) = &ctx.keep_traces
@@ -323,7 +338,8 @@ fn gspc_run(ctx: &Ctx, set: &TaskSet, round: usize) -> Result<Sample, String> {
     Ok(Sample {
         makespan,
         whole: Some(whole),
-        per_worker: dist(&lanes),
+        per_worker,
+        lanes: Some(lanes.len()),
     })
 }
 
@@ -419,22 +435,7 @@ fn encode(path: &Path) -> Result<Vec<u8>, String> {
     pnet_bundle::format::encode(&bundle).map_err(|e| e.to_string())
 }
 
-fn worker_done(client: &RtClient) -> Result<BTreeMap<String, usize>, String> {
-    match client
-        .call(RtRequest::Status, Some(Duration::from_secs(10)))
-        .map_err(|e| e.to_string())?
-    {
-        RtResponse::Status(s) => Ok(s
-            .workers
-            .into_iter()
-            .map(|w| (w.name, w.done as usize))
-            .collect()),
-        r => Err(format!("status: unexpected answer {r:?}")),
-    }
-}
-
 fn gspc_warm(w: &Warm, set: &TaskSet) -> Result<Sample, String> {
-    let before = worker_done(&w.client)?;
     let waves = set.waves.len() > 1;
     let first: Vec<Value> = set.waves[0]
         .1
@@ -495,32 +496,24 @@ fn gspc_warm(w: &Warm, set: &TaskSet) -> Result<Sample, String> {
         RtResponse::Outcome {
             outcome: JobOutcome::Done { outputs, .. },
             ..
-        } => longs(&outputs),
+        } => strings(&outputs),
         r => return Err(format!("job {job}: unexpected outcome {r:?}")),
     };
-    check_outputs(set, &done)?;
-    let after = worker_done(&w.client)?;
-    let used: BTreeMap<String, usize> = after
-        .into_iter()
-        .map(|(k, v)| {
-            let b = before.get(&k).copied().unwrap_or(0);
-            (k, v - b)
-        })
-        .collect();
     Ok(Sample {
         makespan,
         whole: None,
-        per_worker: dist(&used),
+        per_worker: check_outputs(set, &done)?,
+        lanes: None,
     })
 }
 
-fn longs(outputs: &[(String, Vec<Value>)]) -> Vec<i64> {
+fn strings(outputs: &[(String, Vec<Value>)]) -> Vec<String> {
     outputs
         .iter()
         .filter(|(p, _)| p == "done")
         .flat_map(|(_, v)| v.iter())
         .filter_map(|v| match v {
-            Value::Long(n) => Some(*n),
+            Value::String(s) => Some(s.to_string()),
             _ => None,
         })
         .collect()
@@ -561,18 +554,14 @@ fn gspc_cold(ctx: &Ctx, set: &TaskSet, round: usize) -> Result<(Sample, f64), St
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let done: Vec<i64> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.strip_prefix("done = "))
-        .filter_map(|v| v.trim().trim_end_matches('L').parse().ok())
-        .collect();
-    check_outputs(set, &done)?;
+    let per_worker = check_outputs(set, &printed_results(&out.stdout))?;
     drop(rt);
     Ok((
         Sample {
             makespan: whole - booted,
             whole: Some(whole),
-            per_worker: Vec::new(),
+            per_worker,
+            lanes: None,
         },
         booted,
     ))
@@ -630,17 +619,20 @@ impl Dask {
         Ok(r)
     }
 
-    fn sample(r: &serde_json::Value) -> Sample {
-        let mut per = BTreeMap::new();
-        for w in r["workers"].as_array().into_iter().flatten() {
-            *per.entry(w.to_string()).or_insert(0) += 1;
-        }
+    fn sample(set: &TaskSet, r: &serde_json::Value) -> Result<Sample, String> {
+        let results: Vec<String> = r["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(String::from))
+            .collect();
         let makespan = r["makespan_s"].as_f64().unwrap_or(f64::NAN);
-        Sample {
+        Ok(Sample {
             makespan,
             whole: r["startup_s"].as_f64().map(|s| s + makespan),
-            per_worker: dist(&per),
-        }
+            per_worker: check_outputs(set, &results)?,
+            lanes: None,
+        })
     }
 }
 
@@ -846,22 +838,22 @@ fn run_all(ctx: &Ctx, o: &Opts, here: &Path) -> Result<(), String> {
                         .as_mut()
                         .unwrap()
                         .call(serde_json::json!({"cmd": "run", "waves": waves_json(set)}))
-                        .map(|r| Dask::sample(&r)),
+                        .and_then(|r| Dask::sample(set, &r)),
                     _ => dask
                         .as_mut()
                         .unwrap()
                         .call(serde_json::json!({"cmd": "cold", "workers": WORKERS,
                                                  "waves": waves_json(set)}))
-                        .map(|r| {
+                        .and_then(|r| {
                             dask_starts.push(r["startup_s"].as_f64().unwrap_or(f64::NAN));
-                            Dask::sample(&r)
+                            Dask::sample(set, &r)
                         }),
                 };
                 let col = cols.entry((set.key.to_string(), tool)).or_default();
                 match r {
                     Ok(s) => {
                         eprintln!(
-                            "round {round} set {} {tool:<12} makespan {:.3} s{} workers {:?}",
+                            "round {round} set {} {tool:<12} makespan {:.3} s{} ms per worker {:?}",
                             set.key,
                             s.makespan,
                             s.whole
@@ -931,7 +923,7 @@ fn run_all(ctx: &Ctx, o: &Opts, here: &Path) -> Result<(), String> {
         );
         pnet_stdlib::outln!();
         pnet_stdlib::outln!(
-            "| system | makespan min | median | efficiency (best/median) | with start-up min | median | efficiency | tasks per worker (each run) |"
+            "| system | makespan min | median | efficiency (best/median) | with start-up min | median | efficiency | ms of work per worker (runs) |"
         );
         pnet_stdlib::outln!("|---|---|---|---|---|---|---|---|");
         for tool in tools {
@@ -956,20 +948,32 @@ fn run_all(ctx: &Ctx, o: &Opts, here: &Path) -> Result<(), String> {
                     "-".into()
                 }
             };
-            let mut dists: Vec<String> = col
-                .samples
+            // Work per worker (ms, largest first) and how many runs had it.
+            let mut dists: BTreeMap<String, usize> = BTreeMap::new();
+            for smp in &col.samples {
+                let key = smp
+                    .per_worker
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                *dists.entry(key).or_insert(0) += 1;
+            }
+            let mut dists: Vec<(String, usize)> = dists.into_iter().collect();
+            dists.sort_by_key(|b| std::cmp::Reverse(b.1));
+            let mut d = dists
                 .iter()
-                .filter(|s| !s.per_worker.is_empty())
-                .map(|s| {
-                    s.per_worker
-                        .iter()
-                        .map(|n| n.to_string())
-                        .collect::<Vec<_>>()
-                        .join("/")
-                })
-                .collect();
-            dists.dedup();
-            let mut d = dists.join(", ");
+                .map(|(k, n)| format!("{k} ({n}x)"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let lanes: Vec<usize> = col.samples.iter().filter_map(|s| s.lanes).collect();
+            if let (Some(lo), Some(hi)) = (lanes.iter().min(), lanes.iter().max()) {
+                d.push_str(&if lo == hi {
+                    format!("; {lo} lanes in the trace")
+                } else {
+                    format!("; {lo}-{hi} lanes in the trace")
+                });
+            }
             if col.errors > 0 {
                 d.push_str(&format!(" ({} runs failed)", col.errors));
             }
