@@ -772,7 +772,7 @@ impl Executor {
                 dirs.push(d.clone());
             }
         }
-        for dir in dirs.iter().cloned() {
+        for dir in &dirs {
             let lib = dir.join(&lib_name);
             if lib.is_file() {
                 let loaded = self.load(&lib)?;
