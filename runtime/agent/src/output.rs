@@ -1,14 +1,18 @@
 //! Printing a job's output tokens (`gspc-run` and `gspc wait` print them the same way).
 
 use pnet_stdlib::Value;
+use pnet_vm::Ending;
 
 /// The output tokens as text: one line `PORT = VALUE` per token, ports in alphabetical
 /// order, the tokens of a port in the value order of the language; with `json`, one JSON
-/// object `{"outputs": {PORT: [VALUE, ...]}, "firings": N, "tasks": N}` on one line.
+/// object `{"outputs": {PORT: [VALUE, ...]}, "firings": N, "tasks": N, "ending": {...}}` on
+/// one line (`ending` as [`Ending::to_json`]). The text form leaves the ending out: see
+/// [`ending_warning`].
 pub fn format_outputs(
     outputs: &[(String, Vec<Value>)],
     firings: u64,
     tasks: u64,
+    ending: &Ending,
     json: bool,
 ) -> String {
     let sorted = pnet_bundle::result::sort_outputs(
@@ -32,11 +36,18 @@ pub fn format_outputs(
             "outputs": ports,
             "firings": firings,
             "tasks": tasks,
+            "ending": ending.to_json(),
         });
         format!("{doc}\n")
     } else {
         pnet_bundle::result::output_lines(&sorted)
     }
+}
+
+/// The warning a job that stopped early gets on stderr (`PROGRAM: warning: the net stopped
+/// with tokens left on: p (2); out port `r` is empty; ...`), or `None` when it ended complete.
+pub fn ending_warning(program: &str, ending: &Ending) -> Option<String> {
+    (!ending.is_complete()).then(|| format!("{program}: warning: {ending}"))
 }
 
 #[cfg(test)]
@@ -50,13 +61,23 @@ mod tests {
             ("a".to_string(), vec![Value::Control]),
         ];
         assert_eq!(
-            format_outputs(&outs, 5, 2, false),
+            format_outputs(&outs, 5, 2, &Ending::default(), false),
             "a = []\nys = 1L\nys = 3L\n"
         );
         let j: serde_json::Value =
-            serde_json::from_str(&format_outputs(&outs, 5, 2, true)).unwrap();
+            serde_json::from_str(&format_outputs(&outs, 5, 2, &Ending::default(), true)).unwrap();
         assert_eq!(j["outputs"]["ys"], serde_json::json!(["1L", "3L"]));
         assert_eq!(j["firings"], 5);
         assert_eq!(j["tasks"], 2);
+        assert_eq!(j["ending"]["complete"], true);
+        assert_eq!(ending_warning("gspc-run", &Ending::default()), None);
+        let e = Ending {
+            empty_outputs: vec!["r".into()],
+            ..Ending::default()
+        };
+        assert_eq!(
+            ending_warning("gspc-run", &e).as_deref(),
+            Some("gspc-run: warning: the net stopped: out port `r` is empty")
+        );
     }
 }

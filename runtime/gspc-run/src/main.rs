@@ -3,6 +3,7 @@
 //! file (`<topology>`), it runs it as a DDS session (`pnet_dds_run`, options as `gspc-dds`).
 //!
 //! Exit codes: 0 success, 1 the net did not compile or the run failed, 2 usage errors,
+//! 3 the net stopped early (an out port empty or tokens left; only with --require-outputs),
 //! 130 cancelled by the user.
 
 use std::process::ExitCode;

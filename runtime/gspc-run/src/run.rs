@@ -29,7 +29,11 @@ Options:
   -p, --put PORT=VALUE     put a token on input port PORT before the run; VALUE in the
                            expression language's literal syntax (3L, \"s\", Struct [a := 1], ...);
                            repeatable, also for several tokens on one port
-      --json               print the result as JSON
+      --json               print the result as JSON (with \"ending\": {\"complete\": BOOL,
+                           \"tokens_left\": [{\"place\", \"tokens\"}], \"empty_outputs\": [PORT],
+                           \"starved\": [{\"transition\", \"place\"}], \"more_starved\": N})
+      --require-outputs    exit with 3 when the net stopped with an out port empty or tokens
+                           left on inner places (without it: a warning, exit 0)
       --result FILE        also write the output tokens, with their types, to FILE (a result
                            file: `pnetget FILE` prints them, as literals or JSON)
       --seed N             seed of the random choice among enabled transitions (a fixed
@@ -90,13 +94,22 @@ Seeing and controlling the run:
   -h, --help               print this help
 
 Output: one line `PORT = VALUE` per output token, ports in alphabetical order, the tokens of
-a port in the value order of the language.
+a port in the value order of the language. A net that stops early gets a warning on stderr
+after them: `gspc-run: warning: the net stopped with tokens left on: p (2), q (1); out port
+`r` is empty; transition `t` lacked a token on `x`` (inner places of the root net only; a
+place that transitions only read keeps its tokens silently). Before the run, every in port
+that got no -p value and that nothing in the net puts a token on is named on stderr.
+
+Exit codes: 0 success, 1 the net did not compile or the run failed, 2 usage errors, 3 the
+net stopped with an out port empty or tokens left (only with --require-outputs), 130
+cancelled.
 ";
 
 struct Args {
     net: Option<String>,
     puts: Vec<(String, Value)>,
     json: bool,
+    require_outputs: bool,
     result: Option<PathBuf>,
     config: pnet_vm::RunConfig,
     compile: pnet_sema::Options,
@@ -162,6 +175,7 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
         net: None,
         puts: Vec::new(),
         json: false,
+        require_outputs: false,
         result: None,
         config: pnet_vm::RunConfig::default(),
         compile: pnet_sema::Options::default(),
@@ -222,6 +236,7 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
                 a.puts.push(parse_put(&v).map_err(|m| usage_error(&m))?);
             }
             "--json" => a.json = true,
+            "--require-outputs" => a.require_outputs = true,
             "--result" => a.result = Some(PathBuf::from(take_value(&mut i)?)),
             "--seed" => a.config.seed = number(&take_value(&mut i)?)?,
             "--max-firings" => a.config.max_firings = Some(number(&take_value(&mut i)?)?),
@@ -382,6 +397,16 @@ pub fn main(argv: &[String]) -> ExitCode {
             None => inputs.push((port.clone(), vec![v.clone()])),
         }
     }
+    // In ports that nothing will ever fill (a forgotten -p).
+    let given: Vec<String> = (inputs.iter().map(|(p, _)| p.clone()))
+        .chain(args.allocs.iter().map(|a| a.port.clone()))
+        .collect();
+    for port in pnet_vm::unfed_in_ports(&bundle, &given) {
+        eprintln!(
+            "gspc-run: warning: in port `{port}` got no value (-p {port}=...) and nothing in \
+             the net puts a token on it"
+        );
+    }
     let jit = std::sync::Arc::new(pnet_jit::JitFactory::new(args.jit));
     let mut run = args.config.clone();
     if args.jit != pnet_jit::JitMode::Off {
@@ -470,19 +495,25 @@ pub fn main(argv: &[String]) -> ExitCode {
             return ExitCode::from(1);
         }
     }
-    print_result(result, args.json)
+    print_result(result, args.json, args.require_outputs)
 }
 
-fn print_result(result: pnet_vm::RunResult, json: bool) -> ExitCode {
+fn print_result(result: pnet_vm::RunResult, json: bool, require_outputs: bool) -> ExitCode {
     let text = pnet_agent::output::format_outputs(
         &result.outputs,
         result.stats.firings,
         result.stats.tasks,
+        &result.ending,
         json,
     );
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+    let written = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    if let Some(w) = pnet_agent::output::ending_warning("gspc-run", &result.ending) {
+        eprintln!("{w}");
+    }
+    match written {
+        Ok(()) if require_outputs && !result.ending.is_complete() => ExitCode::from(3),
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {

@@ -38,23 +38,44 @@ working memory), capacity, bytes allocated, allocations, bytes moved into module
             "\
 gspc submit: start a workflow on the runtime and print its job id (at once)
 
-Usage: gspc submit NET [-p PORT=VALUE]... [--json] [COMPILER OPTIONS] [--state-dir DIR]
+Usage: gspc submit NET [-p PORT=VALUE]... [--module-path DIR]... [--json] [COMPILER OPTIONS]
+                   [--state-dir DIR]
 
 NET is a bundle (.pnet) or an .xpnet file (compiled here). -p puts a token on an input port
 (VALUE in the expression language's literal syntax: 3L, \"s\", Struct [a := 1], ...);
 repeatable. --json prints {\"job\": N}.
+
+The workers look for this job's modules (lib<module>.so, executables <module>.<function> or
+<module>) in each --module-path DIR (repeatable, in order), then in NET's folder, then along
+the runtime's module path (gspc boot --module-path, gspc-worker's folder, $PNET_MODULE_PATH).
+The folders are made absolute here; they must exist where the workers run.
+
+An in port that gets no -p value and that nothing in the net puts a token on is named in a
+warning on stderr.
 "
         }
         "wait" => {
             "\
 gspc wait: wait for a job to end and print its output tokens like gspc-run
 
-Usage: gspc wait JOB [--json] [--result FILE] [--state-dir DIR]
+Usage: gspc wait JOB [--json] [--result FILE] [--timeout SECS] [--require-outputs]
+                 [--state-dir DIR]
 
 --result FILE also writes the output tokens with their types to FILE (read it with pnetget).
+--timeout SECS returns after SECS seconds (a decimal number) if the job has not ended by
+then, printing its state on stderr (`gspc: job 3 has not ended after 5 s: running, tasks: 2
+running, 4 queued, 10 done`, and `; waiting: ...` when the job waits for a worker; --json:
+{\"job\", \"state\": \"timeout\", \"job_state\", \"waited_ms\", \"tasks_running\",
+\"tasks_queued\", \"tasks_done\", \"waiting\"} on stdout); the job keeps running.
 
-Exit code 0 when the job succeeded, 1 when it failed (the error names the transition and
-its file:line:col), 130 when it was cancelled.
+A job whose net stopped with tokens left on inner places or an out port empty gets a warning
+on stderr after its outputs (`gspc: warning: job 3: the net stopped with tokens left on: p
+(2); out port `r` is empty; transition `t` lacked a token on `x``); --json includes it as
+\"ending\" (see gspc-run --help). With --require-outputs such a job exits with 3.
+
+Exit codes: 0 the job succeeded, 1 it failed (the error names the transition and its
+file:line:col), 3 it stopped early (with --require-outputs), 4 the --timeout passed first,
+130 it was cancelled.
 "
         }
         "cancel" => "gspc cancel: cancel a job\n\nUsage: gspc cancel JOB [--state-dir DIR]\n",
@@ -168,6 +189,9 @@ struct Args {
     class: Option<String>,
     count: Option<u32>,
     timeout: Option<u64>,
+    wait_timeout: Option<Duration>,
+    require_outputs: bool,
+    module_path: Vec<PathBuf>,
     result: Option<PathBuf>,
     from: Option<PathBuf>,
     offset: Option<u64>,
@@ -189,6 +213,9 @@ fn parse(cmd: &str, argv: &[String]) -> Result<Args, ExitCode> {
         class: None,
         count: None,
         timeout: None,
+        wait_timeout: None,
+        require_outputs: false,
+        module_path: Vec::new(),
         from: None,
         offset: None,
         size: None,
@@ -250,6 +277,21 @@ fn parse(cmd: &str, argv: &[String]) -> Result<Args, ExitCode> {
             "--nodefile" if cmd == "add-workers" => {
                 a.nodefile = Some(PathBuf::from(value(&mut i)?))
             }
+            "--timeout" if cmd == "wait" => {
+                let v = value(&mut i)?;
+                let secs: f64 = v
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s >= 0.0 && *s < 1e9)
+                    .ok_or_else(|| {
+                        usage_error(&format!(
+                            "wait: --timeout: '{v}' is not a number of seconds"
+                        ))
+                    })?;
+                a.wait_timeout = Some(Duration::from_secs_f64(secs));
+            }
+            "--require-outputs" if cmd == "wait" => a.require_outputs = true,
+            "--module-path" if cmd == "submit" => a.module_path.push(PathBuf::from(value(&mut i)?)),
             "--timeout" if cmd == "add-workers" => {
                 a.timeout = Some(parse_number(flag, &value(&mut i)?).map_err(|m| usage_error(&m))?)
             }
@@ -535,14 +577,23 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
                     None => inputs.push((port.clone(), vec![v.clone()])),
                 }
             }
+            let given: Vec<String> = inputs.iter().map(|(p, _)| p.clone()).collect();
+            for port in pnet_vm::unfed_in_ports(&bundle, &given) {
+                eprintln!(
+                    "gspc: warning: in port `{port}` got no value (-p {port}=...) and nothing \
+                     in the net puts a token on it"
+                );
+            }
+            let module_path = job_module_path(&a.module_path, path)?;
             let name = path
                 .file_name()
                 .map_or_else(|| net.clone(), |n| n.to_string_lossy().into_owned());
             match client.call(
-                RtRequest::Submit {
+                RtRequest::SubmitAt {
                     net: name,
                     bundle: bytes,
                     inputs,
+                    module_path,
                 },
                 SHORT,
             )? {
@@ -559,7 +610,22 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
         }
         "wait" => {
             let job = job_id(cmd, a)?;
-            match client.call(RtRequest::Wait { job }, None)? {
+            let t0 = Instant::now();
+            let answer = match client.call(RtRequest::Wait { job }, a.wait_timeout) {
+                Err(e)
+                    if e.code == "gspc-connection"
+                        && a.wait_timeout.is_some_and(|t| t0.elapsed() >= t) =>
+                {
+                    return wait_timed_out(
+                        &client,
+                        job,
+                        a.wait_timeout.unwrap_or_default(),
+                        a.json,
+                    );
+                }
+                r => r?,
+            };
+            match answer {
                 RtResponse::Outcome { outcome, .. } => {
                     if let (Some(path), JobOutcome::Done { outputs, types, .. }) =
                         (&a.result, &outcome)
@@ -578,7 +644,7 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
                             return Ok(ExitCode::from(1));
                         }
                     }
-                    Ok(print_outcome(job, &outcome, a.json))
+                    Ok(print_outcome(job, &outcome, a.json, a.require_outputs))
                 }
                 r => Err(unexpected(r)),
             }
@@ -757,20 +823,110 @@ fn worker_list(ws: &[WorkerRef]) -> String {
     )
 }
 
-fn print_outcome(job: u64, outcome: &JobOutcome, json: bool) -> ExitCode {
+/// The exit code of `gspc wait` when `--timeout` passed before the job ended.
+const WAIT_TIMED_OUT: u8 = 4;
+
+/// `--module-path` folders, then the net's folder, made absolute (the runtime and its
+/// workers run elsewhere).
+fn job_module_path(dirs: &[PathBuf], net: &Path) -> Result<Vec<String>, Failure> {
+    let mut out: Vec<String> = Vec::new();
+    for d in dirs {
+        let abs = std::fs::canonicalize(d)
+            .map_err(|e| usage_error(&format!("submit: --module-path {}: {e}", d.display())))?;
+        if !abs.is_dir() {
+            return Err(usage_error(&format!(
+                "submit: --module-path {}: not a folder",
+                d.display()
+            ))
+            .into());
+        }
+        out.push(abs.display().to_string());
+    }
+    let folder = match net.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let Ok(abs) = std::fs::canonicalize(folder) {
+        out.push(abs.display().to_string());
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|d| seen.insert(d.clone()));
+    Ok(out)
+}
+
+/// `gspc wait --timeout` ran out: say where the job is, exit with [`WAIT_TIMED_OUT`].
+fn wait_timed_out(
+    client: &RtClient,
+    job: u64,
+    waited: Duration,
+    json: bool,
+) -> Result<ExitCode, Failure> {
+    let jobs = match client.call(RtRequest::Jobs, SHORT)? {
+        RtResponse::Jobs(jobs) => jobs,
+        r => return Err(unexpected(r)),
+    };
+    let Some(j) = jobs.iter().find(|j| j.id == job) else {
+        return Err(RtError::new("gspc-no-job", format!("job {job} is gone")).into());
+    };
+    if json {
+        pnet_stdlib::outln!(
+            "{}",
+            serde_json::json!({
+                "job": job,
+                "state": "timeout",
+                "job_state": j.state,
+                "waited_ms": waited.as_millis() as u64,
+                "tasks_running": j.tasks_running,
+                "tasks_queued": j.tasks_queued,
+                "tasks_done": j.tasks_done,
+                "waiting": j.waiting,
+            })
+        );
+    }
+    eprintln!("gspc: {}", timeout_line(j, waited));
+    Ok(ExitCode::from(WAIT_TIMED_OUT))
+}
+
+/// `job 3 has not ended after 5 s: running, tasks: 2 running, 4 queued, 10 done`, then
+/// `; waiting: ...` when the job says what it waits for.
+fn timeout_line(j: &JobSummary, waited: Duration) -> String {
+    let mut line = format!(
+        "job {} has not ended after {} s: {}, tasks: {} running, {} queued, {} done",
+        j.id,
+        waited.as_secs_f64(),
+        j.state,
+        j.tasks_running,
+        j.tasks_queued,
+        j.tasks_done
+    );
+    if let Some(w) = &j.waiting {
+        line.push_str(&format!("; waiting: {w}"));
+    }
+    line
+}
+
+fn print_outcome(job: u64, outcome: &JobOutcome, json: bool, require_outputs: bool) -> ExitCode {
     match outcome {
         JobOutcome::Done {
             outputs,
             firings,
             tasks,
+            ending,
             ..
         } => {
             use std::io::Write;
-            let text = pnet_agent::output::format_outputs(outputs, *firings, *tasks, json);
+            let text = pnet_agent::output::format_outputs(outputs, *firings, *tasks, ending, json);
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(text.as_bytes());
             let _ = out.flush();
-            ExitCode::SUCCESS
+            if !ending.is_complete() {
+                eprintln!("gspc: warning: job {job}: {ending}");
+            }
+            if require_outputs && !ending.is_complete() {
+                ExitCode::from(3)
+            } else {
+                ExitCode::SUCCESS
+            }
         }
         JobOutcome::Failed { code, message } => {
             if json {

@@ -2,7 +2,8 @@
 //!
 //! `gspc boot` starts a runtime (the same binary, `gspc daemon`, in its own session) with its
 //! workers and returns; the other subcommands are clients of its control socket in the state
-//! directory. Exit codes: 0 ok, 1 failure, 2 usage, 130 a waited-for job was cancelled.
+//! directory. Exit codes: 0 ok, 1 failure, 2 usage, 3 a waited-for job stopped early (wait
+//! --require-outputs), 4 wait --timeout passed, 130 a waited-for job was cancelled.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,7 +25,8 @@ Commands:
                   reach it
   status          the runtime and each worker: host, pid, capabilities, health, running task
   submit NET      start a workflow (.pnet, or .xpnet compiled on the fly); prints its job id
-  wait JOB        wait for a job and print its output tokens (exit 1 failed, 130 cancelled)
+  wait JOB        wait for a job and print its output tokens (exit 1 failed, 3 stopped
+                  early with --require-outputs, 4 --timeout passed, 130 cancelled)
   cancel JOB      cancel a job
   put-token JOB PLACE=VALUE...
                   put tokens on put_token=\"true\" places of a running job
@@ -53,7 +55,9 @@ Options of every command:
   -h, --help            help of a command (`gspc boot --help`)
   -V, --version         print the version
 
-Exit codes: 0 ok, 1 failure, 2 usage error, 130 the job was cancelled (wait).
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 the job stopped with an out port empty or
+tokens left (wait --require-outputs), 4 the job did not end within wait --timeout, 130 the
+job was cancelled (wait).
 ";
 
 fn main() -> ExitCode {

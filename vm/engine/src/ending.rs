@@ -112,33 +112,62 @@ impl fmt::Display for Ending {
     }
 }
 
-/// The root's in ports that nothing in the net feeds: their place has no initial token (nor
-/// is it a generator or a `put_token` place) and no transition of the root net puts tokens on
-/// it. In port order. A run that gives such a port no value leaves it empty for good.
-pub fn unfed_in_ports(bundle: &Bundle) -> Vec<String> {
+/// The root's in ports, not among `given`, that no run can put a token on: their place has
+/// no initial token (nor is it a generator or a `put_token` place), and no transition of the
+/// root net that could ever fire puts tokens on it. A transition could fire when each place it
+/// takes from or reads could hold a token: initially marked places, the places of the
+/// `given` in ports, and what such transitions put (an over-approximation: conditions and
+/// child nets' insides are not looked at, so no port is named that a run might feed). In port
+/// order.
+pub fn unfed_in_ports(bundle: &Bundle, given: &[String]) -> Vec<String> {
     let f = bundle.function(bundle.root);
     let Body::Net(net) = &f.body else {
         return Vec::new();
     };
+    let mut marked: Vec<bool> = net
+        .places
+        .iter()
+        .map(|p| !p.tokens.is_empty() || p.generator || p.put_token)
+        .collect();
+    for port in f.ports.iter().filter(|p| p.dir.is_input()) {
+        if let Some(pl) = port.place
+            && given.contains(&port.name)
+        {
+            marked[pl.index()] = true;
+        }
+    }
+    let mut fired = vec![false; net.transitions.len()];
+    loop {
+        let mut changed = false;
+        for (t, tr) in net.transitions.iter().enumerate() {
+            let can = !fired[t]
+                && tr.connections.iter().all(|c| {
+                    !matches!(c.kind, ConnectKind::In | ConnectKind::Read)
+                        || marked[c.place.index()]
+                });
+            if !can {
+                continue;
+            }
+            fired[t] = true;
+            changed = true;
+            for c in &tr.connections {
+                if matches!(c.kind, ConnectKind::Out | ConnectKind::OutMany) {
+                    marked[c.place.index()] = true;
+                }
+            }
+            for &(_, real) in &tr.place_map {
+                marked[real.index()] = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
     f.ports
         .iter()
-        .filter(|p| p.dir.is_input())
-        .filter(|p| match p.place {
-            // pnetc warns about in ports bound to no place.
-            None => false,
-            Some(pl) => {
-                let place = net.place(pl);
-                place.tokens.is_empty()
-                    && !place.generator
-                    && !place.put_token
-                    && !net.transitions.iter().any(|t| {
-                        t.connections.iter().any(|c| {
-                            c.place == pl
-                                && matches!(c.kind, ConnectKind::Out | ConnectKind::OutMany)
-                        }) || t.place_map.iter().any(|&(_, real)| real == pl)
-                    })
-            }
-        })
+        .filter(|p| p.dir.is_input() && !given.contains(&p.name))
+        // pnetc warns about in ports bound to no place.
+        .filter(|p| p.place.is_some_and(|pl| !marked[pl.index()]))
         .map(|p| p.name.clone())
         .collect()
 }

@@ -112,16 +112,20 @@ net main
 }
 
 #[test]
-fn unfed_in_ports_are_those_without_tokens_or_producers() {
+fn unfed_in_ports_are_those_no_run_can_fill() {
     let net = "
 net main
   port in a long @a
   port in b long @b
   port in c long @c
+  port in d long @d
+  port in e long @e
   port out r long @r
   place a long
   place b long
   place c long = 3L
+  place d long
+  place e long
   place r long
   trans feed
     in x long <- c
@@ -130,7 +134,22 @@ net main
     in x long <- a
     in y long <- b
     out x long -> r
+  trans loop
+    inout x long <-> d
+    cond load x; const 0L; gt
+  trans fromd
+    in x long <- d
+    out x long -> e
 end
 ";
-    assert_eq!(crate::unfed_in_ports(&build(net)), vec!["a".to_string()]);
+    let unfed = |given: &[&str]| {
+        let given: Vec<String> = given.iter().map(|s| s.to_string()).collect();
+        crate::unfed_in_ports(&build(net), &given)
+    };
+    // `b` is fed by `feed`; `d` only by a loop on itself, `e` only from `d`.
+    assert_eq!(unfed(&[]), ["a", "d", "e"]);
+    assert_eq!(unfed(&["a"]), ["d", "e"]);
+    // Given `d`, `fromd` may feed `e`.
+    assert_eq!(unfed(&["d"]), ["a"]);
+    assert!(unfed(&["a", "b", "c", "d", "e"]).is_empty());
 }
