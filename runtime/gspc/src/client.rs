@@ -1106,7 +1106,14 @@ fn jobs_table(jobs: &[JobSummary]) -> String {
             "DONE",
         ],
         &rows,
-    )
+    ) + &jobs
+        .iter()
+        .filter_map(|j| {
+            j.waiting
+                .as_ref()
+                .map(|w| format!("job {} waits: {w}\n", j.id))
+        })
+        .collect::<String>()
 }
 
 fn jobs_json(jobs: &[JobSummary]) -> serde_json::Value {
@@ -1122,6 +1129,7 @@ fn jobs_json(jobs: &[JobSummary]) -> serde_json::Value {
                     "tasks_running": j.tasks_running,
                     "tasks_queued": j.tasks_queued,
                     "tasks_done": j.tasks_done,
+                    "waiting": j.waiting,
                 })
             })
             .collect(),

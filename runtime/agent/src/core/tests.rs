@@ -531,6 +531,98 @@ fn retry_limit_from_the_config() {
 }
 
 #[test]
+fn a_crash_is_named_with_its_signal_module_and_transition() {
+    let b = square_net(arith(), &[], Vec::new());
+    let mut c = cfg(1, 1);
+    c.max_retries = Some(0);
+    let mut h = Harness::new(&b, &xs(5..6), c);
+    h.join(0, "w0", &[]);
+    h.event(Event::Lost {
+        worker: 0,
+        reason: "connection closed".into(),
+        exit: Some("SIGSEGV".into()),
+    });
+    let e = h.error().to_string();
+    assert!(
+        e.contains(
+            "module `arith.square` crashed with SIGSEGV on worker `w0` (task 0, transition \
+             `square` at test.xpnet:2:3); it ran 1 times, more than \
+             fhg.drts.schedule.maximum_number_of_retries = 0 allows"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn without_workers_a_job_waits_for_restarts_then_names_the_losses() {
+    let b = square_net(arith(), &[], Vec::new());
+    let mut h = Harness::new(&b, &xs(5..6), cfg(1, 1));
+    h.join(0, "w0", &[]);
+    h.core.set_workers_coming(1);
+    h.event(Event::Lost {
+        worker: 0,
+        reason: "connection closed".into(),
+        exit: Some("SIGABRT".into()),
+    });
+    assert!(h.finished.is_none(), "a restart is coming");
+    let waiting = h.core.status().waiting.expect("says what it waits for");
+    assert!(
+        waiting.starts_with("transition `square` waits for a worker with nothing: 1 such worker(s) lost, the last: module `arith.square` crashed with SIGABRT"),
+        "{waiting}"
+    );
+    assert!(waiting.ends_with("; 1 worker(s) restarting"), "{waiting}");
+    // The restart failed: the job fails, naming what happened instead of "no worker joined".
+    h.core.set_workers_coming(0);
+    h.settle();
+    let e = h.error().to_string();
+    assert!(
+        e.contains("no worker can run this module call: it needs nothing; every worker that joined was lost: module `arith.square` crashed with SIGABRT on worker `w0`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_late_worker_steals_queued_tasks_through_the_core() {
+    let b = square_net(arith(), &[], Vec::new());
+    let mut h = Harness::new(&b, &xs(0..6), cfg(2, 3));
+    h.join(0, "w0", &[]);
+    assert_eq!(h.workers[&0].queue.len(), 3);
+    h.join(1, "w1", &[]);
+    // w1 got its own window from the queue; nothing left to steal yet.
+    assert_eq!(h.workers[&1].queue.len(), 3);
+    // w1 runs all of its tasks while w0 is stuck on its first one: w1 idles and steals.
+    for _ in 0..3 {
+        h.step_worker(1);
+    }
+    assert!(
+        h.logs
+            .iter()
+            .any(|l| l.starts_with("stealing task(s) [2] from worker 0")),
+        "{:#?}",
+        h.logs
+    );
+    h.step_worker(0);
+    assert_eq!(
+        h.workers[&1]
+            .received
+            .iter()
+            .filter(|(t, _)| *t == 2)
+            .count(),
+        1,
+        "the stolen task went to the idle worker"
+    );
+    h.run();
+    let r = h.result();
+    assert_eq!(
+        sorted_longs(&r, "ys"),
+        (0..6).map(|x| x * x).collect::<Vec<_>>()
+    );
+    // Six results (none doubled); seven receptions: the stolen task was sent twice.
+    let sent: usize = h.workers.values().map(|w| w.received.len()).sum();
+    assert_eq!(sent, 7);
+}
+
+#[test]
 fn retry_limit_from_the_net_property() {
     let b = square_net(arith(), &[], vec![prop(MAX_RETRIES_PROPERTY, "0")]);
     let mut h = Harness::new(&b, &xs(5..6), cfg(2, 1));

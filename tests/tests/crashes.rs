@@ -1,0 +1,439 @@
+//! Crashing modules with the real binaries: native modules that die of SIGSEGV, SIGABRT and
+//! SIGKILL, and a command module that kills its worker, under `gspc-run` and a `gspc`
+//! runtime. What must hold: every result arrives exactly once (`count = n`, `sum =
+//! n(n-1)/2`), a task that keeps crashing fails the job with the crash named, lost workers
+//! are restarted, no process and no shared-memory file is left behind, and nothing hangs
+//! (every run has a deadline). The modules are examples/modules/crash (`libcrash.so`) and
+//! examples/modules/bin/crashcmd; the net is examples/modules/crash.xpnet.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use pnet_launch::testing::wait_gone;
+
+fn bin_dir() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = pnet_tests::build_packages(&[
+            "gspc-run",
+            "pnet-gspc",
+            "pnet-worker",
+            "pnet-example-crash",
+        ]);
+        for f in ["gspc-run", "gspc", "gspc-worker", "libcrash.so"] {
+            assert!(
+                dir.join(f).is_file(),
+                "{} is missing",
+                dir.join(f).display()
+            );
+        }
+        dir
+    })
+}
+
+fn net() -> String {
+    pnet_tests::workspace_root()
+        .join("examples/modules/crash.xpnet")
+        .display()
+        .to_string()
+}
+
+fn module_path() -> Vec<String> {
+    vec![
+        "--module-path".into(),
+        pnet_tests::workspace_root()
+            .join("examples/modules/bin")
+            .display()
+            .to_string(),
+        "--module-path".into(),
+        bin_dir().display().to_string(),
+    ]
+}
+
+/// A private scratch folder (the modules' marker files go to `dir`).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("pnet-crash-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("markers")).unwrap();
+        std::fs::create_dir_all(dir.join("state")).unwrap();
+        std::fs::set_permissions(dir.join("state"), std::fs::Permissions::from_mode(0o700))
+            .unwrap();
+        Scratch(dir)
+    }
+
+    fn markers(&self) -> String {
+        self.0.join("markers").display().to_string()
+    }
+
+    fn inputs(&self, what: &str, n: u32, ms: u32) -> Vec<String> {
+        vec![
+            "-p".into(),
+            format!("what=\"{what}\""),
+            "-p".into(),
+            format!("n={n}L"),
+            "-p".into(),
+            format!("ms={ms}L"),
+            "-p".into(),
+            format!("dir=\"{}\"", self.markers()),
+        ]
+    }
+
+    fn gspc(&self, args: &[&str]) -> Output {
+        pnet_tests::gspc_in(&bin_dir().join("gspc"), &self.0.join("state"), args)
+    }
+
+    fn gspc_ok(&self, args: &[&str]) -> String {
+        pnet_tests::gspc_ok_in(&bin_dir().join("gspc"), &self.0.join("state"), args)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = self.gspc(&["stop"]);
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs a command with a deadline: a hang is a failure, and the process is killed.
+fn run_bounded(cmd: &mut Command, within: Duration) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let t = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if t.elapsed() > within {
+            let _ = child.kill();
+            let o = child.wait_with_output().expect("output");
+            panic!(
+                "{cmd:?} did not end within {within:?}; stderr:\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn gspc_run(s: &Scratch, extra: &[&str], what: &str, n: u32, ms: u32) -> Output {
+    let mut cmd = Command::new(bin_dir().join("gspc-run"));
+    cmd.arg(net())
+        .args(module_path())
+        .args(extra)
+        .args(s.inputs(what, n, ms));
+    run_bounded(&mut cmd, Duration::from_secs(60))
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The segment files of dead processes in /dev/shm (`pnet-<pid>-...`).
+fn dead_segments() -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir("/dev/shm") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| {
+            n.strip_prefix("pnet-")
+                .and_then(|r| r.split('-').next())
+                .and_then(|p| p.parse::<u32>().ok())
+                .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+        })
+        .collect()
+}
+
+/// Every process whose command line mentions `needle` (our scratch folder, say).
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Ok(c) = std::fs::read(e.path().join("cmdline"))
+            && String::from_utf8_lossy(&c).contains(needle)
+            && pid != std::process::id()
+        {
+            v.push(pid);
+        }
+    }
+    v
+}
+
+fn assert_complete(out: &str, n: u32) {
+    let sum = u64::from(n) * u64::from(n.saturating_sub(1)) / 2;
+    assert!(out.contains(&format!("count = {n}L")), "{out}");
+    assert!(out.contains(&format!("sum = {sum}L")), "{out}");
+}
+
+#[test]
+fn a_module_that_crashes_once_is_retried_and_every_result_counts_once() {
+    let s = Scratch::new("once");
+    // With working memory, so that the crashed workers' segments must be cleaned up.
+    let o = gspc_run(&s, &["--topology", "worker:2,4194304"], "crash_once", 4, 50);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_complete(&out, 4);
+    // Each crash was seen as one: its marker exists, the task ran again elsewhere.
+    for x in 0..4 {
+        assert!(
+            Path::new(&s.markers())
+                .join(format!("crash-once-{x}"))
+                .exists(),
+            "task {x} never crashed"
+        );
+    }
+    assert!(dead_segments().is_empty(), "{:?}", dead_segments());
+}
+
+#[test]
+fn a_module_that_always_crashes_fails_the_job_naming_the_signal() {
+    for (what, signal) in [
+        ("segv", "SIGSEGV"),
+        ("abort", "SIGABRT"),
+        ("kill", "SIGKILL"),
+    ] {
+        let s = Scratch::new(what);
+        let o = gspc_run(
+            &s,
+            &["--topology", "worker:2", "--max-retries", "2"],
+            what,
+            1,
+            0,
+        );
+        let (out, err) = text(&o);
+        assert!(!o.status.success(), "{what}: {out}\n{err}");
+        assert!(
+            err.contains(&format!(
+                "module `crash.{what}` crashed with {signal} on worker `"
+            )),
+            "{what}: {err}"
+        );
+        assert!(err.contains("transition `"), "{what}: {err}");
+        assert!(
+            err.contains(
+                "it ran 3 times, more than fhg.drts.schedule.maximum_number_of_retries = 2"
+            ),
+            "{what}: {err}"
+        );
+        assert!(
+            processes_mentioning(&s.0.display().to_string()).is_empty(),
+            "{what}: processes left"
+        );
+    }
+}
+
+#[test]
+fn without_a_retry_limit_the_job_ends_when_restarts_run_out_and_says_why() {
+    let s = Scratch::new("norestart");
+    let o = gspc_run(&s, &["--topology", "worker:1"], "segv", 1, 0);
+    let (out, err) = text(&o);
+    assert!(!o.status.success(), "{out}\n{err}");
+    assert!(
+        err.contains("every worker that joined was lost: module `crash.segv` crashed with SIGSEGV"),
+        "{err}"
+    );
+    assert!(!err.contains("no worker has joined"), "{err}");
+}
+
+#[test]
+fn a_worker_killed_under_a_command_module_takes_it_along_and_the_task_runs_once_more() {
+    let s = Scratch::new("cmdkill");
+    let o = gspc_run(&s, &["--topology", "worker:2"], "kill_worker_once", 4, 300);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_complete(&out, 4);
+    assert!(
+        processes_mentioning(&s.markers()).is_empty(),
+        "command modules outlived their workers"
+    );
+}
+
+/// The worker whose descendant `pid` is (walking up the parents).
+fn worker_above(pid: u32) -> Option<u32> {
+    let mut p = pid;
+    for _ in 0..8 {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        let after = stat.rsplit_once(')')?.1;
+        let ppid: u32 = after.split_whitespace().nth(1)?.parse().ok()?;
+        let comm = std::fs::read_to_string(format!("/proc/{ppid}/comm")).ok()?;
+        if comm.trim() == "gspc-worker" {
+            // The first gspc-worker above may be the command's supervisor (a re-executed
+            // gspc-worker); the worker is the topmost one.
+            if let Some(up) = worker_above(ppid) {
+                return Some(up);
+            }
+            return Some(ppid);
+        }
+        p = ppid;
+    }
+    None
+}
+
+#[test]
+fn sigkill_of_a_worker_kills_its_command_module_and_its_children() {
+    let s = Scratch::new("orphan");
+    let mut cmd = Command::new(bin_dir().join("gspc-run"));
+    cmd.arg(net())
+        .args(module_path())
+        .args(["--topology", "worker:2"])
+        .args(s.inputs("orphan", 2, 4000));
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for a task's background child, then kill its worker.
+    let pidfile = Path::new(&s.markers()).join("orphan-0.pid");
+    let t = Instant::now();
+    let sleeper: u32 = loop {
+        if let Ok(p) = std::fs::read_to_string(&pidfile)
+            && let Ok(p) = p.trim().parse()
+        {
+            break p;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the module never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let worker = worker_above(sleeper).expect("a gspc-worker above the module");
+    // SAFETY: plain system call.
+    unsafe { libc::kill(worker as i32, libc::SIGKILL) };
+    assert!(
+        wait_gone(sleeper, Duration::from_secs(5)),
+        "the module's child outlived its killed worker"
+    );
+    // The task runs again (on the other worker or the restarted one): all results, once.
+    let t = Instant::now();
+    let mut child = child;
+    while child.try_wait().unwrap().is_none() {
+        assert!(t.elapsed() < Duration::from_secs(60), "the job hangs");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_complete(&out, 2);
+    assert!(
+        processes_mentioning(&s.markers()).is_empty(),
+        "processes left"
+    );
+}
+
+#[test]
+fn gspc_runtime_survives_crashing_modules_and_keeps_its_workers() {
+    let s = Scratch::new("gspc");
+    let mut boot = vec!["boot", "--topology", "worker:2,4194304", "--timeout", "30"];
+    let mp = module_path();
+    boot.extend(mp.iter().map(String::as_str));
+    s.gspc_ok(&boot);
+    let submit = |what: &str, n: u32, ms: u32| -> String {
+        let mut args = vec!["submit".to_string(), net()];
+        args.extend(s.inputs(what, n, ms));
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = s.gspc_ok(&a);
+        out.split_whitespace()
+            .find(|w| w.chars().all(|c| c.is_ascii_digit()))
+            .unwrap_or_else(|| panic!("no job id in {out}"))
+            .to_string()
+    };
+    // Crashing once: every result once, the workers restarted.
+    let job = submit("crash_once", 4, 50);
+    let o = run_bounded(
+        Command::new(bin_dir().join("gspc"))
+            .args(["wait", &job, "--state-dir"])
+            .arg(s.0.join("state")),
+        Duration::from_secs(60),
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_complete(&out, 4);
+    // The runtime keeps its capacity: two workers again.
+    let t = Instant::now();
+    loop {
+        let st: serde_json::Value =
+            serde_json::from_str(&s.gspc_ok(&["status", "--json"])).unwrap();
+        let live = st["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["state"] == "up")
+            .count();
+        if live == 2 {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "workers not restarted: {st:#}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A command module whose worker is killed: results once.
+    let job = submit("kill_worker_once", 3, 200);
+    let o = run_bounded(
+        Command::new(bin_dir().join("gspc"))
+            .args(["wait", &job, "--state-dir"])
+            .arg(s.0.join("state")),
+        Duration::from_secs(60),
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_complete(&out, 3);
+    let stop = s.gspc_ok(&["stop"]);
+    assert!(!stop.is_empty());
+    assert!(
+        processes_mentioning(&s.markers()).is_empty(),
+        "processes left"
+    );
+    assert!(dead_segments().is_empty(), "{:?}", dead_segments());
+}
+
+#[test]
+fn gspc_job_whose_tasks_no_worker_can_run_says_what_it_waits_for() {
+    let s = Scratch::new("gspcwait");
+    let mut boot = vec!["boot", "--topology", "worker:1", "--timeout", "30"];
+    let mp = module_path();
+    boot.extend(mp.iter().map(String::as_str));
+    s.gspc_ok(&boot);
+    let mut args = vec!["submit".to_string(), net()];
+    args.extend(s.inputs("segv", 1, 0));
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    s.gspc_ok(&a);
+    // The worker crashes, is restarted 3 times, crashes again: the job then waits and says
+    // why, it does not hang silently.
+    let t = Instant::now();
+    loop {
+        let jobs = s.gspc_ok(&["jobs", "--json"]);
+        if jobs.contains("crashed with SIGSEGV") && jobs.contains("lost") {
+            assert!(jobs.contains("waits for a worker"), "{jobs}");
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(40),
+            "never said why: {jobs}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let stop = run_bounded(
+        Command::new(bin_dir().join("gspc"))
+            .args(["stop", "--state-dir"])
+            .arg(s.0.join("state")),
+        Duration::from_secs(30),
+    );
+    assert!(stop.status.success());
+}
