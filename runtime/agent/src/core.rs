@@ -325,6 +325,11 @@ impl<'b> Core<'b> {
         self.now = now;
     }
 
+    /// Tasks of other jobs a worker holds (see [`Sched::set_external`]).
+    pub fn set_external(&mut self, worker: WorkerId, tasks: u32) {
+        self.sched.set_external(worker, tasks);
+    }
+
     /// How many lost workers are being restarted (a task that no live worker can run waits
     /// while some are).
     pub fn set_workers_coming(&mut self, n: usize) {

@@ -118,6 +118,14 @@ impl OwnedCore {
         self.core.set_workers_coming(n)
     }
 
+    pub fn set_external(&mut self, worker: WorkerId, tasks: u32) {
+        self.core.set_external(worker, tasks)
+    }
+
+    pub fn load(&self, worker: WorkerId) -> u32 {
+        self.core.sched().load(worker)
+    }
+
     pub fn status(&self) -> Status {
         self.core.status()
     }
@@ -217,6 +225,8 @@ pub struct Hub {
     cursor: JobId,
     scratch: Vec<Command>,
     workers_coming: usize,
+    /// The last pump shared the workers' loads between jobs.
+    shared_loads: bool,
 }
 
 impl std::fmt::Debug for Hub {
@@ -271,6 +281,7 @@ impl Hub {
             cursor: 0,
             scratch: Vec::new(),
             workers_coming: 0,
+            shared_loads: false,
         }
     }
 
@@ -736,6 +747,7 @@ impl Hub {
     /// Pumps every job that has something to do, round-robin; returns whether some job has
     /// more to do right away.
     pub fn pump(&mut self, out: &mut Vec<HubCmd>) -> bool {
+        self.share_loads();
         let ids: Vec<JobId> = self
             .jobs
             .range(self.cursor..)
@@ -758,6 +770,28 @@ impl Hub {
             self.translate(id, cmds, out);
         }
         any
+    }
+
+    /// With several jobs, tells each job's scheduler how many tasks of the other jobs every
+    /// worker holds (so that stealing and placement see workers busy with other jobs).
+    fn share_loads(&mut self) {
+        if self.jobs.len() < 2 && !self.shared_loads {
+            return;
+        }
+        self.shared_loads = self.jobs.len() >= 2;
+        let workers: Vec<WorkerId> = self.workers.keys().copied().collect();
+        let mut total = vec![0u32; workers.len()];
+        for j in self.jobs.values() {
+            for (k, &w) in workers.iter().enumerate() {
+                total[k] += j.core.load(w);
+            }
+        }
+        for j in self.jobs.values_mut() {
+            for (k, &w) in workers.iter().enumerate() {
+                let own = j.core.load(w);
+                j.core.set_external(w, total[k] - own);
+            }
+        }
     }
 
     fn translate(&mut self, job: JobId, mut cmds: Vec<Command>, out: &mut Vec<HubCmd>) {

@@ -210,6 +210,9 @@ struct Worker {
     done: u64,
     /// A steal for it was asked for and not answered yet.
     awaiting_steal: bool,
+    /// Tasks of other jobs it holds (a runtime with several jobs: see
+    /// [`Sched::set_external`]).
+    external: u32,
 }
 
 #[derive(Debug)]
@@ -321,6 +324,7 @@ impl Sched {
             last_done: Duration::ZERO,
             done: 0,
             awaiting_steal: false,
+            external: 0,
         });
         self.n_workers += 1;
     }
@@ -377,6 +381,24 @@ impl Sched {
             self.classes[p.class as usize].queue.push_front(p);
         }
         lost
+    }
+
+    /// Tasks of other jobs a worker holds (set by the hub before each pump when a runtime
+    /// runs several jobs): a worker busy with another job's task is no thief, and among
+    /// fitting workers the one with the fewest tasks of all jobs is preferred. The window
+    /// stays per job (fairness).
+    pub fn set_external(&mut self, id: WorkerId, tasks: u32) {
+        if let Some(Some(w)) = self.workers.get_mut(id as usize) {
+            w.external = tasks;
+        }
+    }
+
+    /// The tasks of this job a worker holds.
+    pub fn load(&self, id: WorkerId) -> u32 {
+        match self.workers.get(id as usize) {
+            Some(Some(w)) => w.in_flight.len() as u32,
+            _ => 0,
+        }
     }
 
     /// A fresh sequence number for [`Pending::seq`].
@@ -518,7 +540,7 @@ impl Sched {
         let min_work = STEAL_MIN_WORK.as_secs_f64();
         for thief in 0..self.workers.len() {
             match &self.workers[thief] {
-                Some(w) if w.in_flight.is_empty() && !w.awaiting_steal => {}
+                Some(w) if w.in_flight.is_empty() && w.external == 0 && !w.awaiting_steal => {}
                 _ => continue,
             }
             let thief = thief as WorkerId;
@@ -768,7 +790,7 @@ impl Sched {
 }
 
 /// The fitting worker with room that has the fewest capabilities, then the fewest tasks in
-/// flight, then the lowest id.
+/// flight (of every job), then the lowest id.
 fn best_worker(
     workers: &[Option<Worker>],
     fitting: &[(usize, WorkerId, u32)],
@@ -783,10 +805,10 @@ fn best_worker(
         let Some(Some(w)) = workers.get(wid as usize) else {
             continue;
         };
-        let load = w.in_flight.len();
-        if load >= w.window as usize {
+        if w.in_flight.len() >= w.window as usize {
             continue;
         }
+        let load = w.in_flight.len() + w.external as usize;
         if best.is_none_or(|(_, bl, ..)| load < bl) {
             best = Some((ncaps, load, wid, def));
         }
@@ -1063,6 +1085,23 @@ mod tests {
             s.steal().is_empty(),
             "30 us of queued work is not worth a steal"
         );
+    }
+
+    #[test]
+    fn a_worker_busy_with_another_job_is_no_thief() {
+        let mut s = Sched::new(SchedConfig::fixed(3));
+        let c = s.add_class(spec("t", &[], Impls::One(0), None));
+        s.add_worker(0, "busy", caps(&[]));
+        for i in 0..3 {
+            let t = task(&mut s, i, c);
+            s.enqueue(t);
+        }
+        dispatch(&mut s);
+        s.add_worker(1, "other-job", caps(&[]));
+        s.set_external(1, 1);
+        assert!(s.steal().is_empty());
+        s.set_external(1, 0);
+        assert_eq!(s.steal(), vec![(0, vec![2])]);
     }
 
     #[test]

@@ -159,6 +159,42 @@ fn task_ids_carry_their_job() {
 }
 
 #[test]
+fn a_job_prefers_workers_not_busy_with_another_job() {
+    let mut h = hub(2);
+    let mut f = Fakes::default();
+    let mut out = Vec::new();
+    h.worker_joined(0, &hello("w0", &[]), 0, &mut out);
+    h.worker_joined(1, &hello("w1", &[]), 0, &mut out);
+    let a = h
+        .add_job(
+            "a",
+            square_net(arith(), &[], Vec::new()),
+            &xs(0..1),
+            &mut out,
+        )
+        .unwrap();
+    settle(&mut h, &mut f, &mut out);
+    assert_eq!(f.queues[&0].len(), 1, "job a's task on the first worker");
+    let b = h
+        .add_job(
+            "b",
+            square_net(arith(), &[], Vec::new()),
+            &xs(5..6),
+            &mut out,
+        )
+        .unwrap();
+    settle(&mut h, &mut f, &mut out);
+    let on = |w: u32, f: &Fakes| -> Vec<JobId> {
+        f.queues
+            .get(&w)
+            .map(|q| q.iter().map(|t| split_task(t.task).0).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(on(0, &f), vec![a]);
+    assert_eq!(on(1, &f), vec![b], "not queued behind job a's task");
+}
+
+#[test]
 fn two_jobs_share_one_worker_fairly_and_both_finish() {
     let mut h = hub(2);
     let mut f = Fakes::default();
