@@ -191,6 +191,8 @@ pub struct InFlight {
     order: u64,
     /// A steal of it was asked for, for this idle worker.
     steal_for: Option<WorkerId>,
+    /// A steal of it failed (it had started): not asked again.
+    started: bool,
 }
 
 /// Queued work on a worker (its estimated service time times the tasks it holds queued)
@@ -473,6 +475,7 @@ impl Sched {
                 cancelled: false,
                 order: self.next_order,
                 steal_for: None,
+                started: false,
             };
             let Some(Some(w)) = self.workers.get_mut(wid as usize) else {
                 continue;
@@ -527,14 +530,15 @@ impl Sched {
     /// for, by victim (send them [`pnet_protocol::AgentMsg::Steal`]).
     pub fn steal(&mut self) -> Vec<(WorkerId, Vec<u64>)> {
         let mut asks: Vec<(WorkerId, Vec<u64>)> = Vec::new();
-        // Cheap test first: some worker holds more than one task, and one holds none.
-        let busy = self
-            .workers
-            .iter()
-            .flatten()
-            .filter(|w| !w.in_flight.is_empty())
-            .count();
-        if busy == self.n_workers || self.running <= busy {
+        // Cheap test first: one worker holds none of this job's tasks, and some worker
+        // holds more than one (or holds tasks of other jobs, which may run first).
+        let mut busy = 0;
+        let mut shared = false;
+        for w in self.workers.iter().flatten() {
+            busy += usize::from(!w.in_flight.is_empty());
+            shared |= w.external > 0 && !w.in_flight.is_empty();
+        }
+        if busy == self.n_workers || (self.running <= busy && !shared) {
             return asks;
         }
         let min_work = STEAL_MIN_WORK.as_secs_f64();
@@ -548,14 +552,20 @@ impl Sched {
             let mut best: Option<(f64, WorkerId, u64)> = None;
             for (vid, v) in self.workers.iter().enumerate() {
                 let Some(v) = v else { continue };
-                if v.in_flight.len() < 2 {
-                    continue;
-                }
-                let first = v.in_flight.values().map(|t| t.order).min().unwrap_or(0);
+                // The worker runs its oldest task of this job, unless it holds tasks of other
+                // jobs (which may come first): then any may still be queued.
+                let first = if v.external == 0 {
+                    if v.in_flight.len() < 2 {
+                        continue;
+                    }
+                    v.in_flight.values().map(|t| t.order).min()
+                } else {
+                    None
+                };
                 let mut n = 0usize;
                 let mut newest: Option<(u64, u64)> = None;
                 for t in v.in_flight.values() {
-                    if t.order == first || t.cancelled || t.steal_for.is_some() {
+                    if Some(t.order) == first || t.cancelled || t.started || t.steal_for.is_some() {
                         continue;
                     }
                     if !self.classes[t.task.class as usize]
@@ -615,10 +625,11 @@ impl Sched {
         }
         let mut thieves: Vec<WorkerId> = back.iter().filter_map(|t| t.steal_for).collect();
         for t in kept {
-            if let Some(inf) = w.in_flight.get_mut(t)
-                && let Some(thief) = inf.steal_for.take()
-            {
-                thieves.push(thief);
+            if let Some(inf) = w.in_flight.get_mut(t) {
+                inf.started = true;
+                if let Some(thief) = inf.steal_for.take() {
+                    thieves.push(thief);
+                }
             }
         }
         for t in thieves {
@@ -1053,7 +1064,10 @@ mod tests {
         assert_eq!(s.steal(), vec![(0, vec![1])]);
         assert!(s.returned(0, &[], &[1]).is_empty());
         assert_eq!(s.in_flight(0), vec![0, 1]);
-        assert_eq!(s.steal(), vec![(0, vec![1])]);
+        assert!(
+            s.steal().is_empty(),
+            "a task that started is not asked for again"
+        );
     }
 
     #[test]
@@ -1102,6 +1116,16 @@ mod tests {
         assert!(s.steal().is_empty());
         s.set_external(1, 0);
         assert_eq!(s.steal(), vec![(0, vec![2])]);
+        // Behind another job's task, even the oldest task of this job may be waiting.
+        assert!(s.returned(0, &[2], &[]).is_empty());
+        assert_eq!(dispatch(&mut s), vec![(1, 2, 0)]);
+        s.add_worker(2, "idle", caps(&[]));
+        assert_eq!(s.steal(), vec![(0, vec![1])]);
+        assert!(s.returned(0, &[], &[1]).is_empty());
+        s.set_external(0, 1);
+        assert_eq!(s.steal(), vec![(0, vec![0])]);
+        assert!(s.returned(0, &[], &[0]).is_empty());
+        assert!(s.steal().is_empty(), "both started");
     }
 
     #[test]
