@@ -288,7 +288,8 @@ fn parse(cmd: &str, argv: &[String]) -> Result<Args, ExitCode> {
                             "wait: --timeout: '{v}' is not a number of seconds"
                         ))
                     })?;
-                a.wait_timeout = Some(Duration::from_secs_f64(secs));
+                // A zero read timeout would mean none at all.
+                a.wait_timeout = Some(Duration::from_secs_f64(secs).max(Duration::from_millis(1)));
             }
             "--require-outputs" if cmd == "wait" => a.require_outputs = true,
             "--module-path" if cmd == "submit" => a.module_path.push(PathBuf::from(value(&mut i)?)),
