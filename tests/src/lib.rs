@@ -131,3 +131,45 @@ pub fn gspc_ok_in(gspc: &Path, state: &Path, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
+
+/// A private scratch folder `DIR` with a `gspc` state directory `DIR/state` (mode 700)
+/// inside, for end-to-end tests of a `gspc` runtime; when dropped it stops a runtime the
+/// test left running and removes the folder.
+pub struct GspcScratch {
+    pub dir: PathBuf,
+    gspc: PathBuf,
+}
+
+impl GspcScratch {
+    /// `$TMPDIR/pnet-<prefix>-<name>-<pid>`, emptied first; `gspc` is the binary to run.
+    pub fn new(prefix: &str, name: &str, gspc: PathBuf) -> GspcScratch {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("pnet-{prefix}-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("state")).unwrap();
+        std::fs::set_permissions(dir.join("state"), std::fs::Permissions::from_mode(0o700))
+            .unwrap();
+        GspcScratch { dir, gspc }
+    }
+
+    pub fn state(&self) -> PathBuf {
+        self.dir.join("state")
+    }
+
+    /// `gspc ARGS` on this state directory.
+    pub fn gspc(&self, args: &[&str]) -> std::process::Output {
+        gspc_in(&self.gspc, &self.state(), args)
+    }
+
+    /// `gspc ARGS`, which must succeed: its standard output.
+    pub fn ok(&self, args: &[&str]) -> String {
+        gspc_ok_in(&self.gspc, &self.state(), args)
+    }
+}
+
+impl Drop for GspcScratch {
+    fn drop(&mut self) {
+        let _ = self.gspc(&["stop"]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

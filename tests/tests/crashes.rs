@@ -6,7 +6,6 @@
 //! (every run has a deadline). The modules are examples/modules/crash (`libcrash.so`) and
 //! examples/modules/bin/crashcmd; the net is examples/modules/crash.xpnet.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -53,22 +52,27 @@ fn module_path() -> Vec<String> {
     ]
 }
 
-/// A private scratch folder (the modules' marker files go to `dir`).
-struct Scratch(PathBuf);
+/// A scratch folder with a gspc state directory (see [`pnet_tests::GspcScratch`]); the
+/// modules' marker files go to `markers` in it.
+struct Scratch(pnet_tests::GspcScratch);
+
+impl std::ops::Deref for Scratch {
+    type Target = pnet_tests::GspcScratch;
+
+    fn deref(&self) -> &pnet_tests::GspcScratch {
+        &self.0
+    }
+}
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("pnet-crash-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("markers")).unwrap();
-        std::fs::create_dir_all(dir.join("state")).unwrap();
-        std::fs::set_permissions(dir.join("state"), std::fs::Permissions::from_mode(0o700))
-            .unwrap();
-        Scratch(dir)
+        let s = pnet_tests::GspcScratch::new("crash", name, bin_dir().join("gspc"));
+        std::fs::create_dir_all(s.dir.join("markers")).unwrap();
+        Scratch(s)
     }
 
     fn markers(&self) -> String {
-        self.0.join("markers").display().to_string()
+        self.dir.join("markers").display().to_string()
     }
 
     fn inputs(&self, what: &str, n: u32, ms: u32) -> Vec<String> {
@@ -84,19 +88,33 @@ impl Scratch {
         ]
     }
 
-    fn gspc(&self, args: &[&str]) -> Output {
-        pnet_tests::gspc_in(&bin_dir().join("gspc"), &self.0.join("state"), args)
+    fn boot(&self, topology: &str) {
+        let mut args = vec!["boot", "--topology", topology, "--timeout", "30"];
+        let mp = module_path();
+        args.extend(mp.iter().map(String::as_str));
+        self.ok(&args);
     }
 
-    fn gspc_ok(&self, args: &[&str]) -> String {
-        pnet_tests::gspc_ok_in(&bin_dir().join("gspc"), &self.0.join("state"), args)
+    /// Submits crash.xpnet; returns the job id.
+    fn submit(&self, what: &str, n: u32, ms: u32) -> String {
+        let mut args = vec!["submit".to_string(), net()];
+        args.extend(self.inputs(what, n, ms));
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = self.ok(&a);
+        out.split_whitespace()
+            .find(|w| w.chars().all(|c| c.is_ascii_digit()))
+            .unwrap_or_else(|| panic!("no job id in {out}"))
+            .to_string()
     }
-}
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = self.gspc(&["stop"]);
-        let _ = std::fs::remove_dir_all(&self.0);
+    /// `gspc wait JOB` with a deadline.
+    fn wait(&self, job: &str) -> Output {
+        run_bounded(
+            Command::new(bin_dir().join("gspc"))
+                .args(["wait", job, "--state-dir"])
+                .arg(self.state()),
+            Duration::from_secs(60),
+        )
     }
 }
 
@@ -230,7 +248,7 @@ fn a_module_that_always_crashes_fails_the_job_naming_the_signal() {
             "{what}: {err}"
         );
         assert!(
-            processes_mentioning(&s.0.display().to_string()).is_empty(),
+            processes_mentioning(&s.dir.display().to_string()).is_empty(),
             "{what}: processes left"
         );
     }
@@ -338,36 +356,16 @@ fn sigkill_of_a_worker_kills_its_command_module_and_its_children() {
 #[test]
 fn gspc_runtime_survives_crashing_modules_and_keeps_its_workers() {
     let s = Scratch::new("gspc");
-    let mut boot = vec!["boot", "--topology", "worker:2,4194304", "--timeout", "30"];
-    let mp = module_path();
-    boot.extend(mp.iter().map(String::as_str));
-    s.gspc_ok(&boot);
-    let submit = |what: &str, n: u32, ms: u32| -> String {
-        let mut args = vec!["submit".to_string(), net()];
-        args.extend(s.inputs(what, n, ms));
-        let a: Vec<&str> = args.iter().map(String::as_str).collect();
-        let out = s.gspc_ok(&a);
-        out.split_whitespace()
-            .find(|w| w.chars().all(|c| c.is_ascii_digit()))
-            .unwrap_or_else(|| panic!("no job id in {out}"))
-            .to_string()
-    };
+    s.boot("worker:2,4194304");
     // Crashing once: every result once, the workers restarted.
-    let job = submit("crash_once", 4, 50);
-    let o = run_bounded(
-        Command::new(bin_dir().join("gspc"))
-            .args(["wait", &job, "--state-dir"])
-            .arg(s.0.join("state")),
-        Duration::from_secs(60),
-    );
+    let o = s.wait(&s.submit("crash_once", 4, 50));
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     assert_complete(&out, 4);
     // The runtime keeps its capacity: two workers again.
     let t = Instant::now();
     loop {
-        let st: serde_json::Value =
-            serde_json::from_str(&s.gspc_ok(&["status", "--json"])).unwrap();
+        let st: serde_json::Value = serde_json::from_str(&s.ok(&["status", "--json"])).unwrap();
         let live = st["workers"]
             .as_array()
             .unwrap()
@@ -384,17 +382,11 @@ fn gspc_runtime_survives_crashing_modules_and_keeps_its_workers() {
         std::thread::sleep(Duration::from_millis(100));
     }
     // A command module whose worker is killed: results once.
-    let job = submit("kill_worker_once", 3, 200);
-    let o = run_bounded(
-        Command::new(bin_dir().join("gspc"))
-            .args(["wait", &job, "--state-dir"])
-            .arg(s.0.join("state")),
-        Duration::from_secs(60),
-    );
+    let o = s.wait(&s.submit("kill_worker_once", 3, 200));
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     assert_complete(&out, 3);
-    let stop = s.gspc_ok(&["stop"]);
+    let stop = s.ok(&["stop"]);
     assert!(!stop.is_empty());
     assert!(
         processes_mentioning(&s.markers()).is_empty(),
@@ -406,19 +398,13 @@ fn gspc_runtime_survives_crashing_modules_and_keeps_its_workers() {
 #[test]
 fn gspc_job_whose_tasks_no_worker_can_run_says_what_it_waits_for() {
     let s = Scratch::new("gspcwait");
-    let mut boot = vec!["boot", "--topology", "worker:1", "--timeout", "30"];
-    let mp = module_path();
-    boot.extend(mp.iter().map(String::as_str));
-    s.gspc_ok(&boot);
-    let mut args = vec!["submit".to_string(), net()];
-    args.extend(s.inputs("segv", 1, 0));
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    s.gspc_ok(&a);
+    s.boot("worker:1");
+    s.submit("segv", 1, 0);
     // The worker crashes, is restarted 3 times, crashes again: the job then waits and says
     // why, it does not hang silently.
     let t = Instant::now();
     loop {
-        let jobs = s.gspc_ok(&["jobs", "--json"]);
+        let jobs = s.ok(&["jobs", "--json"]);
         if jobs.contains("crashed with SIGSEGV") && jobs.contains("lost") {
             assert!(jobs.contains("waits for a worker"), "{jobs}");
             break;
@@ -432,7 +418,7 @@ fn gspc_job_whose_tasks_no_worker_can_run_says_what_it_waits_for() {
     let stop = run_bounded(
         Command::new(bin_dir().join("gspc"))
             .args(["stop", "--state-dir"])
-            .arg(s.0.join("state")),
+            .arg(s.state()),
         Duration::from_secs(30),
     );
     assert!(stop.status.success());

@@ -31,33 +31,28 @@ fn bin_dir() -> &'static PathBuf {
     })
 }
 
-/// A private scratch folder with a state directory `state` (mode 700) inside.
-struct Scratch(PathBuf);
+/// A scratch folder with a gspc state directory (see [`pnet_tests::GspcScratch`]).
+struct Scratch(pnet_tests::GspcScratch);
+
+impl std::ops::Deref for Scratch {
+    type Target = pnet_tests::GspcScratch;
+
+    fn deref(&self) -> &pnet_tests::GspcScratch {
+        &self.0
+    }
+}
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("pnet-gspc-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("state")).unwrap();
-        std::fs::set_permissions(dir.join("state"), std::fs::Permissions::from_mode(0o700))
-            .unwrap();
-        Scratch(dir)
-    }
-
-    fn state(&self) -> PathBuf {
-        self.0.join("state")
-    }
-
-    fn gspc(&self, args: &[&str]) -> Output {
-        pnet_tests::gspc_in(&bin_dir().join("gspc"), &self.state(), args)
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        pnet_tests::gspc_ok_in(&bin_dir().join("gspc"), &self.state(), args)
+        Scratch(pnet_tests::GspcScratch::new(
+            "gspc",
+            name,
+            bin_dir().join("gspc"),
+        ))
     }
 
     fn net(&self, name: &str, text: &str) -> String {
-        let p = self.0.join(name);
+        let p = self.dir.join(name);
         std::fs::write(&p, text).unwrap();
         p.display().to_string()
     }
@@ -94,14 +89,6 @@ impl Scratch {
         let s = self.status();
         let pid = s["pid"].as_u64().unwrap() as u32;
         (pid, worker_pids(&s))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        // Stop a runtime a failed test left behind.
-        let _ = self.gspc(&["stop"]);
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -249,7 +236,7 @@ fn three_workflows_at_once_put_tokens_cancel_wait_and_stop() {
     let wj: serde_json::Value = serde_json::from_str(&s.ok(&["wait", &b, "--json"])).unwrap();
     assert_eq!(wj["outputs"]["ys"], serde_json::json!(["9L", "16L"]));
     // The same outputs, kept in a result file and read back by pnetget.
-    let result = s.0.join("b.pnr");
+    let result = s.dir.join("b.pnr");
     s.ok(&["wait", &b, "--result", result.to_str().unwrap()]);
     let got = Command::new(bin_dir().join("pnetget"))
         .arg(&result)

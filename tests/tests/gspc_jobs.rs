@@ -16,35 +16,29 @@ fn bin_dir() -> &'static PathBuf {
     })
 }
 
-/// A private scratch folder with a state directory `state` (mode 700) inside; stops the
-/// runtime and removes the folder when dropped.
-struct Scratch(PathBuf);
+/// A scratch folder with a gspc state directory (see [`pnet_tests::GspcScratch`]).
+struct Scratch(pnet_tests::GspcScratch);
+
+impl std::ops::Deref for Scratch {
+    type Target = pnet_tests::GspcScratch;
+
+    fn deref(&self) -> &pnet_tests::GspcScratch {
+        &self.0
+    }
+}
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("pnet-gspcj-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("state")).unwrap();
-        std::fs::set_permissions(dir.join("state"), std::fs::Permissions::from_mode(0o700))
-            .unwrap();
-        Scratch(dir)
-    }
-
-    fn state(&self) -> PathBuf {
-        self.0.join("state")
-    }
-
-    fn gspc(&self, args: &[&str]) -> Output {
-        pnet_tests::gspc_in(&bin_dir().join("gspc"), &self.state(), args)
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        pnet_tests::gspc_ok_in(&bin_dir().join("gspc"), &self.state(), args)
+        Scratch(pnet_tests::GspcScratch::new(
+            "gspcj",
+            name,
+            bin_dir().join("gspc"),
+        ))
     }
 
     /// Writes `text` to `rel` (creating its folder); returns the path.
     fn file(&self, rel: &str, text: &str) -> String {
-        let p = self.0.join(rel);
+        let p = self.dir.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, text).unwrap();
         p.display().to_string()
@@ -72,13 +66,6 @@ impl Scratch {
 
     fn jobs(&self) -> serde_json::Value {
         serde_json::from_str(&self.ok(&["jobs", "--json"])).unwrap()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = self.gspc(&["stop"]);
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

@@ -552,12 +552,10 @@ pub fn describe(status: ExitStatus) -> String {
     if let Some(code) = status.code() {
         format!("exited with status {code}")
     } else if let Some(sig) = status.signal() {
-        format!(
-            "ended by signal {sig}{}",
-            signal_name(sig)
-                .map(|n| format!(" ({n})"))
-                .unwrap_or_default()
-        )
+        match signal_name(sig) {
+            n if n.starts_with("SIG") => format!("ended by signal {sig} ({n})"),
+            _ => format!("ended by signal {sig}"),
+        }
     } else {
         format!("ended ({status})")
     }
@@ -566,7 +564,7 @@ pub fn describe(status: ExitStatus) -> String {
 /// How a process ended, short: `SIGSEGV` (or `signal 42`), `exit status 3`.
 pub fn exit_name(status: ExitStatus) -> String {
     if let Some(sig) = status.signal() {
-        signal_name(sig).map_or_else(|| format!("signal {sig}"), str::to_string)
+        signal_name(sig)
     } else if let Some(code) = status.code() {
         format!("exit status {code}")
     } else {
@@ -574,12 +572,14 @@ pub fn exit_name(status: ExitStatus) -> String {
     }
 }
 
-fn signal_name(sig: i32) -> Option<&'static str> {
-    Some(match sig {
+/// `SIGSEGV`, `SIGABRT`, ... or `signal N`.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",
         libc::SIGQUIT => "SIGQUIT",
         libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
         libc::SIGABRT => "SIGABRT",
         libc::SIGBUS => "SIGBUS",
         libc::SIGFPE => "SIGFPE",
@@ -588,8 +588,10 @@ fn signal_name(sig: i32) -> Option<&'static str> {
         libc::SIGPIPE => "SIGPIPE",
         libc::SIGALRM => "SIGALRM",
         libc::SIGTERM => "SIGTERM",
-        _ => return None,
-    })
+        libc::SIGSYS => "SIGSYS",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
 }
 
 /// Stops all workers: closes every stdin, sends SIGTERM to every process group, waits up to

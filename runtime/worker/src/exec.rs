@@ -622,7 +622,7 @@ impl Executor {
                 shared.set_child(None);
                 let status = host.child.wait().ok();
                 let how = match status.and_then(|s| s.signal()) {
-                    Some(sig) => format!("crashed with {}", signal_name(sig)),
+                    Some(sig) => format!("crashed with {}", pnet_launch::signal_name(sig)),
                     None => match status.and_then(|s| s.code()) {
                         Some(code) => format!("ended its process with exit status {code}"),
                         None => "ended its process".to_string(),
@@ -1082,27 +1082,6 @@ fn wait_no_reap(pid: i32) {
     }
 }
 
-/// `SIGSEGV`, `SIGABRT`, ... or `signal N`.
-pub fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGSYS => "SIGSYS",
-        _ => return format!("signal {sig}"),
-    };
-    name.to_string()
-}
 
 fn is_executable(p: &Path) -> bool {
     p.metadata()
