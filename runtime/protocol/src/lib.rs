@@ -223,7 +223,11 @@ mod tests {
         assert_eq!(tag(&m), 9);
         let back: AgentMsg = postcard::from_bytes(&postcard::to_allocvec(&m).unwrap()).unwrap();
         assert_eq!(back, m);
-        let r = postcard::to_allocvec(&WorkerMsg::Returned { tasks: vec![1], kept: vec![] }).unwrap();
+        let r = postcard::to_allocvec(&WorkerMsg::Returned {
+            tasks: vec![1],
+            kept: vec![],
+        })
+        .unwrap();
         assert_eq!(r[0], 6);
     }
 }
