@@ -1082,7 +1082,6 @@ fn wait_no_reap(pid: i32) {
     }
 }
 
-
 fn is_executable(p: &Path) -> bool {
     p.metadata()
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

@@ -17,10 +17,10 @@ pub mod validate;
 #[cfg(test)]
 mod tests;
 
+pub use ending::{Ending, unfed_in_ports};
 pub use engine::{
     Engine, RunConfig, RunResult, Stats, Step, Task, TaskId, TaskMemory, generator_value, run,
 };
-pub use ending::{Ending, unfed_in_ports};
 pub use error::{RunError, RunErrorData, RunErrorKind};
 pub use hook::{CodeRunner, CodeRunnerFactory, Loop, LoopCodes, LoopEnd, RunnerCodes, drive_loop};
 pub use interp::{Interpreter, condition_value, eval};
