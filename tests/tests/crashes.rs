@@ -89,7 +89,12 @@ impl Scratch {
     }
 
     fn boot(&self, topology: &str) {
+        self.boot_with(topology, &[]);
+    }
+
+    fn boot_with(&self, topology: &str, extra: &[&str]) {
         let mut args = vec!["boot", "--topology", topology, "--timeout", "30"];
+        args.extend(extra);
         let mp = module_path();
         args.extend(mp.iter().map(String::as_str));
         self.ok(&args);
@@ -422,4 +427,31 @@ fn gspc_job_whose_tasks_no_worker_can_run_says_what_it_waits_for() {
         Duration::from_secs(30),
     );
     assert!(stop.status.success());
+}
+
+#[test]
+fn gspc_job_fails_naming_the_crash_when_retries_run_out_and_the_runtime_goes_on() {
+    let s = Scratch::new("gspcabort");
+    s.boot_with("worker:2", &["--max-retries", "1"]);
+    let o = s.wait(&s.submit("abort", 1, 0));
+    let (out, err) = text(&o);
+    assert!(!o.status.success(), "{out}\n{err}");
+    assert!(
+        err.contains("module `crash.abort` crashed with SIGABRT on worker `"),
+        "{err}"
+    );
+    assert!(
+        err.contains("it ran 2 times, more than fhg.drts.schedule.maximum_number_of_retries = 1"),
+        "{err}"
+    );
+    // The runtime still runs jobs on its restarted workers.
+    let o = s.wait(&s.submit("sleep", 2, 0));
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_complete(&out, 2);
+    s.ok(&["stop"]);
+    assert!(
+        processes_mentioning(&s.markers()).is_empty(),
+        "processes left"
+    );
 }
