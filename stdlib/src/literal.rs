@@ -11,8 +11,9 @@
 //! Deliberate differences from GPI-Space, so that everything except inf/nan reads back exactly:
 //! - floats and doubles print the shortest text that reads back as the same number, always with
 //!   a `.` or an exponent (`1.5`, `1.0`, `1e20`, `-0.0`, `1.5f`, `1e-7f`) instead of six
-//!   significant digits (`1.50000`); infinities and NaN print as `inf`, `-inf` and `nan` (for
-//!   floats and doubles alike) and do not read back, as in GPI-Space;
+//!   significant digits (`1.50000`); infinities print as GPI-Space prints them, `inf`/`-inf`
+//!   for doubles and `inff`/`-inff` for floats, NaN as `nan`, and none of them reads back, as
+//!   in GPI-Space;
 //! - strings print with `"` and `\` escaped (`"a\"b\\c"`), GPI-Space prints them raw.
 //!
 //! Choices where GPI-Space gives no guidance:
@@ -58,8 +59,10 @@ pub const MAX_LITERAL_DEPTH: usize = 200;
 /// `y( 0 127)`, `List (...)`, `Set {...}`, `Map [k -> v]`, `Struct [f := v]`, `shared_P (v)`.
 /// Leading and trailing whitespace is allowed.
 ///
-/// Unlike the expression language, a leading `-` is part of the number here and the range
-/// check applies to the negative value, so `-2147483648` is the int `i32::MIN`. Duplicate set
+/// As in the expression language (and GPI-Space), a sign is part of a number (`-3L`, `+1f`) and
+/// applies after the range check, wrapping for unsigned types: `-1U` is 4294967295U, and
+/// `-2147483648` is out of range (so `i32::MIN` prints as a text that does not read back, as in
+/// GPI-Space). Bytes of `y(..)` may be written in hex (`y(0x41)`). Duplicate set
 /// elements collapse; a duplicate map key keeps the last entry; a duplicate struct field is an
 /// error. Nesting deeper than [`MAX_LITERAL_DEPTH`] is an error. Never panics.
 pub fn parse_literal(text: &str) -> Result<Value, LiteralError> {
@@ -120,8 +123,31 @@ pub fn parse_number(text: &str) -> Result<Value, String> {
     parse_number_signed(text, false)
 }
 
-/// [`parse_number`] of `-text` when `negative` (the range check applies to the negative value).
+/// The value of a number literal preceded by `-`: the sign applies after the range check, and
+/// wraps for unsigned types (`-1U` is 4294967295U, as in GPI-Space); floats, doubles, ints,
+/// longs and bigints are negated. Other values are returned unchanged.
+pub fn negate(v: Value) -> Value {
+    match v {
+        Value::Int(i) => Value::Int(i.wrapping_neg()),
+        Value::Long(i) => Value::Long(i.wrapping_neg()),
+        Value::UInt(i) => Value::UInt(i.wrapping_neg()),
+        Value::ULong(i) => Value::ULong(i.wrapping_neg()),
+        Value::Float(x) => Value::Float(-x),
+        Value::Double(x) => Value::Double(-x),
+        Value::Bigint(i) => Value::bigint(-&*i),
+        other => other,
+    }
+}
+
+/// [`parse_number`] of `-text` when `negative`: the range check applies to `text`, then the
+/// sign ([`negate`]).
 fn parse_number_signed(text: &str, negative: bool) -> Result<Value, String> {
+    let v = parse_magnitude(text, negative)?;
+    Ok(if negative { negate(v) } else { v })
+}
+
+/// The number `text` without its sign, range-checked; `negative` only for messages.
+fn parse_magnitude(text: &str, negative: bool) -> Result<Value, String> {
     let b = text.as_bytes();
     let shown = || {
         if negative {
@@ -164,11 +190,11 @@ fn parse_number_signed(text: &str, negative: bool) -> Result<Value, String> {
             let suffix = &text[end..];
             return match suffix {
                 "" => match num.parse::<f64>() {
-                    Ok(x) if x.is_finite() => Ok(Value::Double(if negative { -x } else { x })),
+                    Ok(x) if x.is_finite() => Ok(Value::Double(x)),
                     _ => Err(format!("{} is out of range for double", shown())),
                 },
                 "f" | "F" => match num.parse::<f32>() {
-                    Ok(x) if x.is_finite() => Ok(Value::Float(if negative { -x } else { x })),
+                    Ok(x) if x.is_finite() => Ok(Value::Float(x)),
                     _ => Err(format!("{} is out of range for float", shown())),
                 },
                 _ => Err(format!("invalid suffix `{suffix}` in number `{}`", shown())),
@@ -179,12 +205,9 @@ fn parse_number_signed(text: &str, negative: bool) -> Result<Value, String> {
     if digits.is_empty() {
         return Err(format!("invalid number `{}`", shown()));
     }
-    let Some(mut magnitude) = BigInt::parse_bytes(digits.as_bytes(), radix) else {
+    let Some(magnitude) = BigInt::parse_bytes(digits.as_bytes(), radix) else {
         return Err(format!("invalid number `{}`", shown()));
     };
-    if negative {
-        magnitude = -magnitude;
-    }
     let out_of_range = |ty: &str| format!("{} is out of range for {ty}", shown());
     match suffix.to_ascii_lowercase().as_str() {
         "" => magnitude
@@ -205,7 +228,7 @@ fn parse_number_signed(text: &str, negative: bool) -> Result<Value, String> {
             .ok_or_else(|| out_of_range("unsigned long")),
         "a" if radix == 10 => Ok(Value::bigint(magnitude)),
         "f" if radix == 10 => match digits.parse::<f32>() {
-            Ok(x) if x.is_finite() => Ok(Value::Float(if negative { -x } else { x })),
+            Ok(x) if x.is_finite() => Ok(Value::Float(x)),
             _ => Err(out_of_range("float")),
         },
         _ => Err(format!("invalid suffix `{suffix}` in number `{}`", shown())),
@@ -303,7 +326,7 @@ impl Parser<'_> {
             b'\'' => self.char_lit(),
             b'"' => self.string_lit(),
             b'{' => self.bitset(),
-            b'-' | b'0'..=b'9' => self.number(),
+            b'-' | b'+' | b'0'..=b'9' => self.number(),
             b if b.is_ascii_alphabetic() || b == b'_' => {
                 let word = self.token(false);
                 match word {
@@ -418,6 +441,9 @@ impl Parser<'_> {
     fn number(&mut self) -> Result<Value, LiteralError> {
         let start = self.pos;
         let negative = self.eat(b'-');
+        if !negative {
+            self.eat(b'+');
+        }
         if !self.peek().is_some_and(|b| b.is_ascii_digit()) {
             return Err(self.err("expected a digit"));
         }
@@ -516,7 +542,11 @@ impl Parser<'_> {
                 return Err(self.err("expected a byte or `)`"));
             }
             let tok = self.token(false);
-            let byte = tok.parse::<u16>().ok().and_then(|n| {
+            let n = match tok.strip_prefix("0x").or_else(|| tok.strip_prefix("0X")) {
+                Some(hex) => u16::from_str_radix(hex, 16),
+                None => tok.parse::<u16>(),
+            };
+            let byte = n.ok().and_then(|n| {
                 if negative {
                     (1..=128).contains(&n).then(|| (256 - n) as u8)
                 } else {
@@ -536,12 +566,13 @@ impl Parser<'_> {
     }
 }
 
-/// Writes a float or double: shortest round-trip text with a `.` or an exponent, or
-/// `inf`/`-inf`/`nan`.
+/// Writes a float or double: shortest round-trip text with a `.` or an exponent, `nan`, or an
+/// infinity with the suffix (`inf`/`-inf` for doubles, `inff`/`-inff` for floats, as GPI-Space
+/// prints them).
 fn write_fractional(f: &mut fmt::Formatter<'_>, debug: String, suffix: &str) -> fmt::Result {
     match debug.as_str() {
         "NaN" => f.write_str("nan"),
-        "inf" | "-inf" => f.write_str(&debug),
+        "inf" | "-inf" => write!(f, "{debug}{suffix}"),
         _ => write!(f, "{debug}{suffix}"),
     }
 }

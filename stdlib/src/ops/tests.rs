@@ -40,6 +40,12 @@ pub(crate) fn ty(s: &str) -> Type {
 
 /// Value from literal syntax (test input must be valid).
 pub(crate) fn val(s: &str) -> Value {
+    // The smallest int and long cannot be written (a sign applies after the range check).
+    match s {
+        "-2147483648" => return Value::Int(i32::MIN),
+        "-9223372036854775808L" => return Value::Long(i64::MIN),
+        _ => {}
+    }
     parse_literal(s).unwrap_or_else(|e| panic!("bad literal {s}: {e:?}"))
 }
 

@@ -1770,3 +1770,58 @@ mod props {
         }
     }
 }
+
+/// GPI-Space's reading of expressions: word operators in call form, optional commas between
+/// arguments, signs as part of number literals.
+#[test]
+fn gpispace_reading() {
+    // As in GPI-Space's own example nets: `mod (${i}, 2UL)` in a condition.
+    cond(
+        "mod (${i}, 2UL) == 0UL :and: div (${i} 2UL) > 0UL",
+        "in i: unsigned long",
+        expect![[r#"
+        bool
+    "#]],
+    );
+    types(
+        &[
+            "min (0.0 0.0)",
+            "max (${l} ${l})",
+            "map_assign (Map [], 1 2L)",
+            "mod (7, 3)",
+            "-1U",
+            "+1f",
+            "-1UL + 1UL",
+            "-9223372036854775808L",
+        ],
+        expect![[r#"
+            min (0.0 0.0)  :  double
+            max (${l} ${l})  :  long
+            map_assign (Map [], 1 2L)  :  map
+            mod (7, 3)  :  int
+            -1U  :  unsigned int
+            +1f  :  float
+            -1UL + 1UL  :  unsigned long
+            -9223372036854775808L
+                error[invalid_literal] `9223372036854775808L`: invalid number: 9223372036854775808L is out of range for long
+        "#]],
+    );
+    tokens(
+        &[
+            ("-1U", "uint"),
+            ("+1f", "float"),
+            ("List (-1U, +2)", "list"),
+            ("mod (7, 3)", "int"),
+            ("map_assign (Map [], 1 2L)", "map"),
+            ("y(0x41)", "bytearray"),
+        ],
+        expect![[r#"
+            -1U : uint  =  4294967295U
+            +1f : float  =  1.0f
+            List (-1U, +2) : list  =  List (4294967295U, 2)
+            mod (7, 3) : int  =  1
+            map_assign (Map [], 1 2L) : map  =  Map [1 -> 2L]
+            y(0x41) : bytearray  =  y( 65)
+        "#]],
+    );
+}

@@ -115,6 +115,34 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// `-e`. When `e` is a number token (at text offset `m`), the sign is part of the literal
+    /// and applies after the range check: `-1U` is 4294967295U, `-2147483648` is out of range.
+    pub(crate) fn negate(&self, e: Expr, m: usize, l: usize, r: usize) -> Expr {
+        let number = self
+            .text
+            .text
+            .as_bytes()
+            .get(m)
+            .is_some_and(u8::is_ascii_digit);
+        match e.kind {
+            ExprKind::Literal(v) if number => {
+                self.node(ExprKind::Literal(pnet_stdlib::literal::negate(v)), l, r)
+            }
+            ExprKind::Error if number => self.node(ExprKind::Error, l, r),
+            kind => self.node(
+                ExprKind::Unary(UnOp::Neg, Box::new(Expr::new(kind, e.span))),
+                l,
+                r,
+            ),
+        }
+    }
+
+    /// `+n`: a number literal with an explicit sign (`+1f`).
+    pub(crate) fn plus(&self, n: &str, m: usize, l: usize, r: usize) -> Expr {
+        let e = self.number(n, m, r);
+        Expr::new(e.kind, self.span(l, r))
+    }
+
     /// A 64-bit word of a bitset literal.
     pub(crate) fn word(&self, n: &str, l: usize, r: usize) -> Option<u64> {
         let parsed = if let Some(hex) = n.strip_prefix("0x").or_else(|| n.strip_prefix("0X")) {
@@ -140,9 +168,13 @@ impl<'a> Ctx<'a> {
         parsed
     }
 
-    /// A byte of a bytearray literal: `0..=255`, or `-128..=-1` (two's complement).
+    /// A byte of a bytearray literal: `0..=255` (decimal or hex, `0x41`), or `-128..=-1`
+    /// (two's complement).
     pub(crate) fn byte(&self, neg: bool, n: &str, l: usize, r: usize) -> Option<u8> {
-        let v: Option<i64> = n.parse().ok();
+        let v: Option<i64> = match n.strip_prefix("0x").or_else(|| n.strip_prefix("0X")) {
+            Some(hex) => i64::from_str_radix(hex, 16).ok(),
+            None => n.parse().ok(),
+        };
         let b = match (neg, v) {
             (false, Some(v @ 0..=255)) => Some(v as u8),
             (true, Some(v @ 0..=128)) => Some((-v) as i8 as u8),
@@ -260,6 +292,9 @@ impl<'a> Ctx<'a> {
             // Terminals that start an expression: listed as "an expression".
             const STARTS: &[&str] = &[
                 "\"-\"",
+                "\"+\"",
+                "\"div\"",
+                "\"mod\"",
                 "\"!\"",
                 "\"(\"",
                 "\"{\"",
@@ -294,7 +329,7 @@ impl<'a> Ctx<'a> {
                 "OrOp", "AndOp", "CmpOp", "\"+\"", "\"-\"", "MulOp", "\"div\"", "ModOp", "\"mod\"",
                 "PowOp",
             ];
-            let after_operand = expected.iter().any(|e| e == "CmpOp");
+            let after_operand = expected.iter().any(|e| e == "CmpOp" || e == "OrOp");
             if after_operand {
                 names.push("an operator".into());
             }

@@ -111,7 +111,16 @@ fn source(e: &Expr, out: &mut String) {
                 UnOp::Neg => "(- ",
                 UnOp::Not => "(! ",
             });
+            // A `-` directly before a number is the number's sign: `(- (1))` keeps the operator.
+            let number = *op == UnOp::Neg
+                && matches!(a.kind, ExprKind::Literal(ref v) if v.ty().is_number());
+            if number {
+                out.push('(');
+            }
             source(a, out);
+            if number {
+                out.push(')');
+            }
             out.push(')');
         }
         ExprKind::Binary(op, a, b) => {

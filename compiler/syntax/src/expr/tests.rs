@@ -72,7 +72,7 @@ fn literals() {
     );
     check(
         "List (-1, -2.5); Set {shared_p (1)}",
-        expect!["(seq (List (- 1) (- 2.5)) (Set (shared_p 1)))"],
+        expect!["(seq (List -1 -2.5) (Set (shared_p 1)))"],
     );
 }
 
@@ -116,8 +116,8 @@ fn operators() {
     check(
         "-1; !true; - - 1; !!x; -!1; !-1",
         expect![[r#"
-        (seq (- 1) (! true) (- (- 1)) (! (! <error>)) (- (! 1)) (! (- 1)))
-        unknown_function@20..21: unknown name `x`"#]],
+            (seq -1 (! true) (- -1) (! (! <error>)) (- (! 1)) (! -1))
+            unknown_function@20..21: unknown name `x`"#]],
     );
 }
 
@@ -144,11 +144,11 @@ fn precedence_and_associativity() {
     check(
         "-2 ** 2; !a ** b; -a * b",
         expect![[r#"
-        (seq (** (- 2) 2) (** (! <error>) <error>) (* (- <error>) <error>))
-        unknown_function@10..11: unknown name `a`
-        unknown_function@15..16: unknown name `b`
-        unknown_function@19..20: unknown name `a`
-        unknown_function@23..24: unknown name `b`"#]],
+            (seq (** -2 2) (** (! <error>) <error>) (* (- <error>) <error>))
+            unknown_function@10..11: unknown name `a`
+            unknown_function@15..16: unknown name `b`
+            unknown_function@19..20: unknown name `a`
+            unknown_function@23..24: unknown name `b`"#]],
     );
     check(
         "(1 + 2) * 3; 1 + (2 * 3); ((1))",
@@ -175,7 +175,7 @@ fn calls() {
     );
     check(
         "min (${a}, ${b}); min ${a} ${b}; min (${a}) (${b}); max 1 -2",
-        expect!["(seq (min ${a} ${b}) (min ${a} ${b}) (min ${a} ${b}) (max 1 (- 2)))"],
+        expect!["(seq (min ${a} ${b}) (min ${a} ${b}) (min ${a} ${b}) (max 1 -2))"],
     );
     check(
         "bitset_insert {} 1UL; bitset_insert ({}, 1UL)",
@@ -195,7 +195,7 @@ fn calls() {
     );
     check(
         "!set_empty (${s}) :and: abs abs -1 == 1",
-        expect!["(&& (! (set_empty ${s})) (== (abs (abs (- 1))) 1))"],
+        expect!["(&& (! (set_empty ${s})) (== (abs (abs -1)) 1))"],
     );
     check("min abs 1 2 ** 3", expect!["(** (min (abs 1) 2) 3)"]);
     check(
@@ -205,6 +205,66 @@ fn calls() {
     check(
         "int(true); bigint 1; uint (1); ulong 1; float 1; double 1; long 1",
         expect!["(seq (int true) (bigint 1) (uint 1) (ulong 1) (float 1) (double 1) (long 1))"],
+    );
+}
+
+#[test]
+fn word_operators_in_call_form() {
+    // GPI-Space's operator-precedence parser reads `mod (a, b)` as `a mod b`.
+    check(
+        "mod (7, 3); div (7, 3); mod (${i}, 2UL) == 0UL; mod (7 3); div (${a} ${b}) + 1",
+        expect![
+            "(seq (mod 7 3) (div 7 3) (== (mod ${i} 2UL) 0UL) (mod 7 3) (+ (div ${a} ${b}) 1))"
+        ],
+    );
+    check("7 mod (3); 7 div (3)", expect!["(seq (mod 7 3) (div 7 3))"]);
+}
+
+#[test]
+fn commas_between_arguments_are_optional() {
+    check(
+        "min (0.0 0.0); max (${a} ${b}); map_assign (Map [], 1 2L); map_assign (${m} 1, 2)",
+        expect![
+            "(seq (min 0.0 0.0) (max ${a} ${b}) (map_assign (Map) 1 2L) (map_assign ${m} 1 2))"
+        ],
+    );
+    // Without a comma, a sign or word operator continues the previous argument.
+    check(
+        "max (${a} + 1 ${b} * 2); min (${a} -1, 2); min (${a}, -1)",
+        expect!["(seq (max (+ ${a} 1) (* ${b} 2)) (min (- ${a} 1) 2) (min ${a} -1))"],
+    );
+}
+
+#[test]
+fn a_sign_is_part_of_a_number_literal() {
+    // The sign applies after the range check, wrapping for unsigned types.
+    check(
+        "-1U; -1UL; +1f; +2; -1.5f; -0x10L; -3A; List (-1U, +1f); Map [-1UL -> +1L]",
+        expect![
+            "(seq 4294967295U 18446744073709551615UL 1.0f 2 -1.5f -16L -3A (List 4294967295U 1.0f) (Map (18446744073709551615UL 1L)))"
+        ],
+    );
+    check(
+        "-9223372036854775808L; -(1U); - ${a}; 1 -1U",
+        expect![[r#"
+            (seq <error> (- 1U) (- ${a}) (- 1 1U))
+            invalid_literal@1..21: invalid number: 9223372036854775808L is out of range for long"#]],
+    );
+    check(
+        "+${a}",
+        expect![[r#"
+            <error>
+            unexpected_token@1..5: unexpected `${a}`"#]],
+    );
+}
+
+#[test]
+fn bytes_may_be_written_in_hex() {
+    check(
+        "y(0x41); y(0x0 0xff 65); y(0x100)",
+        expect![[r#"
+            (seq y(65) y(0 255 65) <error>)
+            invalid_literal@27..32: invalid byte `0x100`"#]],
     );
 }
 
@@ -271,9 +331,9 @@ fn errors() {
     check(
         "2147483648; -2147483648; -2147483647",
         expect![[r#"
-        (seq <error> (- <error>) (- 2147483647))
-        invalid_literal@0..10: invalid number: 2147483648 is out of range for int
-        invalid_literal@13..23: invalid number: 2147483648 is out of range for int"#]],
+            (seq <error> <error> -2147483647)
+            invalid_literal@0..10: invalid number: 2147483648 is out of range for int
+            invalid_literal@13..23: invalid number: 2147483648 is out of range for int"#]],
     );
     check(
         "1x; 0xg; 256U",
@@ -398,7 +458,7 @@ fn error_notes_say_what_was_expected() {
             .join("\n")
     };
     expect!["expected an expression"].assert_eq(&notes("1 +"));
-    expect!["expected one of an operator, `:=`, `)`"].assert_eq(&notes("(1 2)"));
+    expect!["expected `)`"].assert_eq(&notes("(1 2)"));
     expect!["expected one of an operator, `->`"].assert_eq(&notes("Map [1 2]"));
 }
 
