@@ -200,9 +200,11 @@ impl Builtin {
     pub fn signature(self) -> &'static str {
         match self {
             Builtin::Abs => "abs (T) -> T, T one of int, long, float, double, bigint",
-            Builtin::Floor => "floor (T) -> T, T one of float, double",
-            Builtin::Ceil => "ceil (T) -> T, T one of float, double",
-            Builtin::Round => "round (T) -> T, T one of float, double (halves away from zero)",
+            Builtin::Floor => "floor (T) -> T, T a number (integers unchanged)",
+            Builtin::Ceil => "ceil (T) -> T, T a number (integers unchanged)",
+            Builtin::Round => {
+                "round (T) -> T, T a number (halves away from zero; integers unchanged)"
+            }
             Builtin::Sin => "sin (T) -> T, T one of float, double",
             Builtin::Cos => "cos (T) -> T, T one of float, double",
             Builtin::Sqrt => "sqrt (T) -> T, T one of float, double",
@@ -312,13 +314,9 @@ impl Builtin {
         };
         Ok(match self {
             Builtin::Abs => kind(0, SIGNED)?,
-            Builtin::Floor
-            | Builtin::Ceil
-            | Builtin::Round
-            | Builtin::Sin
-            | Builtin::Cos
-            | Builtin::Sqrt
-            | Builtin::Log => kind(0, FRACTIONAL)?,
+            // As in GPI-Space, also on every integer type: the argument, unchanged.
+            Builtin::Floor | Builtin::Ceil | Builtin::Round => kind(0, NUMBERS)?,
+            Builtin::Sin | Builtin::Cos | Builtin::Sqrt | Builtin::Log => kind(0, FRACTIONAL)?,
             Builtin::ToInt
             | Builtin::ToLong
             | Builtin::ToUInt
@@ -513,6 +511,16 @@ impl Builtin {
             (Builtin::Log, [Value::Double(x)]) if *x <= 0.0 => {
                 return Err(EvalError::LogOfNonPositive);
             }
+            (
+                Builtin::Floor | Builtin::Ceil | Builtin::Round,
+                [
+                    v @ (Value::Int(_)
+                    | Value::Long(_)
+                    | Value::UInt(_)
+                    | Value::ULong(_)
+                    | Value::Bigint(_)),
+                ],
+            ) => v.clone(),
             (
                 Builtin::Floor
                 | Builtin::Ceil

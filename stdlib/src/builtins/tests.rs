@@ -48,9 +48,9 @@ fn names_arities_signatures() {
     assert_eq!(Builtin::from_name("nope"), None);
     expect![[r#"
         abs / 1 : abs (T) -> T, T one of int, long, float, double, bigint
-        floor / 1 : floor (T) -> T, T one of float, double
-        ceil / 1 : ceil (T) -> T, T one of float, double
-        round / 1 : round (T) -> T, T one of float, double (halves away from zero)
+        floor / 1 : floor (T) -> T, T a number (integers unchanged)
+        ceil / 1 : ceil (T) -> T, T a number (integers unchanged)
+        round / 1 : round (T) -> T, T a number (halves away from zero; integers unchanged)
         sin / 1 : sin (T) -> T, T one of float, double
         cos / 1 : cos (T) -> T, T one of float, double
         sqrt / 1 : sqrt (T) -> T, T one of float, double
@@ -131,6 +131,9 @@ fn types_of_math() {
             (Round, &["double"]),
             (Round, &["any"]),
             (Round, &["long"]),
+            (Floor, &["unsigned int"]),
+            (Ceil, &["unsigned long"]),
+            (Round, &["bool"]),
             (Sin, &["double"]),
             (Sin, &["int"]),
             (Cos, &["float"]),
@@ -163,12 +166,15 @@ fn types_of_math() {
             abs (int, int) : error: `abs` takes 1 argument, found 2
             abs () : error: `abs` takes 1 argument, found 0
             floor (double) : double
-            floor (int) : error: `floor` expects float or double, found `int`
+            floor (int) : int
             ceil (float) : float
-            ceil (bigint) : error: `ceil` expects float or double, found `bigint`
+            ceil (bigint) : bigint
             round (double) : double
             round (any) : any
-            round (long) : error: `round` expects float or double, found `long`
+            round (long) : long
+            floor (unsigned int) : unsigned int
+            ceil (unsigned long) : unsigned long
+            round (bool) : error: `round` expects int, long, unsigned int, unsigned long, float, double or bigint, found `bool`
             sin (double) : double
             sin (int) : error: `sin` expects float or double, found `int`
             cos (float) : float
@@ -535,6 +541,10 @@ fn eval_math() {
             (Round, &["-2.5f"]),
             (Round, &["0.49999999999999994"]),
             (Round, &["1"]),
+            (Floor, &["-7L"]),
+            (Ceil, &["4294967295U"]),
+            (Round, &["18446744073709551615UL"]),
+            (Floor, &["-100000000000000000000A"]),
             (Sin, &["0.0"]),
             (Sin, &["1.5707963267948966"]),
             (Cos, &["0.0f"]),
@@ -593,7 +603,11 @@ fn eval_math() {
             round (-0.5) = -1.0
             round (-2.5f) = -3.0f
             round (0.49999999999999994) = 0.0
-            round (1) = error: type error: `round` cannot be applied to int
+            round (1) = 1
+            floor (-7L) = -7L
+            ceil (4294967295U) = 4294967295U
+            round (18446744073709551615UL) = 18446744073709551615UL
+            floor (-100000000000000000000A) = -100000000000000000000A
             sin (0.0) = 0.0
             sin (1.5707963267948966) = 1.0
             cos (0.0f) = 1.0f

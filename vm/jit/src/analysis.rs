@@ -138,6 +138,8 @@ pub fn native_call(f: Builtin, args: &[Nt]) -> Option<Nt> {
     match (f, args) {
         (Abs, [t]) if t.is_signed_int() || t.is_float() => Some(*t),
         (Floor | Ceil | Round | Sin | Cos | Sqrt | Log, [t]) if t.is_float() => Some(*t),
+        // On integers (as in GPI-Space): the argument unchanged.
+        (Floor | Ceil | Round, [t]) if t.is_int() => Some(*t),
         (ToInt | ToLong | ToUInt | ToULong | ToFloat | ToDouble, [t]) if t.is_number() => {
             Some(match f {
                 ToInt => Nt::Int,

@@ -934,6 +934,7 @@ impl Gen<'_, '_> {
                 };
                 self.demote_to(t, r)
             }
+            Floor | Ceil | Round if t.is_int() => a,
             Floor | Ceil | Round | Sin | Cos => {
                 let x = self.f64_of(t, a);
                 let fi = self.u32c(rt::builtin_index(f));

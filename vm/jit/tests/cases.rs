@@ -362,3 +362,24 @@ fn divides(asm: &str) -> bool {
         .any(|i| l.starts_with(i))
     })
 }
+
+#[test]
+fn floor_ceil_and_round_leave_integers_unchanged() {
+    use pnet_stdlib::Builtin::{Ceil, Floor, Round};
+    for (ty, v) in [
+        (Type::Int, Value::Int(-7)),
+        (Type::Long, Value::Long(i64::MIN)),
+        (Type::UInt, Value::UInt(u32::MAX)),
+        (Type::ULong, Value::ULong(u64::MAX)),
+    ] {
+        for f in [Floor, Ceil, Round] {
+            let c = code(
+                vec![Instr::Load(0), Instr::Call(f)],
+                vec![],
+                vec![("a", ty.clone())],
+            );
+            let (r, _) = both(&c, &[Some(v.clone())]);
+            assert_eq!(r.unwrap(), v, "{f:?} ({v})");
+        }
+    }
+}

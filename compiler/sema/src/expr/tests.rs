@@ -1825,3 +1825,37 @@ fn gpispace_reading() {
         "#]],
     );
 }
+
+/// `floor`, `ceil` and `round` accept every integer type and return the argument unchanged.
+#[test]
+fn floor_ceil_round_on_integers() {
+    types(
+        &[
+            "floor (${i})",
+            "ceil (${ul})",
+            "round (${bi})",
+            "round (${u}) + 1U",
+            "floor (${b})",
+        ],
+        expect![[r#"
+            floor (${i})  :  int
+            ceil (${ul})  :  unsigned long
+            round (${bi})  :  bigint
+            round (${u}) + 1U  :  unsigned int
+            floor (${b})
+                error[type_error] `floor (${b})`: `floor` expects int, long, unsigned int, unsigned long, float, double or bigint, found `bool`
+        "#]],
+    );
+    tokens(
+        &[
+            ("floor (-7L)", "long"),
+            ("ceil (4294967295U)", "uint"),
+            ("round (5)", "int"),
+        ],
+        expect![[r#"
+            floor (-7L) : long  =  -7L
+            ceil (4294967295U) : uint  =  4294967295U
+            round (5) : int  =  5
+        "#]],
+    );
+}

@@ -771,9 +771,16 @@ impl<'r> Gen<'r> {
                 self.expr(from, d);
                 self.emit(Instr::Call(cast_to(t)));
             }
-            8 if signed => {
+            8 => {
+                // `floor`, `ceil` and `round` on an integer: the argument unchanged.
+                let f = if signed && self.r.chance(50) {
+                    Builtin::Abs
+                } else {
+                    self.r
+                        .pick(&[Builtin::Floor, Builtin::Ceil, Builtin::Round])
+                };
                 self.expr(t, d);
-                self.emit(Instr::Call(Builtin::Abs));
+                self.emit(Instr::Call(f));
             }
             9 => {
                 let f = self.r.pick(&[Builtin::Min, Builtin::Max]);
