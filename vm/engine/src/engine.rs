@@ -229,8 +229,8 @@ struct TransInfo {
     condition: Option<usize>,
     /// Indices into `takes` of those whose port the condition reads.
     enumerated: Vec<usize>,
-    /// Some input port is connected to no place: the transition can never fire (as in
-    /// GPI-Space, where such a port never receives a token).
+    /// Some input port is connected to no place, or the transition has no input connection
+    /// at all: it can never fire (as in GPI-Space).
     dead: bool,
     /// The firing plan of a plain expression transition (see [`FastPlan`]), if it is one.
     fast: Option<FastPlan>,
@@ -383,11 +383,13 @@ impl NetInfo {
                 }
             }
             let multi = need.iter().any(|&(_, n)| n > 1);
-            let dead = f.ports.iter().enumerate().any(|(pi, port)| {
-                port.dir.is_input()
-                    && !takes.iter().any(|tk| tk.port.index() == pi)
-                    && !counts.iter().any(|(cp, _)| cp.index() == pi)
-            });
+            // A transition without input connections is never enabled either (GPI-Space).
+            let dead = (takes.is_empty() && counts.is_empty())
+                || f.ports.iter().enumerate().any(|(pi, port)| {
+                    port.dir.is_input()
+                        && !takes.iter().any(|tk| tk.port.index() == pi)
+                        && !counts.iter().any(|(cp, _)| cp.index() == pi)
+                });
             let condition = t.condition.map(|c| c.index());
             let enumerated = match condition {
                 Some(c) => {

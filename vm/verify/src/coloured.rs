@@ -207,7 +207,7 @@ struct TInfo {
     /// Per output port of a module: the assumed values (`None`: unknown).
     assumed: Vec<(PortId, Option<Vec<Value>>)>,
     eureka_ports: Vec<PortId>,
-    /// Some input port is connected to no place: never fires.
+    /// Some input port is connected to no place, or no input connection at all: never fires.
     dead: bool,
 }
 
@@ -438,11 +438,13 @@ fn build_desc(
                 ConnectKind::OutMany => ti.outs.push((c.port, p, true)),
             }
         }
-        ti.dead = tf.ports.iter().enumerate().any(|(pi, port)| {
-            port.dir.is_input()
-                && !ti.takes.iter().any(|tk| tk.0.index() == pi)
-                && !ti.counts.iter().any(|c| c.0.index() == pi)
-        });
+        // No input connection at all: never enabled either (GPI-Space).
+        ti.dead = (ti.takes.is_empty() && ti.counts.is_empty())
+            || tf.ports.iter().enumerate().any(|(pi, port)| {
+                port.dir.is_input()
+                    && !ti.takes.iter().any(|tk| tk.0.index() == pi)
+                    && !ti.counts.iter().any(|c| c.0.index() == pi)
+            });
         trans.push(ti);
     }
     let mut prios: Vec<u16> = net.transitions.iter().map(|t| t.priority).collect();

@@ -1048,3 +1048,32 @@ end
         "#]],
     );
 }
+
+/// A transition without input connections is never enabled (GPI-Space): it does not fire,
+/// not even once, with or without a condition; one with only a count input may fire.
+#[test]
+fn transition_without_inputs_never_fires() {
+    check_config(
+        "
+net main
+  port out a long @a
+  place a long
+  trans src
+    out x long -> a
+    expr const 7L; store x
+  trans cond
+    out x long -> a
+    cond const true
+    expr const 8L; store x
+end
+",
+        &RunConfig {
+            max_firings: Some(10),
+            ..RunConfig::default()
+        },
+        expect![[r#"
+            a: 
+            firings: 0
+        "#]],
+    );
+}
