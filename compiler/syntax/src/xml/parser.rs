@@ -253,6 +253,96 @@ impl<'s> Parser<'s> {
         b.finish(self.file)
     }
 
+    /// The text of an `<expression>` (`sep` = `;`) or `<condition>` (`sep` = `&&`, the same
+    /// operator as `:and:`), read as GPI-Space reads it: every piece of character data (a text
+    /// run, or a CDATA section) on its own, pieces that are only whitespace dropped, comments
+    /// and processing instructions separating pieces; the pieces joined with `sep`. The
+    /// separator maps to where the previous piece ends (a `<` or the `]]>` of a CDATA
+    /// section). Without pieces (only whitespace), the text is as [`Self::mapped_text`] reads it.
+    fn joined_text(&mut self, n: Node, sep: &str) -> MappedText {
+        let content_end = self.content_end(n);
+        // The raw ranges of the pieces: `(start, end, end of the piece's data, glued)`; a text
+        // run right after a (reported, skipped) child element continues the piece before it.
+        let mut pieces: Vec<(usize, usize, usize, bool)> = Vec::new();
+        for c in n.children() {
+            if !c.is_text() {
+                continue;
+            }
+            let start = c.range().start;
+            let end = c
+                .next_sibling()
+                .map(|s| s.range().start)
+                .or(content_end)
+                .unwrap_or(start);
+            let Some(raw) = self.src.get(start..end) else {
+                return self.mapped_text(n);
+            };
+            let after_element = c.prev_sibling().is_some_and(|s| s.is_element());
+            let mut i = 0;
+            while i < raw.len() {
+                let glued = after_element && i == 0;
+                let next = ["<![CDATA[", "<!--", "<?"]
+                    .iter()
+                    .filter_map(|m| raw[i..].find(m))
+                    .min();
+                let Some(p) = next.map(|p| i + p) else {
+                    pieces.push((start + i, end, end, glued));
+                    break;
+                };
+                if p > i {
+                    pieces.push((start + i, start + p, start + p, glued));
+                }
+                let rest = &raw[p..];
+                let (close, len) = if rest.starts_with("<![CDATA[") {
+                    (rest.find("]]>"), 3)
+                } else if rest.starts_with("<!--") {
+                    (rest.find("-->"), 3)
+                } else {
+                    (rest.find("?>"), 2)
+                };
+                let Some(close) = close else {
+                    return self.mapped_text(n);
+                };
+                if rest.starts_with("<![CDATA[") {
+                    let data_end = start + p + close;
+                    pieces.push((start + p, start + p + close + len, data_end, false));
+                }
+                i = p + close + len;
+            }
+        }
+        let mut b = Builder::default();
+        let mut last_end = None;
+        for (start, end, data_end, glued) in pieces {
+            let mut pb = Builder::default();
+            if !scan(self.src, start, end, false, &mut pb) {
+                return self.mapped_text(n);
+            }
+            if pb.text.trim().is_empty() {
+                continue;
+            }
+            if let Some(at) = last_end.filter(|_| !glued) {
+                b.mark(at);
+                b.text.push_str(sep);
+            }
+            for (k, &(t, f)) in pb.map.iter().enumerate() {
+                let until = pb
+                    .map
+                    .get(k + 1)
+                    .map_or(pb.text.len(), |&(t, _)| t as usize);
+                b.mark(f as usize);
+                b.text.push_str(&pb.text[t as usize..until]);
+            }
+            last_end = Some(data_end);
+        }
+        if last_end.is_none() {
+            return self.mapped_text(n);
+        }
+        for c in n.children().filter(|c| c.is_element()) {
+            self.unexpected_element(c, n);
+        }
+        b.finish(self.file)
+    }
+
     /// An attribute value as a mapped text (for `eureka-group="..."`).
     fn attr_text(&self, a: &Attrs, name: &str) -> Option<MappedText> {
         let attr = a
@@ -381,7 +471,7 @@ impl<'s> Parser<'s> {
                 }
                 "condition" => {
                     self.attrs(c, &[]);
-                    d.conditions.push(self.mapped_text(c));
+                    d.conditions.push(self.joined_text(c, "&&"));
                     continue;
                 }
                 "require" => {
@@ -390,7 +480,7 @@ impl<'s> Parser<'s> {
                 }
                 "expression" => {
                     self.attrs(c, &[]);
-                    Some(DefunBody::Expression(self.mapped_text(c)))
+                    Some(DefunBody::Expression(self.joined_text(c, ";")))
                 }
                 "module" => self.module(c).map(DefunBody::Module),
                 "modules" => Some(DefunBody::Modules(self.modules(c))),
@@ -974,7 +1064,7 @@ impl<'s> Parser<'s> {
                 }
                 "condition" => {
                     self.attrs(c, &[]);
-                    t.conditions.push(self.mapped_text(c));
+                    t.conditions.push(self.joined_text(c, "&&"));
                     continue;
                 }
                 "require" => {

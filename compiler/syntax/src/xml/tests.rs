@@ -766,17 +766,17 @@ fn mapping_through_cdata_comments_char_refs_and_line_ends() {
     let src = "<defun><expression>${x} &amp;&amp; <![CDATA[${y} < 1]]> ||<!-- <c> -->\r\n ${z}&#x3E;&#62; \"ä\" &quot;q&quot;</expression></defun>";
     let (file, _) = parse_file(FileId(0), src);
     let all = texts(&file);
-    expect![[r#""${x} && ${y} < 1 ||\n ${z}>> \"ä\" \"q\"""#]]
+    expect![[r#""${x} && ;${y} < 1; ||;\n ${z}>> \"ä\" \"q\"""#]]
         .assert_eq(&format!("{:?}", all[0].1.text));
     let got: Vec<String> = ["&& ", "${y}", "< 1", "||", "\n", "${z}", ">>", "\"ä\"", "q"]
         .iter()
         .map(|n| locate(src, n))
         .collect();
     expect![[r#"
-        "&& " @1:25 raw "&amp;&amp; <![CDATA[" span "&amp;&amp; "
+        "&& " @1:25 raw "&amp;&amp; " span "&amp;&amp; "
         "${y}" @1:45 raw "${y}" span "${y}"
-        "< 1" @1:50 raw "< 1]]>" span "< 1"
-        "||" @1:57 raw "||<!-- <c> -->" span "||"
+        "< 1" @1:50 raw "< 1" span "< 1"
+        "||" @1:57 raw "||" span "||"
         "\n" @1:71 raw "\r\n" span "\r"
         "${z}" @2:2 raw "${z}" span "${z}"
         ">>" @2:6 raw "&#x3E;&#62;" span "&#x3E;&"
@@ -790,16 +790,16 @@ fn mapping_of_crlf_and_several_text_pieces() {
     let src = "<defun>\r\n<expression>a\r\nb<![CDATA[c\r\nd]]>e<!---->f</expression></defun>";
     let (file, _) = parse_file(FileId(0), src);
     let all = texts(&file);
-    expect![[r#""a\nbc\ndef""#]].assert_eq(&format!("{:?}", all[0].1.text));
+    expect![[r#""a\nb;c\nd;e;f""#]].assert_eq(&format!("{:?}", all[0].1.text));
     let got: Vec<String> = ["b", "c", "d", "e", "f"]
         .iter()
         .map(|n| locate(src, n))
         .collect();
     expect![[r#"
-        "b" @3:1 raw "b<![CDATA[" span "b"
+        "b" @3:1 raw "b" span "b"
         "c" @3:11 raw "c" span "c"
-        "d" @4:1 raw "d]]>" span "d"
-        "e" @4:5 raw "e<!---->" span "e"
+        "d" @4:1 raw "d" span "d"
+        "e" @4:5 raw "e" span "e"
         "f" @4:13 raw "f" span "f""#]]
     .assert_eq(&got.join("\n"));
 }
@@ -1048,4 +1048,29 @@ fn elements_inside_texts_are_skipped() {
             warning[unexpected-element] 1:26-1:27: unexpected element `b` in `expression`
         "#]],
     );
+}
+
+/// As GPI-Space reads them: the pieces of an `<expression>` (text runs and CDATA sections,
+/// split by comments too) are joined with `;`, those of a `<condition>` with `:and:` (written
+/// `&&`, the same operator); pieces that are only whitespace do not count.
+#[test]
+fn expression_and_condition_pieces_are_joined() {
+    let src = "<defun><condition>${a} :lt: 1<!-- c --> ${b} || ${c}</condition>\
+        <condition>\n  <![CDATA[${a} < 2]]>\n</condition>\
+        <expression>${x} := 1 <![CDATA[${y} := 2]]><!-- c -->\n<![CDATA[${z} := 3]]> </expression></defun>";
+    let (file, diags) = parse_file(FileId(0), src);
+    assert!(diags.is_empty(), "{diags:?}");
+    let out: Vec<String> = texts(&file)
+        .into_iter()
+        .map(|(_, t)| {
+            let (e, diags) = crate::expr::parse(t);
+            assert!(diags.is_empty(), "{diags:?}");
+            format!("{:?}  =>  {}", t.text, crate::expr::to_sexpr(&e))
+        })
+        .collect();
+    expect![[r#"
+        "${a} :lt: 1&& ${b} || ${c}"  =>  (|| (&& (< ${a} 1) ${b}) ${c})
+        "${a} < 2"  =>  (< ${a} 2)
+        "${x} := 1 ;${y} := 2;${z} := 3"  =>  (seq (:= ${x} 1) (:= ${y} 2) (:= ${z} 3))"#]]
+    .assert_eq(&out.join("\n"));
 }
