@@ -282,7 +282,11 @@ fn main() -> ExitCode {
     pnet_stdlib::cli::exit_quietly_on_broken_pipe();
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let args = match parse_args(&argv) {
-        Parsed::Run(a) => a,
+        Parsed::Run(mut a) => {
+            // Generating module code makes `duplicate_external_function` an error.
+            a.options.build_modules = a.cxx.build_dir.is_some();
+            a
+        }
         Parsed::Exit(code) => return code,
     };
     run(&args)

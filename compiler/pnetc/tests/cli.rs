@@ -178,3 +178,28 @@ fn corrupt_input_never_crashes() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("error["), "{}", stderr(&o));
 }
+
+/// Two modules with one function name and different bodies: a warning, and an error only when
+/// module code is generated (`--build-modules`), as in GPI-Space (`xpnet.md`).
+#[test]
+fn duplicate_external_function_is_an_error_only_with_build_modules() {
+    let net = root().join(
+        "../shared/corpus/gpispace/test/xml/xpnets/diagnostics/error_duplicate_external_function.xpnet",
+    );
+    let net = net.to_str().unwrap();
+    let o = pnetc(&[net]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning[duplicate-external-function]"),
+        "{}",
+        stderr(&o)
+    );
+    let dir = tmp("dup-ext-modules");
+    let o = pnetc(&[net, "--build-modules", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("error[duplicate_external_function]"),
+        "{}",
+        stderr(&o)
+    );
+}

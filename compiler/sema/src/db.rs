@@ -42,6 +42,7 @@ pub struct Workspace {
     pub links: Vec<Link>,
     pub no_inline: bool,
     pub synthesize_virtual_places: bool,
+    pub build_modules: bool,
 }
 
 /// A parsed file.

@@ -73,6 +73,7 @@ pub fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
         links,
         no_inline: *ws.no_inline(db),
         synthesize: *ws.synthesize_virtual_places(db),
+        build_modules: *ws.build_modules(db),
         functions: Vec::new(),
         codes: Vec::new(),
         structs: Vec::new(),
@@ -106,6 +107,8 @@ struct Elab<'a> {
     links: HashMap<(FileId, &'a str), Option<FileId>>,
     no_inline: bool,
     synthesize: bool,
+    /// Module code is generated: a `duplicate_external_function` is an error.
+    build_modules: bool,
     functions: Vec<Function>,
     codes: Vec<Code>,
     structs: Vec<StructType>,
@@ -336,6 +339,116 @@ impl<'a> Elab<'a> {
         self.diags.push((d, None));
     }
 
+    /// GPI-Space's rules of `<modules>`: `preferences` list at least one target, with no
+    /// duplicates and valid names; every module has a target that is in the preferences, at
+    /// most one module per target; with targets there are `preferences`; all modules share
+    /// one `eureka-group` (or none).
+    fn check_modules(&mut self, ms: &pnet_syntax::xml::ModulesDecl) {
+        let mut seen: Vec<&Name> = Vec::new();
+        for t in &ms.preferences {
+            if !valid_name(&t.text) {
+                self.error(
+                    Diagnostic::error(
+                        "invalid_target_name",
+                        format!("preference `{}` is not a valid target name", t.text),
+                    )
+                    .with_primary(t.span, "this target")
+                    .with_note("help: a target name matches `[A-Za-z_][A-Za-z0-9_]*`"),
+                );
+            }
+            if let Some(first) = seen.iter().find(|x| x.text == t.text) {
+                self.error(
+                    Diagnostic::error(
+                        "duplicate_preference",
+                        format!("target `{}` is listed twice in the preferences", t.text),
+                    )
+                    .with_primary(t.span, "listed again here")
+                    .with_secondary(first.span, "first listed here")
+                    .with_note("help: remove one of the two"),
+                );
+            } else {
+                seen.push(t);
+            }
+        }
+        if ms.preferences.is_empty() {
+            let with_target = ms.modules.iter().find(|m| m.target.is_some());
+            let mut d = Diagnostic::error(
+                "missing_preferences",
+                if with_target.is_some() {
+                    "`modules` with targets need `preferences` that list at least one target"
+                } else {
+                    "`modules` need `preferences` that list at least one target"
+                },
+            )
+            .with_primary(ms.span, "these modules");
+            if let Some(t) = with_target.and_then(|m| m.target.as_ref()) {
+                d = d.with_note(format!(
+                    "help: add `<preferences><target>{}</target>...</preferences>`",
+                    t.text
+                ));
+            }
+            self.error(d);
+        }
+        let mut per_target: Vec<&Name> = Vec::new();
+        for m in &ms.modules {
+            let Some(t) = &m.target else {
+                self.error(
+                    Diagnostic::error(
+                        "module_without_target",
+                        format!("module `{}` in `modules` has no target", m.name.text),
+                    )
+                    .with_primary(m.tag, "this module")
+                    .with_note("help: add `target=\"...\"` naming one of the preferences"),
+                );
+                continue;
+            };
+            if !ms.preferences.is_empty() && !ms.preferences.iter().any(|p| p.text == t.text) {
+                self.error(
+                    Diagnostic::error(
+                        "target_not_in_preferences",
+                        format!(
+                            "the target `{}` of module `{}` is not in the preferences",
+                            t.text, m.name.text
+                        ),
+                    )
+                    .with_primary(t.span, "this target")
+                    .with_note(format!(
+                        "help: add `<target>{}</target>` to the preferences",
+                        t.text
+                    )),
+                );
+            }
+            if let Some(first) = per_target.iter().find(|x| x.text == t.text) {
+                self.error(
+                    Diagnostic::error(
+                        "duplicate_module_for_target",
+                        format!("two modules for target `{}`", t.text),
+                    )
+                    .with_primary(t.span, "second module for this target")
+                    .with_secondary(first.span, "first module for it"),
+                );
+            } else {
+                per_target.push(t);
+            }
+        }
+        let groups: Vec<Option<&str>> = ms
+            .modules
+            .iter()
+            .map(|m| m.eureka_group.as_ref().map(|g| g.text.trim()))
+            .collect();
+        if let Some(k) = groups.iter().position(|g| *g != groups[0]) {
+            self.error(
+                Diagnostic::error(
+                    "mismatching_eureka_group",
+                    "the modules of one `modules` have different eureka groups",
+                )
+                .with_primary(ms.modules[k].tag, "this module's eureka group")
+                .with_secondary(ms.modules[0].tag, "differs from this one's")
+                .with_note("help: give every module the same `eureka-group`, or none"),
+            );
+        }
+    }
+
     fn warn(&mut self, ctx: &Ctx<'a>, d: Diagnostic) {
         let o = ctx.override_for(d.code);
         self.diags.push((d, o));
@@ -511,6 +624,7 @@ impl<'a> Elab<'a> {
             return ctx.structs.clone();
         }
         let mut entries: Vec<StructEntry<'a>> = Vec::new();
+        let own = defs.len();
         let all = defs
             .into_iter()
             .map(|d| {
@@ -522,10 +636,33 @@ impl<'a> Elab<'a> {
                 (name, d, ctx.subst.clone())
             })
             .chain(extra);
-        for (name, def, subst) in all {
+        for (k, (name, def, subst)) in all.enumerate() {
             if let Some(first) = entries.iter().find(|e| e.name == name) {
-                if shape(first.def) != shape(def) {
-                    let first_span = first.def.name.span;
+                let first_span = first.def.name.span;
+                if shape(first.def) == shape(def) {
+                    self.warn(
+                        ctx,
+                        Diagnostic::warning(
+                            "struct-redefined",
+                            format!("struct `{name}` is defined again, with the same fields"),
+                        )
+                        .with_primary(def.name.span, "redefined here")
+                        .with_secondary(first_span, "first defined here"),
+                    );
+                } else if k < own {
+                    // GPI-Space: a struct defined twice in one scope with different fields.
+                    self.error(
+                        Diagnostic::error(
+                            "struct_redefined",
+                            format!("struct `{name}` is defined again with different fields"),
+                        )
+                        .with_primary(def.name.span, "redefined here")
+                        .with_secondary(first_span, "first defined here")
+                        .with_note(format!(
+                            "help: rename one of the two structs `{name}`, or give them the same fields"
+                        )),
+                    );
+                } else {
                     self.warn(
                         ctx,
                         Diagnostic::warning(
@@ -1116,6 +1253,44 @@ impl<'a> Elab<'a> {
             });
         }
 
+        // Memory buffers and transfers belong to module calls (GPI-Space: only in a defun
+        // whose body is a `module` or `modules`).
+        if !matches!(
+            d.body,
+            None | Some(DefunBody::Module(_)) | Some(DefunBody::Modules(_))
+        ) {
+            let what = match d.body {
+                Some(DefunBody::Net(_)) => "a net",
+                _ => "an expression",
+            };
+            for b in &d.memory_buffers {
+                self.error(
+                    Diagnostic::error(
+                        "memory_buffer_for_non_module",
+                        format!(
+                            "memory buffer `{}` in `{label}`, whose body is {what}",
+                            b.name.text
+                        ),
+                    )
+                    .with_primary(b.name.span, "this buffer")
+                    .with_note(
+                        "help: memory buffers are for module calls: remove it or make the body a `module`",
+                    ),
+                );
+            }
+            for t in &d.memory_transfers {
+                self.error(
+                    Diagnostic::error(
+                        "memory_transfer_for_non_module",
+                        format!("memory transfer in `{label}`, whose body is {what}"),
+                    )
+                    .with_primary(t.span, "this transfer")
+                    .with_note(
+                        "help: memory transfers are for module calls: remove it or make the body a `module`",
+                    ),
+                );
+            }
+        }
         let requires = d
             .requires
             .iter()
@@ -1161,6 +1336,7 @@ impl<'a> Elab<'a> {
                 Body::Module(self.module(&ctx, m, &ports, &buffers, &sigs, label))
             }
             Some(DefunBody::Modules(ms)) => {
+                self.check_modules(ms);
                 let modules = ms
                     .modules
                     .iter()
@@ -1258,7 +1434,8 @@ impl<'a> Elab<'a> {
                     }
                 }
                 for (pi, p) in net.places.iter().enumerate() {
-                    if !used[pi] && !p.is_virtual {
+                    // An unconnected `shared_sink` place is not independent (GPI-Space).
+                    if !used[pi] && !p.is_virtual && !p.shared_sink {
                         let span = Span::new(FileId(p.span.file.0), p.span.start, p.span.end);
                         self.warn(
                             &ctx,
@@ -1471,7 +1648,7 @@ impl<'a> Elab<'a> {
             .find(|x| x.module == module.name && x.function == function)
         {
             let first_span = first.span;
-            if first.fingerprint != fingerprint {
+            if first.fingerprint != fingerprint && self.build_modules {
                 self.error(
                     Diagnostic::error(
                         "duplicate_external_function",
@@ -1482,6 +1659,21 @@ impl<'a> Elab<'a> {
                     )
                     .with_primary(m.tag, "this definition")
                     .with_secondary(first_span, "differs from this one"),
+                );
+            } else if first.fingerprint != fingerprint {
+                // GPI-Space: only an error when module code is generated.
+                self.warn(
+                    ctx,
+                    Diagnostic::warning(
+                        "duplicate-external-function",
+                        format!(
+                            "the external function `{}.{}` is defined twice, differently",
+                            module.name, module.signature.function
+                        ),
+                    )
+                    .with_primary(m.tag, "this definition")
+                    .with_secondary(first_span, "differs from this one")
+                    .with_note("an error with `--build-modules`, where module code is generated"),
                 );
             } else {
                 self.warn(
@@ -1825,6 +2017,47 @@ impl<'a> Elab<'a> {
         }
         let generators: Vec<bool> = n.places.iter().map(|p| p.generator).collect();
         let _ = generators;
+        // A `shared_P` place needs its cleanup place `P` in the same net, a `shared_sink`.
+        for (pi, place) in net.places.iter().enumerate() {
+            let Type::Shared(sink) = &place.ty else {
+                continue;
+            };
+            let ty_span = n
+                .places
+                .iter()
+                .find(|d| d.name.text == place.name)
+                .map_or(place_spans[pi], |d| d.ty.span);
+            match by_name.get(&**sink) {
+                None => self.error(
+                    Diagnostic::error(
+                        "shared_cleanup_place_missing",
+                        format!(
+                            "place `{}` has type `shared_{sink}`, but there is no cleanup place `{sink}` in its net",
+                            place.name
+                        ),
+                    )
+                    .with_primary(ty_span, "this type")
+                    .with_note(format!(
+                        "help: add `<place name=\"{sink}\" type=\"...\" shared_sink=\"true\"/>` to this net"
+                    )),
+                ),
+                Some(&q) if !net.places[q].shared_sink => self.error(
+                    Diagnostic::error(
+                        "shared_cleanup_place_not_shared_sink",
+                        format!(
+                            "the cleanup place `{sink}` of place `{}` is not a `shared_sink`",
+                            place.name
+                        ),
+                    )
+                    .with_primary(ty_span, "this type")
+                    .with_secondary(place_spans[q], "the cleanup place")
+                    .with_note(format!(
+                        "help: add `shared_sink=\"true\"` to place `{sink}`"
+                    )),
+                ),
+                Some(_) => {}
+            }
+        }
 
         // transitions
         let mut trans_spans: HashMap<&str, Span> = HashMap::new();
@@ -1955,6 +2188,26 @@ impl<'a> Elab<'a> {
                 .with_primary(t.name.span, "is a function using itself?"),
             );
             return;
+        }
+        if t.passthrough_shared && (t.produce_shared || t.consume_shared) {
+            let other = if t.produce_shared {
+                "produce_shared"
+            } else {
+                "consume_shared"
+            };
+            self.error(
+                Diagnostic::error(
+                    "passthrough_shared_with_produce_or_consume",
+                    format!(
+                        "transition `{}` is `passthrough_shared` and `{other}`",
+                        t.name.text
+                    ),
+                )
+                .with_primary(t.tag, "this transition")
+                .with_note(format!(
+                    "help: `passthrough_shared` excludes `produce_shared` and `consume_shared`: remove `{other}` or `passthrough_shared`"
+                )),
+            );
         }
         let label = t.name.text.clone();
         let ef = match &t.body {

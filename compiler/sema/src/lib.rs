@@ -47,6 +47,10 @@ pub struct Options {
     pub no_inline: bool,
     /// `--synthesize-virtual-places`
     pub synthesize_virtual_places: bool,
+    /// Module code is generated (`pnetc --build-modules`): two modules with one function name
+    /// and different bodies are then an error (`duplicate_external_function`), a warning
+    /// (`duplicate-external-function`) otherwise, as in GPI-Space.
+    pub build_modules: bool,
 }
 
 /// A source file the compilation read.
@@ -207,6 +211,9 @@ pub fn reload(
                 ws.set_synthesize_virtual_places(db)
                     .to(options.synthesize_virtual_places);
             }
+            if *ws.build_modules(db) != options.build_modules {
+                ws.set_build_modules(db).to(options.build_modules);
+            }
             ws
         }
         None => db::Workspace::new(
@@ -215,6 +222,7 @@ pub fn reload(
             links,
             options.no_inline,
             options.synthesize_virtual_places,
+            options.build_modules,
         ),
     }
 }

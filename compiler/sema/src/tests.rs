@@ -235,7 +235,7 @@ fn diagnostics_corpus() {
         == error_duplicate_external_function.xpnet
         warning independent-transition @3:5: transition `a` is connected to no place
         warning independent-transition @8:5: transition `b` is connected to no place
-        duplicate_external_function @10:10: the external function `m.f` is defined twice, differently
+        warning duplicate-external-function @10:10: the external function `m.f` is defined twice, differently
         == error_duplicate_place.xpnet
         warning independent-place @3:5: place `p` is connected to nothing
         warning unknown-type @3:27: unknown type `t`
@@ -1111,7 +1111,7 @@ fn struct_checks() {
         expect![[r#"
             duplicate_field @2:62: struct `a` has two fields named `x`
             recursive_struct @3:17: struct `b` contains itself
-            warning struct-redefined @6:17: struct `d` is defined again, differently; the first definition is used
+            struct_redefined @6:17: struct `d` is defined again with different fields
             warning shadowed-struct @10:19: struct `d` shadows a different struct of the same name
             warning independent-place @11:5: place `q` is connected to nothing
         "#]],
@@ -1380,5 +1380,245 @@ fn a_module_root_hands_out_its_call() {
             ("n".to_string(), vec![Value::Long(8)]),
             ("out".to_string(), vec![Value::String("hi".into())])
         ]
+    );
+}
+
+/// The diagnostics with their notes (the suggested fixes), for the checks of GPI-Space's
+/// that `xpnet.md` ("More checks GPI-Space makes") lists.
+fn check_notes(xml: &str, options: &Options, expect: Expect) {
+    let out = compile_source(Path::new("/nonexistent/test.xpnet"), xml, options);
+    let mut s = String::new();
+    let mut lines = render_diags(&out)
+        .lines()
+        .map(str::to_string)
+        .collect::<Vec<_>>();
+    for (d, line) in out.diagnostics.iter().zip(lines.iter_mut()) {
+        writeln!(s, "{line}").unwrap();
+        for n in &d.notes {
+            writeln!(s, "  = {n}").unwrap();
+        }
+    }
+    expect.assert_eq(&s);
+}
+
+#[test]
+fn memory_only_in_module_defuns() {
+    check_notes(
+        r#"<defun name="top">
+  <in name="n" type="unsigned long"/>
+  <out name="o" type="unsigned long"/>
+  <memory-buffer name="buf"><size>${n}</size></memory-buffer>
+  <memory-get><global>List()</global><local>List()</local></memory-get>
+  <expression>${o} := ${n}</expression>
+</defun>"#,
+        &Options::default(),
+        expect![[r#"
+            memory_buffer_for_non_module @4:24: memory buffer `buf` in `top`, whose body is an expression
+              = help: memory buffers are for module calls: remove it or make the body a `module`
+            memory_transfer_for_non_module @5:3: memory transfer in `top`, whose body is an expression
+              = help: memory transfers are for module calls: remove it or make the body a `module`
+        "#]],
+    );
+}
+
+#[test]
+fn shared_places_need_a_shared_sink_cleanup_place() {
+    check_notes(
+        &net(
+            r#"<place name="a" type="shared_gone"/>
+<place name="b" type="shared_plain"/><place name="plain" type="long"/>
+<place name="c" type="shared_sink"/><place name="sink" type="long" shared_sink="true"/>"#,
+            "",
+        ),
+        &Options::default(),
+        expect![[r#"
+            warning independent-place @3:1: place `a` is connected to nothing
+            shared_cleanup_place_missing @3:23: place `a` has type `shared_gone`, but there is no cleanup place `gone` in its net
+              = help: add `<place name="gone" type="..." shared_sink="true"/>` to this net
+            warning independent-place @4:1: place `b` is connected to nothing
+            shared_cleanup_place_not_shared_sink @4:23: the cleanup place `plain` of place `b` is not a `shared_sink`
+              = help: add `shared_sink="true"` to place `plain`
+            warning independent-place @4:38: place `plain` is connected to nothing
+            warning independent-place @5:1: place `c` is connected to nothing
+        "#]],
+    );
+}
+
+#[test]
+fn passthrough_shared_excludes_produce_and_consume() {
+    check_notes(
+        &net(
+            r#"<place name="p" type="long"/>"#,
+            r#"<transition name="t" passthrough_shared="true" produce_shared="true">
+<defun><in name="x" type="long"/><expression/></defun>
+<connect-in port="x" place="p"/>
+</transition>
+<transition name="u" passthrough_shared="true" consume_shared="true">
+<defun><in name="x" type="long"/><expression/></defun>
+<connect-in port="x" place="p"/>
+</transition>
+<transition name="v" passthrough_shared="true">
+<defun><in name="x" type="long"/><expression/></defun>
+<connect-in port="x" place="p"/>
+</transition>"#,
+        ),
+        &Options::default(),
+        expect![[r#"
+            passthrough_shared_with_produce_or_consume @4:2: transition `t` is `passthrough_shared` and `produce_shared`
+              = help: `passthrough_shared` excludes `produce_shared` and `consume_shared`: remove `produce_shared` or `passthrough_shared`
+            passthrough_shared_with_produce_or_consume @8:2: transition `u` is `passthrough_shared` and `consume_shared`
+              = help: `passthrough_shared` excludes `produce_shared` and `consume_shared`: remove `consume_shared` or `passthrough_shared`
+        "#]],
+    );
+}
+
+#[test]
+fn modules_and_preferences_rules() {
+    let body = |modules: &str| {
+        format!(
+            r#"<defun name="top">
+<in name="x" type="long"/>
+{modules}
+</defun>"#
+        )
+    };
+    let m = |target: &str, group: &str| {
+        format!(r#"<module name="m" function="f (x)"{target}>{group}<code>;</code></module>"#)
+    };
+    let mut s = String::new();
+    for (what, text) in [
+        (
+            "good",
+            format!(
+                "<modules><preferences><target>a</target><target>b</target></preferences>{}{}</modules>",
+                m(r#" target="a""#, ""),
+                m(r#" target="b""#, "")
+            ),
+        ),
+        (
+            "no preferences",
+            format!("<modules>{}</modules>", m(r#" target="a""#, "")),
+        ),
+        (
+            "duplicate and invalid preferences",
+            format!(
+                "<modules><preferences><target>a</target><target>a</target><target>1x</target></preferences>{}</modules>",
+                m(r#" target="a""#, "")
+            ),
+        ),
+        (
+            "module without target, unknown target, two per target",
+            format!(
+                "<modules><preferences><target>a</target></preferences>{}{}{}{}</modules>",
+                m("", ""),
+                m(r#" target="z""#, ""),
+                m(r#" target="a""#, ""),
+                m(r#" target="a""#, "")
+            ),
+        ),
+        (
+            "different eureka groups",
+            format!(
+                "<modules><preferences><target>a</target><target>b</target></preferences>{}{}</modules>",
+                m(r#" target="a""#, "<eureka-group>\"g\"</eureka-group>"),
+                m(r#" target="b""#, "")
+            ),
+        ),
+    ] {
+        let out = compile_source(
+            Path::new("/nonexistent/test.xpnet"),
+            &body(&text),
+            &Options::default(),
+        );
+        writeln!(s, "== {what}").unwrap();
+        for (d, line) in out.diagnostics.iter().zip(render_diags(&out).lines()) {
+            if d.is_error() {
+                writeln!(s, "{line}").unwrap();
+                for n in &d.notes {
+                    writeln!(s, "  = {n}").unwrap();
+                }
+            }
+        }
+    }
+    expect![[r#"
+        == good
+        == no preferences
+        missing_preferences @3:1: `modules` with targets need `preferences` that list at least one target
+          = help: add `<preferences><target>a</target>...</preferences>`
+        == duplicate and invalid preferences
+        duplicate_preference @3:49: target `a` is listed twice in the preferences
+          = help: remove one of the two
+        invalid_target_name @3:67: preference `1x` is not a valid target name
+          = help: a target name matches `[A-Za-z_][A-Za-z0-9_]*`
+        == module without target, unknown target, two per target
+        module_without_target @3:56: module `m` in `modules` has no target
+          = help: add `target="..."` naming one of the preferences
+        target_not_in_preferences @3:154: the target `z` of module `m` is not in the preferences
+          = help: add `<target>z</target>` to the preferences
+        duplicate_module_for_target @3:290: two modules for target `a`
+        == different eureka groups
+        mismatching_eureka_group @3:174: the modules of one `modules` have different eureka groups
+          = help: give every module the same `eureka-group`, or none
+    "#]].assert_eq(&s);
+}
+
+#[test]
+fn struct_redefined_with_other_fields_is_an_error() {
+    check_notes(
+        r#"<defun name="top">
+  <struct name="d"><field name="x" type="long"/></struct>
+  <struct name="d"><field name="y" type="long"/></struct>
+  <struct name="e"><field name="x" type="long"/></struct>
+  <struct name="e"><field name="x" type="long"/></struct>
+  <in name="p" type="d"/>
+  <in name="q" type="e"/>
+  <expression/>
+</defun>"#,
+        &Options::default(),
+        expect![[r#"
+            struct_redefined @3:17: struct `d` is defined again with different fields
+              = help: rename one of the two structs `d`, or give them the same fields
+            warning struct-redefined @5:17: struct `e` is defined again, with the same fields
+        "#]],
+    );
+}
+
+#[test]
+fn unconnected_shared_sink_is_not_independent() {
+    check_diags(
+        &net(
+            r#"<place name="s" type="long" shared_sink="true"/><place name="p" type="long"/>"#,
+            "",
+        ),
+        expect![[r#"
+            warning independent-place @3:49: place `p` is connected to nothing
+        "#]],
+    );
+}
+
+#[test]
+fn duplicate_external_function_is_an_error_only_when_building_modules() {
+    let xml = net(
+        r#"<place name="p" type="long"/>"#,
+        r#"<transition name="a"><defun><in name="x" type="long"/><module name="m" function="f (x)"><code>one;</code></module></defun><connect-in port="x" place="p"/></transition>
+<transition name="b"><defun><in name="x" type="long"/><module name="m" function="f (x)"><code>two;</code></module></defun><connect-in port="x" place="p"/></transition>"#,
+    );
+    check_notes(
+        &xml,
+        &Options::default(),
+        expect![[r#"
+        warning duplicate-external-function @5:56: the external function `m.f` is defined twice, differently
+          = an error with `--build-modules`, where module code is generated
+    "#]],
+    );
+    check_notes(
+        &xml,
+        &Options {
+            build_modules: true,
+            ..Options::default()
+        },
+        expect![[r#"
+            duplicate_external_function @5:56: the external function `m.f` is defined twice, differently
+        "#]],
     );
 }
