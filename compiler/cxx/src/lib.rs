@@ -623,8 +623,16 @@ fn generate_module(
                 },
             }
         }
+        // A memory buffer as the result (GPI-Space): the module returns a pointer into it.
+        let result_buffer = sig.result.as_ref().and_then(|r| {
+            port(r)
+                .is_none()
+                .then(|| f.memory_buffers.iter().find(|b| b.name == *r))
+                .flatten()
+        });
         let result = match &sig.result {
             None => None,
+            Some(_) if result_buffer.is_some() => None,
             Some(r) => match port(r) {
                 Some(p) if p.dir.is_output() => {
                     Some(f.ports.iter().position(|q| std::ptr::eq(q, p)).unwrap_or(0))
@@ -646,9 +654,11 @@ fn generate_module(
         if !ok {
             continue;
         }
-        let ret = match result {
-            Some(i) => cxx_type(&f.ports[i].ty),
-            None => "void".to_string(),
+        let ret = match (result, result_buffer) {
+            (Some(i), _) => cxx_type(&f.ports[i].ty),
+            (None, Some(b)) if b.read_only => "const void*".to_string(),
+            (None, Some(_)) => "void*".to_string(),
+            (None, None) => "void".to_string(),
         };
         // An implementation for a target lives in a namespace of its own.
         let (open, close, qualified) = match &m.target {
@@ -712,9 +722,24 @@ fn generate_module(
             }
         }
         let call = format!("{qualified} ({})", call_args.join(", "));
-        match result {
-            Some(i) => w.line(&format!("    _p{i} = {call};")),
-            None => w.line(&format!("    {call};")),
+        match (result, result_buffer) {
+            (Some(i), _) => w.line(&format!("    _p{i} = {call};")),
+            (None, Some(b)) => {
+                // The worker checks that the returned pointer points into the buffer.
+                let n = c_string(&b.name);
+                w.line(&format!(
+                    "    const std::uintptr_t _r = reinterpret_cast<std::uintptr_t> ({call});"
+                ));
+                w.line(&format!(
+                    "    const std::uintptr_t _b = reinterpret_cast<std::uintptr_t> (_ctx.buffer ({n}));"
+                ));
+                w.line(&format!(
+                    "    if (_r < _b || _r - _b >= _ctx.buffer_size ({n})) throw ::pnet_cxx::error (std::string (\"{}: the returned pointer does not point into memory buffer `{}`\"));",
+                    sig.function.replace(['"', '\\'], ""),
+                    b.name.replace(['"', '\\'], "")
+                ));
+            }
+            (None, None) => w.line(&format!("    {call};")),
         }
         w.line("    bool _first = true;");
         for (pi, p) in f.ports.iter().enumerate() {

@@ -567,4 +567,63 @@ mod compiled {
         assert_eq!(exported_name("f", Some("gpu")), "f@gpu");
         assert_eq!(exported_name("f", None), "f");
     }
+
+    /// A memory buffer as the module's return value (GPI-Space accepts it: `xpnet.md`): the
+    /// function returns a pointer into the buffer; the generated wrapper, which runs in the
+    /// worker, fails the call when the pointer is outside the buffer.
+    #[test]
+    fn a_memory_buffer_as_the_result_is_a_pointer_checked_to_be_inside_it() {
+        let net = r#"<defun name="n">
+  <in name="k" type="long"/>
+  <memory-buffer name="b"><size>4UL</size></memory-buffer>
+  <module name="bufret" function="b at (k, b)">
+    <code><![CDATA[
+      return static_cast<unsigned char*> (b) + k;
+    ]]></code>
+  </module>
+</defun>
+"#;
+        let modules = generate_text(net).expect("generated");
+        let text = &modules[0].files[0].1;
+        assert!(text.contains("void* at (const long& k, void* b)"), "{text}");
+        let dir = Scratch::new("bufret");
+        let libs = build(&modules, &dir.0, &BuildOptions::default()).expect("built");
+        let lib = load(&libs[0]);
+        let mut data = vec![0u8; 4];
+        let buffers = [Buffer {
+            name: "b",
+            ptr: data.as_mut_ptr(),
+            size: 4,
+            read_only: false,
+        }];
+        for k in [0, 3] {
+            assert_eq!(
+                call(
+                    &lib,
+                    "at",
+                    None,
+                    &format!(r#"{{"k": {k}}}"#),
+                    &buffers,
+                    false
+                ),
+                (0, "{}".to_string())
+            );
+        }
+        for k in [4, -1] {
+            assert_eq!(
+                call(
+                    &lib,
+                    "at",
+                    None,
+                    &format!(r#"{{"k": {k}}}"#),
+                    &buffers,
+                    false
+                ),
+                (
+                    1,
+                    "at: the returned pointer does not point into memory buffer `b`".to_string()
+                )
+            );
+        }
+    }
 }

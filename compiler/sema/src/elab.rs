@@ -1549,6 +1549,8 @@ impl<'a> Elab<'a> {
         if let Some(r) = &signature.result {
             match ports.iter().find(|p| &p.name == r) {
                 Some(p) if p.dir.is_output() => {}
+                // A memory buffer (GPI-Space): the module returns a pointer into it.
+                None if buffers.iter().any(|b| &b.name == r) => {}
                 Some(_) => self.error(
                     Diagnostic::error(
                         "unknown_port_in_function_description",

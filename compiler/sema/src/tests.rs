@@ -1622,3 +1622,16 @@ fn duplicate_external_function_is_an_error_only_when_building_modules() {
         "#]],
     );
 }
+
+#[test]
+fn a_memory_buffer_may_be_the_module_result() {
+    // GPI-Space accepts it: the module returns a pointer into buffer `b`.
+    check_diags(
+        r#"<defun name="top">
+  <in name="k" type="long"/>
+  <memory-buffer name="b"><size>4UL</size></memory-buffer>
+  <module name="m" function="b at (k, b)"><code>return b;</code></module>
+</defun>"#,
+        expect![[r#""#]],
+    );
+}
