@@ -696,16 +696,21 @@ fn zip_words(a: &Bitset, b: &Bitset, longer: bool, f: impl Fn(u64, u64) -> u64) 
     }
 }
 
-/// Parses the output of `bitset_tohex`: `0x/` then words of 1 to 16 hex digits, each followed
-/// by `/`.
+/// Parses the output of `bitset_tohex` as GPI-Space reads it: `0x`, then zero or more words,
+/// each `/` and 1 to 16 hex digits (either case; `bitset_tohex` writes 16), lowest word first;
+/// the trailing `/` is optional (`"0x"` and `"0x/"` are the empty set).
 pub fn bitset_fromhex(s: &str) -> Result<Bitset, EvalError> {
     let malformed = || EvalError::Other(format!("bitset_fromhex: malformed input {:?}", s));
-    let rest = s.strip_prefix("0x/").ok_or_else(malformed)?;
+    let rest = s.strip_prefix("0x").ok_or_else(malformed)?;
     let mut words = Vec::new();
     if rest.is_empty() {
         return Ok(Bitset { words });
     }
-    let body = rest.strip_suffix('/').ok_or_else(malformed)?;
+    let body = rest.strip_prefix('/').ok_or_else(malformed)?;
+    if body.is_empty() {
+        return Ok(Bitset { words });
+    }
+    let body = body.strip_suffix('/').unwrap_or(body);
     for part in body.split('/') {
         if part.is_empty() || part.len() > 16 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(malformed());

@@ -833,6 +833,11 @@ fn eval_bitset_functions() {
             (BitsetFromHex, &["\"0x/0000000000001000/\""]),
             (BitsetFromHex, &["\"0x/1/FFFFFFFFFFFFFFFF/\""]),
             (BitsetFromHex, &["\"0x/1\""]),
+            (BitsetFromHex, &["\"0x\""]),
+            (BitsetFromHex, &["\"0x/0000000000000001\""]),
+            (BitsetFromHex, &["\"0x/1/2\""]),
+            (BitsetFromHex, &["\"0x/1//\""]),
+            (BitsetFromHex, &["\"0x1/\""]),
             (BitsetFromHex, &["\"0x//\""]),
             (BitsetFromHex, &["\"0x/12345678901234567/\""]),
             (BitsetFromHex, &["\"0x/g/\""]),
@@ -869,7 +874,12 @@ fn eval_bitset_functions() {
             bitset_fromhex ("0x/") = {}
             bitset_fromhex ("0x/0000000000001000/") = { 4096}
             bitset_fromhex ("0x/1/FFFFFFFFFFFFFFFF/") = { 1 18446744073709551615}
-            bitset_fromhex ("0x/1") = error: bitset_fromhex: malformed input "0x/1"
+            bitset_fromhex ("0x/1") = { 1}
+            bitset_fromhex ("0x") = {}
+            bitset_fromhex ("0x/0000000000000001") = { 1}
+            bitset_fromhex ("0x/1/2") = { 1 2}
+            bitset_fromhex ("0x/1//") = error: bitset_fromhex: malformed input "0x/1//"
+            bitset_fromhex ("0x1/") = error: bitset_fromhex: malformed input "0x1/"
             bitset_fromhex ("0x//") = error: bitset_fromhex: malformed input "0x//"
             bitset_fromhex ("0x/12345678901234567/") = error: bitset_fromhex: malformed input "0x/12345678901234567/"
             bitset_fromhex ("0x/g/") = error: bitset_fromhex: malformed input "0x/g/"
