@@ -467,9 +467,10 @@ impl Builtin {
     ///
     /// Run-time errors: `sqrt` of a negative, `log` of a non-positive number, `stack_top`,
     /// `stack_pop`, `set_top`, `set_pop` of an empty container, `map_get_assignment` of a
-    /// missing key, a cast whose value does not fit (see [`cast`]), `bitset_fromhex` of a
-    /// malformed string, `bitset_insert` of an element of [`MAX_BITSET_BITS`] or more, and
-    /// arguments of the wrong type or number ([`EvalError::TypeMismatch`]).
+    /// missing key, a float-to-integer cast whose value does not fit (see [`cast`]),
+    /// `bitset_fromhex` of a malformed string, `bitset_insert` of an element of
+    /// [`MAX_BITSET_BITS`] or more, and arguments of the wrong type or number
+    /// ([`EvalError::TypeMismatch`]).
     ///
     /// Other choices: `abs` wraps (`abs(-2147483648)` is `-2147483648`); `min (a, b)` is `b`
     /// when `b < a` and `a` otherwise, `max (a, b)` is `b` when `a < b` and `a` otherwise (as
@@ -722,10 +723,12 @@ pub fn bitset_fromhex(s: &str) -> Result<Bitset, EvalError> {
 
 /// A numeric cast (`int`, `long`, `uint`, `ulong`, `float`, `double`, `bigint`) of a number.
 ///
-/// Casts are range-checked rather than wrapping: an integer (or bigint) that does not fit the
-/// target integer type is [`EvalError::OutOfRange`] (`uint(-1)` fails); floats and doubles
-/// convert to integers by truncating toward zero, and NaN, infinities and values out of range
-/// fail; integers convert to float/double by rounding to nearest; a finite value that becomes
+/// Integer-to-integer casts (from `int`, `uint`, `long`, `ulong` or `bigint`) wrap modulo 2^N
+/// like C++20's conversions, as in GPI-Space: the result is the low N bits of the two's
+/// complement value (`uint(-1)` = 4294967295U, `int(4127196168U)` = -167771128). Floats and
+/// doubles convert to integers by truncating toward zero, and NaN, infinities and values out of
+/// range fail with [`EvalError::OutOfRange`] (undefined behaviour in C++, so we keep them
+/// errors); integers convert to float/double by rounding to nearest; a finite value that becomes
 /// infinite as a float or double (`float(1e300)`, a huge bigint) fails, while infinities and
 /// NaN convert to themselves. Non-numbers are [`EvalError::TypeMismatch`].
 pub fn cast(to: Builtin, v: &Value) -> Result<Value, EvalError> {
@@ -780,22 +783,37 @@ pub fn cast(to: Builtin, v: &Value) -> Result<Value, EvalError> {
         }
     };
     let source_finite = !matches!(n, Num::F(x) if !x.is_finite());
+    // The low 64 bits of an integer's two's complement (integer-to-integer casts wrap).
+    let low_bits = |n: &Num| -> Option<u64> {
+        match n {
+            Num::I(i) => Some(*i as u64),
+            Num::B(b) => {
+                let low = b.magnitude().iter_u64_digits().next().unwrap_or(0);
+                Some(if b.is_negative() {
+                    low.wrapping_neg()
+                } else {
+                    low
+                })
+            }
+            Num::F(_) => None,
+        }
+    };
     Ok(match to {
-        Builtin::ToInt => match &n {
-            Num::I(i) => Value::Int(i32::try_from(*i).map_err(|_| out())?),
-            _ => Value::Int(integral(&n)?.to_i32().ok_or_else(out)?),
+        Builtin::ToInt => match low_bits(&n) {
+            Some(w) => Value::Int(w as u32 as i32),
+            None => Value::Int(integral(&n)?.to_i32().ok_or_else(out)?),
         },
-        Builtin::ToLong => match &n {
-            Num::I(i) => Value::Long(i64::try_from(*i).map_err(|_| out())?),
-            _ => Value::Long(integral(&n)?.to_i64().ok_or_else(out)?),
+        Builtin::ToLong => match low_bits(&n) {
+            Some(w) => Value::Long(w as i64),
+            None => Value::Long(integral(&n)?.to_i64().ok_or_else(out)?),
         },
-        Builtin::ToUInt => match &n {
-            Num::I(i) => Value::UInt(u32::try_from(*i).map_err(|_| out())?),
-            _ => Value::UInt(integral(&n)?.to_u32().ok_or_else(out)?),
+        Builtin::ToUInt => match low_bits(&n) {
+            Some(w) => Value::UInt(w as u32),
+            None => Value::UInt(integral(&n)?.to_u32().ok_or_else(out)?),
         },
-        Builtin::ToULong => match &n {
-            Num::I(i) => Value::ULong(u64::try_from(*i).map_err(|_| out())?),
-            _ => Value::ULong(integral(&n)?.to_u64().ok_or_else(out)?),
+        Builtin::ToULong => match low_bits(&n) {
+            Some(w) => Value::ULong(w),
+            None => Value::ULong(integral(&n)?.to_u64().ok_or_else(out)?),
         },
         Builtin::ToBigint => Value::bigint(integral(&n)?),
         Builtin::ToDouble => {

@@ -955,7 +955,8 @@ impl Gen<'_, '_> {
         }
     }
 
-    /// A range-checked cast between native number types (see `pnet_stdlib::builtins::cast`).
+    /// A cast between native number types (see `pnet_stdlib::builtins::cast`): float-to-integer
+    /// casts are range-checked, integer-to-integer casts wrap.
     fn cast(&mut self, pc: usize, f: Builtin, from: Nt, a: Value, to: Nt) -> Value {
         if from.is_float() {
             let x = self.f64_of(from, a);
@@ -1014,7 +1015,8 @@ impl Gen<'_, '_> {
         if from == to {
             return a;
         }
-        // Widen to i64 (the value as a mathematical integer fits i64 except a large ulong).
+        // Integer-to-integer casts wrap modulo 2^N (C++20 conversion, as in GPI-Space): widen
+        // to i64 by the source's signedness, then keep the low bits.
         let w = if from.clif() == types::I64 {
             a
         } else if signed {
@@ -1022,43 +1024,6 @@ impl Gen<'_, '_> {
         } else {
             self.b.ins().uextend(types::I64, a)
         };
-        let bad = match (from, to) {
-            // ulong: values above i64::MAX look negative in `w`.
-            (Nt::ULong, Nt::Long) => self.b.ins().icmp_imm_s(IntCC::SignedLessThan, w, 0),
-            (Nt::ULong, Nt::Int) => {
-                self.b
-                    .ins()
-                    .icmp_imm_s(IntCC::UnsignedGreaterThan, w, i64::from(i32::MAX))
-            }
-            (Nt::ULong, Nt::UInt) => {
-                self.b
-                    .ins()
-                    .icmp_imm_s(IntCC::UnsignedGreaterThan, w, i64::from(u32::MAX))
-            }
-            (_, Nt::Long) => self.b.ins().iconst(types::I8, 0),
-            (_, Nt::ULong) => self.b.ins().icmp_imm_s(IntCC::SignedLessThan, w, 0),
-            (_, Nt::Int) => {
-                let lo = self
-                    .b
-                    .ins()
-                    .icmp_imm_s(IntCC::SignedLessThan, w, i64::from(i32::MIN));
-                let hi = self
-                    .b
-                    .ins()
-                    .icmp_imm_s(IntCC::SignedGreaterThan, w, i64::from(i32::MAX));
-                self.b.ins().bor(lo, hi)
-            }
-            _ => {
-                // to UInt
-                let lo = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, w, 0);
-                let hi = self
-                    .b
-                    .ins()
-                    .icmp_imm_s(IntCC::SignedGreaterThan, w, i64::from(u32::MAX));
-                self.b.ins().bor(lo, hi)
-            }
-        };
-        self.fail_call(bad, pc, f, from, a);
         if to.clif() == types::I64 {
             w
         } else {

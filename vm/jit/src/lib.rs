@@ -3,9 +3,10 @@
 //! What is compiled natively: every operation on the scalar types (bool, int, long, unsigned
 //! int, unsigned long, float, double, char) whose operand types the bytecode fixes — arithmetic
 //! with the interpreter's checks (unsigned underflow, division by zero, negative exponents,
-//! float division by a subnormal), comparisons, casts with their range checks, `abs`, `min`,
-//! `max`, `sqrt`; slots of scalar type live in registers; scalar struct fields of slots that
-//! the code does not assign (`${p.x}`) are loaded straight into registers. Everything else
+//! float division by a subnormal), comparisons, casts (integer-to-integer ones wrap,
+//! float-to-integer ones are range-checked), `abs`, `min`, `max`, `sqrt`; slots of scalar type
+//! live in registers; scalar struct fields of slots that the code does not assign (`${p.x}`)
+//! are loaded straight into registers. Everything else
 //! (strings, bigints, bitsets, collections, structs, values of a type unknown at compile time,
 //! and the math library) calls the stdlib through the helpers of [`rt`]. A failing native check
 //! calls nothing: it leaves the operands in an error record in the buffer and returns, and the

@@ -107,6 +107,73 @@ fn unsigned_underflow_and_casts_fail_like_the_interpreter() {
 }
 
 #[test]
+fn integer_casts_wrap_like_the_interpreter() {
+    use pnet_stdlib::Builtin::{ToInt, ToLong, ToUInt, ToULong};
+    let ints = [
+        Value::Int(-1),
+        Value::Int(i32::MIN),
+        Value::Int(i32::MAX),
+        Value::UInt(4127196168),
+        Value::UInt(u32::MAX),
+        Value::Long(-2147483649),
+        Value::Long(i64::MIN),
+        Value::Long(4294967296),
+        Value::ULong(9234292475781033193),
+        Value::ULong(u64::MAX),
+    ];
+    for v in ints {
+        let ty = match v {
+            Value::Int(_) => Type::Int,
+            Value::UInt(_) => Type::UInt,
+            Value::Long(_) => Type::Long,
+            _ => Type::ULong,
+        };
+        for f in [ToInt, ToLong, ToUInt, ToULong] {
+            let c = code(
+                vec![Instr::Load(0), Instr::Call(f)],
+                vec![],
+                vec![("a", ty.clone())],
+            );
+            let (r, _) = both(&c, &[Some(v.clone())]);
+            let want = pnet_stdlib::builtins::cast(f, &v).unwrap();
+            assert_eq!(r.unwrap(), want, "{f:?} {v}");
+        }
+    }
+    // The spec's examples.
+    let one = |f, v: Value, ty| {
+        let c = code(
+            vec![Instr::Load(0), Instr::Call(f)],
+            vec![],
+            vec![("a", ty)],
+        );
+        both(&c, &[Some(v)]).0.unwrap()
+    };
+    assert_eq!(
+        one(ToInt, Value::UInt(4127196168), Type::UInt),
+        Value::Int(-167771128)
+    );
+    assert_eq!(
+        one(ToUInt, Value::Int(-1), Type::Int),
+        Value::UInt(4294967295)
+    );
+    assert_eq!(
+        one(ToLong, Value::ULong(9234292475781033193), Type::ULong),
+        Value::Long(-9212451597928518423)
+    );
+    // Float-to-integer casts out of range stay errors.
+    let c = code(
+        vec![Instr::Load(0), Instr::Call(ToUInt)],
+        vec![],
+        vec![("d", Type::Double)],
+    );
+    let (r, _) = both(&c, &[Some(Value::Double(-1.0))]);
+    assert_eq!(
+        r.unwrap_err().kind,
+        RunErrorKind::Eval(EvalError::OutOfRange("uint(-1.0)".into()))
+    );
+}
+
+#[test]
 fn a_mistyped_or_empty_input_falls_back_without_changes() {
     let c = code(
         vec![
