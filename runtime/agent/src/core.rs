@@ -433,10 +433,8 @@ impl<'b> Core<'b> {
             .unwrap_or_else(|| format!("#{worker}"));
         let caps = self
             .sched
-            .workers()
-            .into_iter()
-            .find(|w| w.id == worker)
-            .map(|w| w.capabilities)
+            .worker_caps(worker)
+            .map(<[String]>::to_vec)
             .unwrap_or_default();
         // What it was running (workers run their tasks in order: the oldest one).
         let running = self

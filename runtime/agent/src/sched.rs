@@ -747,6 +747,13 @@ impl Sched {
             .sum()
     }
 
+    pub fn worker_caps(&self, id: WorkerId) -> Option<&[String]> {
+        self.workers
+            .get(id as usize)
+            .and_then(|w| w.as_ref())
+            .map(|w| w.caps.as_slice())
+    }
+
     pub fn worker_name(&self, id: WorkerId) -> Option<&Arc<str>> {
         self.workers
             .get(id as usize)
@@ -1039,8 +1046,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn idle_worker_steals_a_queued_task_and_gets_it() {
+    /// Worker 0 (`busy`, window 3) holds tasks 0, 1, 2 of one class: 0 runs, 1 and 2 wait.
+    fn busy_worker_with_three_tasks() -> Sched {
         let mut s = Sched::new(SchedConfig::fixed(3));
         let c = s.add_class(spec("t", &[], Impls::One(0), None));
         s.add_worker(0, "busy", caps(&[]));
@@ -1049,6 +1056,12 @@ mod tests {
             s.enqueue(t);
         }
         assert_eq!(dispatch(&mut s).len(), 3);
+        s
+    }
+
+    #[test]
+    fn idle_worker_steals_a_queued_task_and_gets_it() {
+        let mut s = busy_worker_with_three_tasks();
         // Nobody idle: nothing to steal.
         assert!(s.steal().is_empty());
         s.add_worker(1, "late", caps(&[]));
@@ -1103,14 +1116,7 @@ mod tests {
 
     #[test]
     fn a_worker_busy_with_another_job_is_no_thief() {
-        let mut s = Sched::new(SchedConfig::fixed(3));
-        let c = s.add_class(spec("t", &[], Impls::One(0), None));
-        s.add_worker(0, "busy", caps(&[]));
-        for i in 0..3 {
-            let t = task(&mut s, i, c);
-            s.enqueue(t);
-        }
-        dispatch(&mut s);
+        let mut s = busy_worker_with_three_tasks();
         s.add_worker(1, "other-job", caps(&[]));
         s.set_external(1, 1);
         assert!(s.steal().is_empty());
@@ -1130,14 +1136,7 @@ mod tests {
 
     #[test]
     fn returned_cancelled_task_is_discarded_and_lost_thief_forgotten() {
-        let mut s = Sched::new(SchedConfig::fixed(3));
-        let c = s.add_class(spec("t", &[], Impls::One(0), None));
-        s.add_worker(0, "busy", caps(&[]));
-        for i in 0..3 {
-            let t = task(&mut s, i, c);
-            s.enqueue(t);
-        }
-        dispatch(&mut s);
+        let mut s = busy_worker_with_three_tasks();
         s.add_worker(1, "idle", caps(&[]));
         s.add_worker(2, "idle2", caps(&[]));
         assert_eq!(s.steal(), vec![(0, vec![2, 1])]);

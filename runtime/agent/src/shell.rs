@@ -378,9 +378,9 @@ struct LaunchedWorker {
 /// A lost worker to start again.
 struct Restart {
     due: Instant,
+    /// Its plan, named as it was (so it comes back under its name).
     planned: PlannedWorker,
     restarts: u32,
-    name: String,
 }
 
 /// How often a lost local worker is started again.
@@ -570,11 +570,12 @@ impl<'c> Shell<'c> {
             delay.as_millis(),
             l.restarts + 1
         ));
+        let mut planned = l.planned;
+        planned.name = name.to_string();
         self.restarts.push(Restart {
             due: Instant::now() + delay,
-            planned: l.planned,
+            planned,
             restarts: l.restarts + 1,
-            name: name.to_string(),
         });
         self.update_workers_coming();
     }
@@ -593,33 +594,30 @@ impl<'c> Shell<'c> {
         };
         for r in due {
             changed = true;
-            let mut planned = r.planned.clone();
-            planned.name = r.name.clone();
-            match self.launch(std::slice::from_ref(&planned)) {
+            match self.launch(std::slice::from_ref(&r.planned)) {
                 Ok(started) => {
                     if let Some(l) = self.launched.last_mut() {
                         l.restarts = r.restarts;
-                        l.planned = r.planned;
                     }
                     self.coming.extend(started.into_iter().map(|w| w.name));
                 }
                 Err(e) => self
                     .log
-                    .line(&format!("cannot restart worker `{}`: {e}", r.name)),
+                    .line(&format!("cannot restart worker `{}`: {e}", r.planned.name)),
             }
         }
-        // Restarted workers that ended before joining.
-        let mut ended = Vec::new();
+        // Restarted workers that joined, or ended before joining.
+        let mut settled = Vec::new();
         for name in &self.coming {
             if self.joined_names.contains(name) {
-                ended.push((name.clone(), None));
+                settled.push((name.clone(), None));
             } else if let Some(l) = self.launched.iter_mut().find(|l| &l.meta.name == name)
                 && let Ok(Some(status)) = l.proc.try_wait()
             {
-                ended.push((name.clone(), Some(pnet_launch::describe(status))));
+                settled.push((name.clone(), Some(pnet_launch::describe(status))));
             }
         }
-        for (name, how) in ended {
+        for (name, how) in settled {
             changed = true;
             self.coming.remove(&name);
             if let Some(how) = how {

@@ -3,27 +3,15 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+
+use common::{example, gspc_run_command, stderr, stdout};
+
 fn gspc_run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gspc-run"))
+    gspc_run_command()
         .args(args)
         .output()
         .expect("run gspc-run")
-}
-
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn tmp(name: &str) -> PathBuf {

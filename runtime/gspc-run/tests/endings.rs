@@ -2,31 +2,18 @@
 //! with --require-outputs), --json carries the ending, and in ports that nothing fills are
 //! named before the run. Nets that run normally print nothing new.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
+
+use common::{example, gspc_run_command, stderr, stdout};
 
 fn gspc_run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gspc-run"))
+    gspc_run_command()
         .args(args)
         .env("PNET_JIT", "off")
         .output()
         .expect("run gspc-run")
-}
-
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 const POINTS: [&str; 6] = [
