@@ -126,6 +126,13 @@ pub fn eval_unary(op: UnOp, v: &Value) -> Result<Value, EvalError> {
         (UnOp::Neg, Value::Double(x)) => Value::Double(-x),
         (UnOp::Neg, Value::Bigint(i)) => Value::bigint(-&**i),
         (UnOp::Not, Value::Bool(b)) => Value::Bool(!b),
+        // On an integer, `!` is the bitwise complement: the checker refuses an integer port,
+        // but GPI-Space folds constants first (`!0` = -1, `!1U` = 4294967294U, `!5A` = -6A).
+        (UnOp::Not, Value::Int(i)) => Value::Int(!i),
+        (UnOp::Not, Value::Long(i)) => Value::Long(!i),
+        (UnOp::Not, Value::UInt(i)) => Value::UInt(!i),
+        (UnOp::Not, Value::ULong(i)) => Value::ULong(!i),
+        (UnOp::Not, Value::Bigint(i)) => Value::bigint(-&**i - 1),
         _ => return Err(mismatch_unary(op, v)),
     })
 }
@@ -344,6 +351,15 @@ pub fn eval_binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, EvalError> 
                     s.push_str(y);
                     Some(Value::String(s.into()))
                 }
+                // `'a' + 'b'` = "ab": GPI-Space folds constant chars into a string (the
+                // checker refuses char ports). A byte above 0x7f becomes U+0080..U+00FF.
+                (Value::Char(x), Value::Char(y)) if op == BinOp::Add => Some(Value::String(
+                    [*x, *y]
+                        .iter()
+                        .map(|c| char::from(*c as u8))
+                        .collect::<String>()
+                        .into(),
+                )),
                 _ => None,
             };
             r.ok_or_else(|| mismatch_binary(op, a, b))

@@ -841,6 +841,7 @@ fn eval_add_sub_mul() {
             ("\"\"", Add, "\"\""),
             ("true", Add, "true"),
             ("'a'", Add, "'b'"),
+            ("'a'", Add, "\"b\""),
             ("\"a\"", Sub, "\"b\""),
             ("1", Add, "1L"),
             ("List (1)", Add, "List (2)"),
@@ -870,7 +871,8 @@ fn eval_add_sub_mul() {
             "ab" + "cd" = "abcd"
             "" + "" = ""
             true + true = error: type error: `+` cannot be applied to bool and bool
-            'a' + 'b' = error: type error: `+` cannot be applied to char and char
+            'a' + 'b' = "ab"
+            'a' + "b" = error: type error: `+` cannot be applied to char and string
             "a" - "b" = error: type error: `-` cannot be applied to string and string
             1 + 1L = error: type error: `+` cannot be applied to int and long
             List (1) + List (2) = error: type error: `+` cannot be applied to list and list
@@ -1065,6 +1067,12 @@ fn eval_unary_operators() {
             (Not, "true"),
             (Not, "false"),
             (Not, "1"),
+            (Not, "0"),
+            (Not, "1U"),
+            (Not, "0L"),
+            (Not, "0UL"),
+            (Not, "5A"),
+            (Not, "-1A"),
             (Not, "[]"),
         ],
         expect![[r#"
@@ -1083,7 +1091,13 @@ fn eval_unary_operators() {
             -("a") = error: type error: `-` cannot be applied to string
             !(true) = false
             !(false) = true
-            !(1) = error: type error: `!` cannot be applied to int
+            !(1) = -2
+            !(0) = -1
+            !(1U) = 4294967294U
+            !(0L) = -1L
+            !(0UL) = 18446744073709551615UL
+            !(5A) = -6A
+            !(-1A) = 0A
             !([]) = error: type error: `!` cannot be applied to control
         "#]],
     );

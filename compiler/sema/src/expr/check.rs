@@ -62,6 +62,10 @@ impl Node {
         Node::new(NodeKind::Poison, Type::Any, span)
     }
 
+    fn is_poison(&self) -> bool {
+        matches!(self.kind, NodeKind::Poison)
+    }
+
     pub fn as_const(&self) -> Option<&Value> {
         match &self.kind {
             NodeKind::Const(v) => Some(v),
@@ -605,24 +609,39 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Unary operators. As in GPI-Space, an operator on a constant is evaluated before it is
+    /// typed: the static argument kinds apply only where a port or a local is involved (`!0`
+    /// is the bitwise complement -1; `!${i}` with an int port is a type error).
     fn unary(&mut self, op: UnOp, a: Node, span: Span) -> Node {
-        let ty = match type_unary(op, &a.ty) {
-            Ok(t) => t,
-            Err(err) => {
-                self.diags.push(
-                    Diagnostic::error("type_error", err.message.clone())
-                        .with_primary(span, err.message),
-                );
-                return Node::poison(span);
-            }
-        };
+        if a.is_poison() {
+            return Node::poison(span);
+        }
+        let typed = type_unary(op, &a.ty);
         if let Some(v) = a.as_const() {
             match eval_unary(op, v) {
-                Ok(v) => return konst(v, ty, span),
-                Err(err) => self.eval_error(err, span),
+                Ok(v) => return folded(v, typed, span),
+                Err(err) if typed.is_ok() || !is_type_mismatch(&err) => {
+                    self.eval_error(err, span);
+                    if typed.is_err() {
+                        return Node::poison(span);
+                    }
+                }
+                Err(_) => {}
             }
         }
+        let ty = match typed {
+            Ok(t) => t,
+            Err(err) => return self.type_error(err.message, span),
+        };
         Node::new(NodeKind::Unary(op, Box::new(a)), ty, span)
+    }
+
+    /// A `type_error` at `span`; the result is poison, so that the enclosing operators do not
+    /// report again.
+    fn type_error(&mut self, message: String, span: Span) -> Node {
+        self.diags
+            .push(Diagnostic::error("type_error", message.clone()).with_primary(span, message));
+        Node::poison(span)
     }
 
     fn check_binary(&mut self, op: BinOp, a: &Expr, b: &Expr, span: Span) -> Node {
@@ -635,7 +654,24 @@ impl<'a> Checker<'a> {
             let a = self.check(a);
             (a, self.check(b))
         };
-        let ty = match type_binary(op, &a.ty, &b.ty) {
+        if a.is_poison() || b.is_poison() {
+            return Node::poison(span);
+        }
+        let typed = type_binary(op, &a.ty, &b.ty);
+        // Constants first (see `unary`): `'a' + 'b'` = "ab".
+        if let (Some(va), Some(vb)) = (a.as_const(), b.as_const()) {
+            match eval_binary(op, va, vb) {
+                Ok(v) => return folded(v, typed, span),
+                Err(err) if typed.is_ok() || !is_type_mismatch(&err) => {
+                    self.eval_error(err, span);
+                    if typed.is_err() {
+                        return Node::poison(span);
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+        let ty = match typed {
             Ok(t) => t,
             Err(err) => {
                 let mut d = Diagnostic::error("type_error", err.message.clone())
@@ -659,12 +695,6 @@ impl<'a> Checker<'a> {
                 if b.ty == Type::Bool {
                     return b;
                 }
-            }
-        }
-        if let (Some(va), Some(vb)) = (a.as_const(), b.as_const()) {
-            match eval_binary(op, va, vb) {
-                Ok(v) => return konst(v, ty, span),
-                Err(err) => self.eval_error(err, span),
             }
         }
         if right_first
@@ -702,24 +732,29 @@ impl<'a> Checker<'a> {
             );
             return Node::poison(span);
         }
+        if args.iter().any(Node::is_poison) {
+            return Node::poison(span);
+        }
         let tys: Vec<Type> = args.iter().map(|a| a.ty.clone()).collect();
-        let ty = match f.check(&tys) {
-            Ok(t) => t,
-            Err(err) => {
-                self.diags.push(
-                    Diagnostic::error("type_error", err.message.clone())
-                        .with_primary(span, err.message),
-                );
-                return Node::poison(span);
-            }
-        };
+        let typed = f.check(&tys);
+        // Constants first (see `unary`): `sin (3)`, `int (true)`, `min ("b", "a")`.
         let consts: Option<Vec<Value>> = args.iter().map(|a| a.as_const().cloned()).collect();
         if let Some(vs) = consts {
             match f.eval(&vs) {
-                Ok(v) => return konst(v, ty, span),
-                Err(err) => self.eval_error(err, span),
+                Ok(v) => return folded(v, typed, span),
+                Err(err) if typed.is_ok() || !is_type_mismatch(&err) => {
+                    self.eval_error(err, span);
+                    if typed.is_err() {
+                        return Node::poison(span);
+                    }
+                }
+                Err(_) => {}
             }
         }
+        let ty = match typed {
+            Ok(t) => t,
+            Err(err) => return self.type_error(err.message, span),
+        };
         Node::new(NodeKind::Call(f, args), ty, span)
     }
 
@@ -750,6 +785,19 @@ fn is_literal(e: &Expr) -> bool {
 }
 
 /// A constant node; the value's own type refines a statically unknown one.
+/// Whether a constant's evaluation failed for its operands' types (then the static type
+/// error says more), not for their values (`sqrt (-4)`).
+fn is_type_mismatch(err: &EvalError) -> bool {
+    matches!(err, EvalError::TypeMismatch(_))
+}
+
+/// A folded constant: its static type when the operands typed, else the value's own type
+/// (the operation is only valid on these constants: `sin (3)` is a double).
+fn folded<E>(v: Value, typed: Result<Type, E>, span: Span) -> Node {
+    let ty = typed.unwrap_or_else(|_| v.ty());
+    konst(v, ty, span)
+}
+
 fn konst(v: Value, ty: Type, span: Span) -> Node {
     let ty = if ty == Type::Any { v.ty() } else { ty };
     Node::new(NodeKind::Const(v), ty, span)

@@ -584,17 +584,17 @@ fn locals() {
         "${x} + 1",
         "",
         expect![[r#"
-        int
-        error[unknown_variable] `x`: unknown variable `x`: not a port, and not assigned before
-    "#]],
+            any
+            error[unknown_variable] `x`: unknown variable `x`: not a port, and not assigned before
+        "#]],
     );
     check(
         "${x} := ${x} + 1",
         "",
         expect![[r#"
-        int
-        error[unknown_variable] `x`: unknown variable `x`: not a port, and not assigned before
-    "#]],
+            any
+            error[unknown_variable] `x`: unknown variable `x`: not a port, and not assigned before
+        "#]],
     );
     check(
         "${z} := ${y} := 3U; ${z}",
@@ -840,9 +840,8 @@ fn expression_mode() {
         "${l} := stack_push (${l}, 1)",
         "inout l: longs",
         expect![[r#"
-        any
-        error[type_error] `stack_push (${l}, 1)`: `stack_push` expects an element of type `long` as argument 2, found `int`
-    "#]],
+            list
+        "#]],
     );
     check(
         "${l} := List ()",
@@ -889,9 +888,9 @@ fn condition_mode() {
         "${o} > 0L",
         "in a: long, out o: long",
         expect![[r#"
-        bool
-        error[output_port_in_condition] `o`: `o` is an output port; a condition sees only input and tunnel ports
-    "#]],
+            any
+            error[output_port_in_condition] `o`: `o` is an output port; a condition sees only input and tunnel ports
+        "#]],
     );
     cond(
         "${o} > 0L",
@@ -1031,7 +1030,7 @@ fn constant_folding() {
                 error[constant_evaluation] `List () == List ()`: evaluating this constant expression fails: values of type list cannot be compared for equality
             1 == 1  :  bool
             Struct [a := 1] == Struct [b := 1]
-                error[type_error] `Struct [a := 1] == Struct [b := 1]`: operands of `==` must have the same type, found `struct{a: int}` and `struct{b: int}` [`Struct [a := 1]`: this is `struct{a: int}`] [`Struct [b := 1]`: this is `struct{b: int}`]
+                error[constant_evaluation] `Struct [a := 1] == Struct [b := 1]`: evaluating this constant expression fails: structs with different fields cannot be compared
             1U - 2U
                 error[constant_evaluation] `1U - 2U`: evaluating this constant expression fails: unsigned subtraction below zero
             sqrt (-1.0)
@@ -1856,6 +1855,135 @@ fn floor_ceil_round_on_integers() {
             floor (-7L) : long  =  -7L
             ceil (4294967295U) : uint  =  4294967295U
             round (5) : int  =  5
+        "#]],
+    );
+}
+
+/// GPI-Space folds constants while parsing, so the static argument kinds apply only to the
+/// parts that involve a port or a local (spec: expressions.md, "Compatibility facts").
+#[test]
+fn constants_are_folded_before_typing() {
+    tokens(
+        &[
+            ("sin (3)", "double"),
+            ("cos (-5)", "double"),
+            ("sqrt (4U)", "double"),
+            ("log (2UL)", "double"),
+            ("sqrt (-4)", "double"),
+            ("!0", "int"),
+            ("!1U", "unsigned int"),
+            ("!5A", "bigint"),
+            ("!0L", "long"),
+            ("!0UL", "unsigned long"),
+            ("int (true)", "int"),
+            ("ulong (false)", "unsigned long"),
+            ("double (true)", "double"),
+            ("'a' + 'b'", "string"),
+            ("min (\"b\", \"a\")", "string"),
+            ("max ('a', 'z')", "char"),
+            ("min (true, false)", "bool"),
+            ("${x} := 3; sin (${x})", "double"),
+        ],
+        expect![[r#"
+            sin (3) : double  =  0.1411200080598672
+            cos (-5) : double  =  0.28366218546322625
+            sqrt (4U) : double  =  2.0
+            log (2UL) : double  =  0.6931471805599453
+            sqrt (-4) : double
+                error[constant_evaluation] `sqrt (-4)`: evaluating this constant expression fails: sqrt of a negative number
+            !0 : int  =  -1
+            !1U : unsigned int  =  4294967294U
+            !5A : bigint  =  -6A
+            !0L : long  =  -1L
+            !0UL : unsigned long  =  18446744073709551615UL
+            int (true) : int  =  1
+            ulong (false) : unsigned long  =  0UL
+            double (true) : double  =  1.0
+            'a' + 'b' : string  =  "ab"
+            min ("b", "a") : string  =  "a"
+            max ('a', 'z') : char  =  'z'
+            min (true, false) : bool  =  false
+            ${x} := 3; sin (${x}) : double
+                error[type_error] `sin (${x})`: `sin` expects float or double, found `int`
+        "#]],
+    );
+    // With a port operand the static kinds apply.
+    types(
+        &[
+            "sin (${i})",
+            "!${i}",
+            "int (${b})",
+            "${c} + ${c}",
+            "min (${s}, ${s})",
+            "sin (3) + ${d}",
+            "!0 + ${i}",
+        ],
+        expect![[r#"
+            sin (${i})
+                error[type_error] `sin (${i})`: `sin` expects float or double, found `int`
+            !${i}
+                error[type_error] `!${i}`: `!` expects bool, found `int`
+            int (${b})
+                error[type_error] `int (${b})`: `int` expects int, long, unsigned int, unsigned long, float, double or bigint, found `bool`
+            ${c} + ${c}
+                error[type_error] `${c} + ${c}`: `+` expects numbers or string, found `char`
+            min (${s}, ${s})
+                error[type_error] `min (${s}, ${s})`: `min` expects numbers, found `string`
+            sin (3) + ${d}  :  double
+            !0 + ${i}  :  int
+        "#]],
+    );
+}
+
+/// One bad operand gives one error, not one per enclosing operator.
+#[test]
+fn a_type_error_does_not_cascade() {
+    let chain = format!("${{l}}{}", " / 1L".repeat(200));
+    let ports = ports("in l: long");
+    let (_, diags) = run(&chain, &ports, Mode::Value, None);
+    assert_eq!(diags.matches("error[").count(), 1, "{diags}");
+    types(
+        &["sin (${i}) + 1.0 + ${d}", "-(!${i}) * 2", "stack_push (stack_pop (${i}), 1)"],
+        expect![[r#"
+            sin (${i}) + 1.0 + ${d}
+                error[type_error] `sin (${i})`: `sin` expects float or double, found `int`
+            -(!${i}) * 2
+                error[type_error] `!${i}`: `!` expects bool, found `int`
+            stack_push (stack_pop (${i}), 1)
+                error[type_error] `stack_pop (${i})`: `stack_pop` expects `list` as argument 1, found `int`
+        "#]],
+    );
+}
+
+/// Container functions on mixed element types type as the union, like mixed literals.
+#[test]
+fn containers_of_mixed_elements_type_as_the_union() {
+    tokens(
+        &[
+            ("stack_join (List (1), List (2L))", "list"),
+            ("stack_push (List (1), 2L)", "list"),
+            ("set_insert (Set {1}, 'c')", "set"),
+            ("map_assign (Map [1 -> 2], 3L, \"x\")", "map"),
+            ("map_assign (Map [], 1 2L)", "map"),
+        ],
+        expect![[r#"
+            stack_join (List (1), List (2L)) : list  =  List (1, 2L)
+            stack_push (List (1), 2L) : list  =  List (1, 2L)
+            set_insert (Set {1}, 'c') : set  =  Set {1, 'c'}
+            map_assign (Map [1 -> 2], 3L, "x") : map  =  Map [1 -> 2, 3L -> "x"]
+            map_assign (Map [], 1 2L) : map  =  Map [1 -> 2L]
+        "#]],
+    );
+    types(
+        &[
+            "stack_push (${ll}, 1)",
+            "stack_join (${li}, List (1))",
+            "set_insert (${se}, ${s})",
+        ],
+        expect![[r#"
+            stack_push (${ll}, 1)  :  list
+            stack_join (${li}, List (1))  :  list
+            set_insert (${se}, ${s})  :  set
         "#]],
     );
 }
