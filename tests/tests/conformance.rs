@@ -1,0 +1,635 @@
+//! The conformance suite of the expression language: the cases in `tests/conformance/*.cases`
+//! (format described in `tests/conformance/README.md`) run through
+//! (a) the compiler (`pnet_sema::expr::lower`: typing, constant folding, bytecode) and the
+//!     VM's interpreter,
+//! (b) the JIT (every code of the suite compiled into one module),
+//! (c) `pnetv`'s coloured explorer, on a one-transition net whose expression assigns the case's
+//!     expression to an out port; the token read from the end state.
+//! Every failing case of every file is reported at once, with `file:line`, the expectation and
+//! what each engine gave.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use pnet_bundle::{Code, PortDir, SlotKind};
+use pnet_jit::Jit;
+use pnet_sema::expr::{Env, Mode, PortSig, lower};
+use pnet_stdlib::literal::parse_literal;
+use pnet_stdlib::{Type, Value};
+use pnet_syntax::expr::parse_str;
+use pnet_verify::coloured::{ColouredOptions, Tok, explore_bundle};
+use pnet_vm::Interpreter;
+
+/// One input port of a case.
+#[derive(Debug)]
+struct Input {
+    name: String,
+    ty: Type,
+    value: Value,
+}
+
+/// What a case expects.
+#[derive(Debug)]
+enum Expect {
+    /// The printed value, and optionally the static type of the expression.
+    Value { text: String, ty: Option<String> },
+    /// A compile-time error with this diagnostic code.
+    CompileError(String),
+    /// A run-time error whose message contains this text.
+    RunError(String),
+}
+
+#[derive(Debug)]
+struct Case {
+    at: String,
+    expr: String,
+    inputs: Vec<Input>,
+    expect: Expect,
+}
+
+/// What an engine gave.
+#[derive(Debug)]
+enum Outcome {
+    Value(Value),
+    RunError(String),
+    /// Not run (the engine could not take the case): why.
+    Broken(String),
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Value(v) => write!(f, "{v}"),
+            Outcome::RunError(e) => write!(f, "fails: {e}"),
+            Outcome::Broken(e) => write!(f, "broken: {e}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Expect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Expect::Value { text, ty: None } => f.write_str(text),
+            Expect::Value { text, ty: Some(t) } => write!(f, "{text} :: {t}"),
+            Expect::CompileError(c) => write!(f, "error {c}"),
+            Expect::RunError(m) => write!(f, "fails {m}"),
+        }
+    }
+}
+
+fn suite_dir() -> PathBuf {
+    pnet_tests::workspace_root().join("tests/conformance")
+}
+
+/// The byte offset of the first `needle` outside string and char literals and comments.
+fn find_outside_literals(s: &str, needle: &str) -> Option<usize> {
+    scan(s, needle, true)
+}
+
+/// The byte offset of the first `needle` outside string and char literals, and, if
+/// `comments`, outside comments.
+fn scan(s: &str, needle: &str, comments: bool) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut comment = 0usize;
+    while i < b.len() {
+        if comment > 0 {
+            if b[i..].starts_with(b"*/") {
+                comment -= 1;
+                i += 2;
+            } else if b[i..].starts_with(b"/*") {
+                comment += 1;
+                i += 2;
+            } else {
+                i += 1;
+            }
+            continue;
+        }
+        if b[i..].starts_with(needle.as_bytes()) {
+            return Some(i);
+        }
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'\'' if i + 2 < b.len() && b[i + 2] == b'\'' => i += 3,
+            b'/' if comments && b.get(i + 1) == Some(&b'*') => {
+                comment = 1;
+                i += 2;
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The text with its comments (outside literals) removed.
+fn without_comments(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = find_outside_literals(rest, "/*") {
+        out.push_str(&rest[..i]);
+        // The end of the (nested) comment: scan from its start.
+        let mut depth = 0usize;
+        let b = rest.as_bytes();
+        let mut j = i;
+        while j < b.len() {
+            if b[j..].starts_with(b"/*") {
+                depth += 1;
+                j += 2;
+            } else if b[j..].starts_with(b"*/") {
+                depth -= 1;
+                j += 2;
+                if depth == 0 {
+                    break;
+                }
+            } else {
+                j += 1;
+            }
+        }
+        out.push(' ');
+        rest = &rest[j.min(rest.len())..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Splits a program into its statements before the last non-empty one and that one.
+fn split_last_statement(s: &str) -> (String, String) {
+    let mut parts = Vec::new();
+    let mut rest = s;
+    while let Some(i) = find_outside_literals(rest, ";") {
+        parts.push(rest[..i].to_string());
+        rest = &rest[i + 1..];
+    }
+    parts.push(rest.to_string());
+    while parts.len() > 1 && parts.last().is_some_and(|p| p.trim().is_empty()) {
+        parts.pop();
+    }
+    let last = parts.pop().unwrap_or_default();
+    (parts.join(";"), last)
+}
+
+fn parse_file(path: &Path, errors: &mut Vec<String>) -> Vec<Case> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let file = path
+        .strip_prefix(suite_dir())
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned();
+    let mut cases: Vec<Case> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let at = format!("tests/conformance/{file}:{}", i + 1);
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if line.starts_with([' ', '\t']) {
+            // An input of the case above: `name: type = value`.
+            let Some(case) = cases.last_mut() else {
+                errors.push(format!("{at}: an input line before any case"));
+                continue;
+            };
+            match parse_input(trimmed) {
+                Ok(input) => case.inputs.push(input),
+                Err(e) => errors.push(format!("{at}: {e}")),
+            }
+            continue;
+        }
+        // Not skipping comments: a case may hold an unterminated one.
+        let Some(arrow) = scan(line, "=>", false) else {
+            errors.push(format!("{at}: expected `EXPRESSION => EXPECTATION`"));
+            continue;
+        };
+        let expr = line[..arrow].trim().to_string();
+        let want = line[arrow + 2..].trim();
+        let expect = if want == "fails" || want == "error" {
+            errors.push(format!("{at}: `{want}` needs a message or a code"));
+            continue;
+        } else if let Some(code) = want.strip_prefix("error ") {
+            Expect::CompileError(code.trim().to_string())
+        } else if let Some(msg) = want.strip_prefix("fails ") {
+            Expect::RunError(msg.trim().to_string())
+        } else if let Some(j) = find_outside_literals(want, "::") {
+            Expect::Value {
+                text: want[..j].trim().to_string(),
+                ty: Some(want[j + 2..].trim().to_string()),
+            }
+        } else {
+            Expect::Value {
+                text: want.to_string(),
+                ty: None,
+            }
+        };
+        if matches!(&expect, Expect::Value { text, .. } if text.is_empty()) {
+            errors.push(format!("{at}: empty expectation"));
+            continue;
+        }
+        cases.push(Case {
+            at,
+            expr,
+            inputs: Vec::new(),
+            expect,
+        });
+    }
+    cases
+}
+
+fn parse_input(line: &str) -> Result<Input, String> {
+    let (name, rest) = line
+        .split_once(':')
+        .ok_or("expected an input `name: type = value`")?;
+    let (ty, value) = rest
+        .split_once('=')
+        .ok_or("expected an input `name: type = value`")?;
+    let value = parse_literal(value.trim()).map_err(|e| format!("bad input value: {e}"))?;
+    let ty = match ty.trim() {
+        "_" => value.ty(),
+        t => Type::from_name(t).ok_or_else(|| format!("unknown input type `{t}`"))?,
+    };
+    if !value.fits(&ty) {
+        return Err(format!("input value {value} is not a {ty}"));
+    }
+    Ok(Input {
+        name: name.trim().to_string(),
+        ty,
+        value,
+    })
+}
+
+/// Whether an outcome meets the expectation (`Err`: what is wrong).
+fn check(expect: &Expect, got: &Outcome) -> Result<(), ()> {
+    match (expect, got) {
+        (Expect::Value { text, .. }, Outcome::Value(v)) if v.to_string() == *text => Ok(()),
+        (Expect::RunError(m), Outcome::RunError(e)) if e.contains(m.as_str()) => Ok(()),
+        _ => Err(()),
+    }
+}
+
+fn interpret(code: &Code, frame: &[Option<Value>]) -> Outcome {
+    let mut frame = frame.to_vec();
+    match Interpreter::new().run(code, &mut frame) {
+        Ok(v) => Outcome::Value(v),
+        Err(e) => Outcome::RunError(e.kind.to_string()),
+    }
+}
+
+fn frame_of(case: &Case, code: &Code) -> Vec<Option<Value>> {
+    let mut frame: Vec<Option<Value>> = case.inputs.iter().map(|i| Some(i.value.clone())).collect();
+    frame.resize(code.slots.len().max(frame.len()), None);
+    frame
+}
+
+// ---------------------------------------------------------------------------------------------
+// pnetv: a one-transition net.
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The xpnet name of a type; struct types get declarations (`structs`), shared types a clean-up
+/// place (`sinks`).
+fn xpnet_type(ty: &Type, structs: &mut Vec<String>, sinks: &mut BTreeSet<String>) -> String {
+    match ty {
+        Type::List(_) => "list".into(),
+        Type::Set(_) => "set".into(),
+        Type::Map(..) => "map".into(),
+        Type::Any => "control".into(),
+        Type::Shared(p) => {
+            sinks.insert(p.to_string());
+            format!("shared_{p}")
+        }
+        Type::Struct(st) => {
+            let name = format!("conformance_struct_{}", structs.len());
+            structs.push(String::new());
+            let at = structs.len() - 1;
+            let decl = struct_decl(&name, &st.fields, structs, sinks);
+            structs[at] = decl;
+            name
+        }
+        t => t.to_string(),
+    }
+}
+
+fn struct_decl(
+    name: &str,
+    fields: &[(Arc<str>, Type)],
+    structs: &mut Vec<String>,
+    sinks: &mut BTreeSet<String>,
+) -> String {
+    let mut s = format!("<struct name=\"{name}\">");
+    for (f, t) in fields {
+        match t {
+            Type::Struct(inner) => s.push_str(&struct_decl(f, &inner.fields, structs, sinks)),
+            t => {
+                let tn = xpnet_type(t, structs, sinks);
+                let _ = write!(s, "<field name=\"{f}\" type=\"{}\"/>", xml_escape(&tn));
+            }
+        }
+    }
+    s.push_str("</struct>");
+    s
+}
+
+/// The type of the out port: the interpreter's value's type when it gave one, else the static
+/// type.
+fn net_of(case: &Case, out_ty: &Type) -> String {
+    let mut structs = Vec::new();
+    let mut sinks = BTreeSet::new();
+    let out = xpnet_type(out_ty, &mut structs, &mut sinks);
+    let ins: Vec<(String, String)> = case
+        .inputs
+        .iter()
+        .map(|i| (i.name.clone(), xpnet_type(&i.ty, &mut structs, &mut sinks)))
+        .collect();
+    let (prefix, last) = split_last_statement(&case.expr);
+    let last = if without_comments(&last).trim().is_empty() {
+        "[]".to_string()
+    } else {
+        last
+    };
+    let body = if prefix.trim().is_empty() {
+        format!("${{conformance_result}} := ({last})")
+    } else {
+        format!("{prefix}; ${{conformance_result}} := ({last})")
+    };
+    let mut x = String::from("<defun name=\"main\">");
+    for s in &structs {
+        x.push_str(s);
+    }
+    x.push_str("<in name=\"conformance_go\" type=\"control\" place=\"conformance_go\"/>");
+    for (n, t) in &ins {
+        let _ = write!(
+            x,
+            "<in name=\"{n}\" type=\"{}\" place=\"{n}\"/>",
+            xml_escape(t)
+        );
+    }
+    let _ = write!(
+        x,
+        "<out name=\"conformance_result\" type=\"{}\" place=\"conformance_result\"/><net>",
+        xml_escape(&out)
+    );
+    x.push_str("<place name=\"conformance_go\" type=\"control\"/>");
+    for (n, t) in &ins {
+        let _ = write!(x, "<place name=\"{n}\" type=\"{}\"/>", xml_escape(t));
+    }
+    let _ = write!(
+        x,
+        "<place name=\"conformance_result\" type=\"{}\"/>",
+        xml_escape(&out)
+    );
+    for p in &sinks {
+        let _ = write!(
+            x,
+            "<place name=\"{p}\" type=\"control\" shared_sink=\"true\"/>"
+        );
+    }
+    x.push_str("<transition name=\"t\"><defun>");
+    x.push_str("<in name=\"conformance_go\" type=\"control\"/>");
+    for (n, t) in &ins {
+        let _ = write!(x, "<in name=\"{n}\" type=\"{}\"/>", xml_escape(t));
+    }
+    let _ = write!(
+        x,
+        "<out name=\"conformance_result\" type=\"{}\"/><expression>{}</expression></defun>",
+        xml_escape(&out),
+        xml_escape(&body)
+    );
+    x.push_str("<connect-in port=\"conformance_go\" place=\"conformance_go\"/>");
+    for (n, _) in &ins {
+        let _ = write!(x, "<connect-in port=\"{n}\" place=\"{n}\"/>");
+    }
+    x.push_str("<connect-out port=\"conformance_result\" place=\"conformance_result\"/>");
+    x.push_str("</transition></net></defun>");
+    x
+}
+
+fn pnetv(case: &Case, out_ty: &Type) -> Outcome {
+    let net = net_of(case, out_ty);
+    let out = pnet_sema::compile_source(
+        Path::new("/conformance/case.xpnet"),
+        &net,
+        &pnet_sema::Options::default(),
+    );
+    let has_errors = out.has_errors();
+    let Some(bundle) = out.bundle.filter(|_| !has_errors) else {
+        let diags: Vec<String> = out
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| format!("{}: {}", d.code, d.message))
+            .collect();
+        return Outcome::Broken(format!("the net does not compile: {}", diags.join("; ")));
+    };
+    let mut inputs = vec![("conformance_go".to_string(), vec![Value::Control])];
+    inputs.extend(
+        case.inputs
+            .iter()
+            .map(|i| (i.name.clone(), vec![i.value.clone()])),
+    );
+    let opts = ColouredOptions {
+        max_states: 100,
+        scc: false,
+        ..ColouredOptions::default()
+    };
+    let (report, res) = match explore_bundle(&bundle, "case", &inputs, &opts) {
+        Ok(r) => r,
+        Err(e) => return Outcome::Broken(format!("explore: {e}")),
+    };
+    if let Some(t) = report.traces.iter().find(|t| t.kind == "error") {
+        return Outcome::RunError(t.note.clone());
+    }
+    match res.end_outputs.as_slice() {
+        [one] => match one
+            .iter()
+            .find(|(n, _)| n == "conformance_result")
+            .map(|(_, toks)| toks.as_slice())
+        {
+            Some([Tok::Val(v)]) => Outcome::Value(v.clone()),
+            other => Outcome::Broken(format!("end tokens {other:?}")),
+        },
+        other => Outcome::Broken(format!("{} proper ends", other.len())),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn conformance_suite() {
+    let mut errors = Vec::new();
+    let mut dirs = vec![suite_dir()];
+    if std::env::var_os("CONFORMANCE_PENDING").is_some() {
+        dirs.push(suite_dir().join("pending"));
+    }
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in &dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        files.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "cases")),
+        );
+    }
+    files.sort();
+    let only = std::env::var("CONFORMANCE_FILE").ok();
+    let mut cases = Vec::new();
+    for f in &files {
+        if only
+            .as_deref()
+            .is_some_and(|o| !f.to_string_lossy().contains(o))
+        {
+            continue;
+        }
+        cases.extend(parse_file(f, &mut errors));
+    }
+    assert!(
+        only.is_some() || cases.len() >= 300,
+        "only {} cases",
+        cases.len()
+    );
+
+    // (a) compile every case.
+    let mut compiled: Vec<Option<Code>> = Vec::new();
+    for case in &cases {
+        let ports: Vec<PortSig> = case
+            .inputs
+            .iter()
+            .map(|i| PortSig {
+                name: i.name.clone(),
+                dir: PortDir::In,
+                ty: i.ty.clone(),
+            })
+            .collect();
+        let (expr, mut diags) = parse_str(&case.expr);
+        let env = Env {
+            ports: &ports,
+            mode: Mode::Value,
+            name: "conformance case".into(),
+            expected: None,
+        };
+        let (code, more) = lower(&expr, &env);
+        diags.extend(more);
+        let errs: Vec<_> = diags.iter().filter(|d| d.is_error()).collect();
+        let summary = || {
+            errs.iter()
+                .map(|d| format!("error {} ({})", d.code, d.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        match (&case.expect, errs.is_empty()) {
+            (Expect::CompileError(c), false) if errs.iter().any(|d| d.code == c) => {
+                compiled.push(None)
+            }
+            (Expect::CompileError(_), false) => {
+                errors.push(format!(
+                    "{}: `{}`\n    expected: {}\n    compiler: {}",
+                    case.at,
+                    case.expr,
+                    case.expect,
+                    summary()
+                ));
+                compiled.push(None);
+            }
+            (_, false) => {
+                errors.push(format!(
+                    "{}: `{}`\n    expected: {}\n    compiler: {}",
+                    case.at,
+                    case.expr,
+                    case.expect,
+                    summary()
+                ));
+                compiled.push(None);
+            }
+            (Expect::Value { ty: Some(t), .. }, true) if code.result.to_string() != *t => {
+                errors.push(format!(
+                    "{}: `{}`\n    expected: {}\n    compiler: static type {}",
+                    case.at, case.expr, case.expect, code.result
+                ));
+                compiled.push(None);
+            }
+            (_, true) => compiled.push(Some(code)),
+        }
+    }
+
+    // (b) the JIT: every code into one module.
+    let mut jit = Jit::new().expect("a JIT for this host");
+    let codes: Vec<&Code> = compiled.iter().flatten().collect();
+    let mut ids = jit.compile(&codes).into_iter();
+
+    let mut buf = Vec::new();
+    let mut fallbacks = 0usize;
+    for (case, code) in cases.iter().zip(&compiled) {
+        let Some(code) = code else {
+            continue;
+        };
+        let jit_id = ids.next().flatten();
+        let frame = frame_of(case, code);
+        let interp = interpret(code, &frame);
+        let jitted = match jit_id {
+            None => Outcome::Broken("not compiled by the JIT".into()),
+            Some(id) => {
+                let mut f = frame.clone();
+                match jit.run(id, code, &mut f, &mut buf) {
+                    // The JIT may leave a frame to the interpreter when a slot does not hold
+                    // what the code was compiled for: locals start empty.
+                    None if code.slots.iter().any(|s| s.kind == SlotKind::Local) => {
+                        fallbacks += 1;
+                        interpret(code, &frame)
+                    }
+                    None => Outcome::Broken("the JIT fell back".into()),
+                    Some(Ok(v)) => Outcome::Value(v),
+                    Some(Err(e)) => Outcome::RunError(e.kind.to_string()),
+                }
+            }
+        };
+        let out_ty = match &interp {
+            Outcome::Value(v) => v.ty(),
+            _ => code.result.clone(),
+        };
+        let verified = pnetv(case, &out_ty);
+        let results = [
+            ("interpreter", &interp),
+            ("jit", &jitted),
+            ("pnetv", &verified),
+        ];
+        if results.iter().any(|(_, r)| check(&case.expect, r).is_err()) {
+            let mut msg = format!(
+                "{}: `{}`\n    expected: {}",
+                case.at, case.expr, case.expect
+            );
+            for (name, r) in results {
+                let mark = if check(&case.expect, r).is_ok() {
+                    "ok"
+                } else {
+                    "WRONG"
+                };
+                let _ = write!(msg, "\n    {name:<11} {mark}: {r}");
+            }
+            errors.push(msg);
+        }
+    }
+    eprintln!(
+        "{} conformance cases; the JIT left {fallbacks} with locals to the interpreter",
+        cases.len()
+    );
+    assert!(
+        errors.is_empty(),
+        "{} of {} conformance cases fail:\n\n{}\n",
+        errors.len(),
+        cases.len(),
+        errors.join("\n\n")
+    );
+}
