@@ -6,9 +6,12 @@ pub mod lexer;
 mod parser;
 pub mod printer;
 #[cfg(test)]
+mod depth_tests;
+#[cfg(test)]
 mod tests;
 
 pub use ast::{Expr, ExprKind, Ident};
+pub use parser::MAX_EXPR_DEPTH;
 pub use printer::{to_sexpr, to_source};
 
 use crate::span::MappedText;

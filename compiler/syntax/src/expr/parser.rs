@@ -3,6 +3,7 @@
 //! diagnostics.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 
 use lalrpop_util::{ErrorRecovery, ParseError};
 use pnet_stdlib::literal::parse_number;
@@ -25,7 +26,21 @@ pub struct Ctx<'a> {
     diags: RefCell<Vec<Diagnostic>>,
     /// Text offsets of the syntax errors reported so far (one per statement is enough).
     syntax_errors: RefCell<Vec<usize>>,
+    /// The depth of every node built so far, by its file span (a parent's span strictly
+    /// contains its children's); `TOO_DEEP` marks an `Error` node that replaced a subtree
+    /// deeper than [`MAX_EXPR_DEPTH`] (its ancestors become such nodes too, silently).
+    depths: RefCell<HashMap<(u32, u32), usize>>,
 }
+
+/// The deepest expression tree the parser builds: the number of nodes on the longest path from
+/// a statement down to a leaf. A deeper subtree (a chain of 5,000 `+`, 10,000 unary `-`, calls
+/// nested in calls, nested collection literals) gets one `expression_too_deep` diagnostic and
+/// the statement becomes an `Error` node, so every later recursive walk (checker, emitter, JIT,
+/// printers, language server) sees a bounded tree. Far above what anyone writes by hand, and
+/// low enough for the whole pipeline to run on a 2 MiB thread stack in a debug build.
+pub const MAX_EXPR_DEPTH: usize = 256;
+
+const TOO_DEEP: usize = usize::MAX;
 
 pub(crate) fn parse(text: &MappedText) -> (Expr, Vec<Diagnostic>) {
     let mut diags = Vec::new();
@@ -35,6 +50,7 @@ pub(crate) fn parse(text: &MappedText) -> (Expr, Vec<Diagnostic>) {
         text,
         diags: RefCell::new(diags),
         syntax_errors: RefCell::new(stray),
+        depths: RefCell::new(HashMap::new()),
     };
     let result = grammar::ProgramParser::new().parse(&ctx, toks.into_iter().map(Ok::<_, ()>));
     let expr = match result {
@@ -69,8 +85,81 @@ impl<'a> Ctx<'a> {
         self.diags.borrow_mut().push(d);
     }
 
+    /// Builds a node, unless it would be deeper than [`MAX_EXPR_DEPTH`]: then (once per
+    /// statement) reports `expression_too_deep` and returns an `Error` node.
     pub(crate) fn node(&self, kind: ExprKind, l: usize, r: usize) -> Expr {
-        Expr::new(kind, self.span(l, r))
+        let span = self.span(l, r);
+        let mut depths = self.depths.borrow_mut();
+        let mut depth = 1;
+        let mut ok = true;
+        for_each_child(&kind, |c| match depths.get(&(c.span.start, c.span.end)) {
+            Some(&TOO_DEEP) => ok = false,
+            Some(&d) => depth = depth.max(d + 1),
+            None => {}
+        });
+        if ok && depth <= MAX_EXPR_DEPTH {
+            depths.insert((span.start, span.end), depth);
+            return Expr::new(kind, span);
+        }
+        if ok {
+            let at = self.operator_span(&kind, l);
+            self.error(
+                Diagnostic::error(
+                    "expression_too_deep",
+                    format!("expression nested deeper than {MAX_EXPR_DEPTH} levels"),
+                )
+                .with_primary(
+                    at,
+                    format!("the {MAX_EXPR_DEPTH}-level limit is crossed here"),
+                )
+                .with_note(
+                    "split it into statements with local variables: \
+                     `${t} := ...; ${t} := ${t} + ...`",
+                ),
+            );
+        }
+        depths.insert((span.start, span.end), TOO_DEEP);
+        dispose(Expr::new(kind, span));
+        Expr::new(ExprKind::Error, span)
+    }
+
+    /// The span of the operator of a node `kind` that starts at text offset `l`: between the
+    /// operands of a binary node, the first token of anything else (`-`, `!`, `abs`, `List`).
+    fn operator_span(&self, kind: &ExprKind, l: usize) -> Span {
+        let text = self.text.text.as_str();
+        let (from, to) = match kind {
+            ExprKind::Binary(_, a, b) => {
+                (self.text_offset(a.span.end), self.text_offset(b.span.start))
+            }
+            _ => (l, text.len()),
+        };
+        let from = from.min(text.len());
+        let to = to.clamp(from, text.len());
+        let gap = text.get(from..to).unwrap_or("");
+        let start = from + (gap.len() - gap.trim_start().len());
+        let rest = text.get(start..to).unwrap_or("");
+        let word = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let len = match (word, rest.chars().next()) {
+            (0, Some(c)) if matches!(kind, ExprKind::Binary(..)) => rest
+                .find(char::is_whitespace)
+                .unwrap_or(rest.len())
+                .max(c.len_utf8()),
+            (0, Some(c)) => c.len_utf8(),
+            (n, _) => n,
+        };
+        self.span(start, start + len)
+    }
+
+    /// The text offset of file offset `f` (the inverse of the text's map).
+    fn text_offset(&self, f: u32) -> usize {
+        let map = &self.text.map;
+        let i = map.partition_point(|&(_, file)| file <= f);
+        match i.checked_sub(1).and_then(|i| map.get(i)) {
+            Some(&(t, file)) => (t + (f - file)) as usize,
+            None => 0,
+        }
     }
 
     pub(crate) fn binary(&self, op: BinOp, a: Expr, b: Expr, l: usize, r: usize) -> Expr {
@@ -410,5 +499,47 @@ fn is_literal(e: &Expr) -> bool {
             )
         ),
         _ => false,
+    }
+}
+
+/// Calls `f` on each direct child of a node.
+fn for_each_child(kind: &ExprKind, mut f: impl FnMut(&Expr)) {
+    match kind {
+        ExprKind::Literal(_) | ExprKind::Ref(_) | ExprKind::Error => {}
+        ExprKind::Assign { value: e, .. } | ExprKind::Unary(_, e) | ExprKind::Shared(_, e) => f(e),
+        ExprKind::Binary(_, a, b) => {
+            f(a);
+            f(b);
+        }
+        ExprKind::Call(_, es) | ExprKind::List(es) | ExprKind::Set(es) | ExprKind::Seq(es) => {
+            es.iter().for_each(f)
+        }
+        ExprKind::Map(kvs) => kvs.iter().for_each(|(k, v)| {
+            f(k);
+            f(v);
+        }),
+        ExprKind::Struct(fs) => fs.iter().for_each(|(_, e)| f(e)),
+    }
+}
+
+/// Drops a tree without recursion (the derived drop recurses once per level).
+fn dispose(e: Expr) {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e.kind {
+            ExprKind::Literal(_) | ExprKind::Ref(_) | ExprKind::Error => {}
+            ExprKind::Assign { value: a, .. } | ExprKind::Unary(_, a) | ExprKind::Shared(_, a) => {
+                stack.push(*a)
+            }
+            ExprKind::Binary(_, a, b) => {
+                stack.push(*a);
+                stack.push(*b);
+            }
+            ExprKind::Call(_, es) | ExprKind::List(es) | ExprKind::Set(es) | ExprKind::Seq(es) => {
+                stack.extend(es)
+            }
+            ExprKind::Map(kvs) => stack.extend(kvs.into_iter().flat_map(|(k, v)| [k, v])),
+            ExprKind::Struct(fs) => stack.extend(fs.into_iter().map(|(_, e)| e)),
+        }
     }
 }
