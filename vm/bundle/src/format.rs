@@ -1,7 +1,9 @@
 //! The binary files: `MAGIC` (8 bytes), format version (u32 LE), CRC-32 of the payload (u32
 //! LE), payload length (u64 LE), then the postcard-encoded payload. Bundles ([`encode`],
 //! [`decode`]) carry a [`Bundle`]; result files ([`crate::result`]) the output tokens of a
-//! run. Both are refused on a wrong magic, version or checksum.
+//! run. Both are refused on a wrong magic, version or checksum, and on bytes after the
+//! payload (appended to the file, or inside the payload after the encoded value). A decoded
+//! bundle is also validated ([`crate::validate`]): every reader gets a well-formed one.
 
 use std::fmt;
 
@@ -53,6 +55,16 @@ pub enum BundleError {
         what: &'static str,
         message: String,
     },
+    /// `count` bytes after the payload (or after the value inside the payload).
+    TrailingBytes {
+        what: &'static str,
+        count: u64,
+    },
+    /// The value decodes but is not well-formed (see [`crate::validate`]).
+    Invalid {
+        what: &'static str,
+        message: String,
+    },
     Encode {
         what: &'static str,
         message: String,
@@ -86,6 +98,12 @@ impl fmt::Display for BundleError {
             BundleError::Decode { what, message } => {
                 write!(f, "{what} cannot be decoded: {message}")
             }
+            BundleError::TrailingBytes { what, count } => write!(
+                f,
+                "{what} has {count} trailing byte{} after its payload: the file is corrupt",
+                if *count == 1 { "" } else { "s" }
+            ),
+            BundleError::Invalid { what, message } => write!(f, "bad {what}: {message}"),
             BundleError::Encode { what, message } => {
                 write!(f, "{what} cannot be encoded: {message}")
             }
@@ -113,7 +131,8 @@ impl Container {
         Ok(out)
     }
 
-    /// Decodes a file of this kind, refusing a wrong magic, version or checksum.
+    /// Decodes a file of this kind, refusing a wrong magic, version or checksum and trailing
+    /// bytes.
     pub fn decode<T: DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, BundleError> {
         let what = self.what;
         if bytes.len() < 8 || &bytes[..8] != self.magic {
@@ -140,14 +159,27 @@ impl Container {
         if (payload.len() as u64) < len {
             return Err(BundleError::Truncated { what });
         }
-        let payload = &payload[..len as usize];
+        if payload.len() as u64 > len {
+            return Err(BundleError::TrailingBytes {
+                what,
+                count: payload.len() as u64 - len,
+            });
+        }
         if crc32fast::hash(payload) != crc {
             return Err(BundleError::ChecksumMismatch { what });
         }
-        postcard::from_bytes(payload).map_err(|e| BundleError::Decode {
-            what,
-            message: e.to_string(),
-        })
+        let (value, rest) =
+            postcard::take_from_bytes(payload).map_err(|e| BundleError::Decode {
+                what,
+                message: e.to_string(),
+            })?;
+        if !rest.is_empty() {
+            return Err(BundleError::TrailingBytes {
+                what,
+                count: rest.len() as u64,
+            });
+        }
+        Ok(value)
     }
 }
 
@@ -156,7 +188,15 @@ pub fn encode(bundle: &Bundle) -> Result<Vec<u8>, BundleError> {
     BUNDLE.encode(bundle)
 }
 
-/// Decodes a bundle, refusing a wrong magic, version or checksum.
+/// Decodes a bundle, refusing a wrong magic, version or checksum, trailing bytes and a
+/// bundle that is not well-formed ([`crate::validate::validate`]): the one entry point of
+/// every reader (`gspc-run`, `gspc submit`, `pnetv`, `pnet2dot`, `pnetput`), so a decoded
+/// bundle never makes a reader index out of bounds.
 pub fn decode(bytes: &[u8]) -> Result<Bundle, BundleError> {
-    BUNDLE.decode(bytes)
+    let bundle: Bundle = BUNDLE.decode(bytes)?;
+    crate::validate::validate(&bundle).map_err(|message| BundleError::Invalid {
+        what: BUNDLE.what,
+        message,
+    })?;
+    Ok(bundle)
 }

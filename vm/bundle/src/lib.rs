@@ -10,7 +10,9 @@ pub mod format;
 pub mod ir;
 pub mod result;
 pub mod text;
+pub mod validate;
 
 pub use bytecode::{Code, Instr, OpTy, Slot, SlotKind};
 pub use format::{BundleError, FORMAT_VERSION, MAGIC};
 pub use ir::*;
+pub use validate::validate;

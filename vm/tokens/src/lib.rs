@@ -127,13 +127,18 @@ pub enum Target {
 
 /// Puts `value` into `bundle` as an initial token, so that every run starts with it (after
 /// the place's own initial tokens, before any `-p` of the run). The value must fit the type.
+/// A bundle from [`pnet_bundle::format::decode`] is well-formed; one built otherwise is
+/// refused when its root or the port's place does not exist, never a panic.
 pub fn put(
     bundle: &mut pnet_bundle::Bundle,
     target: &Target,
     value: pnet_stdlib::Value,
 ) -> Result<(), String> {
     let root = bundle.root;
-    let f = &bundle.functions[root.index()];
+    let f = bundle
+        .functions
+        .get(root.index())
+        .ok_or_else(|| format!("bad bundle: the root function {} does not exist", root.0))?;
     let pnet_bundle::Body::Net(net) = &f.body else {
         return Err("the net's root is not a net (it has no places to put tokens on)".into());
     };
@@ -173,7 +178,11 @@ pub fn put(
             (i, format!("place `{name}`"))
         }
     };
-    let ty = &net.places[place].ty;
+    let ty = &net
+        .places
+        .get(place)
+        .ok_or_else(|| format!("bad bundle: {what} is bound to missing place {place}"))?
+        .ty;
     if !value.fits(ty) {
         return Err(format!("value {value} for {what} is not of type {ty}"));
     }
@@ -183,17 +192,20 @@ pub fn put(
     Ok(())
 }
 
-/// The root's in ports with their types and the tokens already put on their places.
+/// The root's in ports with their types and the tokens already put on their places (none for
+/// a root or place that does not exist).
 pub fn listing(bundle: &pnet_bundle::Bundle) -> String {
-    let f = bundle.function(bundle.root);
     let mut out = String::new();
+    let Some(f) = bundle.functions.get(bundle.root.index()) else {
+        return out;
+    };
     for p in f.ports.iter().filter(|p| p.dir.is_input()) {
         let tokens: Vec<String> = match (&f.body, p.place) {
-            (pnet_bundle::Body::Net(net), Some(place)) => net.places[place.index()]
-                .tokens
-                .iter()
-                .map(ToString::to_string)
-                .collect(),
+            (pnet_bundle::Body::Net(net), Some(place)) => net
+                .places
+                .get(place.index())
+                .map(|p| p.tokens.iter().map(ToString::to_string).collect())
+                .unwrap_or_default(),
             _ => Vec::new(),
         };
         out.push_str(&format!(

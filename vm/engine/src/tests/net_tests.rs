@@ -630,27 +630,31 @@ fn malformed_bundles_are_rejected_not_panicking() {
         panic!()
     };
     net.transitions[0].connections[0].place = pnet_bundle::PlaceId(7);
-    expect![[r#"function 0 (main): transition `dec`: connection to missing place 7"#]]
-        .assert_eq(&crate::validate(&bundle).unwrap_err());
+    expect![
+        "function 0 (`main`): transition 0 (`dec`): connection 0 names place 7, the net has 1 place"
+    ]
+    .assert_eq(&crate::validate(&bundle).unwrap_err());
     let e = crate::run(&bundle, &[], &RunConfig::default()).unwrap_err();
-    expect![[r#"bad bundle: function 0 (main): transition `dec`: connection to missing place 7"#]]
+    expect!["bad bundle: function 0 (`main`): transition 0 (`dec`): connection 0 names place 7, the net has 1 place"]
         .assert_eq(&e.to_string());
 
     let mut bundle = build(COUNTDOWN);
     bundle.codes[0].instrs.push(pnet_bundle::Instr::Jump(99));
     bundle.codes[0].spans.push(Default::default());
-    expect![[r#"code 0 (condition of dec): instruction 3: jump target 99 out of range"#]]
+    expect!["code 0 (condition of dec): instruction 3 (Jump(99)) names jump target 99, the code has 4 instructions"]
         .assert_eq(&crate::validate(&bundle).unwrap_err());
 
     let mut bundle = build(COUNTDOWN);
     bundle.root = pnet_bundle::FunctionId(42);
-    expect![[r#"root function 42 does not exist"#]]
+    expect!["the root function 42 does not exist, the bundle has 2 functions"]
         .assert_eq(&crate::validate(&bundle).unwrap_err());
 
     let mut bundle = build(COUNTDOWN);
     bundle.codes[1].slots.clear();
-    expect![[r#"code 1 (expression of dec): instruction 0: slot 0 out of range"#]]
-        .assert_eq(&crate::validate(&bundle).unwrap_err());
+    expect![
+        "code 1 (expression of dec): instruction 0 (Load(0)) names slot 0, the code has 0 slots"
+    ]
+    .assert_eq(&crate::validate(&bundle).unwrap_err());
 }
 
 #[test]

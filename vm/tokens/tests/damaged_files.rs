@@ -1,0 +1,239 @@
+//! `pnetput` and `pnetget` on damaged files: a bundle whose checksum is right but whose
+//! references do not fit together, bytes after a file's payload, random damage. They exit
+//! with status 1 and a message ("bad bundle: ..."), never with a panic (issue 20, item 4).
+
+#[path = "../../bundle/tests/damage/mod.rs"]
+mod damage;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use pnet_bundle::format;
+use pnet_bundle::result::{OutputPort, RunOutputs};
+use pnet_stdlib::{Type, Value};
+use pnet_tokens::Target;
+
+/// A scratch folder of this test, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("pnet-tokens-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn pnetput(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pnetput"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn pnetget(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pnetget"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The run failed with status 1 and a message containing `what`, without a panic.
+fn refused(out: &Output, what: &str, case: &str) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{case}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{case}: {stderr}");
+    assert!(stderr.contains(what), "{case}: {stderr}");
+    stderr
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn pnetput_puts_tokens_into_the_test_net() {
+    let dir = Scratch::new("good");
+    let good = dir.file("good.pnet", &format::encode(&damage::compile()).unwrap());
+    let out = dir.0.join("out.pnet");
+    let o = pnetput(&[path(&good), "-o", path(&out), "-p", "n=3L"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let b = format::decode(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(pnet_tokens::listing(&b), "in n : long = [3L]\n");
+}
+
+#[test]
+fn pnetput_refuses_every_broken_reference() {
+    let dir = Scratch::new("broken");
+    let good = damage::compile();
+    let out = dir.0.join("out.pnet");
+    for (name, damage) in damage::damages() {
+        let mut b = good.clone();
+        damage(&mut b);
+        let bad = dir.file("bad.pnet", &format::encode(&b).unwrap());
+        let o = pnetput(&[path(&bad), "-o", path(&out), "-p", "n=3L"]);
+        let e = refused(&o, "bad bundle: ", name);
+        assert!(
+            e.starts_with(&format!("pnetput: {}: bad bundle: ", path(&bad))),
+            "{e}"
+        );
+        refused(&pnetput(&["-l", path(&bad)]), "bad bundle: ", name);
+        assert!(!out.exists(), "{name}: no output is written");
+    }
+}
+
+#[test]
+fn pnetput_refuses_trailing_bytes() {
+    let dir = Scratch::new("trailing");
+    let mut bytes = format::encode(&damage::compile()).unwrap();
+    bytes.extend_from_slice(b"junk");
+    let bad = dir.file("bad.pnet", &bytes);
+    let e = refused(&pnetput(&["-l", path(&bad)]), "trailing", "trailing bytes");
+    assert_eq!(
+        e,
+        format!(
+            "pnetput: {}: bundle has 4 trailing bytes after its payload: the file is corrupt\n",
+            path(&bad)
+        )
+    );
+}
+
+fn outputs() -> RunOutputs {
+    RunOutputs {
+        net: "damage.pnet".into(),
+        ports: vec![OutputPort {
+            name: "done".into(),
+            ty: Type::Control,
+            tokens: vec![Value::Control],
+        }],
+    }
+}
+
+#[test]
+fn pnetget_refuses_trailing_bytes_and_damaged_files() {
+    let dir = Scratch::new("results");
+    let bytes = outputs().encode().unwrap();
+    let good = dir.file("good.result", &bytes);
+    let o = pnetget(&[path(&good)]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "done = []\n");
+
+    let mut trailing = bytes.clone();
+    trailing.push(b'\n');
+    let bad = dir.file("trailing.result", &trailing);
+    let e = refused(&pnetget(&[path(&bad)]), "trailing", "trailing bytes");
+    assert_eq!(
+        e,
+        format!(
+            "pnetget: {}: result file has 1 trailing byte after its payload: the file is corrupt\n",
+            path(&bad)
+        )
+    );
+    // A bundle is not a result file, nor the other way round.
+    let bundle = dir.file("net.pnet", &format::encode(&damage::compile()).unwrap());
+    refused(
+        &pnetget(&[path(&bundle)]),
+        "not a pnet result file",
+        "bundle",
+    );
+    refused(
+        &pnetput(&["-l", path(&good)]),
+        "not a pnet bundle",
+        "result",
+    );
+}
+
+/// A small deterministic generator (xorshift), so that a failure reproduces.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// The file with one payload byte changed and the checksum fixed.
+fn damaged(file: &[u8], rng: &mut Rng) -> Vec<u8> {
+    let mut payload = file[24..].to_vec();
+    let at = rng.below(payload.len());
+    payload[at] = match rng.below(3) {
+        0 => payload[at] ^ (1 << rng.below(8)),
+        1 => payload[at].wrapping_add(1),
+        _ => rng.next() as u8,
+    };
+    let mut out = file[..12].to_vec();
+    out.extend_from_slice(&crc32(&payload).to_le_bytes());
+    out.extend_from_slice(&file[16..24]);
+    out.extend_from_slice(&payload);
+    out
+}
+
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// What `pnetput` does with a bundle, in process, over a few thousand random damages; then
+/// the binaries on a few of them.
+#[test]
+fn random_damage_never_panics() {
+    let bundle = format::encode(&damage::compile()).unwrap();
+    let result = outputs().encode().unwrap();
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    for _ in 0..2000 {
+        let bytes = damaged(&bundle, &mut rng);
+        if let Ok(mut b) = format::decode(&bytes) {
+            let _ = pnet_tokens::listing(&b);
+            for target in [Target::Port("n".into()), Target::Place("counter".into())] {
+                let _ = pnet_tokens::put(&mut b, &target, Value::Long(1));
+            }
+            format::encode(&b).unwrap();
+        }
+        if let Ok(o) = RunOutputs::decode(&damaged(&result, &mut rng)) {
+            let _ = pnet_tokens::text(&o, &[]);
+            let _ = pnet_tokens::json(&o, &[]);
+        }
+    }
+    let dir = Scratch::new("random");
+    let out = dir.0.join("out.pnet");
+    for i in 0..10 {
+        let bad = dir.file("bad.pnet", &damaged(&bundle, &mut rng));
+        let o = pnetput(&[path(&bad), "-o", path(&out), "-p", "n=1L"]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{i}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{i}: {stderr}");
+        let bad = dir.file("bad.result", &damaged(&result, &mut rng));
+        let o = pnetget(&[path(&bad), "--json"]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{i}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{i}: {stderr}");
+    }
+}
