@@ -468,16 +468,17 @@ impl Builtin {
     /// Run-time errors: `sqrt` of a negative, `log` of a non-positive number, `stack_top`,
     /// `stack_pop`, `set_top`, `set_pop` of an empty container, `map_get_assignment` of a
     /// missing key, a float-to-integer cast whose value does not fit (see [`cast`]),
-    /// `bitset_fromhex` of a malformed string, `bitset_insert` of an element of
-    /// [`MAX_BITSET_BITS`] or more, and arguments of the wrong type or number
-    /// ([`EvalError::TypeMismatch`]).
+    /// `bitset_fromhex` of a malformed string (or of a word beyond the largest unsigned
+    /// long's: see [`crate::value::bitset`]), and arguments of the wrong type or number
+    /// ([`EvalError::TypeMismatch`]). Bitset elements go up to the largest unsigned long.
     ///
     /// Other choices: `abs` wraps (`abs(-2147483648)` is `-2147483648`); `min (a, b)` is `b`
     /// when `b < a` and `a` otherwise, `max (a, b)` is `b` when `a < b` and `a` otherwise (as
     /// C++'s `std::min`/`std::max`, so NaN operands give `a`); `set_is_subset (a, b)` is
-    /// whether `a` is a subset of `b`; `bitset_tohex` prints every stored word in lowercase;
-    /// `bitset_fromhex` accepts 1 to 16 hex digits (either case) per word; `bitset_and` keeps
-    /// the shorter length, `bitset_or`/`bitset_xor` the longer.
+    /// whether `a` is a subset of `b`; `bitset_tohex` prints every stored word in lowercase
+    /// (skipping runs of zero words in sets of more than 2^16 words, see
+    /// [`Bitset::to_hex`]); `bitset_fromhex` accepts 1 to 16 hex digits (either case) per
+    /// word; `bitset_and` keeps the shorter length, `bitset_or`/`bitset_xor` the longer.
     pub fn eval(self, args: &[Value]) -> Result<Value, EvalError> {
         let name = self.name();
         if args.len() != self.arity() {
@@ -553,14 +554,7 @@ impl Builtin {
                 [v],
             ) => cast(self, v)?,
             (Builtin::BitsetCount, [Value::Bitset(b)]) => Value::ULong(b.count()),
-            (Builtin::BitsetToHex, [Value::Bitset(b)]) => {
-                let mut s = String::with_capacity(3 + 17 * b.words.len());
-                s.push_str("0x/");
-                for w in &b.words {
-                    s.push_str(&format!("{w:016x}/"));
-                }
-                Value::String(s.into())
-            }
+            (Builtin::BitsetToHex, [Value::Bitset(b)]) => Value::String(b.to_hex().into()),
             (Builtin::BitsetFromHex, [Value::String(s)]) => Value::Bitset(bitset_fromhex(s)?),
             (Builtin::StackEmpty, [Value::List(l)]) => Value::Bool(l.is_empty()),
             (Builtin::StackTop, [Value::List(l)]) => l.last().cloned().ok_or_else(empty)?,
@@ -590,41 +584,17 @@ impl Builtin {
                 if pick_b { b.clone() } else { a.clone() }
             }
             (Builtin::BitsetInsert, [Value::Bitset(b), Value::ULong(i)]) => {
-                if *i >= MAX_BITSET_BITS {
-                    return Err(EvalError::Other(format!(
-                        "bitset_insert: element {i} is too large (the limit is {MAX_BITSET_BITS})"
-                    )));
-                }
-                let mut b = b.clone();
-                let word = (*i / 64) as usize;
-                if b.words.len() <= word {
-                    b.words.resize(word + 1, 0);
-                }
-                b.words[word] |= 1 << (*i % 64);
-                Value::Bitset(b)
+                Value::Bitset(b.inserted(*i))
             }
             (Builtin::BitsetDelete, [Value::Bitset(b), Value::ULong(i)]) => {
-                let mut b = b.clone();
-                if let Some(w) = usize::try_from(*i / 64)
-                    .ok()
-                    .and_then(|w| b.words.get_mut(w))
-                {
-                    *w &= !(1 << (*i % 64));
-                }
-                Value::Bitset(b)
+                Value::Bitset(b.deleted(*i))
             }
             (Builtin::BitsetIsElement, [Value::Bitset(b), Value::ULong(i)]) => {
                 Value::Bool(b.contains(*i))
             }
-            (Builtin::BitsetOr, [Value::Bitset(a), Value::Bitset(b)]) => {
-                Value::Bitset(zip_words(a, b, true, |x, y| x | y))
-            }
-            (Builtin::BitsetXor, [Value::Bitset(a), Value::Bitset(b)]) => {
-                Value::Bitset(zip_words(a, b, true, |x, y| x ^ y))
-            }
-            (Builtin::BitsetAnd, [Value::Bitset(a), Value::Bitset(b)]) => {
-                Value::Bitset(zip_words(a, b, false, |x, y| x & y))
-            }
+            (Builtin::BitsetOr, [Value::Bitset(a), Value::Bitset(b)]) => Value::Bitset(a.or(b)),
+            (Builtin::BitsetXor, [Value::Bitset(a), Value::Bitset(b)]) => Value::Bitset(a.xor(b)),
+            (Builtin::BitsetAnd, [Value::Bitset(a), Value::Bitset(b)]) => Value::Bitset(a.and(b)),
             (Builtin::StackPush, [Value::List(l), v]) => {
                 let mut l = l.clone();
                 l.push(v.clone());
@@ -668,10 +638,6 @@ impl Builtin {
     }
 }
 
-/// `bitset_insert` of an element at or above this limit is an error (instead of allocating
-/// up to 2^58 words).
-pub const MAX_BITSET_BITS: u64 = 1 << 28;
-
 /// The math functions on a double (arguments already checked).
 fn math(f: Builtin, x: f64) -> f64 {
     match f {
@@ -685,40 +651,11 @@ fn math(f: Builtin, x: f64) -> f64 {
     }
 }
 
-fn zip_words(a: &Bitset, b: &Bitset, longer: bool, f: impl Fn(u64, u64) -> u64) -> Bitset {
-    let n = if longer {
-        a.words.len().max(b.words.len())
-    } else {
-        a.words.len().min(b.words.len())
-    };
-    let word = |v: &Bitset, i: usize| v.words.get(i).copied().unwrap_or(0);
-    Bitset {
-        words: (0..n).map(|i| f(word(a, i), word(b, i))).collect(),
-    }
-}
-
-/// Parses the output of `bitset_tohex` as GPI-Space reads it: `0x`, then zero or more words,
-/// each `/` and 1 to 16 hex digits (either case; `bitset_tohex` writes 16), lowest word first;
-/// the trailing `/` is optional (`"0x"` and `"0x/"` are the empty set).
+/// Parses the output of `bitset_tohex` as GPI-Space reads it (see [`Bitset::from_hex`]):
+/// `0x`, then zero or more words, each `/` and 1 to 16 hex digits, lowest word first; the
+/// trailing `/` is optional (`"0x"` and `"0x/"` are the empty set).
 pub fn bitset_fromhex(s: &str) -> Result<Bitset, EvalError> {
-    let malformed = || EvalError::Other(format!("bitset_fromhex: malformed input {:?}", s));
-    let rest = s.strip_prefix("0x").ok_or_else(malformed)?;
-    let mut words = Vec::new();
-    if rest.is_empty() {
-        return Ok(Bitset { words });
-    }
-    let body = rest.strip_prefix('/').ok_or_else(malformed)?;
-    if body.is_empty() {
-        return Ok(Bitset { words });
-    }
-    let body = body.strip_suffix('/').unwrap_or(body);
-    for part in body.split('/') {
-        if part.is_empty() || part.len() > 16 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(malformed());
-        }
-        words.push(u64::from_str_radix(part, 16).map_err(|_| malformed())?);
-    }
-    Ok(Bitset { words })
+    Bitset::from_hex(s).map_err(|e| EvalError::Other(format!("bitset_fromhex: {e}")))
 }
 
 /// A numeric cast (`int`, `long`, `uint`, `ulong`, `float`, `double`, `bigint`) of a number.

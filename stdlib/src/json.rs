@@ -35,9 +35,6 @@ use serde_json::{Map as JsonMap, Number, Value as Json};
 use crate::value::{Bitset, Shared};
 use crate::{Type, Value};
 
-/// The largest bit index accepted in a bitset (a larger one would need too much memory).
-pub const MAX_BITSET_INDEX: u64 = (1 << 26) - 1;
-
 /// Encodes a value as JSON (see the module documentation).
 pub fn to_json(v: &Value) -> Json {
     match v {
@@ -52,17 +49,7 @@ pub fn to_json(v: &Value) -> Json {
         Value::Char(c) => Json::String(char::from(*c as u8).to_string()),
         Value::String(s) => Json::String(s.to_string()),
         Value::Bigint(i) => Json::String(i.to_string()),
-        Value::Bitset(b) => Json::Array(
-            b.words
-                .iter()
-                .enumerate()
-                .flat_map(|(w, word)| {
-                    (0..64u64)
-                        .filter(move |bit| word & (1u64 << bit) != 0)
-                        .map(move |bit| Json::from(w as u64 * 64 + bit))
-                })
-                .collect(),
-        ),
+        Value::Bitset(b) => Json::Array(b.elements().map(Json::from).collect()),
         Value::Bytearray(bytes) => Json::Array(bytes.iter().map(|b| Json::from(*b)).collect()),
         Value::Shared(s) => Json::String(s.value.to_string()),
         Value::List(l) => Json::Array(l.iter().map(to_json).collect()),
@@ -309,25 +296,21 @@ fn decode(json: &Json, ty: &Type, depth: usize) -> Result<Value, DecodeError> {
         },
         Type::Bitset => {
             let items = array(json, ty)?;
-            let mut words: Vec<u64> = Vec::new();
+            let mut elements = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
                 let bit = integer(item)
                     .and_then(|b| u64::try_from(b).ok())
-                    .filter(|b| *b <= MAX_BITSET_INDEX)
                     .ok_or_else(|| {
                         DecodeError::new(format!(
-                            "expected a bit index 0..={MAX_BITSET_INDEX}, found {}",
+                            "expected a bit index 0..={}, found {}",
+                            u64::MAX,
                             describe(item)
                         ))
                         .at(Seg::Index(i))
                     })?;
-                let w = (bit / 64) as usize;
-                if words.len() <= w {
-                    words.resize(w + 1, 0);
-                }
-                words[w] |= 1u64 << (bit % 64);
+                elements.push(bit);
             }
-            Value::Bitset(Bitset { words })
+            Value::Bitset(Bitset::from_elements(elements))
         }
         Type::Bytearray => {
             let items = array(json, ty)?;

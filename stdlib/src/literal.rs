@@ -22,7 +22,10 @@
 //! - bytearray bytes print unsigned (`y( 0 255)`); `parse_literal` also accepts -128..-1
 //!   (as the bytes 128..255);
 //! - bitset words print in decimal, every stored word (trailing zero words included);
-//!   `parse_literal` accepts decimal or `0x` hex words.
+//!   `parse_literal` accepts decimal or `0x` hex words. A set of more than 2^16 words (its
+//!   elements go up to the largest unsigned long) prints runs of zero words as a skip to a
+//!   word index, `{ 1 @288230376151711743 9223372036854775808}` (our extension, see
+//!   [`crate::value::bitset`]), which `parse_literal` reads back.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
@@ -31,7 +34,8 @@ use std::sync::Arc;
 use num_bigint::BigInt;
 use num_traits::ToPrimitive;
 
-use crate::value::{Bitset, Shared};
+use crate::value::Shared;
+use crate::value::bitset::BitsetBuilder;
 use crate::{Type, Value};
 
 /// Why a literal did not parse: a byte offset into the text and a message.
@@ -499,32 +503,40 @@ impl Parser<'_> {
         }
     }
 
+    /// `{w0 w1 ...}`, each word decimal or `0x` hex; `@i` skips to word `i` (see
+    /// [`crate::value::bitset`]).
     fn bitset(&mut self) -> Result<Value, LiteralError> {
         self.pos += 1;
-        let mut words = Vec::new();
+        let mut b = BitsetBuilder::new();
         loop {
             self.ws();
             if self.eat(b'}') {
-                return Ok(Value::Bitset(Bitset { words }));
+                return Ok(Value::Bitset(b.finish()));
             }
             let start = self.pos;
+            let skip = self.eat(b'@');
             if !self.peek().is_some_and(|b| b.is_ascii_digit()) {
-                return Err(self.err("expected a bitset word or `}`"));
+                return Err(self.err(if skip {
+                    "expected a word index after `@`"
+                } else {
+                    "expected a bitset word, `@` or `}`"
+                }));
             }
             let tok = self.token(false);
             let parsed = match tok.strip_prefix("0x").or_else(|| tok.strip_prefix("0X")) {
                 Some(hex) => u64::from_str_radix(hex, 16),
                 None => tok.parse::<u64>(),
             };
-            match parsed {
-                Ok(w) => words.push(w),
-                _ => {
-                    return Err(LiteralError {
-                        offset: start,
-                        message: format!("invalid bitset word `{tok}`"),
-                    });
-                }
-            }
+            let what = if skip { "word index" } else { "bitset word" };
+            let n = parsed.map_err(|_| LiteralError {
+                offset: start,
+                message: format!("invalid {what} `{tok}`"),
+            })?;
+            let added = if skip { b.skip_to(n) } else { b.push(n) };
+            added.map_err(|e| LiteralError {
+                offset: start,
+                message: e.to_string(),
+            })?;
         }
     }
 
@@ -613,13 +625,7 @@ impl fmt::Display for Value {
                 }
                 f.write_char('"')
             }
-            Value::Bitset(b) => {
-                f.write_char('{')?;
-                for w in &b.words {
-                    write!(f, " {w}")?;
-                }
-                f.write_char('}')
-            }
+            Value::Bitset(b) => write!(f, "{b}"),
             Value::Bytearray(bytes) => {
                 f.write_str("y(")?;
                 for b in bytes {

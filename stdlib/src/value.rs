@@ -10,13 +10,9 @@ use std::sync::Arc;
 use num_bigint::BigInt;
 use serde::{Deserialize, Serialize};
 
-/// A bitset, stored as 64-bit words, least significant word first.
-/// Equality and ordering ignore trailing zero words.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Bitset {
-    /// The words, bit `i` is bit `i % 64` of word `i / 64`.
-    pub words: Vec<u64>,
-}
+pub mod bitset;
+
+pub use bitset::Bitset;
 
 /// A `shared_P` value: a wrapped value whose clean-up goes to place `place` (`P`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -191,56 +187,6 @@ fn common_type<'a>(mut it: impl Iterator<Item = &'a Value>) -> crate::Type {
         }
     }
     t
-}
-
-impl Bitset {
-    /// The words without trailing zero words.
-    pub fn trimmed(&self) -> &[u64] {
-        let n = self
-            .words
-            .iter()
-            .rposition(|w| *w != 0)
-            .map_or(0, |i| i + 1);
-        &self.words[..n]
-    }
-
-    /// Whether bit `i` is set.
-    pub fn contains(&self, i: u64) -> bool {
-        let word = i / 64;
-        usize::try_from(word)
-            .ok()
-            .and_then(|w| self.words.get(w))
-            .is_some_and(|w| w & (1u64 << (i % 64)) != 0)
-    }
-
-    /// Number of set bits.
-    pub fn count(&self) -> u64 {
-        self.words.iter().map(|w| u64::from(w.count_ones())).sum()
-    }
-}
-
-impl PartialEq for Bitset {
-    fn eq(&self, other: &Self) -> bool {
-        self.trimmed() == other.trimmed()
-    }
-}
-
-impl Eq for Bitset {}
-
-impl PartialOrd for Bitset {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Bitset {
-    /// Bitsets order as the unsigned numbers they represent (trailing zero words ignored).
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        let (a, b) = (self.trimmed(), other.trimmed());
-        a.len()
-            .cmp(&b.len())
-            .then_with(|| a.iter().rev().cmp(b.iter().rev()))
-    }
 }
 
 impl PartialEq for Shared {

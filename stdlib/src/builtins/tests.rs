@@ -854,19 +854,40 @@ fn eval_bitset_functions() {
             (BitsetInsert, &["{ 1}", "0UL"]),
             (BitsetInsert, &["{}", "268435456UL"]),
             (BitsetInsert, &["{}", "18446744073709551615UL"]),
+            (BitsetInsert, &["{}", "4294967295UL"]),
+            (BitsetInsert, &["{ 1 @4194303 0}", "4194367UL"]),
             (BitsetInsert, &["{}", "1"]),
             (BitsetDelete, &["{ 4097}", "12UL"]),
             (BitsetDelete, &["{ 1}", "100UL"]),
             (BitsetDelete, &["{ 1}", "18446744073709551615UL"]),
+            (
+                BitsetDelete,
+                &[
+                    "{ 1 @288230376151711743 9223372036854775808}",
+                    "18446744073709551615UL",
+                ],
+            ),
             (BitsetIsElement, &["{ 4096}", "12UL"]),
             (BitsetIsElement, &["{ 4096}", "11UL"]),
             (BitsetIsElement, &["{ 0 1}", "64UL"]),
             (BitsetIsElement, &["{}", "18446744073709551615UL"]),
+            (
+                BitsetIsElement,
+                &[
+                    "{ @288230376151711743 9223372036854775808}",
+                    "18446744073709551615UL",
+                ],
+            ),
             (BitsetCount, &["{}"]),
             (BitsetCount, &["{ 3 18446744073709551615}"]),
             (BitsetToHex, &["{}"]),
             (BitsetToHex, &["{ 4096}"]),
             (BitsetToHex, &["{ 1 18446744073709551615}"]),
+            (
+                BitsetToHex,
+                &["{ 1 @288230376151711743 9223372036854775808}"],
+            ),
+            (BitsetToHex, &["{ 1 @70000 0}"]),
             (BitsetFromHex, &["\"0x/\""]),
             (BitsetFromHex, &["\"0x/0000000000001000/\""]),
             (BitsetFromHex, &["\"0x/1/FFFFFFFFFFFFFFFF/\""]),
@@ -881,8 +902,19 @@ fn eval_bitset_functions() {
             (BitsetFromHex, &["\"0x/g/\""]),
             (BitsetFromHex, &["\"1/\""]),
             (BitsetFromHex, &["\"\""]),
+            (
+                BitsetFromHex,
+                &["\"0x/1/@3ffffffffffffff/8000000000000000/\""],
+            ),
+            (BitsetFromHex, &["\"0x/@2/1\""]),
+            (BitsetFromHex, &["\"0x/1/@0/2/\""]),
+            (BitsetFromHex, &["\"0x/@400000000000000/1/\""]),
+            (BitsetFromHex, &["\"0x/@/\""]),
             (BitsetOr, &["{ 1}", "{ 2 4}"]),
             (BitsetOr, &["{}", "{}"]),
+            (BitsetOr, &["{ 1}", "{ @288230376151711743 1}"]),
+            (BitsetXor, &["{ 1 @70000 3}", "{ 1 @70000 1}"]),
+            (BitsetAnd, &["{ 1 @70000 3}", "{ 1 @70000 1}"]),
             (BitsetAnd, &["{ 3 4}", "{ 1}"]),
             (BitsetAnd, &["{ 3}", "{ 5 4}"]),
             (BitsetXor, &["{ 3}", "{ 5 4}"]),
@@ -894,21 +926,27 @@ fn eval_bitset_functions() {
             bitset_insert ({}, 64UL) = { 0 1}
             bitset_insert ({ 1}, 63UL) = { 9223372036854775809}
             bitset_insert ({ 1}, 0UL) = { 1}
-            bitset_insert ({}, 268435456UL) = error: bitset_insert: element 268435456 is too large (the limit is 268435456)
-            bitset_insert ({}, 18446744073709551615UL) = error: bitset_insert: element 18446744073709551615 is too large (the limit is 268435456)
+            bitset_insert ({}, 268435456UL) = { @4194304 1}
+            bitset_insert ({}, 18446744073709551615UL) = { @288230376151711743 9223372036854775808}
+            bitset_insert ({}, 4294967295UL) = { @67108863 9223372036854775808}
+            bitset_insert ({ 1 @4194303 0}, 4194367UL) = { 1 @65536 9223372036854775808 @4194303 0}
             bitset_insert ({}, 1) = error: type error: `bitset_insert` cannot be applied to bitset and int
             bitset_delete ({ 4097}, 12UL) = { 1}
             bitset_delete ({ 1}, 100UL) = { 1}
             bitset_delete ({ 1}, 18446744073709551615UL) = { 1}
+            bitset_delete ({ 1 @288230376151711743 9223372036854775808}, 18446744073709551615UL) = { 1 @288230376151711743 0}
             bitset_is_element ({ 4096}, 12UL) = true
             bitset_is_element ({ 4096}, 11UL) = false
             bitset_is_element ({ 0 1}, 64UL) = true
             bitset_is_element ({}, 18446744073709551615UL) = false
+            bitset_is_element ({ @288230376151711743 9223372036854775808}, 18446744073709551615UL) = true
             bitset_count ({}) = 0UL
             bitset_count ({ 3 18446744073709551615}) = 66UL
             bitset_tohex ({}) = "0x/"
             bitset_tohex ({ 4096}) = "0x/0000000000001000/"
             bitset_tohex ({ 1 18446744073709551615}) = "0x/0000000000000001/ffffffffffffffff/"
+            bitset_tohex ({ 1 @288230376151711743 9223372036854775808}) = "0x/0000000000000001/@3ffffffffffffff/8000000000000000/"
+            bitset_tohex ({ 1 @70000 0}) = "0x/0000000000000001/@11170/0000000000000000/"
             bitset_fromhex ("0x/") = {}
             bitset_fromhex ("0x/0000000000001000/") = { 4096}
             bitset_fromhex ("0x/1/FFFFFFFFFFFFFFFF/") = { 1 18446744073709551615}
@@ -923,8 +961,16 @@ fn eval_bitset_functions() {
             bitset_fromhex ("0x/g/") = error: bitset_fromhex: malformed input "0x/g/"
             bitset_fromhex ("1/") = error: bitset_fromhex: malformed input "1/"
             bitset_fromhex ("") = error: bitset_fromhex: malformed input ""
+            bitset_fromhex ("0x/1/@3ffffffffffffff/8000000000000000/") = { 1 @288230376151711743 9223372036854775808}
+            bitset_fromhex ("0x/@2/1") = { 0 0 1}
+            bitset_fromhex ("0x/1/@0/2/") = error: bitset_fromhex: `@0` goes back (word 0 is already given)
+            bitset_fromhex ("0x/@400000000000000/1/") = error: bitset_fromhex: a bitset has at most 288230376151711744 words (elements up to 18446744073709551615)
+            bitset_fromhex ("0x/@/") = error: bitset_fromhex: malformed input "0x/@/"
             bitset_or ({ 1}, { 2 4}) = { 3 4}
             bitset_or ({}, {}) = {}
+            bitset_or ({ 1}, { @288230376151711743 1}) = { 1 @288230376151711743 1}
+            bitset_xor ({ 1 @70000 3}, { 1 @70000 1}) = { @70000 2}
+            bitset_and ({ 1 @70000 3}, { 1 @70000 1}) = { 1 @70000 1}
             bitset_and ({ 3 4}, { 1}) = { 1}
             bitset_and ({ 3}, { 5 4}) = { 1}
             bitset_xor ({ 3}, { 5 4}) = { 6 4}
@@ -941,7 +987,7 @@ fn bitset_hex_round_trips() {
         vec![1, 2, u64::MAX],
         vec![0x1234_5678_9abc_def0],
     ] {
-        let b = Value::Bitset(Bitset { words });
+        let b = Value::Bitset(Bitset::from_words(words));
         let hex = BitsetToHex.eval(std::slice::from_ref(&b)).unwrap();
         let back = BitsetFromHex.eval(&[hex]).unwrap();
         assert_eq!(back.to_string(), b.to_string());

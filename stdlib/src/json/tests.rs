@@ -40,9 +40,8 @@ fn encodes_naturally() {
         Value::Char(b'a' as i8),
         Value::string("hé\""),
         Value::bigint(BigInt::from(-7) * BigInt::from(u64::MAX)),
-        Value::Bitset(Bitset {
-            words: vec![0b101, 0, 1 << 63],
-        }),
+        Value::Bitset(Bitset::from_words([0b101, 0, 1 << 63])),
+        Value::Bitset(Bitset::from_elements([0, 4_294_967_295, u64::MAX])),
         Value::Bytearray(vec![0, 255]),
         Value::Map(BTreeMap::from([(Value::Int(2), Value::string("b"))])),
         Value::Set(BTreeSet::from([Value::Int(3), Value::Int(1)])),
@@ -59,7 +58,7 @@ fn encodes_naturally() {
         to_json(&v).to_string(),
         r#"[null,true,-3,18446744073709551615,-9223372036854775808,0.1,"NaN","-Infinity","Infinity","é","a","hé\"","-129127208515966861305","#
             .to_string()
-            + r#"[0,2,191],[0,255],[[2,"b"]],[1,3],{"a":null,"b":1},"\"x\""]"#
+            + r#"[0,2,191],[0,4294967295,18446744073709551615],[0,255],[[2,"b"]],[1,3],{"a":null,"b":1},"\"x\""]"#
     );
 }
 
@@ -83,6 +82,11 @@ fn decodes_guided_by_the_type() {
     );
     assert_eq!(ok(json!(-5), &Type::Bigint), "-5A");
     assert_eq!(ok(json!([64, 0, 0]), &Type::Bitset), "{ 1 1}");
+    // Elements up to the largest unsigned long, stored sparse.
+    assert_eq!(
+        ok(json!([u64::MAX, 1, 4_294_967_295u64]), &Type::Bitset),
+        "{ 2 @67108863 9223372036854775808 @288230376151711743 9223372036854775808}"
+    );
     assert_eq!(ok(json!([1, 255]), &Type::Bytearray), "y( 1 255)");
     let set = Type::Set(Box::new(Type::Int));
     assert_eq!(ok(json!([3, 1, 3]), &set), "Set {1, 3}");
@@ -170,8 +174,8 @@ fn errors_name_the_path() {
         "error: expected a decimal integer (bigint), found the string \"12x\""
     );
     assert_eq!(
-        ok(json!([1, 1u64 << 40]), &Type::Bitset),
-        "error: [1]: expected a bit index 0..=67108863, found 1099511627776"
+        ok(json!([1, -1]), &Type::Bitset),
+        "error: [1]: expected a bit index 0..=18446744073709551615, found -1"
     );
     assert_eq!(
         ok(json!([1, 256]), &Type::Bytearray),
@@ -299,9 +303,12 @@ fn value_of(ty: &Type) -> BoxedStrategy<Value> {
         Type::Double => not_nan_f64().prop_map(Value::Double).boxed(),
         Type::Char => any::<i8>().prop_map(Value::Char).boxed(),
         Type::String => any::<String>().prop_map(|s| Value::string(&s)).boxed(),
-        Type::Bitset => proptest::collection::vec(any::<u64>(), 0..4)
-            .prop_map(|words| Value::Bitset(Bitset { words }))
-            .boxed(),
+        Type::Bitset => prop_oneof![
+            proptest::collection::vec(any::<u64>(), 0..4).prop_map(Bitset::from_words),
+            proptest::collection::vec(any::<u64>(), 0..4).prop_map(Bitset::from_elements),
+        ]
+        .prop_map(Value::Bitset)
+        .boxed(),
         Type::Bytearray => proptest::collection::vec(any::<u8>(), 0..6)
             .prop_map(Value::Bytearray)
             .boxed(),

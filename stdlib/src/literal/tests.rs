@@ -2,6 +2,7 @@ use expect_test::{Expect, expect};
 use proptest::prelude::*;
 
 use super::*;
+use crate::Bitset;
 
 /// Parses a number token and shows `Debug` of the value (to see its type) or the error.
 fn check_number(input: &str, expected: Expect) {
@@ -305,25 +306,25 @@ fn literals() {
     check_literal(
         "{}",
         expect![[r#"
-        Bitset(Bitset { words: [] })
+        Bitset(Bitset { len: 0, words: [] })
         {}"#]],
     );
     check_literal(
         "{ 4096}",
         expect![[r#"
-        Bitset(Bitset { words: [4096] })
+        Bitset(Bitset { len: 1, words: [(0, 4096)] })
         { 4096}"#]],
     );
     check_literal(
         "{ 1 2 0}",
         expect![[r#"
-        Bitset(Bitset { words: [1, 2, 0] })
+        Bitset(Bitset { len: 3, words: [(0, 1), (1, 2)] })
         { 1 2 0}"#]],
     );
     check_literal(
         "{0x10 18446744073709551615}",
         expect![[r#"
-        Bitset(Bitset { words: [16, 18446744073709551615] })
+        Bitset(Bitset { len: 2, words: [(0, 16), (1, 18446744073709551615)] })
         { 16 18446744073709551615}"#]],
     );
     check_literal(
@@ -332,9 +333,12 @@ fn literals() {
     );
     check_literal(
         "{ -1}",
-        expect!["error at 2: expected a bitset word or `}`"],
+        expect!["error at 2: expected a bitset word, `@` or `}`"],
     );
-    check_literal("{ 1", expect!["error at 3: expected a bitset word or `}`"]);
+    check_literal(
+        "{ 1",
+        expect!["error at 3: expected a bitset word, `@` or `}`"],
+    );
     check_literal(
         "y()",
         expect![[r#"
@@ -526,14 +530,11 @@ fn display() {
         ""#]],
     );
     check_display(
-        Value::Bitset(Bitset { words: vec![4096] }),
+        Value::Bitset(Bitset::from_words([4096])),
         expect!["{ 4096}"],
     );
-    check_display(Value::Bitset(Bitset { words: vec![] }), expect!["{}"]);
-    check_display(
-        Value::Bitset(Bitset { words: vec![1, 0] }),
-        expect!["{ 1 0}"],
-    );
+    check_display(Value::Bitset(Bitset::new()), expect!["{}"]);
+    check_display(Value::Bitset(Bitset::from_words([1, 0])), expect!["{ 1 0}"]);
     check_display(
         Value::Bytearray(vec![0, 127, 255]),
         expect!["y( 0 127 255)"],
@@ -674,7 +675,9 @@ fn leaf() -> impl Strategy<Value = Value> {
         any::<i8>().prop_map(Value::Char),
         any::<String>().prop_map(|s| Value::string(&s)),
         proptest::collection::vec(any::<u64>(), 0..4)
-            .prop_map(|words| Value::Bitset(Bitset { words })),
+            .prop_map(|words| Value::Bitset(Bitset::from_words(words))),
+        proptest::collection::vec(any::<u64>(), 0..4)
+            .prop_map(|elements| Value::Bitset(Bitset::from_elements(elements))),
         proptest::collection::vec(any::<u8>(), 0..6).prop_map(Value::Bytearray),
         any::<i128>().prop_map(|i| Value::bigint(BigInt::from(i) * BigInt::from(i))),
         any::<i64>().prop_map(|i| Value::bigint(BigInt::from(i))),

@@ -450,3 +450,88 @@ fn floor_ceil_and_round_leave_integers_unchanged() {
         }
     }
 }
+
+#[test]
+fn bitsets_with_elements_up_to_the_largest_unsigned_long_agree() {
+    use pnet_stdlib::Bitset;
+    use pnet_stdlib::Builtin::{
+        BitsetAnd, BitsetCount, BitsetDelete, BitsetFromHex, BitsetInsert, BitsetIsElement,
+        BitsetOr, BitsetToHex, BitsetXor,
+    };
+    let slots = || vec![("bs", Type::Bitset), ("e", Type::ULong), ("f", Type::ULong)];
+    let edges = [0, 63, 64, (1u64 << 32) - 1, 1 << 63, u64::MAX];
+    let start = Bitset::from_elements([1, 64 * 70_000, u64::MAX - 64]);
+    // bs := bitset_insert (bitset_insert (bs, e), f); bitset_count (bs)
+    let insert = code(
+        vec![
+            Instr::Load(0),
+            Instr::Load(1),
+            Instr::Call(BitsetInsert),
+            Instr::Load(2),
+            Instr::Call(BitsetInsert),
+            Instr::Store(0),
+            Instr::Load(0),
+            Instr::Call(BitsetCount),
+        ],
+        vec![],
+        slots(),
+    );
+    // bitset_tohex (bitset_delete (bitset_insert (bs, e), f))
+    let hex = code(
+        vec![
+            Instr::Load(0),
+            Instr::Load(1),
+            Instr::Call(BitsetInsert),
+            Instr::Load(2),
+            Instr::Call(BitsetDelete),
+            Instr::Call(BitsetToHex),
+        ],
+        vec![],
+        slots(),
+    );
+    // bitset_is_element (bitset_xor (bitset_fromhex (bitset_tohex (bs)), bitset_or (bs,
+    // bitset_and (bs, bs))), e)
+    let ops = code(
+        vec![
+            Instr::Load(0),
+            Instr::Call(BitsetToHex),
+            Instr::Call(BitsetFromHex),
+            Instr::Load(0),
+            Instr::Load(0),
+            Instr::Load(0),
+            Instr::Call(BitsetAnd),
+            Instr::Call(BitsetOr),
+            Instr::Call(BitsetXor),
+            Instr::Load(1),
+            Instr::Call(BitsetIsElement),
+        ],
+        vec![],
+        slots(),
+    );
+    for &e in &edges {
+        for &f in &edges {
+            let frame = [
+                Some(Value::Bitset(start.clone())),
+                Some(Value::ULong(e)),
+                Some(Value::ULong(f)),
+            ];
+            let (r, after) = both(&insert, &frame);
+            let elements: std::collections::BTreeSet<u64> =
+                start.elements().chain([e, f]).collect();
+            assert_eq!(r.unwrap(), Value::ULong(elements.len() as u64), "{e} {f}");
+            let Some(Value::Bitset(bs)) = &after[0] else {
+                panic!("{after:?}")
+            };
+            assert!(bs.contains(e) && bs.contains(f), "{e} {f}");
+            // Memory stays small: a handful of nonzero words, whatever the elements.
+            assert!(bs.nonzero_words().len() <= 5);
+            let (r, _) = both(&hex, &frame);
+            let Ok(Value::String(h)) = r else {
+                panic!("{r:?}")
+            };
+            assert!(h.len() < 200, "{h}");
+            let (r, _) = both(&ops, &frame);
+            assert_eq!(r.unwrap(), Value::Bool(false), "{e} {f}");
+        }
+    }
+}

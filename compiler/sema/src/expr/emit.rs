@@ -205,7 +205,7 @@ impl Emitter {
 /// kept apart, so that listings show what was written.
 fn same_shape(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Bitset(x), Value::Bitset(y)) => x.words == y.words,
+        (Value::Bitset(x), Value::Bitset(y)) => x == y && x.word_len() == y.word_len(),
         (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
         (Value::Double(x), Value::Double(y)) => x.to_bits() == y.to_bits(),
         _ => true,

@@ -283,7 +283,11 @@ impl<'a> Ctx<'a> {
 
     pub(crate) fn bitset(&self, ws: Vec<Option<u64>>, l: usize, r: usize) -> Expr {
         match ws.into_iter().collect::<Option<Vec<u64>>>() {
-            Some(words) => self.node(ExprKind::Literal(Value::Bitset(Bitset { words })), l, r),
+            Some(words) => self.node(
+                ExprKind::Literal(Value::Bitset(Bitset::from_words(words))),
+                l,
+                r,
+            ),
             None => self.node(ExprKind::Error, l, r),
         }
     }

@@ -230,13 +230,10 @@ pub fn literal(v: &Value, out: &mut String) {
             write!(out, "\"")
         }
         Value::Bitset(b) => {
+            // (A set of more than 2^16 words skips runs of zero words with `@i`: see
+            // `pnet_stdlib::value::bitset`.)
             out.push('{');
-            for (i, w) in b.words.iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                let _ = write!(out, "{w}");
-            }
+            let _ = b.write_words(out, false);
             write!(out, "}}")
         }
         Value::Bytearray(bs) => {

@@ -817,7 +817,7 @@ mod round_trip {
             (0..=127i8).prop_map(Value::Char),
             any::<String>().prop_map(|s| Value::string(&s)),
             prop::collection::vec(any::<u64>(), 0..3)
-                .prop_map(|words| Value::Bitset(Bitset { words })),
+                .prop_map(|words| Value::Bitset(Bitset::from_words(words))),
             prop::collection::vec(any::<u8>(), 0..4).prop_map(Value::Bytearray),
             any::<u128>().prop_map(|n| parse_number(&format!("{n}A")).unwrap()),
         ]

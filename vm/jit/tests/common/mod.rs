@@ -179,6 +179,21 @@ fn cast_to(t: T) -> Builtin {
     }
 }
 
+/// A bitset element by `k`: 0, a word boundary (63, 64), 2^32 - 1, 2^63, near the largest
+/// unsigned long, beyond 2^16 words, or random.
+pub fn large_element(r: &mut Rng, k: usize) -> u64 {
+    match k % 8 {
+        0 => 0,
+        1 => 63,
+        2 => 64,
+        3 => (1 << 32) - 1,
+        4 => 1 << 63,
+        5 => u64::MAX - r.next() % 130,
+        6 => 64 * 70_000 + r.next() % 64,
+        _ => r.next(),
+    }
+}
+
 /// An edge value (or a random one) of type `t`.
 pub fn value(r: &mut Rng, t: T) -> Value {
     let raw = r.next();
@@ -275,9 +290,11 @@ pub fn value(r: &mut Rng, t: T) -> Value {
                 .map(|i| (Value::Int(i as i32), value(r, T::Long)))
                 .collect::<BTreeMap<_, _>>(),
         ),
-        T::Bitset => Value::Bitset(Bitset {
-            words: (0..k % 3).map(|_| r.next() & 0xffff).collect(),
-        }),
+        // Dense words, or elements anywhere up to the largest unsigned long (stored sparse).
+        T::Bitset if k % 4 == 3 => Value::Bitset(Bitset::from_elements(
+            (0..k % 5).map(|i| large_element(r, i)),
+        )),
+        T::Bitset => Value::Bitset(Bitset::from_words((0..k % 3).map(|_| r.next() & 0xffff))),
     }
 }
 
@@ -523,7 +540,7 @@ impl<'r> Gen<'r> {
                 0 => {
                     let f = self.r.pick(&[Builtin::BitsetInsert, Builtin::BitsetDelete]);
                     self.expr(T::Bitset, d);
-                    self.small_ulong(d);
+                    self.element(d);
                     self.emit(Instr::Call(f));
                 }
                 1 => {
@@ -542,12 +559,24 @@ impl<'r> Gen<'r> {
         }
     }
 
-    /// An unsigned long below 1000 (bitset elements stay small).
-    fn small_ulong(&mut self, d: u32) {
-        self.expr(T::ULong, d);
-        let c = self.constant(Value::ULong(1000));
-        self.emit(Instr::Const(c));
-        self.emit(Instr::Binary(BinOp::Mod, OpTy::ULong));
+    /// A bitset element: mostly below 1000 (so that sets meet), else any unsigned long or
+    /// one near a word boundary far out (up to the largest unsigned long).
+    fn element(&mut self, d: u32) {
+        match self.r.below(4) {
+            0 | 1 => {
+                self.expr(T::ULong, d);
+                let c = self.constant(Value::ULong(1000));
+                self.emit(Instr::Const(c));
+                self.emit(Instr::Binary(BinOp::Mod, OpTy::ULong));
+            }
+            2 => self.expr(T::ULong, d),
+            _ => {
+                let k = self.r.below(8);
+                let e = large_element(self.r, k);
+                let c = self.constant(Value::ULong(e));
+                self.emit(Instr::Const(c));
+            }
+        }
     }
 
     fn bool_expr(&mut self, d: u32) {
