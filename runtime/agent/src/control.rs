@@ -435,27 +435,7 @@ impl std::fmt::Display for RtError {
 
 impl std::error::Error for RtError {}
 
-/// This process's effective user id.
-pub fn current_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
-/// A user's name from `/etc/passwd`, else `uid N`.
-pub fn user_name(uid: u32) -> String {
-    let name = std::fs::read_to_string("/etc/passwd").ok().and_then(|t| {
-        t.lines().find_map(|l| {
-            let mut f = l.split(':');
-            let name = f.next()?;
-            let _ = f.next()?;
-            (f.next()?.parse::<u32>().ok()? == uid).then(|| name.to_string())
-        })
-    });
-    match name {
-        Some(n) => format!("{n} (uid {uid})"),
-        None => format!("uid {uid}"),
-    }
-}
+pub use pnet_protocol::peer::{current_uid, user_name};
 
 /// Checks that `dir` is a directory owned by this user that no other user can read or
 /// write (mode 0700 or stricter), as a runtime's state directory must be.

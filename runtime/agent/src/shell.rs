@@ -14,7 +14,7 @@
 //! peer's uid and the runtime's secret; workers can be added and removed; it ends with a
 //! `Stop` request or SIGTERM/SIGINT).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::net::SocketAddr;
@@ -29,9 +29,10 @@ use futures_util::{FutureExt, SinkExt, StreamExt};
 use pnet_bundle::Bundle;
 use pnet_launch::{Launched, WorkerCommand};
 use pnet_protocol::frame::{self, encode};
+use pnet_protocol::peer::current_uid;
 use pnet_protocol::{
-    AgentMsg, HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, Hello, ModuleDef, PROTOCOL_VERSION, Secret,
-    WorkerMsg, hello_protocol,
+    AgentMsg, HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, Hello, ModuleDef, PREAUTH_CONNECTIONS,
+    PREAUTH_TIMEOUT, PROTOCOL_VERSION, Secret, WorkerMsg, hello_protocol,
 };
 use pnet_stdlib::Value;
 use pnet_topology::PlannedWorker;
@@ -54,8 +55,6 @@ use crate::trace::TraceWriter;
 use crate::{AgentConfig, AgentError, JobOptions, RuntimeConfig, StartWorkers};
 use pnet_memory::{RangePiece, read_pieces, write_pieces};
 
-/// How long a connecting worker has to send its Hello.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Events handled before the hub pumps again.
 const EVENT_BATCH: usize = 4096;
 
@@ -95,6 +94,10 @@ enum ShellEvent {
     },
     ClientClosed {
         client: u64,
+    },
+    /// A control client refused before it could say anything (another user).
+    ClientRefused {
+        reason: String,
     },
     /// The answer of a memory request, from the memory I/O thread.
     MemReply {
@@ -340,6 +343,44 @@ struct Shared {
     module_path: Vec<String>,
     next_id: AtomicU32,
     ev: UnboundedSender<ShellEvent>,
+    /// The connections that have not sent their Hello yet.
+    pending: Mutex<Pending>,
+}
+
+/// The worker connections waiting for their Hello, oldest first: at most
+/// [`PREAUTH_CONNECTIONS`]; one more closes the oldest (a real worker says Hello at once, so
+/// a flood of silent connections cannot keep it out).
+#[derive(Default)]
+struct Pending {
+    next: u64,
+    open: VecDeque<(u64, SocketAddr, tokio::task::AbortHandle)>,
+}
+
+impl Shared {
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The connection `key` is no longer waiting; false if it was closed as the oldest.
+    fn unpend(&self, key: u64) -> bool {
+        let mut p = self.pending();
+        match p.open.iter().position(|(k, _, _)| *k == key) {
+            Some(i) => {
+                p.open.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Takes a connection off the waiting list however its handshake ends.
+struct Unpend<'a>(&'a Shared, u64);
+
+impl Drop for Unpend<'_> {
+    fn drop(&mut self) {
+        self.0.unpend(self.1);
+    }
 }
 
 enum Mode {
@@ -781,7 +822,7 @@ impl<'c> Shell<'c> {
 
         let _control = match &self.mode {
             Mode::Job => match &config.control {
-                Some(p) => Some(bind_control(p, self.ev_tx.clone(), None)?),
+                Some(p) => Some(bind_control(p, self.ev_tx.clone(), None, current_uid())?),
                 None => None,
             },
             Mode::Runtime { state_dir, secret } => Some(bind_control(
@@ -789,8 +830,8 @@ impl<'c> Shell<'c> {
                 self.ev_tx.clone(),
                 Some(Arc::new(Auth {
                     secret: secret.clone(),
-                    uid: crate::control::current_uid(),
                 })),
+                current_uid(),
             )?),
         };
 
@@ -820,6 +861,7 @@ impl<'c> Shell<'c> {
                     .collect(),
                 next_id: AtomicU32::new(0),
                 ev: self.ev_tx.clone(),
+                pending: Mutex::new(Pending::default()),
             });
             self.shared = Some(shared.clone());
             let accept = AbortOnDrop(tokio::spawn(accept_loop(listener, shared)));
@@ -1157,6 +1199,10 @@ impl<'c> Shell<'c> {
             ShellEvent::Refused { peer, reason } => {
                 self.log
                     .line(&format!("refused a worker from {peer}: {reason}"));
+            }
+            ShellEvent::ClientRefused { reason } => {
+                self.log
+                    .line(&format!("refused a control client: {reason}"));
             }
             ShellEvent::Msgs { id, msgs } => self.hub.worker_msgs(id, msgs, out),
             ShellEvent::Lost { id, reason } => {
@@ -1746,10 +1792,10 @@ fn alloc_error(hub: &Hub, e: &pnet_memory::MemError) -> String {
     }
 }
 
-/// How a runtime's control socket checks its clients.
+/// How a runtime's control socket checks its clients (besides their user, checked on every
+/// control socket).
 struct Auth {
     secret: Secret,
-    uid: u32,
 }
 
 struct AbortOnDrop(JoinHandle<()>);
@@ -1765,7 +1811,25 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         match listener.accept().await {
             Ok((sock, peer)) => {
                 let _ = sock.set_nodelay(true);
-                tokio::spawn(handle_worker(sock, peer, shared.clone()));
+                let closed: Vec<_> = {
+                    let mut p = shared.pending();
+                    let key = p.next;
+                    p.next += 1;
+                    let task = tokio::spawn(handle_worker(sock, peer, shared.clone(), key));
+                    p.open.push_back((key, peer, task.abort_handle()));
+                    let excess = p.open.len().saturating_sub(PREAUTH_CONNECTIONS);
+                    p.open.drain(..excess).collect()
+                };
+                for (_, peer, task) in closed {
+                    task.abort();
+                    let _ = shared.ev.send(ShellEvent::Refused {
+                        peer,
+                        reason: format!(
+                            "closed: more than {PREAUTH_CONNECTIONS} connections were waiting \
+                             for their Hello"
+                        ),
+                    });
+                }
             }
             Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
         }
@@ -1792,22 +1856,24 @@ async fn refuse(
 }
 
 /// The handshake, then the reader loop of one worker.
-async fn handle_worker(sock: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+///
+/// Until the Hello has passed, the connection is on the waiting list ([`Pending`]), its frames
+/// are limited to [`pnet_protocol::PREAUTH_MAX_FRAME`] bytes and it has [`PREAUTH_TIMEOUT`] to
+/// send the Hello.
+async fn handle_worker(sock: TcpStream, peer: SocketAddr, shared: Arc<Shared>, key: u64) {
+    let waiting = Unpend(&shared, key);
     let (rd, wr) = sock.into_split();
-    let mut r = frame::reader(rd);
+    let mut r = frame::preauth_reader(rd);
     let mut w = frame::writer(wr);
-    let first = match tokio::time::timeout(HELLO_TIMEOUT, r.next()).await {
+    let first = match tokio::time::timeout(PREAUTH_TIMEOUT, r.next()).await {
         Ok(Some(Ok(f))) => f,
         Ok(Some(Err(e))) => {
-            let _ = shared.ev.send(ShellEvent::Refused {
-                peer,
-                reason: format!("bad first frame: {e}"),
-            });
-            return;
+            return refuse(&mut w, &shared, peer, format!("bad first frame: {e}")).await;
         }
         Ok(None) => return,
         Err(_) => {
-            return refuse(&mut w, &shared, peer, "no Hello within 10 s".into()).await;
+            let reason = format!("no Hello within {} s", PREAUTH_TIMEOUT.as_secs());
+            return refuse(&mut w, &shared, peer, reason).await;
         }
     };
     match hello_protocol(&first) {
@@ -1853,6 +1919,13 @@ async fn handle_worker(sock: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         )
         .await;
     }
+    // Authenticated: off the waiting list (unless it was just closed as the oldest), and the
+    // usual frame limit.
+    std::mem::forget(waiting);
+    if !shared.unpend(key) {
+        return;
+    }
+    frame::authenticated(&mut r);
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
     let (modules, defs_upto) = shared
         .defs
@@ -1994,10 +2067,13 @@ impl Drop for ControlServer {
     }
 }
 
+/// Listens on the control socket `path`; its clients must run as the user `owner` (this
+/// process's user, except in tests).
 fn bind_control(
     path: &Path,
     ev: UnboundedSender<ShellEvent>,
     auth: Option<Arc<Auth>>,
+    owner: u32,
 ) -> Result<ControlServer, AgentError> {
     let dir: PathBuf = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -2053,7 +2129,7 @@ fn bind_control(
             match listener.accept().await {
                 Ok((s, _)) => {
                     let client = next.fetch_add(1, Ordering::Relaxed);
-                    tokio::spawn(control_client(s, client, ev.clone(), auth.clone()));
+                    tokio::spawn(control_client(s, client, ev.clone(), auth.clone(), owner));
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
             }
@@ -2062,31 +2138,30 @@ fn bind_control(
     Ok(ControlServer { task })
 }
 
+/// One control client. Its user must be `owner` (checked before anything is read from it;
+/// refused with the reason logged and sent); a runtime's clients must also carry its secret.
 async fn control_client(
     s: UnixStream,
     client: u64,
     ev: UnboundedSender<ShellEvent>,
     auth: Option<Arc<Auth>>,
+    owner: u32,
 ) {
-    if let Some(a) = &auth {
-        let peer = s.peer_cred().map(|c| c.uid());
-        if peer.as_ref().ok() != Some(&a.uid) {
-            let who = match peer {
-                Ok(uid) => format!("you are {}", crate::control::user_name(uid)),
-                Err(e) => format!("cannot tell who you are: {e}"),
-            };
-            let (_, wr) = s.into_split();
-            let mut w = frame::writer(wr);
-            let _ = frame::send(
-                &mut w,
-                &RtResponse::Refused(format!(
-                    "this runtime belongs to {}; {who}",
-                    crate::control::user_name(a.uid)
-                )),
-            )
-            .await;
-            return;
-        }
+    if let Err(refused) = pnet_protocol::check_peer(&s, owner) {
+        let reason = refused.to_string();
+        let _ = ev.send(ShellEvent::ClientRefused {
+            reason: reason.clone(),
+        });
+        let (_, wr) = s.into_split();
+        let mut w = frame::writer(wr);
+        let send = async {
+            match &auth {
+                Some(_) => frame::send(&mut w, &RtResponse::Refused(reason)).await,
+                None => frame::send(&mut w, &Response::Error(reason)).await,
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(1), send).await;
+        return;
     }
     let (rd, wr) = s.into_split();
     let mut r = frame::reader(rd);

@@ -1022,6 +1022,58 @@ fn server_round_trips_and_refusals() {
     assert!(Conn::connect(&addr, &Secret::random().unwrap()).is_err());
 }
 
+/// Whether the server has closed `s` (no waiting).
+fn closed_by_server(mut s: &std::net::TcpStream) -> bool {
+    use std::io::Read;
+    s.set_read_timeout(Some(std::time::Duration::from_millis(1)))
+        .unwrap();
+    let mut b = [0u8; 64];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return false;
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+#[test]
+fn a_silent_connection_is_closed_after_the_hello_timeout() {
+    let dir = TempDir::new();
+    let seg = Arc::new(Segment::create(dir.path(), "seg", 4096).unwrap());
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let limits = crate::server::Limits {
+        preauth_timeout: std::time::Duration::from_millis(200),
+        ..Default::default()
+    };
+    let server = Server::start_with(seg, listener, Secret::random().unwrap(), limits).unwrap();
+    let t = std::time::Instant::now();
+    let s = std::net::TcpStream::connect(server.addr()).unwrap();
+    // Half a hello, then nothing.
+    std::io::Write::write_all(&mut &s, b"PNETMEM\0").unwrap();
+    while !closed_by_server(&s) {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(3),
+            "still open"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        t.elapsed() >= std::time::Duration::from_millis(150),
+        "{:?}",
+        t.elapsed()
+    );
+    server.stop();
+}
+
 #[test]
 fn peers_mapping_and_tcp_give_the_same_bytes() {
     let w = World::new(2, 1 << 20, "hostA");

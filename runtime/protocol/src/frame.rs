@@ -51,6 +51,23 @@ pub fn reader<R: AsyncRead>(r: R) -> FramedRead<R, LengthDelimitedCodec> {
     FramedRead::with_capacity(r, codec(), 64 << 10)
 }
 
+/// A framed reader for a peer that has not authenticated yet: it refuses frames larger than
+/// [`crate::peer::PREAUTH_MAX_FRAME`] at their header (before any buffer is reserved for
+/// them). Once the peer has authenticated, [`authenticated`] lifts the limit to
+/// [`MAX_FRAME`].
+pub fn preauth_reader<R: AsyncRead>(r: R) -> FramedRead<R, LengthDelimitedCodec> {
+    let codec = LengthDelimitedCodec::builder()
+        .max_frame_length(crate::peer::PREAUTH_MAX_FRAME)
+        .new_codec();
+    FramedRead::with_capacity(r, codec, 4 << 10)
+}
+
+/// Lifts the frame limit of a [`preauth_reader`] to [`MAX_FRAME`]: the peer has
+/// authenticated.
+pub fn authenticated<R>(r: &mut FramedRead<R, LengthDelimitedCodec>) {
+    r.decoder_mut().set_max_frame_length(MAX_FRAME);
+}
+
 /// A framed writer over an async stream. Use `feed` for each message of a batch and one
 /// `flush` at the end, so a batch costs one write.
 pub fn writer<W: AsyncWrite>(w: W) -> FramedWrite<W, LengthDelimitedCodec> {
@@ -132,6 +149,37 @@ mod tests {
             read_msg::<_, AgentMsg>(&mut empty),
             Err(FrameError::Closed)
         ));
+    }
+
+    #[tokio::test]
+    async fn a_big_frame_before_authentication_is_refused_at_its_header() {
+        let (mut a, b) = tokio::io::duplex(1 << 16);
+        let mut r = preauth_reader(b);
+        // Only the header of a frame just under MAX_FRAME: refused without waiting for it.
+        let len = (MAX_FRAME - 1) as u32;
+        tokio::io::AsyncWriteExt::write_all(&mut a, &len.to_be_bytes())
+            .await
+            .unwrap();
+        match r.next().await {
+            Some(Err(e)) => assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{e}"),
+            other => panic!("expected an error, got {other:?}"),
+        }
+        // The same frame after authentication is accepted.
+        let (a, b) = tokio::io::duplex(1 << 20);
+        let mut w = writer(a);
+        let mut r = preauth_reader(b);
+        send(&mut w, &AgentMsg::Heartbeat).await.unwrap();
+        assert_eq!(
+            recv::<_, AgentMsg>(&mut r).await.unwrap(),
+            AgentMsg::Heartbeat
+        );
+        authenticated(&mut r);
+        let big = AgentMsg::Refused {
+            reason: "x".repeat(crate::peer::PREAUTH_MAX_FRAME * 2),
+        };
+        let sent = tokio::spawn(async move { send(&mut w, &big).await.map(|()| big) });
+        let got = recv::<_, AgentMsg>(&mut r).await.unwrap();
+        assert_eq!(got, sent.await.unwrap().unwrap());
     }
 
     #[tokio::test]

@@ -22,10 +22,12 @@ use serde::{Deserialize, Serialize};
 
 pub mod frame;
 pub mod memory;
+pub mod peer;
 pub mod property;
 pub mod secret;
 
 pub use frame::{FrameError, MAX_FRAME, read_msg, recv, send, write_msg};
+pub use peer::{PREAUTH_CONNECTIONS, PREAUTH_MAX_FRAME, PREAUTH_TIMEOUT, check_peer};
 pub use secret::Secret;
 
 /// The protocol version; a peer with another version is refused.

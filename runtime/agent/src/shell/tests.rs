@@ -455,6 +455,71 @@ fn control_cancel_ends_the_job() {
     assert!(reports(rx)[0].shutdown);
 }
 
+/// Runs `client` against a job-mode control socket whose owner is `owner`, and returns the
+/// shell events it caused with the client's result.
+fn control_events(
+    owner: u32,
+    client: impl FnOnce(PathBuf) -> Result<(), String> + Send + 'static,
+) -> (Vec<super::ShellEvent>, Result<(), String>) {
+    let dir = TempDir::new();
+    let sock = dir.0.join("ctl.sock");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let server = rt
+        .block_on(async { super::bind_control(&sock, tx, None, owner) })
+        .unwrap();
+    let client = thread::spawn(move || client(sock));
+    let mut events = Vec::new();
+    rt.block_on(async {
+        let t = std::time::Instant::now();
+        while !client.is_finished() && t.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(e)) = tokio::time::timeout(Duration::from_millis(10), rx.recv()).await {
+                // Answer a request as the hub would.
+                if let super::ShellEvent::ClientOpened { tx, .. } = &e {
+                    let _ = tx.send(pnet_protocol::frame::encode(&crate::control::Response::Ok));
+                }
+                events.push(e);
+            }
+        }
+    });
+    drop(server);
+    (events, client.join().unwrap())
+}
+
+#[test]
+fn a_control_client_of_another_user_is_refused() {
+    let me = crate::control::current_uid();
+    // The socket belongs to another user (injected: we cannot become one): we are refused
+    // before our request is read, and the refusal is logged.
+    let other = me.wrapping_add(4242);
+    let (events, r) = control_events(other, |sock| crate::control::cancel(&sock));
+    let e = r.unwrap_err();
+    let expected = format!(
+        "this socket serves {} only; the peer is {}",
+        crate::control::user_name(other),
+        crate::control::user_name(me)
+    );
+    assert_eq!(e, expected);
+    assert_eq!(events.len(), 1);
+    match &events[0] {
+        super::ShellEvent::ClientRefused { reason } => assert_eq!(*reason, expected),
+        _ => panic!("expected a refusal"),
+    }
+    // Our own socket serves us.
+    let (events, r) = control_events(me, |sock| crate::control::cancel(&sock));
+    r.unwrap();
+    assert!(events.iter().any(|e| matches!(
+        e,
+        super::ShellEvent::Control {
+            request: crate::control::Request::Cancel,
+            ..
+        }
+    )));
+}
+
 #[test]
 fn control_socket_in_a_shared_directory_is_refused() {
     let dir = TempDir::new();
