@@ -3,7 +3,7 @@
 //! Exit codes: 0 the analysis is complete and found no deadlock and no unbounded place;
 //! 1 the input could not be read, parsed or compiled, or the analysis failed; 2 usage
 //! errors; 3 a deadlock or an unbounded place was found (a counterexample is printed);
-//! 4 the analysis stopped at a limit (`--max-states`, `--max-tokens`) without finding either.
+//! 4 the analysis stopped at a limit (`--max-states`, `--max-memory`, `--max-tokens`) without finding either.
 
 use std::io::Write;
 use std::path::Path;
@@ -60,6 +60,9 @@ Options:
       --json               print the report as JSON
       --max-states N       stop after N states (verdicts that need the whole state space
                            become unknown); coloured nets default to 1000000
+      --max-memory MIB     stop when the states kept take more than MIB MiB (verdicts that
+                           need the whole state space become unknown); default: half of
+                           this machine's memory
       --max-tokens N       do not expand markings with more than N tokens on a place
       --stubborn           stubborn-set reduction: fewer states, exact deadlock verdict; the
                            other verdicts are not computed (P/T nets)
@@ -86,6 +89,8 @@ struct Args {
     external: Vec<(String, Value)>,
     json: bool,
     max_states: Option<u64>,
+    /// `--max-memory` in MiB.
+    max_memory: Option<u64>,
     max_tokens: Option<u64>,
     reduction: Reduction,
     scc: bool,
@@ -168,6 +173,7 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
         external: Vec::new(),
         json: false,
         max_states: None,
+        max_memory: None,
         max_tokens: None,
         reduction: Reduction::None,
         scc: true,
@@ -234,6 +240,7 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
             }
             "--json" => a.json = true,
             "--max-states" => a.max_states = Some(number(&take_value(&mut i)?)?),
+            "--max-memory" => a.max_memory = Some(number(&take_value(&mut i)?)?),
             "--max-tokens" => a.max_tokens = Some(number(&take_value(&mut i)?)?),
             "--traces" => a.traces = number(&take_value(&mut i)?)? as usize,
             "--stubborn" => a.reduction = Reduction::Stubborn,
@@ -305,6 +312,14 @@ fn load(args: &Args) -> Result<Input, ExitCode> {
         .map_err(fail)
 }
 
+/// `--max-memory` in bytes, or the default (half of the machine's memory).
+fn max_memory(args: &Args) -> u64 {
+    args.max_memory
+        .map_or_else(pnet_verify::default_max_memory, |mib| {
+            mib.saturating_mul(1 << 20)
+        })
+}
+
 fn analyse(args: &Args, input: &Input) -> Result<(Report, Option<ColouredResult>), String> {
     match input {
         Input::Pnml(net) => {
@@ -317,6 +332,7 @@ fn analyse(args: &Args, input: &Input) -> Result<(Report, Option<ColouredResult>
                     max_tokens: args.max_tokens,
                     reduction: args.reduction,
                     compact_index: args.compact,
+                    max_memory: Some(max_memory(args)),
                 },
                 traces: args.traces,
                 graph: args.scc,
@@ -344,6 +360,7 @@ fn analyse(args: &Args, input: &Input) -> Result<(Report, Option<ColouredResult>
                 assume: args.assume.clone(),
                 external: args.external.clone(),
                 scc: args.scc,
+                max_memory: Some(max_memory(args)),
                 ..ColouredOptions::default()
             };
             explore_bundle(b, &args.net, &inputs, &opts).map(|(r, res)| (r, Some(res)))

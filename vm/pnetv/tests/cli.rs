@@ -232,3 +232,40 @@ fn coloured_external_tokens_and_end_outputs() {
     let (_, help, _) = pnetv(&["--help"]);
     assert!(help.contains("--external PLACE=V1,V2,..."));
 }
+
+/// An unmodified GPI-Space example whose state space grows without bound (a transition that
+/// reads the cleanup count keeps putting control tokens) and whose states grow with it: it
+/// used to take 1.6 GB for 20,000 states; `--max-memory` bounds what the states keep.
+#[test]
+fn max_memory_bounds_a_coloured_exploration() {
+    let net = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/corpus/gpispace/share/doc/example/shared/cleanup_with_number_of_tokens.xpnet"
+    );
+    let (code, j) = json(&[
+        net,
+        "-p",
+        "value1=\"a\"",
+        "-p",
+        "value2=\"b\"",
+        "-p",
+        "value3=\"c\"",
+        "--max-memory",
+        "16",
+    ]);
+    assert_eq!(code, 4, "stopped at a limit: {j}");
+    let why = j["incomplete_reason"].as_str().unwrap_or_default();
+    assert!(why.contains("--max-memory 16 MiB"), "{j}");
+    let states = j["states"].as_u64().unwrap();
+    assert!(states > 100 && states < 20_000, "{states}");
+}
+
+/// The same bound on a P/T net.
+#[test]
+fn max_memory_bounds_a_pt_exploration() {
+    let model = format!("{MCC}/Dekker-PT-010/model.pnml");
+    let (code, j) = json(&[&model, "--max-memory", "1"]);
+    assert_eq!(code, 4, "{j}");
+    let why = j["incomplete_reason"].as_str().unwrap_or_default();
+    assert!(why.contains("--max-memory 1 MiB"), "{j}");
+}

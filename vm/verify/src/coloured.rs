@@ -147,6 +147,9 @@ pub struct ColouredOptions {
     /// Keep at most this many distinct out-port contents of proper ends in
     /// [`ColouredResult::end_outputs`].
     pub max_end_outputs: usize,
+    /// Stop when the states kept take more than this many bytes (estimated per state: its
+    /// instance tree, tokens and their values, kept twice: in the list and the index).
+    pub max_memory: Option<u64>,
 }
 
 impl Default for ColouredOptions {
@@ -159,6 +162,7 @@ impl Default for ColouredOptions {
             external: Vec::new(),
             scc: true,
             max_end_outputs: 1000,
+            max_memory: None,
         }
     }
 }
@@ -687,6 +691,58 @@ pub fn explore_bundle(
     x.run(s0, r, opts)
 }
 
+/// An estimate of the bytes a state holds: its instance tree, token lists and the values'
+/// heap parts (walked without recursion).
+fn state_bytes(s: &State) -> usize {
+    let mut bytes = std::mem::size_of::<State>();
+    let mut nodes = vec![&s.root];
+    let mut values: Vec<&Value> = Vec::new();
+    while let Some(n) = nodes.pop() {
+        bytes += std::mem::size_of::<Node>()
+            + n.gens.len() * 16
+            + n.flight.len() * 4
+            + n.children.len() * std::mem::size_of::<Node>();
+        for p in &n.places {
+            bytes += std::mem::size_of::<Vec<Tok>>() + p.len() * std::mem::size_of::<Tok>();
+            values.extend(p.iter().filter_map(|t| match t {
+                Tok::Val(v) => Some(v),
+                Tok::Unknown => None,
+            }));
+        }
+        nodes.extend(&n.children);
+    }
+    let slot = std::mem::size_of::<Value>();
+    while let Some(v) = values.pop() {
+        bytes += match v {
+            Value::String(s) => s.len(),
+            Value::Bytearray(b) => b.len(),
+            Value::Bigint(_) | Value::Bitset(_) => 32,
+            Value::List(l) => {
+                values.extend(l);
+                l.len() * slot
+            }
+            Value::Set(set) => {
+                values.extend(set);
+                set.len() * (slot + 16)
+            }
+            Value::Map(m) => {
+                values.extend(m.iter().flat_map(|(k, v)| [k, v]));
+                m.len() * (2 * slot + 16)
+            }
+            Value::Struct(fields) => {
+                values.extend(fields.iter().map(|(_, v)| v));
+                fields.len() * (slot + 16)
+            }
+            Value::Shared(sh) => {
+                values.push(&sh.value);
+                slot
+            }
+            _ => 0,
+        };
+    }
+    bytes
+}
+
 /// Per-exploration bookkeeping of the breadth-first search.
 type Parents = Vec<(u32, u32, bool, bool)>;
 
@@ -747,6 +803,7 @@ impl<'m, 'b> Explorer<'m, 'b> {
 
         let mut states: Vec<State> = vec![s0.clone()];
         let mut index: BTreeMap<State, u32> = BTreeMap::new();
+        let mut kept_bytes = 2 * state_bytes(&s0) as u64;
         index.insert(s0, 0);
         // Parent, label, exact edge, exact path.
         let mut parents: Parents = vec![(u32::MAX, 0, true, true)];
@@ -860,10 +917,18 @@ impl<'m, 'b> Explorer<'m, 'b> {
                                 a = parents[a as usize].0;
                             }
                         }
+                        kept_bytes += 2 * state_bytes(&sc.state) as u64 + 48;
                         index.insert(sc.state.clone(), id);
                         states.push(sc.state);
                         if unbounded.is_some() {
                             stop = Some("the net is unbounded (infinite state space)".into());
+                            if let Some(v) = adj.last_mut() {
+                                v.push((id, sc.t as u32));
+                            }
+                            break 'outer;
+                        }
+                        if let Some(limit) = opts.max_memory.filter(|&l| kept_bytes > l) {
+                            stop = Some(crate::memory_stop(limit, states.len() as u64));
                             if let Some(v) = adj.last_mut() {
                                 v.push((id, sc.t as u32));
                             }

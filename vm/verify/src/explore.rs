@@ -31,11 +31,15 @@ pub struct PtOptions {
     /// the arena) even for markings short enough to be kept in 16-byte slots. Less memory
     /// per state, slower lookups; the results are the same.
     pub compact_index: bool,
+    /// Stop when the states kept (arena, index, parents) take more than this many bytes
+    /// (the verdicts are then partial). `pnetv` sets it from `--max-memory`.
+    pub max_memory: Option<u64>,
 }
 
 impl Default for PtOptions {
     fn default() -> Self {
         PtOptions {
+            max_memory: None,
             max_states: None,
             max_tokens: None,
             reduction: Reduction::None,
@@ -60,6 +64,8 @@ pub enum Reduction {
 pub enum Stop {
     /// `max_states` was reached.
     StateLimit,
+    /// The states kept took more than `max_memory` bytes.
+    MemoryLimit(u64),
     /// A marking strictly covering an ancestor was found: the net is unbounded.
     Unbounded,
     /// More than 2^32 - 1 tokens on a place, or more than 2^32 - 2 states.
@@ -297,6 +303,12 @@ impl PtExploration {
         self.store.stride() as f64 + self.store.index_bytes() as f64 / n + extra
     }
 
+    /// Bytes held by the states kept: the store's arena and index, and the parents.
+    pub fn memory_bytes(&self) -> u64 {
+        let parents = self.parents.as_ref().map_or(0, |p| p.capacity() * 4);
+        (self.store.memory_bytes() + parents) as u64
+    }
+
     pub fn marking(&self, s: u32) -> Vec<u32> {
         let mut m = Vec::new();
         self.packing.unpack(self.store.get(s), &mut m);
@@ -309,6 +321,11 @@ impl PtExploration {
             .partition_point(|&start| start <= s)
             .saturating_sub(1)
     }
+}
+
+/// `Some(limit)` when the exploration holds more than `opts.max_memory` bytes.
+fn over_memory(e: &PtExploration, opts: &PtOptions) -> Option<u64> {
+    opts.max_memory.filter(|&limit| e.memory_bytes() > limit)
 }
 
 enum Restart {
@@ -539,6 +556,10 @@ fn explore_with(
             }
             if e.store.len() as u64 >= max_states && head < e.store.len() {
                 e.stop = Some(Stop::StateLimit);
+                break 'outer;
+            }
+            if let Some(limit) = over_memory(&e, opts) {
+                e.stop = Some(Stop::MemoryLimit(limit));
                 break 'outer;
             }
         }
@@ -780,6 +801,10 @@ fn explore_bits(
             e.marking_max = e.marking_max.max(ones);
         }
         if stopped {
+            break;
+        }
+        if let Some(limit) = over_memory(&e, opts) {
+            e.stop = Some(Stop::MemoryLimit(limit));
             break;
         }
         head = batch_end;

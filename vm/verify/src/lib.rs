@@ -46,3 +46,23 @@ pub mod store;
 pub use explore::{PtOptions, Reduction};
 pub use pnml::{PnmlError, parse_pnml};
 pub use ptnet::PtNet;
+
+/// Why an exploration stopped at its memory limit, for reports.
+pub fn memory_stop(limit: u64, states: u64) -> String {
+    format!(
+        "stopped at --max-memory {} MiB: the {states} states kept took more than that",
+        limit >> 20
+    )
+}
+
+/// The default of `--max-memory`: half of this machine's memory (`MemTotal` of
+/// `/proc/meminfo`), or 4 GiB where that cannot be read.
+pub fn default_max_memory() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .map(|kib| kib * 1024)
+    });
+    total.map_or(4 << 30, |t| t / 2)
+}

@@ -3,6 +3,7 @@
 use crate::explore::{self, Compiled, PtExploration, PtOptions, Reduction, Stop};
 use crate::graph;
 use crate::invariants;
+use crate::memory_stop;
 use crate::ptnet::PtNet;
 use crate::report::{Report, Trace, TransitionInfo, Verdict};
 
@@ -59,6 +60,7 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
     r.complete = e.complete();
     r.incomplete_reason = match &e.stop {
         Some(Stop::StateLimit) => Some(format!("stopped at --max-states {}", e.states())),
+        Some(Stop::MemoryLimit(limit)) => Some(memory_stop(*limit, e.states())),
         Some(Stop::Unbounded) => Some("the net is unbounded (infinite state space)".into()),
         Some(Stop::Capacity(why)) => Some(why.clone()),
         None if e.cut > 0 => Some(format!(
