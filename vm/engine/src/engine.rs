@@ -272,14 +272,17 @@ impl<'b> Program<'b> {
     fn new(bundle: &'b Bundle) -> Result<Program<'b>, RunError> {
         validate(bundle).map_err(RunError::bundle)?;
         let uses_shared = bundle_uses_shared(bundle);
-        let nets = bundle
+        let aliased = aliased_places(bundle);
+        let mut nets: Vec<Option<NetInfo>> = bundle
             .functions
             .iter()
-            .map(|f| match &f.body {
-                Body::Net(net) => Some(NetInfo::new(bundle, net, uses_shared)),
+            .zip(&aliased)
+            .map(|(f, aliased)| match &f.body {
+                Body::Net(net) => Some(NetInfo::new(bundle, net, uses_shared, aliased)),
                 _ => None,
             })
             .collect();
+        share_tracking(bundle, &mut nets);
         let wait_for_output = bundle
             .function(bundle.root)
             .properties
@@ -303,6 +306,75 @@ impl<'b> Program<'b> {
         match &self.bundle.function(f).body {
             Body::Net(n) => n,
             _ => unreachable!("instance of a net function"),
+        }
+    }
+}
+
+/// Per function (empty for non-nets), per place: whether the place takes part in a
+/// `place-map` (a child's virtual place or the parent's real place behind it), so that its
+/// tokens may be seen by two net instances.
+fn aliased_places(bundle: &Bundle) -> Vec<Vec<bool>> {
+    let mut aliased: Vec<Vec<bool>> = bundle
+        .functions
+        .iter()
+        .map(|f| match &f.body {
+            Body::Net(net) => vec![false; net.places.len()],
+            _ => Vec::new(),
+        })
+        .collect();
+    for (fi, f) in bundle.functions.iter().enumerate() {
+        let Body::Net(net) = &f.body else { continue };
+        for t in &net.transitions {
+            for &(v, r) in &t.place_map {
+                if let Some(a) = aliased[fi].get_mut(r.index()) {
+                    *a = true;
+                }
+                if let Some(a) = aliased[t.function.index()].get_mut(v.index()) {
+                    *a = true;
+                }
+            }
+        }
+    }
+    aliased
+}
+
+/// A child's virtual place and the parent's real place behind it hold the same tokens: if
+/// either counts the shareds its tokens hold, both must (else a token put on one and taken
+/// from the other would leak or release a shared).
+fn share_tracking(bundle: &Bundle, nets: &mut [Option<NetInfo>]) {
+    let mut pairs = Vec::new();
+    for (fi, f) in bundle.functions.iter().enumerate() {
+        let Body::Net(net) = &f.body else { continue };
+        for t in &net.transitions {
+            if matches!(bundle.function(t.function).body, Body::Net(_)) {
+                for &(v, r) in &t.place_map {
+                    pairs.push(((t.function.index(), v.index()), (fi, r.index())));
+                }
+            }
+        }
+    }
+    let get = |nets: &[Option<NetInfo>], (f, p): (usize, usize)| {
+        nets[f]
+            .as_ref()
+            .and_then(|n| n.tracks.get(p).copied())
+            .unwrap_or(false)
+    };
+    loop {
+        let mut changed = false;
+        for &(a, b) in &pairs {
+            let on = get(nets, a) || get(nets, b);
+            for (f, p) in [a, b] {
+                if let Some(t) = nets[f].as_mut().and_then(|n| n.tracks.get_mut(p))
+                    && !*t
+                    && on
+                {
+                    *t = true;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
         }
     }
 }
@@ -333,7 +405,7 @@ fn bundle_uses_shared(bundle: &Bundle) -> bool {
 }
 
 impl NetInfo {
-    fn new(bundle: &Bundle, net: &Net, uses_shared: bool) -> NetInfo {
+    fn new(bundle: &Bundle, net: &Net, uses_shared: bool, aliased: &[bool]) -> NetInfo {
         let mut prios: Vec<u16> = net.transitions.iter().map(|t| t.priority).collect();
         prios.sort_unstable_by(|a, b| b.cmp(a));
         prios.dedup();
@@ -425,6 +497,10 @@ impl NetInfo {
                     .iter()
                     .all(|tk| !tracks[tk.place] && !net.places[tk.place].generator)
                 && outs.iter().all(|o| !tracks[o.place])
+                // Tokens of a place shared with another instance (place-map) are moved and
+                // its transitions marked by the general path.
+                && takes.iter().all(|tk| !aliased[tk.place])
+                && outs.iter().all(|o| !aliased[o.place])
                 && takes.iter().all(|tk| tk.port.index() < f.ports.len())
                 && outs.iter().all(|o| o.port.index() < f.ports.len());
             let fast = match kind {
@@ -535,6 +611,31 @@ impl NetInfo {
 
 const NONE: u32 = u32::MAX;
 
+/// How a place shared through a `place-map` changed (which of its transitions to mark).
+#[derive(Clone, Copy, Debug)]
+enum Change {
+    Put,
+    Take,
+    Count,
+}
+
+/// Instances `a` and `b` (different) mutably at once.
+fn two_mut(instances: &mut [Option<Instance>], a: u32, b: u32) -> (&mut Instance, &mut Instance) {
+    let (a, b) = (a as usize, b as usize);
+    assert_ne!(a, b, "an instance shares places only with its ancestors");
+    let (x, y) = if a < b {
+        let (lo, hi) = instances.split_at_mut(b);
+        (&mut lo[a], &mut hi[0])
+    } else {
+        let (lo, hi) = instances.split_at_mut(a);
+        (&mut hi[0], &mut lo[b])
+    };
+    (
+        x.as_mut().expect("live instance"),
+        y.as_mut().expect("live instance"),
+    )
+}
+
 #[derive(Debug)]
 struct Instance {
     func: FunctionId,
@@ -562,6 +663,15 @@ struct Instance {
     parent: Option<ParentLink>,
     ready_pos: u32,
     in_dirty: bool,
+    /// The places of this child net that a `place-map` makes places of an ancestor:
+    /// (place here, home instance, home place). Their tokens (and in-flight counts) live at
+    /// home; the slots here stay empty, except while [`State::swap_lent`] lends them here
+    /// for a re-examination or the takes of a firing.
+    up: Vec<(u32, u32, u32)>,
+    /// The places here that are homes of places of running descendants (the `up` entries
+    /// pointing here): (place here, instance, its place). A change here marks their adjacent
+    /// transitions too.
+    down: Vec<(u32, u32, u32)>,
 }
 
 impl Instance {
@@ -689,7 +799,7 @@ impl<'b> Engine<'b> {
             next_response: 0,
             last_fast: None,
         };
-        let root = st.new_instance(&prog, bundle.root, None)?;
+        let root = st.new_instance(&prog, bundle.root, None, Vec::new())?;
         debug_assert_eq!(root, ROOT);
         Ok(Engine { prog, st })
     }
@@ -1004,6 +1114,12 @@ impl<'b> Engine<'b> {
                     _ => {}
                 }
             }
+            // A child net sees the place through its virtual place and may consume there.
+            for &(_, real) in &t.place_map {
+                if let Some(c) = consumed.get_mut(real.index()) {
+                    *c = true;
+                }
+            }
         }
         let mut left = vec![false; net.places.len()];
         for (p, place) in net.places.iter().enumerate() {
@@ -1131,6 +1247,7 @@ impl State {
         prog: &Program,
         func: FunctionId,
         parent: Option<ParentLink>,
+        up: Vec<(u32, u32, u32)>,
     ) -> Result<u32, RunError> {
         let info = prog.net(func);
         let net = prog.net_ir(func);
@@ -1152,6 +1269,8 @@ impl State {
             parent,
             ready_pos: NONE,
             in_dirty: false,
+            up,
+            down: Vec::new(),
         };
         let i = match self.free.pop() {
             Some(i) => {
@@ -1164,7 +1283,16 @@ impl State {
             }
         };
         self.touch(i);
+        for k in 0..self.instance(i).up.len() {
+            let (q, h, hp) = self.instance(i).up[k];
+            self.inst_mut(h).down.push((hp, i, q));
+        }
         for (p, place) in net.places.iter().enumerate() {
+            // A place mapped to an ancestor's is that place: no initial tokens or generator
+            // value of its own (as in pnetv).
+            if self.instance(i).up.iter().any(|&(q, _, _)| q as usize == p) {
+                continue;
+            }
             for v in &place.tokens {
                 self.put(prog, i, p, v.clone());
             }
@@ -1189,6 +1317,9 @@ impl State {
     #[inline]
     fn put(&mut self, prog: &Program, i: u32, p: usize, v: Value) {
         let inst = self.instances[i as usize].as_mut().expect("live instance");
+        if !inst.up.is_empty() || !inst.down.is_empty() {
+            return self.put_shared(prog, i, p, v);
+        }
         let info = prog.net(inst.func);
         if info.tracks[p] {
             self.shared.acquire(&v);
@@ -1199,9 +1330,120 @@ impl State {
         }
     }
 
-    /// Marks every transition adjacent to `p` dirty (after a take or a count change).
+    /// [`State::put`] in an instance that shares places with others (`place-map`): the
+    /// token goes to the place's home, and the transitions adjacent to it in every instance
+    /// that sees it are marked.
+    #[inline(never)]
+    fn put_shared(&mut self, prog: &Program, i: u32, p: usize, v: Value) {
+        let (h, hp) = self.home(i, p);
+        let inst = self.inst_mut(h);
+        let info = prog.net(inst.func);
+        if info.tracks[hp] {
+            self.shared.acquire(&v);
+        }
+        let inst = self.inst_mut(h);
+        inst.marking[hp].push_back(v);
+        if inst.mark(&info.adj[hp], true) {
+            self.touch(h);
+        }
+        self.mark_aliases(prog, h, hp, Change::Put);
+    }
+
+    /// Where the tokens of place `p` of instance `i` live: the (instance, place) a
+    /// `place-map` makes it, or itself.
+    #[inline]
+    fn home(&self, i: u32, p: usize) -> (u32, usize) {
+        let inst = self.instance(i);
+        match inst.up.iter().find(|&&(q, _, _)| q as usize == p) {
+            Some(&(_, h, hp)) => (h, hp as usize),
+            None => (i, p),
+        }
+    }
+
+    /// Marks the transitions adjacent to the places of running descendants that are home
+    /// place `hp` of instance `h`, after a change of it.
+    fn mark_aliases(&mut self, prog: &Program, h: u32, hp: usize, change: Change) {
+        for k in 0..self.instance(h).down.len() {
+            let (q, c, cq) = self.instance(h).down[k];
+            if q as usize != hp {
+                continue;
+            }
+            let any = match change {
+                Change::Put => {
+                    let inst = self.inst_mut(c);
+                    inst.mark(&prog.net(inst.func).adj[cq as usize], true)
+                }
+                Change::Take => self.mark_changed(prog, c, cq as usize, false),
+                Change::Count => self.mark_changed(prog, c, cq as usize, true),
+            };
+            if any {
+                self.touch(c);
+            }
+        }
+    }
+
+    /// Swaps the tokens and in-flight counts of instance `i`'s mapped places (`up`) with
+    /// those of their homes: the first call lends them to `i` (whose code then reads and
+    /// takes them as its own), the second gives them back.
+    fn swap_lent(&mut self, i: u32) {
+        for k in 0..self.instance(i).up.len() {
+            let (q, h, hp) = self.instance(i).up[k];
+            let (a, b) = two_mut(&mut self.instances, i, h);
+            std::mem::swap(&mut a.marking[q as usize], &mut b.marking[hp as usize]);
+            std::mem::swap(&mut a.in_flight[q as usize], &mut b.in_flight[hp as usize]);
+        }
+    }
+
+    /// Changes the in-flight count of place `p` of instance `i` (at its home) by one.
+    #[inline]
+    fn flight(&mut self, i: u32, p: usize, up: bool) {
+        let (h, hp) = self.home(i, p);
+        let f = &mut self.inst_mut(h).in_flight[hp];
+        if up {
+            *f += 1;
+        } else {
+            *f -= 1;
+        }
+    }
+
+    /// After a take from place `p` of instance `i`: marks its transitions (in every instance
+    /// that sees the place) and refills a generator place.
+    #[inline]
+    fn taken(&mut self, prog: &Program, i: u32, p: usize) -> Result<(), RunError> {
+        self.changed(prog, i, p, false);
+        let (h, hp) = self.home(i, p);
+        if prog.net_ir(self.instance(h).func).places[hp].generator {
+            self.put_generated(prog, h, hp)?;
+        }
+        Ok(())
+    }
+
+    /// Marks every transition adjacent to `p` dirty (after a take or a count change), in
+    /// every instance that sees the place.
     #[inline]
     fn changed(&mut self, prog: &Program, i: u32, p: usize, only_count: bool) {
+        let inst = self.instances[i as usize].as_mut().expect("live instance");
+        if !inst.up.is_empty() || !inst.down.is_empty() {
+            let (h, hp) = self.home(i, p);
+            if self.mark_changed(prog, h, hp, only_count) {
+                self.touch(h);
+            }
+            let change = if only_count {
+                Change::Count
+            } else {
+                Change::Take
+            };
+            return self.mark_aliases(prog, h, hp, change);
+        }
+        if self.mark_changed(prog, i, p, only_count) {
+            self.touch(i);
+        }
+    }
+
+    /// Marks the transitions adjacent to place `p` of instance `i` dirty (all, or those that
+    /// see its count); returns whether it marked any.
+    #[inline]
+    fn mark_changed(&mut self, prog: &Program, i: u32, p: usize, only_count: bool) -> bool {
         let inst = self.instances[i as usize].as_mut().expect("live instance");
         let info = prog.net(inst.func);
         let mut any = false;
@@ -1213,9 +1455,7 @@ impl State {
                 any = true;
             }
         }
-        if any {
-            self.touch(i);
-        }
+        any
     }
 
     fn put_generated(&mut self, prog: &Program, i: u32, p: usize) -> Result<(), RunError> {
@@ -1244,37 +1484,16 @@ impl State {
                 continue;
             };
             inst.in_dirty = false;
-            let ninfo = prog.net(inst.func);
-            while let Some(t) = inst.dirty.pop() {
-                let t = t as usize;
-                inst.dirty_flag[t] = false;
-                let on = match enabled(
-                    prog,
-                    ninfo,
-                    inst,
-                    t,
-                    Eval {
-                        interp: &mut self.interp,
-                        runner: &mut self.runner,
-                    },
-                    &mut self.frame,
-                    &mut self.idx,
-                ) {
-                    Ok(on) => on,
-                    Err(e) => return Err(prog.context_in(e, inst.func, t)),
-                };
-                if on != inst.enabled[t] {
-                    inst.enabled[t] = on;
-                    let g = ninfo.trans[t].group;
-                    if on {
-                        inst.pos[t] = inst.groups[g].len() as u32;
-                        inst.groups[g].push(t as u32);
-                        inst.n_enabled += 1;
-                    } else {
-                        inst.disable(t, g);
-                    }
-                }
+            if !inst.up.is_empty() {
+                // Its mapped places' tokens are examined here as its own.
+                self.swap_lent(i);
+                let r = self.examine(prog, i);
+                self.swap_lent(i);
+                r?;
+            } else {
+                self.examine(prog, i)?;
             }
+            let inst = self.instances[i as usize].as_mut().expect("live instance");
             let (n_enabled, pending, is_child) =
                 (inst.n_enabled, inst.pending, inst.parent.is_some());
             if n_enabled > 0 {
@@ -1293,6 +1512,44 @@ impl State {
                 }
                 if pending == 0 && is_child {
                     self.finish_child(prog, i)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-examines the dirty transitions of instance `i`.
+    #[inline]
+    fn examine(&mut self, prog: &Program, i: u32) -> Result<(), RunError> {
+        let inst = self.instances[i as usize].as_mut().expect("live instance");
+        let ninfo = prog.net(inst.func);
+        while let Some(t) = inst.dirty.pop() {
+            let t = t as usize;
+            inst.dirty_flag[t] = false;
+            let on = match enabled(
+                prog,
+                ninfo,
+                inst,
+                t,
+                Eval {
+                    interp: &mut self.interp,
+                    runner: &mut self.runner,
+                },
+                &mut self.frame,
+                &mut self.idx,
+            ) {
+                Ok(on) => on,
+                Err(e) => return Err(prog.context_in(e, inst.func, t)),
+            };
+            if on != inst.enabled[t] {
+                inst.enabled[t] = on;
+                let g = ninfo.trans[t].group;
+                if on {
+                    inst.pos[t] = inst.groups[g].len() as u32;
+                    inst.groups[g].push(t as u32);
+                    inst.n_enabled += 1;
+                } else {
+                    inst.disable(t, g);
                 }
             }
         }
@@ -1518,7 +1775,150 @@ impl State {
         let net = prog.net_ir(func);
         let tr = &net.transitions[t];
         let tf = prog.bundle.function(tr.function);
+        let n_counts = if inst.up.is_empty() {
+            self.take_inputs(prog, i, t)?
+        } else {
+            // The mapped places' tokens are taken here as this instance's own.
+            self.swap_lent(i);
+            let r = self.take_inputs(prog, i, t);
+            self.swap_lent(i);
+            r?
+        };
+        // Shareds of consumed tokens, generator refills, dirty marks.
+        self.release.clear();
+        let ninfo = prog.net(func);
+        for (k, tk) in info.takes.iter().enumerate() {
+            if !tk.consume {
+                continue;
+            }
+            if ninfo.tracks[tk.place] {
+                shared::collect(&self.vals[n_counts + k].1, &mut self.release);
+            }
+        }
+        let consumed: Vec<usize> = match info.kind {
+            Kind::Expr(_) => Vec::new(),
+            _ => info
+                .takes
+                .iter()
+                .filter(|tk| tk.consume)
+                .map(|tk| tk.place)
+                .collect(),
+        };
+        for tk in &info.takes {
+            if tk.consume {
+                self.taken(prog, i, tk.place)?;
+            }
+        }
 
+        match info.kind {
+            Kind::Expr(id) => {
+                let code = &prog.bundle.codes[id];
+                let n = code.slots.len().max(tf.ports.len());
+                crate::interp::reset_frame(&mut self.frame, n);
+                for (port, v) in self.vals.drain(..) {
+                    self.frame[port.index()] = Some(v);
+                }
+                self.run_expr(prog, i, t, id)
+            }
+            Kind::Module => {
+                self.stats.tasks += 1;
+                let eureka_code = match &tf.body {
+                    Body::Module(m) => m.eureka_group,
+                    Body::Modules { modules, .. } => modules.iter().find_map(|m| m.eureka_group),
+                    _ => None,
+                };
+                let eureka_group = match eureka_code {
+                    Some(c) => match self.eval_in_frame(prog, tf, c)? {
+                        Value::String(g) => Some(g.to_string()),
+                        other => {
+                            return Err(RunError::new(RunErrorKind::TypeMismatch {
+                                port: "eureka-group".into(),
+                                value: other.to_string(),
+                                ty: "string".into(),
+                            }));
+                        }
+                    },
+                    None => None,
+                };
+                let memory = self.eval_memory(prog, tf)?;
+                let mut responses = Vec::new();
+                for r in &tr.responses {
+                    let v = self.vals.iter().find(|(p, _)| *p == r.to).map(|(_, v)| v);
+                    responses.push((r.port, response_id(v, &tf.ports[r.to.index()].name)?));
+                }
+                self.inst_mut(i).pending += 1;
+                for &p in &consumed {
+                    self.flight(i, p, true);
+                }
+                for &p in &consumed {
+                    self.changed(prog, i, p, true);
+                }
+                let id = self.next_task;
+                self.next_task += 1;
+                self.tasks.insert(
+                    id,
+                    TaskRecord {
+                        instance: i,
+                        transition: TransitionId(t as u32),
+                        consumed,
+                        release: std::mem::take(&mut self.release),
+                        responses,
+                    },
+                );
+                Ok(Step::Task(Task {
+                    id: TaskId(id),
+                    function: tr.function,
+                    transition: TransitionId(t as u32),
+                    name: tr.name.clone(),
+                    location: prog.bundle.location(tr.span),
+                    inputs: std::mem::take(&mut self.vals),
+                    eureka_group,
+                    memory,
+                }))
+            }
+            Kind::Child(cf) => {
+                self.stats.child_nets += 1;
+                self.inst_mut(i).pending += 1;
+                for &p in &consumed {
+                    self.flight(i, p, true);
+                }
+                for &p in &consumed {
+                    self.changed(prog, i, p, true);
+                }
+                // A place-map makes the child's virtual place the real place here, that is
+                // wherever that place's tokens live (nested maps resolve to the outermost).
+                let up = tr
+                    .place_map
+                    .iter()
+                    .map(|&(v, r)| {
+                        let (h, hp) = self.home(i, r.index());
+                        (v.0, h, hp as u32)
+                    })
+                    .collect();
+                let link = ParentLink {
+                    instance: i,
+                    transition: TransitionId(t as u32),
+                    consumed,
+                };
+                let c = self.new_instance(prog, cf, Some(link), up)?;
+                let vals = std::mem::take(&mut self.vals);
+                for (port, v) in vals {
+                    if let Some(p) = tf.ports[port.index()].place {
+                        self.put(prog, c, p.index(), v);
+                    }
+                }
+                self.release_consumed(prog, i)?;
+                Ok(Step::Fired)
+            }
+        }
+    }
+
+    /// The counts and takes of a firing of transition `t` of instance `i` (the general path):
+    /// the count values, then the taken tokens, into `self.vals` (by port); returns the
+    /// number of counts.
+    fn take_inputs(&mut self, prog: &Program, i: u32, t: usize) -> Result<usize, RunError> {
+        let inst = self.instances[i as usize].as_mut().expect("live instance");
+        let info = &prog.net(inst.func).trans[t];
         // The binding: cached for conditions, else the front tokens.
         if info.condition.is_none() {
             default_binding(info, &mut inst.binding[t], &[]);
@@ -1568,133 +1968,7 @@ impl State {
                 self.vals[n_counts + k].1 = v;
             }
         }
-        // Shareds of consumed tokens, generator refills, dirty marks.
-        self.release.clear();
-        let ninfo = prog.net(func);
-        for (k, tk) in info.takes.iter().enumerate() {
-            if !tk.consume {
-                continue;
-            }
-            if ninfo.tracks[tk.place] {
-                shared::collect(&self.vals[n_counts + k].1, &mut self.release);
-            }
-        }
-        let consumed: Vec<usize> = match info.kind {
-            Kind::Expr(_) => Vec::new(),
-            _ => info
-                .takes
-                .iter()
-                .filter(|tk| tk.consume)
-                .map(|tk| tk.place)
-                .collect(),
-        };
-        for tk in &info.takes {
-            if tk.consume {
-                self.changed(prog, i, tk.place, false);
-                if net.places[tk.place].generator {
-                    self.put_generated(prog, i, tk.place)?;
-                }
-            }
-        }
-
-        match info.kind {
-            Kind::Expr(id) => {
-                let code = &prog.bundle.codes[id];
-                let n = code.slots.len().max(tf.ports.len());
-                crate::interp::reset_frame(&mut self.frame, n);
-                for (port, v) in self.vals.drain(..) {
-                    self.frame[port.index()] = Some(v);
-                }
-                self.run_expr(prog, i, t, id)
-            }
-            Kind::Module => {
-                self.stats.tasks += 1;
-                let eureka_code = match &tf.body {
-                    Body::Module(m) => m.eureka_group,
-                    Body::Modules { modules, .. } => modules.iter().find_map(|m| m.eureka_group),
-                    _ => None,
-                };
-                let eureka_group = match eureka_code {
-                    Some(c) => match self.eval_in_frame(prog, tf, c)? {
-                        Value::String(g) => Some(g.to_string()),
-                        other => {
-                            return Err(RunError::new(RunErrorKind::TypeMismatch {
-                                port: "eureka-group".into(),
-                                value: other.to_string(),
-                                ty: "string".into(),
-                            }));
-                        }
-                    },
-                    None => None,
-                };
-                let memory = self.eval_memory(prog, tf)?;
-                let mut responses = Vec::new();
-                for r in &tr.responses {
-                    let v = self.vals.iter().find(|(p, _)| *p == r.to).map(|(_, v)| v);
-                    responses.push((r.port, response_id(v, &tf.ports[r.to.index()].name)?));
-                }
-                let inst = self.inst_mut(i);
-                inst.pending += 1;
-                for &p in &consumed {
-                    inst.in_flight[p] += 1;
-                }
-                for &p in &consumed {
-                    self.changed(prog, i, p, true);
-                }
-                let id = self.next_task;
-                self.next_task += 1;
-                self.tasks.insert(
-                    id,
-                    TaskRecord {
-                        instance: i,
-                        transition: TransitionId(t as u32),
-                        consumed,
-                        release: std::mem::take(&mut self.release),
-                        responses,
-                    },
-                );
-                Ok(Step::Task(Task {
-                    id: TaskId(id),
-                    function: tr.function,
-                    transition: TransitionId(t as u32),
-                    name: tr.name.clone(),
-                    location: prog.bundle.location(tr.span),
-                    inputs: std::mem::take(&mut self.vals),
-                    eureka_group,
-                    memory,
-                }))
-            }
-            Kind::Child(cf) => {
-                self.stats.child_nets += 1;
-                if !tr.place_map.is_empty() {
-                    return Err(RunError::bundle(
-                        "place-map of a non-inlined child net is not supported yet",
-                    ));
-                }
-                let inst = self.inst_mut(i);
-                inst.pending += 1;
-                for &p in &consumed {
-                    inst.in_flight[p] += 1;
-                }
-                for &p in &consumed {
-                    self.changed(prog, i, p, true);
-                }
-                let link = ParentLink {
-                    instance: i,
-                    transition: TransitionId(t as u32),
-                    consumed,
-                };
-                let c = self.new_instance(prog, cf, Some(link))?;
-                let vals = std::mem::take(&mut self.vals);
-                for (port, v) in vals {
-                    if let Some(p) = tf.ports[port.index()].place {
-                        self.put(prog, c, p.index(), v);
-                    }
-                }
-                self.release_consumed(prog, i)?;
-                Ok(Step::Fired)
-            }
-        }
+        Ok(n_counts)
     }
 
     /// Evaluates a module function's memory buffers and transfers over its input frame
@@ -1753,6 +2027,36 @@ impl State {
     /// [`State::fire`] of an expression transition that takes from no place twice: the
     /// tokens go straight into the frame (no intermediate list).
     fn fire_expr(&mut self, prog: &Program, i: u32, t: usize, id: usize) -> Result<Step, RunError> {
+        let inst = self.instance(i);
+        let info = &prog.net(inst.func).trans[t];
+        if inst.up.is_empty() {
+            self.take_into_frame(prog, i, t, id)?;
+        } else {
+            // The mapped places' tokens are taken here as this instance's own.
+            self.swap_lent(i);
+            let r = self.take_into_frame(prog, i, t, id);
+            self.swap_lent(i);
+            r?;
+        }
+        // Generator refills, dirty marks.
+        for tk in &info.takes {
+            if tk.consume {
+                self.taken(prog, i, tk.place)?;
+            }
+        }
+        self.run_expr(prog, i, t, id)
+    }
+
+    /// The counts and takes of [`State::fire_expr`], into `self.frame`; the shareds of
+    /// consumed tokens into `self.release`.
+    #[inline]
+    fn take_into_frame(
+        &mut self,
+        prog: &Program,
+        i: u32,
+        t: usize,
+        id: usize,
+    ) -> Result<(), RunError> {
         let inst = self.instances[i as usize].as_mut().expect("live instance");
         let ninfo = prog.net(inst.func);
         let info = &ninfo.trans[t];
@@ -1796,16 +2100,7 @@ impl State {
                 return Err(RunError::bundle("internal: stale binding"));
             }
         }
-        // Generator refills, dirty marks.
-        for tk in &info.takes {
-            if tk.consume {
-                self.changed(prog, i, tk.place, false);
-                if net.places[tk.place].generator {
-                    self.put_generated(prog, i, tk.place)?;
-                }
-            }
-        }
-        self.run_expr(prog, i, t, id)
+        Ok(())
     }
 
     /// Runs an expression transition's code over `self.frame` (which holds its inputs) and
@@ -1978,10 +2273,9 @@ impl State {
     /// A task or child net of instance `i` came back (or was dropped): the tokens it consumed
     /// from `consumed` are no longer in flight.
     fn returned(&mut self, prog: &Program, i: u32, consumed: &[usize]) {
-        let inst = self.inst_mut(i);
-        inst.pending -= 1;
+        self.inst_mut(i).pending -= 1;
         for &p in consumed {
-            inst.in_flight[p] -= 1;
+            self.flight(i, p, false);
         }
         for &p in consumed {
             self.changed(prog, i, p, true);
@@ -2003,6 +2297,13 @@ impl State {
             return Ok(());
         };
         self.free.push(c);
+        // Its mapped places were only views of its ancestors' places, which keep their
+        // tokens (the slots here are empty).
+        for &(_, h, _) in &child.up {
+            if let Some(home) = self.instances[h as usize].as_mut() {
+                home.down.retain(|&(_, d, _)| d != c);
+            }
+        }
         let Some(link) = child.parent.take() else {
             return Ok(());
         };
@@ -2025,6 +2326,11 @@ impl State {
         for o in &info.outs {
             let port = &tf.ports[o.port.index()];
             let cp = port.place.ok_or_else(|| ctx(missing(&port.name)))?;
+            if child.up.iter().any(|&(q, _, _)| q as usize == cp.index()) {
+                // An out port on a mapped place: its tokens already live in an ancestor (as
+                // in pnetv).
+                continue;
+            }
             let tokens: Vec<Value> = if o.last {
                 child.marking[cp.index()].take_all()
             } else {

@@ -4,8 +4,8 @@
 //! Net format (one item a line, `#` starts a comment):
 //! ```text
 //! net NAME                      # starts a function with a net body (the first is the root)
-//!   port in|out|inout NAME TYPE @PLACE
-//!   place NAME TYPE [generator] [sink] [= LIT LIT ...]
+//!   port in|out|inout|tunnel NAME TYPE @PLACE
+//!   place NAME TYPE [generator] [sink] [virtual] [= LIT LIT ...]
 //!   trans NAME [prio N]
 //!     in|read NAME TYPE <- PLACE    # connect-in / connect-read
 //!     out NAME TYPE -> PLACE        # connect-out
@@ -16,6 +16,7 @@
 //!     expr ASM                      # expression body (default: empty)
 //!     module NAME FUNCTION          # module call body
 //!     use NET                       # child net body (ports are the child's)
+//!     map VIRTUAL -> REAL           # place-map: the child's place VIRTUAL is REAL here
 //! end
 //! ```
 //! Assembly: instructions separated by `;`: `load x`, `load x.a.b`, `store x`, `store x.a`,
@@ -221,6 +222,8 @@ struct Builder<'s> {
     nets: Vec<(String, FunctionId)>,
     /// Transitions whose `use` is resolved at the end: (net fn, transition, child name).
     uses: Vec<(FunctionId, usize, String)>,
+    /// Place-maps resolved at the end: (net fn, transition, child's place, place here).
+    maps: Vec<(FunctionId, usize, String, String)>,
 }
 
 fn offset_of(text: &str, line: &str) -> usize {
@@ -239,6 +242,7 @@ pub(crate) fn build(text: &str) -> Bundle {
         },
         nets: Vec::new(),
         uses: Vec::new(),
+        maps: Vec::new(),
     };
     b.parse();
     b.bundle
@@ -293,6 +297,7 @@ impl Builder<'_> {
                     let dir = match words[1] {
                         "in" => PortDir::In,
                         "out" => PortDir::Out,
+                        "tunnel" => PortDir::Tunnel,
                         _ => PortDir::InOut,
                     };
                     let place = words[4].strip_prefix('@').unwrap().to_string();
@@ -312,7 +317,7 @@ impl Builder<'_> {
                     self.net_mut(f).places.push(Place {
                         name: words[1].to_string(),
                         ty: ty(words[2]),
-                        is_virtual: false,
+                        is_virtual: words.contains(&"virtual"),
                         put_token: words.contains(&"put_token"),
                         shared_sink: words.contains(&"sink"),
                         generator: words.contains(&"generator"),
@@ -394,6 +399,11 @@ impl Builder<'_> {
                         });
                     }
                 }
+                "map" => {
+                    let (ti, _, _) = trans.as_ref().expect("map outside trans");
+                    self.maps
+                        .push((f, *ti, words[1].to_string(), words[3].to_string()));
+                }
                 "cond" | "expr" | "module" | "use" => {
                     let (_, _, bodies) = trans.as_mut().expect("body outside trans");
                     let _ = off;
@@ -442,6 +452,12 @@ impl Builder<'_> {
                         .expect("child port") as u32,
                 );
             }
+        }
+        for (f, t, virt, real) in std::mem::take(&mut self.maps) {
+            let child = self.net_mut(f).transitions[t].function;
+            let v = self.place(child, &virt);
+            let r = self.place(f, &real);
+            self.net_mut(f).transitions[t].place_map.push((v, r));
         }
     }
 
@@ -629,3 +645,4 @@ mod ending_tests;
 mod interp_tests;
 mod memory_tests;
 mod net_tests;
+mod place_map_tests;
