@@ -7,6 +7,7 @@
 pub mod builtins;
 pub mod cli;
 pub mod error;
+pub mod input;
 pub mod json;
 pub mod literal;
 pub mod ops;

@@ -88,7 +88,7 @@ impl Output {
 
 /// Compiles the file at `path`: reads it and everything it includes, elaborates, checks.
 pub fn compile_path(path: &Path, options: &Options) -> Output {
-    match std::fs::read_to_string(path) {
+    match pnet_stdlib::input::read_text(path, pnet_stdlib::input::MAX_SOURCE_BYTES) {
         Ok(text) => compile_source(path, &text, options),
         Err(e) => Output {
             diagnostics: vec![Diagnostic::error(
@@ -117,7 +117,7 @@ pub fn load(db: &mut db::Database, path: &Path, text: &str, options: &Options) -
         if p == root {
             Some(text.clone())
         } else {
-            std::fs::read_to_string(p).ok()
+            pnet_stdlib::input::read_text(p, pnet_stdlib::input::MAX_SOURCE_BYTES).ok()
         }
     })
 }
