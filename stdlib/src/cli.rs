@@ -1,5 +1,6 @@
-//! Small process-level helpers shared by the command-line tools: standard output that does
-//! not panic when its reader goes away.
+//! Small process-level helpers shared by the command-line tools: standard output and error
+//! that do not panic when they cannot be written (a closed pipe, `> /dev/full`), checked
+//! output files, and the end of a command line that is not a run (`--help`, usage errors).
 
 /// Makes writing to a closed pipe end the process quietly, as other Unix filters do
 /// (`pnetc --emit=ir net.xpnet | head`): Rust starts programs with SIGPIPE ignored, so that
@@ -42,4 +43,81 @@ macro_rules! outln {
 #[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => { $crate::cli::write_stdout(format_args!($($arg)*)) };
+}
+
+/// Writes to standard error without panicking (`eprintln!` panics when standard error cannot
+/// be written, e.g. `2> /dev/full`): a write error ends the process with status 1 — there is
+/// nowhere left to report it — or 141 for a closed pipe.
+pub fn write_stderr(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    if let Err(e) = err.write_fmt(args).and_then(|()| err.flush()) {
+        std::process::exit(if e.kind() == std::io::ErrorKind::BrokenPipe {
+            141
+        } else {
+            1
+        });
+    }
+}
+
+/// `eprintln!` through [`write_stderr`](crate::cli::write_stderr).
+#[macro_export]
+macro_rules! errln {
+    () => { $crate::cli::write_stderr(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::cli::write_stderr(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// Writes `bytes` to the file `path` (created or truncated) and makes sure they reached it;
+/// the error is the message `cannot write PATH: REASON`, for the tool to report with a
+/// non-zero exit.
+pub fn write_file(path: &std::path::Path, bytes: impl AsRef<[u8]>) -> Result<(), String> {
+    use std::io::Write;
+    let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    let mut f = std::fs::File::create(path).map_err(fail)?;
+    f.write_all(bytes.as_ref()).map_err(fail)?;
+    f.flush().map_err(fail)
+}
+
+/// Ends the process after a command line that does not start a run (the message of a
+/// `clap::Error`, rendered by [`parse_args!`](crate::parse_args)): help and version texts go to
+/// standard output (exit 0, or 1 with a message when it cannot be written); usage errors go
+/// to standard error as `PROGRAM: MESSAGE` with status `code` (2).
+pub fn exit_after_parse(program: &str, text: &str, is_error: bool, code: i32) -> ! {
+    if is_error {
+        let text = text.trim_end();
+        let text = text.strip_prefix("error: ").unwrap_or(text);
+        write_stderr(format_args!("{program}: {text}\n"));
+        std::process::exit(code);
+    }
+    write_stdout(format_args!("{text}"));
+    std::process::exit(code)
+}
+
+/// Parses the command line (`std::env::args_os()`, or the `OsString`s given) into the
+/// `clap::Parser` type `$ty`, ending the process as [`exit_after_parse`] does for `--help`,
+/// `--version` and usage errors. The calling crate depends on `clap`.
+#[macro_export]
+macro_rules! parse_args {
+    ($ty:ty, $program:expr) => {
+        $crate::parse_args!($ty, $program, ::std::env::args_os())
+    };
+    ($ty:ty, $program:expr, $argv:expr) => {
+        match <$ty as ::clap::Parser>::try_parse_from($argv) {
+            Ok(a) => a,
+            Err(e) => $crate::cli::exit_after_parse(
+                $program,
+                &e.render().to_string(),
+                e.use_stderr(),
+                e.exit_code(),
+            ),
+        }
+    };
+}
+
+/// Ends the process with a usage error: `PROGRAM: MESSAGE`, a hint at `--help`, status 2.
+pub fn usage_exit(program: &str, msg: &str) -> ! {
+    write_stderr(format_args!(
+        "{program}: {msg}\nTry '{program} --help' for more information.\n"
+    ));
+    std::process::exit(2)
 }

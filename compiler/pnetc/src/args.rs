@@ -2,6 +2,7 @@
 //! `-I/--search-path DIR`, `--W<name>[=bool]`, `--Wall`, `--Werror`, `--no-inline`,
 //! `--synthesize-virtual-places`.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use pnet_sema::Options;
@@ -141,4 +142,119 @@ pub fn take_compiler_option(
         return Ok(1);
     }
     Ok(0)
+}
+
+/// The compiler options as a clap argument group, flattened into the arguments of every tool
+/// that compiles `.xpnet` files (pnetc, pnetv, pnet2dot, gspc-run, gspc). Give the command
+/// line through [`normalize_warning_flags`] first, which turns GCC-style `--W<name>[=BOOL]`
+/// into `--W=<name>[=BOOL]`.
+#[derive(clap::Args, Debug, Default, Clone)]
+#[command(next_help_heading = "Compiler options")]
+pub struct CompilerArgs {
+    /// Look for included files in DIR (after the including file's folder); repeatable,
+    /// searched in order
+    #[arg(short = 'I', long = "search-path", value_name = "DIR")]
+    pub search_paths: Vec<PathBuf>,
+    /// Do not inline transitions marked inline="true"
+    #[arg(long)]
+    pub no_inline: bool,
+    /// Keep transitions with a place-map as child nets
+    #[arg(long)]
+    pub synthesize_virtual_places: bool,
+    /// Turn warning NAME on or off, written --W<NAME>[=BOOL] (BOOL: true/false, on/off,
+    /// yes/no, 1/0); repeatable
+    #[arg(long = "W", value_name = "NAME[=BOOL]", value_parser = parse_warning)]
+    pub warnings: Vec<(String, bool)>,
+    /// Turn on every warning
+    #[arg(long = "Wall")]
+    pub wall: bool,
+    /// Treat warnings as errors
+    #[arg(long = "Werror")]
+    pub werror: bool,
+}
+
+impl CompilerArgs {
+    /// The compiler's options.
+    pub fn options(&self) -> Options {
+        let mut o = Options {
+            search_paths: self.search_paths.clone(),
+            no_inline: self.no_inline,
+            synthesize_virtual_places: self.synthesize_virtual_places,
+            ..Options::default()
+        };
+        o.warnings.all = self.wall;
+        o.warnings.error = self.werror;
+        o.warnings.settings = self.warnings.clone();
+        o
+    }
+}
+
+/// Parses a warning setting `NAME[=BOOL]` (`inline-many-output-ports` and
+/// `inline_many_output_ports` both name one warning) into its canonical name and value.
+pub fn parse_warning(s: &str) -> Result<(String, bool), String> {
+    let (name, value) = match s.split_once('=') {
+        Some((n, v)) => {
+            let b = parse_bool(v)
+                .ok_or_else(|| format!("--W{s}: '{v}' is not a boolean (true/false)"))?;
+            (n, b)
+        }
+        None => (s, true),
+    };
+    let known = pnet_sema::WARNINGS
+        .iter()
+        .find(|(w, _)| *w == name || w.replace('_', "-") == name.replace('_', "-"));
+    let Some((canonical, _)) = known else {
+        return Err(format!("unknown warning '{name}' (see --list-warnings)"));
+    };
+    Ok((canonical.to_string(), value))
+}
+
+/// Rewrites GCC-style warning flags `--W<name>[=BOOL]` (other than `--Wall`, `--Werror`) into
+/// `--W=<name>[=BOOL]`, the form [`CompilerArgs`] parses; other arguments, those after `--`
+/// and those that are not UTF-8, are left as they are.
+pub fn normalize_warning_flags(argv: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut rest = false;
+    argv.into_iter()
+        .map(|a| {
+            if rest {
+                return a;
+            }
+            match a.to_str() {
+                Some("--") => {
+                    rest = true;
+                    a
+                }
+                Some(s)
+                    if s.starts_with("--W")
+                        && s.len() > 3
+                        && !s.starts_with("--W=")
+                        && s != "--Wall"
+                        && s != "--Werror" =>
+                {
+                    OsString::from(format!("--W={}", &s[3..]))
+                }
+                _ => a,
+            }
+        })
+        .collect()
+}
+
+/// The command line of this process with [`normalize_warning_flags`] applied.
+pub fn args_os() -> Vec<OsString> {
+    normalize_warning_flags(std::env::args_os())
+}
+
+/// The value of `-p/--put PORT=VALUE` (clap value parser).
+pub fn parse_put_arg(s: &str) -> Result<(String, pnet_stdlib::Value), String> {
+    crate::parse_put(s)
+}
+
+/// The value of `--color WHEN` (clap value parser).
+pub fn parse_color_arg(s: &str) -> Result<crate::ColorMode, String> {
+    match s {
+        "auto" => Ok(crate::ColorMode::Auto),
+        "always" => Ok(crate::ColorMode::Always),
+        "never" => Ok(crate::ColorMode::Never),
+        _ => Err(format!("unknown value '{s}' (auto, always, never)")),
+    }
 }

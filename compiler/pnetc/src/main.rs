@@ -2,72 +2,104 @@
 //!
 //! Exit codes: 0 success, 1 compile errors (or the output cannot be written), 2 usage errors.
 
+use std::ffi::OsString;
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use pnet_driver::args::{COMPILER_OPTIONS_HELP, take_compiler_option, warnings_listing};
-use pnet_driver::{ColorMode, render_diagnostics};
+use clap::{Parser, ValueEnum};
+use pnet_driver::ColorMode;
+use pnet_driver::args::{CompilerArgs, parse_color_arg, warnings_listing};
+use pnet_driver::render_diagnostics;
 use pnet_sema::Options;
+use pnet_stdlib::{errln, out, outln};
 
-const USAGE: &str = "\
-pnetc: compile an xpnet Petri net into a .pnet bundle
+const AFTER_HELP: &str = "\
+Make-style dependency options (as GCC's):
+  -M                     print make rules for the net's dependencies
+  -MM                    like -M, but without files found through a search path
+  -MF FILE               write the make rules to FILE
+  -MT TARGET             use TARGET as the rule's target
+  -MQ TARGET             like -MT, with make's special characters quoted
+  -MP                    add a phony target for each dependency
 
-Usage: pnetc [OPTIONS] [INPUT]
+Examples:
+  pnetc net.xpnet                          check a net
+  pnetc -I lib net.xpnet -o net.pnet       compile it into a bundle
+  pnetc --emit=ir net.xpnet | less         look at the compiled net
+  pnetc net.xpnet --build-modules build    build its C++ modules (gspc-run --module-path build)";
 
-INPUT is an .xpnet file whose root element is a defun (default: -i, or standard input), or
-a workload description (a file ending in .workload, see grammar/workload.md), which is
-lowered to an xpnet net first. Without -o the net is only checked.
-
-Options:
-  -i, --input FILE             the net to compile
-  -o, --output FILE            write the bundle to FILE
-      --emit KIND              print a text form to standard output: ast, ir, bytecode, or
-                               xpnet (the net generated from a .workload file; an .xpnet
-                               input is printed as it is)
-      --list-dependencies      print the files the net includes, one per line
-  -M                           print make rules for the net's dependencies
-  -MM                          like -M, but without files found through a search path
-  -MF FILE                     write the make rules to FILE
-  -MT TARGET                   use TARGET as the rule's target
-  -MQ TARGET                   like -MT, with make's special characters quoted
-  -MP                          add a phony target for each dependency
-      --color WHEN             colours in diagnostics: auto, always, never
-
-C++ modules (modules with <code>; see compiler/cxx/README.md):
-  -g, --path-to-cpp DIR        write the modules' generated C++ sources, the support header
-                               and a Makefile (make -C DIR builds lib<module>.so) to DIR
-      --build-modules DIR      generate and build every module into DIR/lib<module>.so with
-                               the C++ compiler ($CXX, default c++); run the net with
-                               gspc-run --module-path DIR
-      --gen-cxxflags FLAGS     more compiler flags for the modules (repeatable)
-      --gen-ldflags FLAGS      more linker flags for the modules (repeatable)
-      --print-cxxflags         print each module's compiler flags (`MODULE: FLAGS`)
-      --print-ldflags          print each module's linker flags (`MODULE: FLAGS`)
-  -V, --version                print the version
-  -h, --help                   print this help
-";
-
-#[derive(Default)]
-struct Args {
-    input: Option<String>,
+/// pnetc: compile an xpnet Petri net into a .pnet bundle
+///
+/// INPUT is an .xpnet file whose root element is a defun (default: -i, or standard input), or
+/// a workload description (a file ending in .workload, see grammar/workload.md), which is
+/// lowered to an xpnet net first. Without -o the net is only checked.
+#[derive(Parser)]
+#[command(name = "pnetc", after_help = AFTER_HELP, disable_version_flag = true)]
+struct Cli {
+    /// The net to compile (`-` or none: standard input)
+    #[arg(value_name = "INPUT")]
+    input_arg: Option<PathBuf>,
+    /// The net to compile
+    #[arg(
+        short = 'i',
+        long = "input",
+        value_name = "FILE",
+        conflicts_with = "input_arg"
+    )]
+    input: Option<PathBuf>,
+    /// Write the bundle to FILE
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Print a text form to standard output (xpnet: the net generated from a .workload file;
+    /// an .xpnet input is printed as it is)
+    #[arg(long, value_enum, value_name = "KIND")]
     emit: Option<Emit>,
+    /// Print the files the net includes, one per line
+    #[arg(long)]
     list_dependencies: bool,
-    make: Option<MakeDeps>,
+    /// Colours in diagnostics: auto, always, never
+    #[arg(long, value_name = "WHEN", value_parser = parse_color_arg, default_value = "auto")]
     color: ColorMode,
-    options: Options,
+    /// List the warnings with their defaults and exit
+    #[arg(long)]
+    list_warnings: bool,
+    /// Print the version
+    #[arg(short = 'V', long)]
+    version: bool,
+    #[command(flatten)]
     cxx: CxxArgs,
+    #[command(flatten)]
+    compile: CompilerArgs,
 }
 
 /// The C++ module options.
-#[derive(Default)]
+#[derive(clap::Args, Default)]
+#[command(next_help_heading = "C++ modules (modules with <code>; see compiler/cxx/README.md)")]
 struct CxxArgs {
+    /// Write the modules' generated C++ sources, the support header and a Makefile
+    /// (make -C DIR builds lib<module>.so) to DIR
+    #[arg(short = 'g', long = "path-to-cpp", value_name = "DIR")]
     sources_dir: Option<PathBuf>,
+    /// Generate and build every module into DIR/lib<module>.so with the C++ compiler ($CXX,
+    /// default c++); run the net with gspc-run --module-path DIR
+    #[arg(long = "build-modules", value_name = "DIR")]
     build_dir: Option<PathBuf>,
+    /// More compiler flags for the modules (repeatable)
+    #[arg(
+        long = "gen-cxxflags",
+        value_name = "FLAGS",
+        allow_hyphen_values = true
+    )]
     cxx_flags: Vec<String>,
+    /// More linker flags for the modules (repeatable)
+    #[arg(long = "gen-ldflags", value_name = "FLAGS", allow_hyphen_values = true)]
     ld_flags: Vec<String>,
+    /// Print each module's compiler flags (`MODULE: FLAGS`)
+    #[arg(long = "print-cxxflags")]
     print_cxx_flags: bool,
+    /// Print each module's linker flags (`MODULE: FLAGS`)
+    #[arg(long = "print-ldflags")]
     print_ld_flags: bool,
 }
 
@@ -80,12 +112,12 @@ impl CxxArgs {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Emit {
-    Xpnet,
     Ast,
     Ir,
     Bytecode,
+    Xpnet,
 }
 
 #[derive(Default)]
@@ -96,170 +128,60 @@ struct MakeDeps {
     phony: bool,
 }
 
-enum Parsed {
-    Run(Box<Args>),
-    Exit(ExitCode),
+struct Args {
+    input: Option<PathBuf>,
+    output: Option<PathBuf>,
+    emit: Option<Emit>,
+    list_dependencies: bool,
+    make: Option<MakeDeps>,
+    color: ColorMode,
+    options: Options,
+    cxx: CxxArgs,
 }
 
-fn usage_error(msg: &str) -> Parsed {
-    eprintln!("pnetc: {msg}\nTry 'pnetc --help' for more information.");
-    Parsed::Exit(ExitCode::from(2))
-}
-
-fn parse_args(argv: &[String]) -> Parsed {
-    let mut a = Args::default();
-    let mut i = 0;
-    while i < argv.len() {
-        let arg = argv[i].as_str();
-        let next = argv.get(i + 1).cloned();
-        match take_compiler_option(argv, i, &mut a.options) {
-            Err(msg) => return usage_error(&msg),
-            Ok(n) if n > 0 => {
-                i += n;
-                continue;
-            }
-            Ok(_) => {}
-        }
-        let mut used = 1;
-        match arg {
-            "-h" | "--help" => {
-                println!("{USAGE}\n{COMPILER_OPTIONS_HELP}");
-                return Parsed::Exit(ExitCode::SUCCESS);
-            }
-            "-V" | "--version" => {
-                println!(
-                    "pnetc {} (bundle format {})",
-                    env!("CARGO_PKG_VERSION"),
-                    pnet_bundle::FORMAT_VERSION
-                );
-                return Parsed::Exit(ExitCode::SUCCESS);
-            }
-            "--list-warnings" => {
-                print!("{}", warnings_listing());
-                return Parsed::Exit(ExitCode::SUCCESS);
-            }
-            "-g" | "--path-to-cpp" | "--build-modules" | "--gen-cxxflags" | "--gen-ldflags" => {
-                let Some(v) = next else {
-                    return usage_error(&format!("{arg} needs a value"));
-                };
-                used = 2;
-                match arg {
-                    "-g" | "--path-to-cpp" => a.cxx.sources_dir = Some(PathBuf::from(v)),
-                    "--build-modules" => a.cxx.build_dir = Some(PathBuf::from(v)),
-                    "--gen-cxxflags" => a.cxx.cxx_flags.push(v),
-                    _ => a.cxx.ld_flags.push(v),
-                }
-            }
-            "--print-cxxflags" => a.cxx.print_cxx_flags = true,
-            "--print-ldflags" => a.cxx.print_ld_flags = true,
-            "-i" | "--input" | "-o" | "--output" | "--emit" | "--color" | "-MF" | "-MT" | "-MQ" => {
-                let Some(v) = next else {
-                    return usage_error(&format!("{arg} needs a value"));
-                };
-                used = 2;
-                match arg {
-                    "-i" | "--input" => a.input = Some(v),
-                    "-o" | "--output" => a.output = Some(PathBuf::from(v)),
-                    "--emit" => match parse_emit(&v) {
-                        Some(e) => a.emit = Some(e),
-                        None => {
-                            return usage_error(&format!(
-                                "--emit: unknown kind '{v}' (ast, ir, bytecode, xpnet)"
-                            ));
-                        }
-                    },
-                    "--color" => match parse_color(&v) {
-                        Some(c) => a.color = c,
-                        None => {
-                            return usage_error(&format!(
-                                "--color: unknown value '{v}' (auto, always, never)"
-                            ));
-                        }
-                    },
-                    "-MF" => {
-                        let m = a.make.get_or_insert_with(MakeDeps::default);
-                        m.file = Some(PathBuf::from(v));
-                    }
-                    "-MT" => a.make.get_or_insert_with(MakeDeps::default).targets.push(v),
-                    _ => a
-                        .make
-                        .get_or_insert_with(MakeDeps::default)
-                        .targets
-                        .push(quote_make(&v)),
-                }
+/// Takes the make-style `-M*` flags out of the command line (clap has no multi-letter short
+/// flags); the rest goes to clap.
+fn take_make_flags(argv: Vec<OsString>) -> (Vec<OsString>, Option<MakeDeps>) {
+    let mut make: Option<MakeDeps> = None;
+    let mut rest = Vec::new();
+    let mut it = argv.into_iter();
+    while let Some(a) = it.next() {
+        let flag = a.to_str().unwrap_or("");
+        match flag {
+            "--" => {
+                rest.push(a);
+                rest.extend(it.by_ref());
             }
             "-M" => {
-                a.make.get_or_insert_with(MakeDeps::default);
+                make.get_or_insert_with(MakeDeps::default);
             }
-            "-MM" => {
-                a.make
-                    .get_or_insert_with(MakeDeps::default)
-                    .skip_search_path = true
-            }
-            "-MP" => a.make.get_or_insert_with(MakeDeps::default).phony = true,
-            "--list-dependencies" => a.list_dependencies = true,
-            _ => {
-                if let Some(v) = arg.strip_prefix("--emit=") {
-                    match parse_emit(v) {
-                        Some(e) => a.emit = Some(e),
-                        None => {
-                            return usage_error(&format!(
-                                "--emit: unknown kind '{v}' (ast, ir, bytecode, xpnet)"
-                            ));
-                        }
-                    }
-                } else if let Some(v) = arg.strip_prefix("--color=") {
-                    match parse_color(v) {
-                        Some(c) => a.color = c,
-                        None => {
-                            return usage_error(&format!(
-                                "--color: unknown value '{v}' (auto, always, never)"
-                            ));
-                        }
-                    }
-                } else if let Some(v) = arg.strip_prefix("--path-to-cpp=") {
-                    a.cxx.sources_dir = Some(PathBuf::from(v));
-                } else if let Some(v) = arg.strip_prefix("--build-modules=") {
-                    a.cxx.build_dir = Some(PathBuf::from(v));
-                } else if let Some(v) = arg.strip_prefix("--gen-cxxflags=") {
-                    a.cxx.cxx_flags.push(v.to_string());
-                } else if let Some(v) = arg.strip_prefix("--gen-ldflags=") {
-                    a.cxx.ld_flags.push(v.to_string());
-                } else if let Some(v) = arg.strip_prefix("--output=") {
-                    a.output = Some(PathBuf::from(v));
-                } else if let Some(v) = arg.strip_prefix("--input=") {
-                    a.input = Some(v.to_string());
-                } else if arg.starts_with('-') && arg != "-" {
-                    return usage_error(&format!("unknown option '{arg}'"));
-                } else if a.input.is_some() {
-                    return usage_error(&format!("more than one input ('{arg}')"));
-                } else {
-                    a.input = Some(arg.to_string());
+            "-MM" => make.get_or_insert_with(MakeDeps::default).skip_search_path = true,
+            "-MP" => make.get_or_insert_with(MakeDeps::default).phony = true,
+            "-MF" | "-MT" | "-MQ" => {
+                let Some(v) = it.next() else {
+                    pnet_stdlib::cli::usage_exit("pnetc", &format!("{flag} needs a value"));
+                };
+                let m = make.get_or_insert_with(MakeDeps::default);
+                if flag == "-MF" {
+                    m.file = Some(PathBuf::from(v));
+                    continue;
                 }
+                let Some(t) = v.to_str() else {
+                    pnet_stdlib::cli::usage_exit(
+                        "pnetc",
+                        &format!("{flag}: the target is not UTF-8 ({})", v.to_string_lossy()),
+                    );
+                };
+                m.targets.push(if flag == "-MT" {
+                    t.to_string()
+                } else {
+                    quote_make(t)
+                });
             }
+            _ => rest.push(a),
         }
-        i += used;
     }
-    Parsed::Run(Box::new(a))
-}
-
-fn parse_emit(s: &str) -> Option<Emit> {
-    match s {
-        "ast" => Some(Emit::Ast),
-        "ir" => Some(Emit::Ir),
-        "bytecode" => Some(Emit::Bytecode),
-        "xpnet" => Some(Emit::Xpnet),
-        _ => None,
-    }
-}
-
-fn parse_color(s: &str) -> Option<ColorMode> {
-    match s {
-        "auto" => Some(ColorMode::Auto),
-        "always" => Some(ColorMode::Always),
-        "never" => Some(ColorMode::Never),
-        _ => None,
-    }
+    (rest, make)
 }
 
 /// Quotes a target for make (`-MQ`): `$` as `$$`, spaces and `#` with a backslash.
@@ -280,50 +202,66 @@ fn quote_make(s: &str) -> String {
 
 fn main() -> ExitCode {
     pnet_stdlib::cli::exit_quietly_on_broken_pipe();
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let args = match parse_args(&argv) {
-        Parsed::Run(mut a) => {
-            // Generating module code makes `duplicate_external_function` an error.
-            a.options.build_modules = a.cxx.build_dir.is_some();
-            a
-        }
-        Parsed::Exit(code) => return code,
+    let (argv, make) = take_make_flags(pnet_driver::args::args_os());
+    let cli = pnet_stdlib::parse_args!(Cli, "pnetc", argv);
+    if cli.version {
+        outln!(
+            "pnetc {} (bundle format {})",
+            env!("CARGO_PKG_VERSION"),
+            pnet_bundle::FORMAT_VERSION
+        );
+        return ExitCode::SUCCESS;
+    }
+    if cli.list_warnings {
+        out!("{}", warnings_listing());
+        return ExitCode::SUCCESS;
+    }
+    let mut options = cli.compile.options();
+    // Generating module code makes `duplicate_external_function` an error.
+    options.build_modules = cli.cxx.build_dir.is_some();
+    let args = Args {
+        input: cli.input.or(cli.input_arg),
+        output: cli.output,
+        emit: cli.emit,
+        list_dependencies: cli.list_dependencies,
+        make,
+        color: cli.color,
+        options,
+        cxx: cli.cxx,
     };
     run(&args)
 }
 
 fn run(args: &Args) -> ExitCode {
     let output = match args.input.as_deref() {
-        Some(path) if pnet_workload::is_workload_path(Path::new(path)) => {
-            match compile_workload(Path::new(path), args) {
-                Ok(out) => out,
-                Err(code) => return code,
-            }
-        }
-        Some(path) if path != "-" => {
-            let out = pnet_sema::compile_path(Path::new(path), &args.options);
+        Some(path) if pnet_workload::is_workload_path(path) => match compile_workload(path, args) {
+            Ok(out) => out,
+            Err(code) => return code,
+        },
+        Some(path) if path != Path::new("-") => {
+            let out = pnet_sema::compile_path(path, &args.options);
             if args.emit == Some(Emit::Xpnet)
                 && let Some(root) = out.files.first()
             {
-                print!("{}", root.text);
+                out!("{}", root.text);
             }
             out
         }
         _ => {
             let mut stdin = std::io::stdin();
             if stdin.is_terminal() {
-                eprintln!(
+                errln!(
                     "pnetc: no input (give a file, or pipe a net into standard input)\nTry 'pnetc --help' for more information."
                 );
                 return ExitCode::from(2);
             }
             let mut text = String::new();
             if let Err(e) = stdin.read_to_string(&mut text) {
-                eprintln!("pnetc: cannot read standard input: {e}");
+                errln!("pnetc: cannot read standard input: {e}");
                 return ExitCode::from(1);
             }
             if args.emit == Some(Emit::Xpnet) {
-                print!("{text}");
+                out!("{text}");
             }
             pnet_sema::compile_source(Path::new("<stdin>"), &text, &args.options)
         }
@@ -331,7 +269,7 @@ fn run(args: &Args) -> ExitCode {
     if !args
         .input
         .as_deref()
-        .is_some_and(|p| pnet_workload::is_workload_path(Path::new(p)))
+        .is_some_and(pnet_workload::is_workload_path)
     {
         render_diagnostics(&output.files, &output.diagnostics, args.color);
     }
@@ -341,17 +279,17 @@ fn run(args: &Args) -> ExitCode {
             Emit::Xpnet => {}
             Emit::Ast => {
                 if let (Some(ast), Some(root)) = (&output.ast, output.files.first()) {
-                    print!("{}", pnet_syntax::xml::print_ast(ast, &root.text));
+                    out!("{}", pnet_syntax::xml::print_ast(ast, &root.text));
                 }
             }
             Emit::Ir => {
                 if let Some(b) = &output.bundle {
-                    print!("{b}");
+                    out!("{b}");
                 }
             }
             Emit::Bytecode => {
                 if let Some(b) = &output.bundle {
-                    print!("{}", pnet_bundle::text::bytecode_listing(b));
+                    out!("{}", pnet_bundle::text::bytecode_listing(b));
                 }
             }
         }
@@ -359,13 +297,13 @@ fn run(args: &Args) -> ExitCode {
 
     if args.list_dependencies {
         for dep in output.dependencies() {
-            println!("{}", dep.display());
+            outln!("{}", dep.display());
         }
     }
     if let Some(make) = &args.make
         && let Err(e) = write_make_rules(args, make, &output)
     {
-        eprintln!("pnetc: {e}");
+        errln!("pnetc: {e}");
         return ExitCode::from(1);
     }
 
@@ -378,7 +316,7 @@ fn run(args: &Args) -> ExitCode {
             .first()
             .map(|f| f.path.display().to_string())
             .unwrap_or_default();
-        eprintln!(
+        errln!(
             "pnetc: {root}: {errors} error{}, {warnings} warning{}",
             plural(errors),
             plural(warnings)
@@ -389,12 +327,12 @@ fn run(args: &Args) -> ExitCode {
         let bytes = match pnet_bundle::format::encode(bundle) {
             Ok(b) => b,
             Err(e) => {
-                eprintln!("pnetc: {e}");
+                errln!("pnetc: {e}");
                 return ExitCode::from(1);
             }
         };
-        if let Err(e) = std::fs::write(path, bytes) {
-            eprintln!("pnetc: cannot write {}: {e}", path.display());
+        if let Err(e) = pnet_stdlib::cli::write_file(path, bytes) {
+            errln!("pnetc: {e}");
             return ExitCode::from(1);
         }
     }
@@ -412,9 +350,9 @@ fn run(args: &Args) -> ExitCode {
 fn cxx_modules(args: &Args, bundle: &pnet_bundle::Bundle) -> Result<(), ExitCode> {
     let report = |diags: Vec<pnet_cxx::Diagnostic>| {
         for d in &diags {
-            eprintln!("{d}");
+            errln!("{d}");
         }
-        eprintln!(
+        errln!(
             "pnetc: {} error{} in C++ modules",
             diags.len(),
             if diags.len() == 1 { "" } else { "s" }
@@ -436,10 +374,10 @@ fn cxx_modules(args: &Args, bundle: &pnet_bundle::Bundle) -> Result<(), ExitCode
                 .sources_dir
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("."));
-            println!("{}: {}", m.name, options.cxx_flags_of(m, &dir).join(" "));
+            outln!("{}: {}", m.name, options.cxx_flags_of(m, &dir).join(" "));
         }
         if args.cxx.print_ld_flags {
-            println!("{}: {}", m.name, options.ld_flags_of(m).join(" "));
+            outln!("{}: {}", m.name, options.ld_flags_of(m).join(" "));
         }
     }
     if let Some(dir) = &args.cxx.sources_dir {
@@ -447,7 +385,7 @@ fn cxx_modules(args: &Args, bundle: &pnet_bundle::Bundle) -> Result<(), ExitCode
     }
     if let Some(dir) = &args.cxx.build_dir {
         if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!("pnetc: cannot create {}: {e}", dir.display());
+            errln!("pnetc: cannot create {}: {e}", dir.display());
             return Err(ExitCode::from(1));
         }
         pnet_cxx::build(&modules, dir, &options).map_err(report)?;
@@ -459,16 +397,16 @@ fn cxx_modules(args: &Args, bundle: &pnet_bundle::Bundle) -> Result<(), ExitCode
 /// Diagnostics are rendered here; the error is the exit code.
 fn compile_workload(path: &Path, args: &Args) -> Result<pnet_sema::Output, ExitCode> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        eprintln!("pnetc: cannot read {}: {e}", path.display());
+        errln!("pnetc: cannot read {}: {e}", path.display());
         ExitCode::from(1)
     })?;
     let fail = |msg: String| {
-        eprintln!("pnetc: {msg}");
+        errln!("pnetc: {msg}");
         ExitCode::from(1)
     };
     let lowered = pnet_driver::net::lower_workload(path, &text, args.color).map_err(fail)?;
     if args.emit == Some(Emit::Xpnet) {
-        print!("{lowered}");
+        out!("{lowered}");
     }
     let mut out = pnet_driver::net::compile_lowered(path, &lowered, &args.options, args.color)
         .map_err(fail)?;
@@ -487,7 +425,7 @@ fn write_make_rules(
     let targets = if make.targets.is_empty() {
         let t = match (&args.output, args.input.as_deref()) {
             (Some(o), _) => o.display().to_string(),
-            (None, Some(i)) => Path::new(i).with_extension("pnet").display().to_string(),
+            (None, Some(i)) => i.with_extension("pnet").display().to_string(),
             (None, None) => "-".to_string(),
         };
         vec![quote_make(&t)]
@@ -514,11 +452,9 @@ fn write_make_rules(
         }
     }
     match &make.file {
-        Some(f) => {
-            std::fs::write(f, text).map_err(|e| format!("cannot write {}: {e}", f.display()))
-        }
+        Some(f) => pnet_stdlib::cli::write_file(f, text),
         None => {
-            print!("{text}");
+            out!("{text}");
             Ok(())
         }
     }

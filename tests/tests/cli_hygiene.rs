@@ -1,0 +1,203 @@
+//! Command-line hygiene of every binary (issues 20 and 21): a command line that is not UTF-8
+//! (a file name, a `-p` value) is a clean usage error or works, never a panic (exit 101);
+//! output that cannot be written (`> /dev/full`) is reported with a message and a non-zero
+//! exit instead of a panic or a silent success; `--help` works.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// Runs `tool ARGS` with its standard output going to `stdout` and no input.
+fn run_to(tool: &str, args: &[&OsStr], stdout: Stdio) -> Output {
+    Command::new(pnet_tests::bin(tool))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .env_remove("PNET_MODULE_PATH")
+        .env_remove("GSPC_STATE_DIR")
+        .output()
+        .unwrap_or_else(|e| panic!("run {tool}: {e}"))
+}
+
+fn run(tool: &str, args: &[&OsStr]) -> Output {
+    run_to(tool, args, Stdio::piped())
+}
+
+/// Runs `tool ARGS` with standard output on `/dev/full`.
+fn run_full(tool: &str, args: &[&OsStr]) -> Output {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    run_to(tool, args, Stdio::from(full))
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn os(s: &str) -> &OsStr {
+    OsStr::new(s)
+}
+
+/// `\xff`: not UTF-8.
+fn bad() -> &'static OsStr {
+    OsStr::from_bytes(b"\xff")
+}
+
+#[track_caller]
+fn assert_no_panic(tool: &str, args: &[&OsStr], o: &Output) {
+    assert_ne!(
+        o.status.code(),
+        Some(101),
+        "{tool} {args:?} panicked:\n{}",
+        stderr(o)
+    );
+    assert!(o.status.code().is_some(), "{tool} {args:?}: {:?}", o.status);
+    assert!(
+        !stderr(o).contains("panicked"),
+        "{tool} {args:?} panicked:\n{}",
+        stderr(o)
+    );
+}
+
+/// A usage error: status 2 and a message naming the tool, no panic.
+#[track_caller]
+fn assert_usage_error(tool: &str, args: &[&OsStr]) {
+    let o = run(tool, args);
+    assert_no_panic(tool, args, &o);
+    assert_eq!(o.status.code(), Some(2), "{tool} {args:?}:\n{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(tool),
+        "{tool} {args:?}:\n{}",
+        stderr(&o)
+    );
+}
+
+/// A failure to write standard output: a non-zero status (not a panic) and a message.
+#[track_caller]
+fn assert_write_error_reported(tool: &str, args: &[&OsStr]) {
+    let o = run_full(tool, args);
+    assert_no_panic(tool, args, &o);
+    assert_ne!(
+        o.status.code(),
+        Some(0),
+        "{tool} {args:?} > /dev/full succeeded"
+    );
+    assert!(
+        stderr(&o).contains("cannot write"),
+        "{tool} {args:?} > /dev/full:\n{}",
+        stderr(&o)
+    );
+}
+
+fn example(path: &str) -> OsString {
+    // This crate's folder is `tests/` in the workspace.
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(path)
+        .into_os_string()
+}
+
+/// A scratch folder of this test process.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cli-hygiene-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Every binary these tests cover.
+const TOOLS: &[&str] = &["pnetc"];
+
+#[test]
+fn help_works_for_every_binary() {
+    for &tool in TOOLS {
+        let o = run(tool, &[os("--help")]);
+        assert!(o.status.success(), "{tool} --help: {}", stderr(&o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains("Usage:"), "{tool} --help:\n{text}");
+        assert_write_error_reported(tool, &[os("--help")]);
+    }
+}
+
+#[test]
+fn pnetc_non_utf8_arguments() {
+    let o = run("pnetc", &[bad()]);
+    assert_no_panic("pnetc", &[bad()], &o);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    for flag in ["-o", "-i", "-I", "-MF", "-g"] {
+        let o = run("pnetc", &[os(flag), bad(), os("-")]);
+        assert_no_panic("pnetc", &[os(flag), bad()], &o);
+    }
+    assert_usage_error("pnetc", &[os("-MT"), bad()]);
+    assert_usage_error("pnetc", &[os("--emit"), bad()]);
+    assert_usage_error("pnetc", &[os("--gen-cxxflags"), bad()]);
+}
+
+/// A net whose file name is not UTF-8 compiles, and its bundle goes to a file name that is
+/// not UTF-8 either.
+#[test]
+fn pnetc_compiles_a_net_with_a_non_utf8_name() {
+    let dir = scratch("pnetc");
+    let mut name = b"hello-".to_vec();
+    name.push(0xff);
+    let net = dir.join(OsString::from_vec(
+        [name.clone(), b".xpnet".to_vec()].concat(),
+    ));
+    std::fs::copy(example("examples/hello/hello.xpnet"), &net).unwrap();
+    let out = dir.join(OsString::from_vec([name, b".pnet".to_vec()].concat()));
+    let o = run("pnetc", &[net.as_os_str(), os("-o"), out.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::metadata(&out).unwrap().len() > 0);
+    let o = run("pnetc", &[os("-M"), net.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rules = String::from_utf8_lossy(&o.stdout);
+    assert!(rules.contains(".xpnet"), "{rules}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn pnetc_reports_output_it_cannot_write() {
+    let hello = example("examples/hello/hello.xpnet");
+    let hello = hello.as_os_str();
+    for args in [
+        &[os("--emit=ir"), hello][..],
+        &[os("--emit=ast"), hello],
+        &[os("--emit=bytecode"), hello],
+        &[os("--emit=xpnet"), hello],
+        &[os("-M"), hello],
+        &[os("--list-warnings")],
+        &[os("--version")],
+    ] {
+        assert_write_error_reported("pnetc", args);
+    }
+    // A net with includes (from the GPI-Space corpus, read in place).
+    let gpispace = example("../shared/corpus/gpispace/share");
+    let lib = Path::new(&gpispace).join("xml/lib");
+    let net = Path::new(&gpispace).join("doc/example/sequence/use_sequence.xpnet");
+    let args = [
+        os("-I"),
+        lib.as_os_str(),
+        os("--list-dependencies"),
+        net.as_os_str(),
+    ];
+    assert!(!run("pnetc", &args).stdout.is_empty());
+    assert_write_error_reported("pnetc", &args);
+
+    let o = run("pnetc", &[hello, os("-o"), os("/dev/full")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot write /dev/full"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run("pnetc", &[hello, os("-M"), os("-MF"), os("/dev/full")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot write /dev/full"),
+        "{}",
+        stderr(&o)
+    );
+}
