@@ -2,8 +2,9 @@
 //! LE), payload length (u64 LE), then the postcard-encoded payload. Bundles ([`encode`],
 //! [`decode`]) carry a [`Bundle`]; result files ([`crate::result`]) the output tokens of a
 //! run. Both are refused on a wrong magic, version or checksum, and on bytes after the
-//! payload (appended to the file, or inside the payload after the encoded value). A decoded
-//! bundle is also validated ([`crate::validate`]): every reader gets a well-formed one.
+//! payload (appended to the file, or inside the payload after the encoded value); a payload
+//! nests at most [`crate::nesting::MAX_NESTING`] levels deep. A decoded bundle is also
+//! validated ([`crate::validate`]): every reader gets a well-formed one.
 
 use std::fmt;
 
@@ -131,8 +132,8 @@ impl Container {
         Ok(out)
     }
 
-    /// Decodes a file of this kind, refusing a wrong magic, version or checksum and trailing
-    /// bytes.
+    /// Decodes a file of this kind, refusing a wrong magic, version or checksum, trailing
+    /// bytes and nesting deeper than [`crate::nesting::MAX_NESTING`].
     pub fn decode<T: DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, BundleError> {
         let what = self.what;
         if bytes.len() < 8 || &bytes[..8] != self.magic {
@@ -168,15 +169,12 @@ impl Container {
         if crc32fast::hash(payload) != crc {
             return Err(BundleError::ChecksumMismatch { what });
         }
-        let (value, rest) =
-            postcard::take_from_bytes(payload).map_err(|e| BundleError::Decode {
-                what,
-                message: e.to_string(),
-            })?;
-        if !rest.is_empty() {
+        let (value, rest) = crate::nesting::take_from_bytes(payload)
+            .map_err(|message| BundleError::Decode { what, message })?;
+        if rest > 0 {
             return Err(BundleError::TrailingBytes {
                 what,
-                count: rest.len() as u64,
+                count: rest as u64,
             });
         }
         Ok(value)

@@ -8,6 +8,7 @@ mod build;
 pub mod bytecode;
 pub mod format;
 pub mod ir;
+pub mod nesting;
 pub mod result;
 pub mod text;
 pub mod validate;

@@ -209,3 +209,49 @@ fn random_payload_damage_never_panics() {
         "{refused} refused, {accepted} accepted"
     );
 }
+
+/// A result file whose one token is `List (List (... Control))`, `depth` lists deep, built
+/// byte by byte (a value that deep would overflow the stack when dropped).
+fn deep_result(depth: usize) -> Vec<u8> {
+    let shallow = RunOutputs {
+        net: "n".into(),
+        ports: vec![OutputPort {
+            name: "p".into(),
+            ty: Type::Any,
+            tokens: vec![Value::Control],
+        }],
+    };
+    let mut p = payload(&shallow.encode().unwrap()).to_vec();
+    // The token `Control` (variant 0) is the last byte; `List` is variant 14, then a length.
+    assert_eq!(p.pop(), Some(0));
+    for _ in 0..depth {
+        p.extend_from_slice(&[14, 1]);
+    }
+    p.push(0);
+    frame(RESULT.magic, RESULT.version, &p)
+}
+
+/// Nesting as deep as the literal syntax allows decodes; much deeper is an error, not a
+/// stack overflow, even on a 2 MiB thread stack (a runtime's worker thread).
+#[test]
+fn deep_nesting_is_refused_not_a_stack_overflow() {
+    let decoded = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| {
+            let fits = RunOutputs::decode(&deep_result(pnet_stdlib::literal::MAX_LITERAL_DEPTH));
+            let deep = RunOutputs::decode(&deep_result(100_000));
+            (
+                fits.map(|o| o.ports[0].tokens[0].to_string().len()),
+                deep.map(|_| ()),
+            )
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    // `List (` and `)` per level around `[]`.
+    let depth = pnet_stdlib::literal::MAX_LITERAL_DEPTH;
+    assert_eq!(decoded.0.unwrap(), depth * "List ()".len() + 2);
+    let e = decoded.1.unwrap_err();
+    expect!["result file cannot be decoded: nested deeper than 512 levels"]
+        .assert_eq(&e.to_string());
+}

@@ -154,6 +154,38 @@ fn pnetget_refuses_trailing_bytes_and_damaged_files() {
     );
 }
 
+/// A result file whose token nests 100,000 lists deep: an error, not a stack overflow.
+#[test]
+fn pnetget_refuses_deep_nesting() {
+    let shallow = outputs().encode().unwrap();
+    let mut payload = shallow[24..].to_vec();
+    // The token `Control` (variant 0) is the last byte; `List` is variant 14, then a length.
+    assert_eq!(payload.pop(), Some(0));
+    for _ in 0..100_000 {
+        payload.extend_from_slice(&[14, 1]);
+    }
+    payload.push(0);
+    let mut bytes = shallow[..12].to_vec();
+    bytes.extend_from_slice(&crc32(&payload).to_le_bytes());
+    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(&payload);
+    let dir = Scratch::new("deep");
+    let bad = dir.file("deep.result", &bytes);
+    let e = refused(
+        &pnetget(&[path(&bad)]),
+        "nested deeper than",
+        "deep nesting",
+    );
+    assert_eq!(
+        e,
+        format!(
+            "pnetget: {}: result file cannot be decoded: nested deeper than {} levels\n",
+            path(&bad),
+            pnet_bundle::nesting::MAX_NESTING
+        )
+    );
+}
+
 /// A small deterministic generator (xorshift), so that a failure reproduces.
 struct Rng(u64);
 
