@@ -393,7 +393,7 @@ fn types_net() -> String {
   o_b = !b;
   o_s = s + "!";
   o_bs = bs;
-  o_bs.ins (5);
+  o_bs.ins (5).ins (4294967295UL);
   o_l = l;
   o_l.push_back (value_type (7));
   o_st = st;
@@ -433,7 +433,7 @@ fn values_of_every_type_cross_the_boundary_both_ways() {
             "c='a'",
             "b=true",
             r#"s="say \"hi\"""#,
-            "bs={ 10}",
+            "bs={ 10 @288230376151711743 9223372036854775808}",
             r#"l=List (1L, "a", 2.5)"#,
             "st=Set {2L}",
             r#"m=Map [1L -> "one"]"#,
@@ -448,7 +448,8 @@ fn values_of_every_type_cross_the_boundary_both_ways() {
         results(&o, &ports),
         vec![
             "o_b = false",
-            "o_bs = { 42}",
+            // Elements up to the largest unsigned long cross both ways (stored sparse).
+            "o_bs = { 42 @67108863 9223372036854775808 @288230376151711743 9223372036854775808}",
             "o_c = 'b'",
             "o_d = 2.5",
             "o_f = 3.0f",

@@ -13,6 +13,7 @@
 #ifndef PNET_CXX_HPP
 #define PNET_CXX_HPP
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstddef>
@@ -101,38 +102,54 @@ inline std::ostream& operator<<(std::ostream& os, const control&) { return os <<
 namespace pnet {
 namespace type {
 namespace bitsetofint {
-// A set of non-negative integers, as 64-bit words (bit i of word w is element 64 * w + i).
+// A set of unsigned longs, up to the largest one. Stored sparse: `words` maps a word index w
+// to its 64-bit word when that word is nonzero (bit i of word w is element 64 * w + i), so
+// memory is proportional to the nonzero words: `ins (18446744073709551615UL)` adds one word.
 struct type {
-  std::vector<uint64_t> words;
+  std::map<unsigned long, uint64_t> words;
   type() = default;
-  explicit type(std::vector<uint64_t> w) : words(std::move(w)) {}
+  // From GPI-Space's dense words, least significant first.
+  explicit type(const std::vector<uint64_t>& w) {
+    for (std::size_t i = 0; i < w.size(); ++i)
+      if (w[i] != 0) words[i] = w[i];
+  }
   type& ins(unsigned long i) {
-    if (words.size() <= i / 64) words.resize(i / 64 + 1, 0);
     words[i / 64] |= uint64_t(1) << (i % 64);
     return *this;
   }
   type& del(unsigned long i) {
-    if (i / 64 < words.size()) words[i / 64] &= ~(uint64_t(1) << (i % 64));
+    auto it = words.find(i / 64);
+    if (it != words.end()) {
+      it->second &= ~(uint64_t(1) << (i % 64));
+      if (it->second == 0) words.erase(it);
+    }
     return *this;
   }
   bool is_element(unsigned long i) const {
-    return i / 64 < words.size() && ((words[i / 64] >> (i % 64)) & 1) != 0;
+    auto it = words.find(i / 64);
+    return it != words.end() && ((it->second >> (i % 64)) & 1) != 0;
   }
   std::size_t count() const {
     std::size_t n = 0;
-    for (uint64_t w : words)
-      for (; w != 0; w &= w - 1) ++n;
+    for (const auto& [index, w] : words)
+      for (uint64_t x = w; x != 0; x &= x - 1) ++n;
     return n;
   }
-  // Without trailing zero words, so that equal sets compare equal.
-  std::vector<uint64_t> normal() const {
-    std::vector<uint64_t> w(words);
-    while (!w.empty() && w.back() == 0) w.pop_back();
-    return w;
+  // The elements, in increasing order.
+  std::set<unsigned long> elements() const {
+    std::set<unsigned long> out;
+    for (const auto& [index, w] : words)
+      for (unsigned b = 0; b < 64; ++b)
+        if ((w >> b) & 1) out.insert(index * 64 + b);
+    return out;
   }
-  bool operator==(const type& o) const { return normal() == o.normal(); }
+  bool operator==(const type& o) const { return words == o.words; }
   bool operator!=(const type& o) const { return !(*this == o); }
-  bool operator<(const type& o) const { return normal() < o.normal(); }
+  // As the unsigned numbers they represent (as the interpreter orders bitsets): from the
+  // highest nonzero word down.
+  bool operator<(const type& o) const {
+    return std::lexicographical_compare(words.rbegin(), words.rend(), o.words.rbegin(), o.words.rend());
+  }
 };
 }  // namespace bitsetofint
 
@@ -722,14 +739,14 @@ inline void from_json(const json::value& v, bitsetofint::type& x, const tydesc&,
   if (v.kind != json::value::array) mismatch(path, "an array of bit indices (bitset)", v);
   x = bitsetofint::type();
   for (std::size_t i = 0; i < v.items.size(); ++i)
-    x.ins(static_cast<unsigned long>(json_unsigned(v.items[i], (1UL << 26) - 1, path + "[" + std::to_string(i) + "]", "bit index")));
+    x.ins(static_cast<unsigned long>(json_unsigned(v.items[i], UINT64_MAX, path + "[" + std::to_string(i) + "]", "bit index")));
 }
 inline void to_json(std::string& out, const bitsetofint::type& x, const tydesc&) {
   out += '[';
   bool first = true;
-  for (std::size_t w = 0; w < x.words.size(); ++w)
+  for (const auto& [w, word] : x.words)
     for (unsigned b = 0; b < 64; ++b)
-      if ((x.words[w] >> b) & 1) {
+      if ((word >> b) & 1) {
         if (!first) out += ',';
         first = false;
         out += std::to_string(w * 64 + b);
@@ -888,9 +905,21 @@ struct show_visitor {
     }
     out += '"';
   }
+  // Every word up to the highest nonzero one, as GPI-Space prints them; beyond 2^16 words,
+  // runs of zero words print as a skip to the next word's index, `{ 1 @70000 5}` (as the
+  // interpreter prints them, and reads them back).
   void operator()(const bitsetofint::type& b) const {
     out += '{';
-    for (uint64_t w : b.normal()) out += " " + std::to_string(w);
+    const bool dense = b.words.empty() || b.words.rbegin()->first < (1UL << 16);
+    unsigned long next = 0;
+    for (const auto& [w, word] : b.words) {
+      if (dense)
+        for (; next < w; ++next) out += " 0";
+      else if (w > next)
+        out += " @" + std::to_string(w);
+      out += " " + std::to_string(word);
+      next = w + 1;
+    }
     out += '}';
   }
   void operator()(const bytearray::type& b) const {

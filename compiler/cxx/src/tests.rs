@@ -385,8 +385,32 @@ mod compiled {
       <connect-in port="o" place="o"/>
       <connect-out port="text" place="text"/>
     </transition>
+    <transition name="bits">
+      <defun>
+        <in name="bs" type="bitset"/>
+        <out name="shown" type="string"/>
+        <module name="memtest" function="shown bits (bs)">
+          <cinclude href="sstream"/>
+          <code><![CDATA[
+            using gspc::pnet::type::value::value_type;
+            gspc::pnet::type::bitsetofint::type b = bs;
+            b.ins (4294967295UL).del (0);
+            std::ostringstream s;
+            s << value_type (bs) << " " << value_type (b) << " count=" << b.count ()
+              << " max=" << b.is_element (18446744073709551615UL)
+              << " words=" << b.words.size () << (bs < b ? " <" : " >=")
+              << (b == b ? " ==" : " !=");
+            return s.str ();
+          ]]></code>
+        </module>
+      </defun>
+      <connect-in port="bs" place="bs"/>
+      <connect-out port="shown" place="shown"/>
+    </transition>
     <place name="o" type="outer"/>
     <place name="text" type="string"/>
+    <place name="bs" type="bitset"/>
+    <place name="shown" type="string"/>
   </net>
 </defun>
 "#;
@@ -476,6 +500,41 @@ mod compiled {
                 r#"{"text":"Struct [s := \"x\", i := Struct [b := true, l := List (1L, \"a\")]] == != <"}"#
                     .to_string()
             )
+        );
+        // Bitsets: elements up to the largest unsigned long, stored sparse on both sides; the
+        // C++ side prints them as the interpreter does (`@i` skips beyond 2^16 words).
+        let bits = |input: &str| {
+            let (status, out) = call(&lib, "bits", None, input, &[], false);
+            assert_eq!(status, 0, "{out}");
+            // (The text has no character JSON escapes.)
+            out.strip_prefix(r#"{"shown":""#)
+                .and_then(|o| o.strip_suffix(r#""}"#))
+                .unwrap_or_else(|| panic!("{out}"))
+                .to_string()
+        };
+        let shown = bits(r#"{"bs": [0, 18446744073709551615]}"#);
+        assert_eq!(
+            shown,
+            "{ 1 @288230376151711743 9223372036854775808} \
+             { @67108863 9223372036854775808 @288230376151711743 9223372036854775808} \
+             count=2 max=1 words=2 < =="
+        );
+        // What C++ prints reads back in the interpreter's literal syntax.
+        let b = pnet_stdlib::Bitset::from_elements([(1 << 32) - 1, u64::MAX]);
+        let printed = shown
+            .split(" count")
+            .next()
+            .unwrap()
+            .split_once("} ")
+            .unwrap()
+            .1;
+        assert_eq!(
+            pnet_stdlib::literal::parse_literal(printed),
+            Ok(pnet_stdlib::Value::Bitset(b))
+        );
+        assert_eq!(
+            bits(r#"{"bs": [128, 1, 64]}"#),
+            "{ 2 1 1} { 2 1 1 @67108863 9223372036854775808} count=4 max=0 words=4 < =="
         );
     }
 
