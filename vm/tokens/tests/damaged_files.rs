@@ -94,6 +94,39 @@ fn pnetput_refuses_every_broken_reference() {
     }
 }
 
+/// `load_net`, through which `gspc-run`, `gspc submit`, `pnetv` and `pnet2dot` read a net,
+/// decodes with the same validation.
+#[test]
+fn every_reader_refuses_every_broken_reference() {
+    let good = damage::compile();
+    let options = pnet_sema::Options::default();
+    let load = |bytes: &[u8]| {
+        pnet_driver::load_net(
+            Path::new("bad.pnet"),
+            bytes,
+            &options,
+            pnet_driver::ColorMode::Never,
+        )
+        .map(|(b, _)| b)
+    };
+    assert_eq!(load(&format::encode(&good).unwrap()).unwrap(), good);
+    for (name, damage) in damage::damages() {
+        let mut b = good.clone();
+        damage(&mut b);
+        let bytes = format::encode(&b).unwrap();
+        let e = load(&bytes).expect_err(name);
+        let message = format::decode(&bytes).unwrap_err().to_string();
+        assert_eq!(e, format!("bad.pnet: {message}"), "{name}");
+        assert!(message.starts_with("bad bundle: "), "{name}: {message}");
+    }
+    let mut trailing = format::encode(&good).unwrap();
+    trailing.push(0);
+    assert_eq!(
+        load(&trailing).unwrap_err(),
+        "bad.pnet: bundle has 1 trailing byte after its payload: the file is corrupt"
+    );
+}
+
 #[test]
 fn pnetput_refuses_trailing_bytes() {
     let dir = Scratch::new("trailing");
