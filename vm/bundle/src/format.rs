@@ -15,7 +15,7 @@ use crate::Bundle;
 
 pub const MAGIC: &[u8; 8] = b"PNETBNDL";
 /// Bumped on every incompatible change of the IR or the bytecode.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// One kind of file: its magic, version and name for messages.
 #[derive(Clone, Copy, Debug)]

@@ -10,7 +10,7 @@ use crate::format::{BundleError, Container};
 
 pub const RESULT: Container = Container {
     magic: b"PNETRSLT",
-    version: 1,
+    version: 2,
     what: "result file",
     fix: "run the net again with this version",
 };
