@@ -1887,7 +1887,7 @@ impl State {
                 }
                 // A place-map makes the child's virtual place the real place here, that is
                 // wherever that place's tokens live (nested maps resolve to the outermost).
-                let up = tr
+                let up: Vec<(u32, u32, u32)> = tr
                     .place_map
                     .iter()
                     .map(|&(v, r)| {
@@ -1895,6 +1895,22 @@ impl State {
                         (v.0, h, hp as u32)
                     })
                     .collect();
+                // The tokens of a place are lent to one place of the child at a time.
+                for (k, &(v, h, hp)) in up.iter().enumerate() {
+                    if let Some(&(w, _, _)) = up[..k].iter().find(|&&(_, g, gp)| (g, gp) == (h, hp))
+                    {
+                        let cnet = prog.net_ir(cf);
+                        let name = |p: u32| cnet.places[p as usize].name.clone();
+                        let home = &prog.net_ir(self.instance(h).func).places[hp as usize].name;
+                        return Err(RunError::bundle(format!(
+                            "place-map: virtual places `{}` and `{}` of the child net are both \
+                             place `{home}`; the engine maps at most one place of a child net \
+                             to a place",
+                            name(w),
+                            name(v)
+                        )));
+                    }
+                }
                 let link = ParentLink {
                     instance: i,
                     transition: TransitionId(t as u32),
