@@ -47,6 +47,11 @@ fn bad() -> &'static OsStr {
     OsStr::from_bytes(b"\xff")
 }
 
+/// `n=\xff`: a `-p` binding whose value is not UTF-8.
+fn bad_put() -> &'static OsStr {
+    OsStr::from_bytes(b"n=\xff")
+}
+
 #[track_caller]
 fn assert_no_panic(tool: &str, args: &[&OsStr], o: &Output) {
     assert_ne!(
@@ -109,7 +114,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// Every binary these tests cover.
-const TOOLS: &[&str] = &["pnetc"];
+const TOOLS: &[&str] = &["pnetc", "pnetv"];
 
 #[test]
 fn help_works_for_every_binary() {
@@ -200,4 +205,19 @@ fn pnetc_reports_output_it_cannot_write() {
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn pnetv_non_utf8_arguments() {
+    let o = run("pnetv", &[bad()]);
+    assert_no_panic("pnetv", &[bad()], &o);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let hello = example("examples/hello/hello.xpnet");
+    assert_usage_error("pnetv", &[&hello, os("-p"), bad_put()]);
+    assert_usage_error("pnetv", &[&hello, os("--assume"), bad()]);
+    let o = run(
+        "pnetv",
+        &[&hello, os("--trace-out"), bad(), os("-p"), os("name=\"x\"")],
+    );
+    assert_no_panic("pnetv", &[os("--trace-out"), bad()], &o);
 }

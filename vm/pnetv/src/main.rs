@@ -6,84 +6,122 @@
 //! 4 the analysis stopped at a limit (`--max-states`, `--max-memory`, `--max-tokens`) without finding either.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use clap::Parser;
 use pnet_bundle::Bundle;
-use pnet_driver::args::{
-    COMPILER_OPTIONS_HELP, option_value, parse_number, split_flag, take_compiler_option,
-};
-use pnet_driver::{ColorMode, load_net, parse_put, parse_value};
+use pnet_driver::args::{CompilerArgs, parse_put_arg};
+use pnet_driver::{ColorMode, load_net, parse_value};
 use pnet_stdlib::Value;
+use pnet_stdlib::errln;
 use pnet_verify::Reduction;
 use pnet_verify::coloured::{ColouredOptions, ColouredResult, explore_bundle};
 use pnet_verify::pt::{PtAnalysis, analyse_pt};
 use pnet_verify::report::Report;
 
-const USAGE: &str = "\
-pnetv: verify a Petri net by exploring its state space
-
-Usage: pnetv [OPTIONS] NET
-
-NET is a Place/Transition net in PNML (.pnml, the Model Checking Contest's format), a bundle
-written by pnetc (.pnet), an .xpnet file, compiled on the fly, or a workload description
-(.workload), lowered to a net and compiled.
-
-Reports: states and edges of the reachability graph; deadlocks (dead markings that are not a
-proper end: for coloured nets, tokens left on places some transition consumes from; for P/T
-nets every dead marking); bounds per place and unboundedness (coverability witness); 1-safety;
-dead transitions; termination; liveness (P/T nets); place and transition invariants; and a
-shortest counterexample for each violation, with transition names and source locations.
-
-Coloured nets: tokens carry values; generator places, shared values (clean-up on the sink
-place when the last reference disappears), number-of-tokens, priorities and child nets that
-were not inlined (their transitions interleave with the parent's and are named
-parent/child in traces) run as in the engine. Module calls fire atomically; their outputs
-are unknown unless assumed (--assume), which makes the verdicts over-approximations. The
-report lists the out ports' tokens at each proper end; for exact state spaces it also
-reports liveness.
-
-Options:
-  -p, --put PORT=VALUE     put a token on input port PORT (coloured nets); repeatable
-      --assume T.PORT=V1,V2,...
-                           module call T's output PORT takes one of these values (one
-                           successor each); without it the output is an unknown token and
-                           verdicts become over-approximations (see the report's notes)
-      --external PLACE=V1,V2,...
-                           a client puts these tokens on put_token place PLACE of the
-                           root net, in this order; repeatable, all --external values form
-                           one sequence in command-line order; each may arrive at any
-                           moment while the job runs (traces show \"external put of V on
-                           PLACE\"); without it no external token ever arrives, and dead
-                           markings a put_token would continue are reported as waiting
-      --json               print the report as JSON
-      --max-states N       stop after N states (verdicts that need the whole state space
-                           become unknown); coloured nets default to 1000000
-      --max-memory MIB     stop when the states kept take more than MIB MiB (verdicts that
-                           need the whole state space become unknown); default: half of
-                           this machine's memory
-      --max-tokens N       do not expand markings with more than N tokens on a place
-      --stubborn           stubborn-set reduction: fewer states, exact deadlock verdict; the
-                           other verdicts are not computed (P/T nets)
-      --no-reduction       explore the full reachability graph (the default)
-      --no-scc             skip the SCC pass (termination, liveness)
-      --no-invariants      skip the place/transition invariants
-      --compact            smaller state index for P/T nets whose markings pack into 12
-                           bytes or less (8-byte slots instead of 16: about 40% less memory
-                           per state, slower lookups; same results)
-      --traces N           counterexamples for the N nearest deadlocks (default 1)
-      --trace-out FILE     write the first counterexample as a JSON trace (pnet2dot --trace)
-      --time               print the analysis time and states per second on stderr
-  -V, --version            print the version
-  -h, --help               print this help
-
+const AFTER_HELP: &str = "\
 Exit codes: 0 verified (complete, no deadlock, bounded); 1 input or analysis error; 2 usage;
 3 a deadlock or an unbounded place was found; 4 stopped at a limit without a violation.
-";
+
+Examples:
+  pnetv model.pnml                         verify a P/T net of the Model Checking Contest
+  pnetv net.xpnet -p 'n=3L' --json         verify a coloured net for one input token
+  pnetv net.pnet --trace-out t.json        write the first counterexample (pnet2dot --trace)";
+
+/// pnetv: verify a Petri net by exploring its state space
+///
+/// NET is a Place/Transition net in PNML (.pnml, the Model Checking Contest's format), a bundle
+/// written by pnetc (.pnet), an .xpnet file, compiled on the fly, or a workload description
+/// (.workload), lowered to a net and compiled.
+///
+/// Reports: states and edges of the reachability graph; deadlocks (dead markings that are not a
+/// proper end: for coloured nets, tokens left on places some transition consumes from; for P/T
+/// nets every dead marking); bounds per place and unboundedness (coverability witness); 1-safety;
+/// dead transitions; termination; liveness (P/T nets); place and transition invariants; and a
+/// shortest counterexample for each violation, with transition names and source locations.
+///
+/// Coloured nets: tokens carry values; generator places, shared values (clean-up on the sink
+/// place when the last reference disappears), number-of-tokens, priorities and child nets that
+/// were not inlined (their transitions interleave with the parent's and are named
+/// parent/child in traces) run as in the engine. Module calls fire atomically; their outputs
+/// are unknown unless assumed (--assume), which makes the verdicts over-approximations. The
+/// report lists the out ports' tokens at each proper end; for exact state spaces it also
+/// reports liveness.
+#[derive(Parser)]
+#[command(name = "pnetv", version, after_help = AFTER_HELP)]
+struct Cli {
+    /// The net: .pnml, .pnet, .xpnet or .workload
+    #[arg(value_name = "NET")]
+    net: PathBuf,
+    /// Put a token on input port PORT (coloured nets); repeatable
+    #[arg(short = 'p', long = "put", value_name = "PORT=VALUE", value_parser = parse_put_arg)]
+    puts: Vec<(String, Value)>,
+    /// Module call T's output PORT takes one of these values (one successor each); without
+    /// it the output is an unknown token and verdicts become over-approximations (see the
+    /// report's notes)
+    #[arg(long, value_name = "T.PORT=V1,V2,...", value_parser = parse_assume)]
+    assume: Vec<(String, String, Vec<Value>)>,
+    /// A client puts these tokens on put_token place PLACE of the root net, in this order;
+    /// repeatable, all --external values form one sequence in command-line order; each may
+    /// arrive at any moment while the job runs (traces show "external put of V on PLACE");
+    /// without it no external token ever arrives, and dead markings a put_token would
+    /// continue are reported as waiting
+    #[arg(long, value_name = "PLACE=V1,V2,...", value_parser = parse_external)]
+    external: Vec<External>,
+    /// Print the report as JSON
+    #[arg(long)]
+    json: bool,
+    /// Stop after N states (verdicts that need the whole state space become unknown);
+    /// coloured nets default to 1000000
+    #[arg(long, value_name = "N")]
+    max_states: Option<u64>,
+    /// Stop when the states kept take more than MIB MiB (verdicts that need the whole state
+    /// space become unknown); default: half of this machine's memory
+    #[arg(long, value_name = "MIB")]
+    max_memory: Option<u64>,
+    /// Do not expand markings with more than N tokens on a place
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<u64>,
+    /// Stubborn-set reduction: fewer states, exact deadlock verdict; the other verdicts are
+    /// not computed (P/T nets)
+    #[arg(long, overrides_with = "no_reduction")]
+    stubborn: bool,
+    /// Explore the full reachability graph (the default)
+    #[arg(long, overrides_with = "stubborn")]
+    no_reduction: bool,
+    /// Skip the SCC pass (termination, liveness)
+    #[arg(long)]
+    no_scc: bool,
+    /// Skip the place/transition invariants
+    #[arg(long)]
+    no_invariants: bool,
+    /// Smaller state index for P/T nets whose markings pack into 12 bytes or less (8-byte
+    /// slots instead of 16: about 40% less memory per state, slower lookups; same results)
+    #[arg(long)]
+    compact: bool,
+    /// Counterexamples for the N nearest deadlocks
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    traces: usize,
+    /// Write the first counterexample as a JSON trace (pnet2dot --trace)
+    #[arg(long, value_name = "FILE")]
+    trace_out: Option<PathBuf>,
+    /// Print the analysis time and states per second on stderr
+    #[arg(long)]
+    time: bool,
+    #[command(flatten)]
+    compile: CompilerArgs,
+}
+
+/// The tokens of one `--external PLACE=V1,V2,...`.
+#[derive(Clone)]
+struct External(Vec<(String, Value)>);
 
 struct Args {
+    /// The net's file name, for messages.
     net: String,
+    net_path: PathBuf,
     puts: Vec<(String, Value)>,
     assume: Vec<(String, String, Vec<Value>)>,
     external: Vec<(String, Value)>,
@@ -97,14 +135,9 @@ struct Args {
     invariants: bool,
     compact: bool,
     traces: usize,
-    trace_out: Option<String>,
+    trace_out: Option<PathBuf>,
     time: bool,
     compile: pnet_sema::Options,
-}
-
-fn usage_error(msg: &str) -> ExitCode {
-    eprintln!("pnetv: {msg}\nTry 'pnetv --help' for more information.");
-    ExitCode::from(2)
 }
 
 /// Splits `V1,V2,...` into literals (commas at nesting depth 0, outside brackets and quotes).
@@ -150,7 +183,7 @@ fn parse_assume(s: &str) -> Result<(String, String, Vec<Value>), String> {
 }
 
 /// `PLACE=V1,V2,...`: tokens a client puts on a put_token place, in this order.
-fn parse_external(s: &str) -> Result<Vec<(String, Value)>, String> {
+fn parse_external(s: &str) -> Result<External, String> {
     let Some((place, values)) = s.split_once('=') else {
         return Err(format!("--external '{s}': expected PLACE=V1,V2,..."));
     };
@@ -162,115 +195,36 @@ fn parse_external(s: &str) -> Result<Vec<(String, Value)>, String> {
     if vals.is_empty() {
         return Err(format!("--external '{s}': no values"));
     }
-    Ok(vals.into_iter().map(|v| (place.to_string(), v)).collect())
+    Ok(External(
+        vals.into_iter().map(|v| (place.to_string(), v)).collect(),
+    ))
 }
 
-fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
-    let mut a = Args {
-        net: String::new(),
-        puts: Vec::new(),
-        assume: Vec::new(),
-        external: Vec::new(),
-        json: false,
-        max_states: None,
-        max_memory: None,
-        max_tokens: None,
-        reduction: Reduction::None,
-        scc: true,
-        invariants: true,
-        compact: false,
-        traces: 1,
-        trace_out: None,
-        time: false,
-        compile: pnet_sema::Options::default(),
-    };
-    let mut net = None;
-    let mut i = 0;
-    while i < argv.len() {
-        match take_compiler_option(argv, i, &mut a.compile) {
-            Err(msg) => return Err(usage_error(&msg)),
-            Ok(n) if n > 0 => {
-                i += n;
-                continue;
-            }
-            Ok(_) => {}
-        }
-        let arg = argv[i].as_str();
-        let (flag, inline_value) = match split_flag(arg) {
-            ("--assume" | "--external", Some(_)) => (arg, None),
-            split => split,
-        };
-        let take_value = |i: &mut usize| -> Result<String, ExitCode> {
-            option_value(argv, i, flag, inline_value).map_err(|m| usage_error(&m))
-        };
-        let number = |v: &str| -> Result<u64, ExitCode> {
-            parse_number(flag, v).map_err(|m| usage_error(&m))
-        };
-        match flag {
-            "-h" | "--help" => {
-                println!("{USAGE}\n{COMPILER_OPTIONS_HELP}");
-                return Err(ExitCode::SUCCESS);
-            }
-            "-V" | "--version" => {
-                println!("pnetv {}", env!("CARGO_PKG_VERSION"));
-                return Err(ExitCode::SUCCESS);
-            }
-            "-p" | "--put" => {
-                let v = take_value(&mut i)?;
-                a.puts.push(parse_put(&v).map_err(|m| usage_error(&m))?);
-            }
-            "--assume" => {
-                let v = take_value(&mut i)?;
-                a.assume
-                    .push(parse_assume(&v).map_err(|m| usage_error(&m))?);
-            }
-            "--external" => {
-                let v = take_value(&mut i)?;
-                a.external
-                    .extend(parse_external(&v).map_err(|m| usage_error(&m))?);
-            }
-            _ if arg.starts_with("--external=") => {
-                a.external.extend(
-                    parse_external(&arg["--external=".len()..]).map_err(|m| usage_error(&m))?,
-                );
-            }
-            _ if arg.starts_with("--assume=") => {
-                a.assume
-                    .push(parse_assume(&arg["--assume=".len()..]).map_err(|m| usage_error(&m))?);
-            }
-            "--json" => a.json = true,
-            "--max-states" => a.max_states = Some(number(&take_value(&mut i)?)?),
-            "--max-memory" => a.max_memory = Some(number(&take_value(&mut i)?)?),
-            "--max-tokens" => a.max_tokens = Some(number(&take_value(&mut i)?)?),
-            "--traces" => a.traces = number(&take_value(&mut i)?)? as usize,
-            "--stubborn" => a.reduction = Reduction::Stubborn,
-            "--no-reduction" => a.reduction = Reduction::None,
-            "--no-scc" => a.scc = false,
-            "--no-invariants" => a.invariants = false,
-            "--compact" => a.compact = true,
-            "--time" => a.time = true,
-            "--trace-out" => a.trace_out = Some(take_value(&mut i)?),
-            _ if arg.starts_with("-p") && arg.len() > 2 => {
-                a.puts
-                    .push(parse_put(&arg[2..]).map_err(|m| usage_error(&m))?);
-            }
-            _ if arg.starts_with('-') && arg != "-" => {
-                return Err(usage_error(&format!("unknown option '{arg}'")));
-            }
-            _ => {
-                if net.is_some() {
-                    return Err(usage_error(&format!("more than one net ('{arg}')")));
-                }
-                net = Some(arg.to_string());
-            }
-        }
-        i += 1;
+fn parse_args() -> Args {
+    let cli = pnet_stdlib::parse_args!(Cli, "pnetv", pnet_driver::args::args_os());
+    Args {
+        net: cli.net.display().to_string(),
+        net_path: cli.net,
+        puts: cli.puts,
+        assume: cli.assume,
+        external: cli.external.into_iter().flat_map(|e| e.0).collect(),
+        json: cli.json,
+        max_states: cli.max_states,
+        max_memory: cli.max_memory,
+        max_tokens: cli.max_tokens,
+        reduction: if cli.stubborn {
+            Reduction::Stubborn
+        } else {
+            Reduction::None
+        },
+        scc: !cli.no_scc,
+        invariants: !cli.no_invariants,
+        compact: cli.compact,
+        traces: cli.traces,
+        trace_out: cli.trace_out,
+        time: cli.time,
+        compile: cli.compile.options(),
     }
-    let Some(net) = net else {
-        return Err(usage_error("no net given"));
-    };
-    a.net = net;
-    Ok(a)
 }
 
 enum Input {
@@ -279,12 +233,12 @@ enum Input {
 }
 
 fn fail(msg: String) -> ExitCode {
-    eprintln!("pnetv: {msg}");
+    errln!("pnetv: {msg}");
     ExitCode::from(1)
 }
 
 fn load(args: &Args) -> Result<Input, ExitCode> {
-    let path = Path::new(&args.net);
+    let path = args.net_path.as_path();
     let bytes =
         std::fs::read(path).map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?;
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
@@ -298,7 +252,7 @@ fn load(args: &Args) -> Result<Input, ExitCode> {
             Ok(net) => Ok(Input::Pnml(net)),
             Err(errors) => {
                 for e in &errors {
-                    eprintln!("{}:{e}", path.display());
+                    errln!("{}:{e}", path.display());
                 }
                 Err(fail(format!(
                     "{} is not a valid P/T net in PNML",
@@ -420,11 +374,7 @@ fn end_outputs_text(c: &ColouredResult) -> String {
 
 fn main() -> ExitCode {
     pnet_stdlib::cli::exit_quietly_on_broken_pipe();
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let args = match parse_args(&argv) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
+    let args = parse_args();
     let input = match load(&args) {
         Ok(i) => i,
         Err(code) => return code,
@@ -436,7 +386,7 @@ fn main() -> ExitCode {
     };
     let secs = start.elapsed().as_secs_f64();
     if args.time {
-        eprintln!(
+        errln!(
             "pnetv: {} states, {} edges in {:.3} s ({:.0} states/s)",
             report.states,
             report.edges,
@@ -449,11 +399,11 @@ fn main() -> ExitCode {
             Some(t) => {
                 let doc = report.trace_json(t);
                 let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-                if let Err(e) = std::fs::write(file, text + "\n") {
-                    return fail(format!("cannot write {file}: {e}"));
+                if let Err(e) = pnet_stdlib::cli::write_file(file, text + "\n") {
+                    return fail(e);
                 }
             }
-            None => eprintln!("pnetv: no counterexample: {file} not written"),
+            None => errln!("pnetv: no counterexample: {} not written", file.display()),
         }
     }
     let stdout = std::io::stdout();

@@ -122,7 +122,7 @@ fn malformed_pnml_and_usage_errors() {
     assert_eq!(pnetv(&["--max-states", "many", "x.pnml"]).0, 2);
     let (code, out, _) = pnetv(&["--help"]);
     assert_eq!(code, 0);
-    assert!(out.contains("--trace-out FILE"));
+    assert!(out.contains("--trace-out <FILE>"));
     assert_eq!(pnetv(&["/nonexistent/net.pnml"]).0, 1);
 }
 
@@ -230,7 +230,7 @@ fn coloured_external_tokens_and_end_outputs() {
     assert_eq!(code, 1);
     assert!(err.contains("not a put_token place"), "{err}");
     let (_, help, _) = pnetv(&["--help"]);
-    assert!(help.contains("--external PLACE=V1,V2,..."));
+    assert!(help.contains("--external <PLACE=V1,V2,...>"));
 }
 
 /// An unmodified GPI-Space example whose state space grows without bound (a transition that
