@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use pnet_bundle::{Code, PortDir, SlotKind};
 use pnet_jit::{FnId, Jit};
-use pnet_sema::expr::{Env, Mode, PortSig, lower};
+use pnet_sema::expr::{Env, Mode, PortSig, eval_const, lower};
 use pnet_stdlib::literal::parse_literal;
 use pnet_stdlib::{Type, Value};
 use pnet_syntax::expr::parse_str;
@@ -40,6 +40,9 @@ enum CaseMode {
     Condition,
     /// `@expression`: a transition's expression; the values of its out ports.
     Expression,
+    /// `@token`: a token `<value>` of a place whose type is the case's one `out` port's: a
+    /// constant expression evaluated by the compiler.
+    Token,
 }
 
 /// What a case expects.
@@ -197,6 +200,11 @@ fn parse_file(path: &Path, errors: &mut Vec<String>) -> Vec<Case> {
         .unwrap_or(path)
         .to_string_lossy()
         .into_owned();
+    parse_text(&file, &text, errors)
+}
+
+/// The cases of one file's text (`file` names it in messages).
+fn parse_text(file: &str, text: &str, errors: &mut Vec<String>) -> Vec<Case> {
     let mut cases: Vec<Case> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let at = format!("tests/conformance/{file}:{}", i + 1);
@@ -216,8 +224,9 @@ fn parse_file(path: &Path, errors: &mut Vec<String>) -> Vec<Case> {
             }
             continue;
         }
-        // Not skipping comments: a case may hold an unterminated one.
-        let Some(arrow) = scan(line, "=>", false) else {
+        // Outside comments, unless one is unterminated (a case may test that).
+        let Some(arrow) = find_outside_literals(line, "=>").or_else(|| scan(line, "=>", false))
+        else {
             errors.push(format!("{at}: expected `EXPRESSION => EXPECTATION`"));
             continue;
         };
@@ -225,8 +234,12 @@ fn parse_file(path: &Path, errors: &mut Vec<String>) -> Vec<Case> {
             (CaseMode::Condition, e)
         } else if let Some(e) = line.strip_prefix("@expression ") {
             (CaseMode::Expression, e)
+        } else if let Some(e) = line.strip_prefix("@token ") {
+            (CaseMode::Token, e)
         } else if line.starts_with('@') {
-            errors.push(format!("{at}: unknown mode (`@condition`, `@expression`)"));
+            errors.push(format!(
+                "{at}: unknown mode (`@condition`, `@expression`, `@token`)"
+            ));
             continue;
         } else {
             (CaseMode::Value, line)
@@ -324,7 +337,7 @@ fn interpret(case: &Case, code: &Code, frame: &[Option<Value>]) -> Outcome {
     let mut frame = frame.to_vec();
     let mut interp = Interpreter::new();
     let r = match case.mode {
-        CaseMode::Value => interp.run(code, &mut frame),
+        CaseMode::Value | CaseMode::Token => interp.run(code, &mut frame),
         CaseMode::Condition => interp.run_bool(code, &mut frame).map(Value::Bool),
         CaseMode::Expression => interp.run_effect(code, &mut frame).map(|()| Value::Control),
     };
@@ -345,7 +358,7 @@ fn jit_run(
     let mut f = frame.to_vec();
     let mut buf = Vec::new();
     let r = match case.mode {
-        CaseMode::Value => jit.run(id, code, &mut f, &mut buf)?,
+        CaseMode::Value | CaseMode::Token => jit.run(id, code, &mut f, &mut buf)?,
         CaseMode::Condition => jit.run_bool(id, code, &mut f, &mut buf)?.map(Value::Bool),
         CaseMode::Expression => jit
             .run_effect(id, code, &mut f, &mut buf)?
@@ -474,6 +487,8 @@ fn net_of(case: &Case, out_ty: &Type) -> String {
             ));
         }
         CaseMode::Expression => transitions.push(("t".into(), None, None, case.expr.clone())),
+        // The place of the out port holds the token from the start.
+        CaseMode::Token => {}
     }
     let mut x = String::from("<defun name=\"main\">");
     for s in &structs {
@@ -491,7 +506,15 @@ fn net_of(case: &Case, out_ty: &Type) -> String {
         let _ = write!(x, "<place name=\"{n}\" type=\"{t}\"/>");
     }
     for (n, t) in &outs {
-        let _ = write!(x, "<place name=\"{n}\" type=\"{t}\"/>");
+        if case.mode == CaseMode::Token {
+            let _ = write!(
+                x,
+                "<place name=\"{n}\" type=\"{t}\"><token><value>{}</value></token></place>",
+                xml_escape(&case.expr)
+            );
+        } else {
+            let _ = write!(x, "<place name=\"{n}\" type=\"{t}\"/>");
+        }
     }
     for p in &sinks {
         let _ = write!(
@@ -567,7 +590,7 @@ fn pnetv(case: &Case, out_ty: &Type) -> Outcome {
         return Outcome::Broken(format!("{} proper ends", res.end_outputs.len()));
     };
     let names: Vec<&str> = match case.mode {
-        CaseMode::Expression => case
+        CaseMode::Expression | CaseMode::Token => case
             .inputs
             .iter()
             .filter(|i| i.value.is_none())
@@ -590,6 +613,26 @@ fn pnetv(case: &Case, out_ty: &Type) -> Outcome {
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/// Adds a message to `errors` unless every engine's outcome meets the case's expectation.
+fn report(case: &Case, results: &[(&str, Outcome)], errors: &mut Vec<String>) {
+    if results.iter().all(|(_, r)| check(&case.expect, r).is_ok()) {
+        return;
+    }
+    let mut msg = format!(
+        "{}: `{}`\n    expected: {}",
+        case.at, case.expr, case.expect
+    );
+    for (name, r) in results {
+        let mark = if check(&case.expect, r).is_ok() {
+            "ok"
+        } else {
+            "WRONG"
+        };
+        let _ = write!(msg, "\n    {name:<11} {mark}: {r}");
+    }
+    errors.push(msg);
+}
 
 #[test]
 fn conformance_suite() {
@@ -628,9 +671,49 @@ fn conformance_suite() {
         cases.len()
     );
 
-    // (a) compile every case.
+    // (a) compile every case (a token: evaluate it).
     let mut compiled: Vec<Option<Code>> = Vec::new();
+    let mut tokens: Vec<Option<Value>> = Vec::new();
     for case in &cases {
+        if case.mode == CaseMode::Token {
+            compiled.push(None);
+            tokens.push(None);
+            let place_ty = match case.inputs.as_slice() {
+                [
+                    Input {
+                        ty, value: None, ..
+                    },
+                ] => ty.clone(),
+                _ => {
+                    errors.push(format!("{}: a token case needs one `out` line", case.at));
+                    continue;
+                }
+            };
+            let (expr, parse_diags) = parse_str(&case.expr);
+            let r = if parse_diags.iter().any(|d| d.is_error()) {
+                Err(parse_diags)
+            } else {
+                eval_const(&expr, &place_ty)
+            };
+            match (&case.expect, r) {
+                (Expect::CompileError(c), Err(diags)) if diags.iter().any(|d| d.code == c) => {}
+                (_, Err(diags)) => errors.push(format!(
+                    "{}: `{}`\n    expected: {}\n    compiler: {}",
+                    case.at,
+                    case.expr,
+                    case.expect,
+                    diags
+                        .iter()
+                        .filter(|d| d.is_error())
+                        .map(|d| format!("error {} ({})", d.code, d.message))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )),
+                (_, Ok(v)) => *tokens.last_mut().unwrap() = Some(v),
+            }
+            continue;
+        }
+        tokens.push(None);
         let ports: Vec<PortSig> = case
             .inputs
             .iter()
@@ -650,7 +733,7 @@ fn conformance_suite() {
             mode: match case.mode {
                 CaseMode::Value => Mode::Value,
                 CaseMode::Condition => Mode::Condition,
-                CaseMode::Expression => Mode::Expression,
+                CaseMode::Expression | CaseMode::Token => Mode::Expression,
             },
             name: "conformance case".into(),
             expected: None,
@@ -695,7 +778,15 @@ fn conformance_suite() {
     let mut ids = jit.compile(&codes).into_iter();
 
     let mut fallbacks = 0usize;
-    for (case, code) in cases.iter().zip(&compiled) {
+    for ((case, code), token) in cases.iter().zip(&compiled).zip(&tokens) {
+        if let Some(v) = token {
+            let results = [
+                ("compiler", Outcome::Value(v.to_string())),
+                ("pnetv", pnetv(case, &Type::Any)),
+            ];
+            report(case, &results, &mut errors);
+            continue;
+        }
         let Some(code) = code else {
             continue;
         };
@@ -722,25 +813,11 @@ fn conformance_suite() {
         };
         let verified = pnetv(case, &out_ty);
         let results = [
-            ("interpreter", &interp),
-            ("jit", &jitted),
-            ("pnetv", &verified),
+            ("interpreter", interp),
+            ("jit", jitted),
+            ("pnetv", verified),
         ];
-        if results.iter().any(|(_, r)| check(&case.expect, r).is_err()) {
-            let mut msg = format!(
-                "{}: `{}`\n    expected: {}",
-                case.at, case.expr, case.expect
-            );
-            for (name, r) in results {
-                let mark = if check(&case.expect, r).is_ok() {
-                    "ok"
-                } else {
-                    "WRONG"
-                };
-                let _ = write!(msg, "\n    {name:<11} {mark}: {r}");
-            }
-            errors.push(msg);
-        }
+        report(case, &results, &mut errors);
     }
     eprintln!(
         "{} conformance cases; the JIT left {fallbacks} with locals to the interpreter",
@@ -752,5 +829,66 @@ fn conformance_suite() {
         errors.len(),
         cases.len(),
         errors.join("\n\n")
+    );
+}
+
+#[test]
+fn the_case_format_is_read() {
+    let text = r#"# a comment
+"a => b" + "=>" => "a => b=>"
+@condition ${a} /* => */ < 2 => true
+    a: int = 1
+@expression ${r} := 1L => error missing_binding
+    out r: long
+    out s: long
+${x} := 1; ${x} div 0 => fails division by zero
+'c' => 'c' :: char
+1 +
+"#;
+    let mut errors = Vec::new();
+    let cases = parse_text("t.cases", text, &mut errors);
+    assert_eq!(
+        errors,
+        ["tests/conformance/t.cases:10: expected `EXPRESSION => EXPECTATION`"]
+    );
+    let got: Vec<String> = cases
+        .iter()
+        .map(|c| {
+            let ports: Vec<String> = c
+                .inputs
+                .iter()
+                .map(|i| match &i.value {
+                    Some(v) => format!("{}: {} = {v}", i.name, i.ty),
+                    None => format!("out {}: {}", i.name, i.ty),
+                })
+                .collect();
+            format!(
+                "{} {:?} `{}` [{}] {}",
+                c.at,
+                c.mode,
+                c.expr,
+                ports.join("; "),
+                c.expect
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            r#"tests/conformance/t.cases:2 Value `"a => b" + "=>"` [] "a => b=>""#,
+            "tests/conformance/t.cases:3 Condition `${a} /* => */ < 2` [a: int = 1] true",
+            "tests/conformance/t.cases:5 Expression `${r} := 1L` [out r: long; out s: long] \
+             error missing_binding",
+            "tests/conformance/t.cases:8 Value `${x} := 1; ${x} div 0` [] fails division by zero",
+            "tests/conformance/t.cases:9 Value `'c'` [] 'c' :: char",
+        ]
+    );
+    assert_eq!(
+        split_last_statement("${x} := ';'; /* ; */ \"a;b\"; "),
+        ("${x} := ';'".to_string(), " /* ; */ \"a;b\"".to_string())
+    );
+    assert_eq!(
+        without_comments("1 /* a /* b */ c */ + 2").trim(),
+        "1   + 2"
     );
 }
