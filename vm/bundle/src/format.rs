@@ -4,7 +4,7 @@
 //! run. Both are refused on a wrong magic, version or checksum, and on bytes after the
 //! payload (appended to the file, or inside the payload after the encoded value); a payload
 //! nests at most [`crate::nesting::MAX_NESTING`] levels deep. A decoded bundle is also
-//! validated ([`crate::validate`]): every reader gets a well-formed one.
+//! validated ([`mod@crate::validate`]): every reader gets a well-formed one.
 
 use std::fmt;
 
@@ -61,7 +61,7 @@ pub enum BundleError {
         what: &'static str,
         count: u64,
     },
-    /// The value decodes but is not well-formed (see [`crate::validate`]).
+    /// The value decodes but is not well-formed (see [`mod@crate::validate`]).
     Invalid {
         what: &'static str,
         message: String,
