@@ -254,10 +254,13 @@ impl Builtin {
     ///
     /// `Any` arguments pass where some concrete type would. Container results are
     /// conservative: `stack_push (list<any>, long)` is `list<any>` (the list's other elements
-    /// are still unknown), see [`Type::lub`]; `stack_top (list<T>)` is `T`. Sizes and
-    /// `bitset_count` are `unsigned long` (GPI-Space compares `bitset_count` with an
-    /// `unsigned long` port). `floor`, `ceil` and `round` take float and double only, like the
-    /// other functions of the math library.
+    /// are still unknown), see [`Type::lub`]; adding elements of another type
+    /// (`stack_push`, `stack_join`, `set_insert`, `map_assign`) gives a container of the
+    /// union, `Any`; `stack_top (list<T>)` is `T`. Sizes and `bitset_count` are `unsigned
+    /// long` (GPI-Space compares `bitset_count` with an `unsigned long` port). `floor`,
+    /// `ceil` and `round` take every number and give the argument's type. The math
+    /// functions `sin cos sqrt log` take float and double; on constant integers they are
+    /// folded before typing (see [`Builtin::eval`]).
     pub fn check(self, args: &[Type]) -> Result<Type, TypeError> {
         let name = self.name();
         if args.len() != self.arity() {
@@ -312,6 +315,10 @@ impl Builtin {
                 ))
             })
         };
+        // Adding elements of another type gives a container of the union of both types
+        // (`stack_join (List (1), List (2L))` = `List (1, 2L)`), like a mixed literal: the
+        // union is `Any`.
+        let union = |a: &Type, b: &Type| a.lub(b).unwrap_or(Type::Any);
         Ok(match self {
             Builtin::Abs => kind(0, SIGNED)?,
             // As in GPI-Space, also on every integer type: the argument, unchanged.
@@ -404,21 +411,16 @@ impl Builtin {
             }
             Builtin::StackPush => {
                 let e = list(0)?;
-                Type::List(Box::new(elem(1, &e)?))
+                Type::List(Box::new(union(&e, &args[1])))
             }
             Builtin::StackJoin => {
                 let e = list(0)?;
                 let f = list(1)?;
-                Type::List(Box::new(e.lub(&f).ok_or_else(|| {
-                    TypeError::new(format!(
-                        "`{name}` expects lists of the same type, found `{}` and `{}`",
-                        args[0], args[1]
-                    ))
-                })?))
+                Type::List(Box::new(union(&e, &f)))
             }
             Builtin::SetInsert => {
                 let e = set(0)?;
-                Type::Set(Box::new(elem(1, &e)?))
+                Type::Set(Box::new(union(&e, &args[1])))
             }
             Builtin::SetErase => {
                 let e = set(0)?;
@@ -458,7 +460,7 @@ impl Builtin {
             }
             Builtin::MapAssign => {
                 let (k, v) = map(0)?;
-                Type::Map(Box::new(elem(1, &k)?), Box::new(elem(2, &v)?))
+                Type::Map(Box::new(union(&k, &args[1])), Box::new(union(&v, &args[2])))
             }
         })
     }
@@ -543,6 +545,17 @@ impl Builtin {
                 | Builtin::Log,
                 [Value::Double(x)],
             ) => Value::Double(math(self, *x)),
+            // The math functions on an integer give a double (GPI-Space folds `sin (3)`,
+            // `sqrt (4U)`; the checker refuses integer ports).
+            (Builtin::Sin | Builtin::Cos | Builtin::Sqrt | Builtin::Log, [v])
+                if v.ty().is_integral() =>
+            {
+                let x = match cast(Builtin::ToDouble, v)? {
+                    Value::Double(x) => x,
+                    _ => return Err(bad()),
+                };
+                return self.eval(&[Value::Double(x)]);
+            }
             (
                 Builtin::ToInt
                 | Builtin::ToLong
@@ -572,10 +585,9 @@ impl Builtin {
             (Builtin::SetSize, [Value::Set(s)]) => Value::ULong(s.len() as u64),
             (Builtin::MapSize, [Value::Map(m)]) => Value::ULong(m.len() as u64),
             (Builtin::MapEmpty, [Value::Map(m)]) => Value::Bool(m.is_empty()),
+            // Any two values of one ordered type (numbers, bool, char, string): the checker
+            // admits numbers only, but constants are folded first (`min ("b", "a")` = "a").
             (Builtin::Min | Builtin::Max, [a, b]) => {
-                if !a.ty().is_number() {
-                    return Err(bad());
-                }
                 let ord = lang_cmp(a, b).map_err(|_| bad())?;
                 let pick_b = match self {
                     Builtin::Min => ord == Some(Ordering::Greater),
@@ -675,6 +687,9 @@ pub fn cast(to: Builtin, v: &Value) -> Result<Value, EvalError> {
         F(f64),
     }
     let n = match v {
+        // `int (true)` = 1: GPI-Space folds casts of constant bools (the checker refuses a
+        // bool port).
+        Value::Bool(b) => Num::I(i128::from(*b)),
         Value::Int(i) => Num::I((*i).into()),
         Value::Long(i) => Num::I((*i).into()),
         Value::UInt(i) => Num::I((*i).into()),

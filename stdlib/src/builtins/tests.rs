@@ -395,7 +395,7 @@ fn types_of_stack_functions() {
             stack_size (list) : unsigned long
             stack_size (bitset) : error: `stack_size` expects `list` as argument 1, found `bitset`
             stack_push (list<long>, long) : list<long>
-            stack_push (list<long>, int) : error: `stack_push` expects an element of type `long` as argument 2, found `int`
+            stack_push (list<long>, int) : list
             stack_push (list, long) : list
             stack_push (list<long>, any) : list
             stack_push (list<list>, list<int>) : list<list>
@@ -403,7 +403,7 @@ fn types_of_stack_functions() {
             stack_push (int, int) : error: `stack_push` expects `list` as argument 1, found `int`
             stack_join (list<int>, list<int>) : list<int>
             stack_join (list<int>, list) : list
-            stack_join (list<int>, list<long>) : error: `stack_join` expects lists of the same type, found `list<int>` and `list<long>`
+            stack_join (list<int>, list<long>) : list
             stack_join (list, set) : error: `stack_join` expects `list` as argument 2, found `set`
         "#]],
     );
@@ -449,7 +449,7 @@ fn types_of_set_functions() {
             set_size (set<string>) : unsigned long
             set_size (list) : error: `set_size` expects `set` as argument 1, found `list`
             set_insert (set<int>, int) : set<int>
-            set_insert (set<int>, long) : error: `set_insert` expects an element of type `int` as argument 2, found `long`
+            set_insert (set<int>, long) : set
             set_insert (set, long) : set
             set_insert (list<int>, int) : error: `set_insert` expects `set` as argument 1, found `list<int>`
             set_erase (set<int>, int) : set<int>
@@ -507,8 +507,8 @@ fn types_of_map_functions() {
             map_get_assignment (map<int, string>, long) : error: `map_get_assignment` expects an element of type `int` as argument 2, found `long`
             map_assign (map<int, string>, int, string) : map<int, string>
             map_assign (map, int, string) : map
-            map_assign (map<int, string>, int, long) : error: `map_assign` expects an element of type `string` as argument 3, found `long`
-            map_assign (map<int, string>, long, string) : error: `map_assign` expects an element of type `int` as argument 2, found `long`
+            map_assign (map<int, string>, int, long) : map<int, any>
+            map_assign (map<int, string>, long, string) : map<any, string>
             map_assign (map<int, string>, int) : error: `map_assign` takes 3 arguments, found 2
             map_assign (set, int, int) : error: `map_assign` expects `map` as argument 1, found `set`
         "#]],
@@ -571,6 +571,14 @@ fn eval_math() {
             (Min, &["0.0", "-0.0"]),
             (Min, &["1.5f", "2.5f"]),
             (Min, &["10A", "-10A"]),
+            (Min, &["\"b\"", "\"a\""]),
+            (Max, &["'a'", "'z'"]),
+            (Min, &["1", "1L"]),
+            (Sin, &["3"]),
+            (Sqrt, &["4U"]),
+            (Sqrt, &["-4"]),
+            (Log, &["2UL"]),
+            (Log, &["0A"]),
             (Max, &["1", "2"]),
             (Max, &["-2147483648", "2147483647"]),
             (Max, &["18446744073709551615UL", "0UL"]),
@@ -624,7 +632,7 @@ fn eval_math() {
             log (-1.0) = error: log of a non-positive number
             log (0.0f) = error: log of a non-positive number
             log (1.0f) = 0.0f
-            sin (1) = error: type error: `sin` cannot be applied to int
+            sin (1) = 0.8414709848078965
             min (1, 2) = 1
             min (2, 1) = 1
             min (-1L, 1L) = -1L
@@ -634,14 +642,22 @@ fn eval_math() {
             min (0.0, -0.0) = 0.0
             min (1.5f, 2.5f) = 1.5f
             min (10A, -10A) = -10A
+            min ("b", "a") = "a"
+            max ('a', 'z') = 'z'
+            min (1, 1L) = error: type error: `min` cannot be applied to int and long
+            sin (3) = 0.1411200080598672
+            sqrt (4U) = 2.0
+            sqrt (-4) = error: sqrt of a negative number
+            log (2UL) = 0.6931471805599453
+            log (0A) = error: log of a non-positive number
             max (1, 2) = 2
             max (-2147483648, 2147483647) = 2147483647
             max (18446744073709551615UL, 0UL) = 18446744073709551615UL
             max (1.5, 2.5) = 2.5
             max (1A, 2A) = 2A
             min (1, 1L) = error: type error: `min` cannot be applied to int and long
-            min ("a", "b") = error: type error: `min` cannot be applied to string and string
-            max (true, false) = error: type error: `max` cannot be applied to bool and bool
+            min ("a", "b") = "a"
+            max (true, false) = true
             min (1) = error: type error: `min` takes 2 arguments, found 1
         "#]],
     );
@@ -767,7 +783,7 @@ fn eval_casts() {
             int (12A) = 12
             int (100000000000000000000000000000000000000000A) = 0
             int (1.5f) = 1
-            int (true) = error: type error: `int` cannot be applied to bool
+            int (true) = 1
             int ('a') = error: type error: `int` cannot be applied to char
             long (-1) = -1L
             long (18446744073709551615UL) = -1L
