@@ -114,7 +114,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// Every binary these tests cover.
-const TOOLS: &[&str] = &["pnetc", "pnetv"];
+const TOOLS: &[&str] = &["pnetc", "pnetv", "pnetput", "pnetget"];
 
 #[test]
 fn help_works_for_every_binary() {
@@ -220,4 +220,40 @@ fn pnetv_non_utf8_arguments() {
         &[&hello, os("--trace-out"), bad(), os("-p"), os("name=\"x\"")],
     );
     assert_no_panic("pnetv", &[os("--trace-out"), bad()], &o);
+}
+
+/// Compiles `examples/countdown/countdown.xpnet` into `DIR/countdown.pnet`.
+fn countdown_bundle(dir: &std::path::Path) -> PathBuf {
+    let out = dir.join("countdown.pnet");
+    let net = example("examples/countdown/countdown.xpnet");
+    let o = run("pnetc", &[&net, os("-o"), out.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    out
+}
+
+#[test]
+fn pnetput_and_pnetget_non_utf8_arguments_and_full_output() {
+    for (tool, args) in [("pnetput", &[os("-l"), bad()][..]), ("pnetget", &[bad()])] {
+        let o = run(tool, args);
+        assert_no_panic(tool, args, &o);
+        assert_eq!(o.status.code(), Some(1), "{tool}: {}", stderr(&o));
+    }
+    let dir = scratch("pnetput");
+    let bundle = countdown_bundle(&dir);
+    let b = bundle.as_os_str();
+    assert_usage_error("pnetput", &[b, os("-o"), os("-"), os("-p"), bad_put()]);
+    assert_usage_error("pnetput", &[b, os("-o"), os("-"), os("--place"), bad_put()]);
+    let o = run("pnetput", &[b, os("-o"), bad(), os("-p"), os("n=1L")]);
+    assert_no_panic("pnetput", &[os("-o"), bad()], &o);
+    assert_usage_error("pnetget", &[b, bad()]);
+    assert_write_error_reported("pnetput", &[os("--list"), b]);
+    assert_write_error_reported("pnetput", &[b, os("-o"), os("-")]);
+    let o = run("pnetput", &[b, os("-o"), os("/dev/full")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot write /dev/full"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,109 +1,109 @@
 //! `pnetput`: puts input tokens into a bundle, so that it runs without `-p` arguments.
 
 use std::io::{Read, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::{CommandFactory, FromArgMatches, Parser};
+use pnet_stdlib::Value;
 use pnet_tokens::Target;
 
-const USAGE: &str = "\
-pnetput: put input tokens into a compiled net (.pnet bundle)
-
-Usage: pnetput [OPTIONS] [-i] IN.pnet -o OUT.pnet -p PORT=VALUE...
-
-The tokens become initial tokens of the net: every run of OUT.pnet (gspc-run, gspc submit,
-pnetv) starts with them, after the place's own tokens and before the run's -p tokens.
-
-Options:
-  -i, --if FILE          the bundle to read (\"-\": standard input)
-  -o, --of FILE          the bundle to write (\"-\": standard output; may be IN itself)
-  -p, --put PORT=VALUE   a token for in port PORT, VALUE in the expression language's literal
-                         syntax (3L, \"s\", Struct [a := 1], ...); repeatable
-      --place NAME=VALUE a token for the root net's place NAME
-  -l, --list             print the in ports, their types and the tokens already put, and exit
-  -V, --version          print the version
-  -h, --help             print this help
-
+const AFTER_HELP: &str = "\
 Exit codes: 0 success, 1 the bundle cannot be read or a token does not fit, 2 usage errors.
-";
+
+Examples:
+  pnetput net.pnet -o net-5.pnet -p 'n=5L'        a bundle that runs with n = 5
+  pnetput -l net-5.pnet                           its in ports and the tokens put";
+
+/// pnetput: put input tokens into a compiled net (.pnet bundle)
+///
+/// The tokens become initial tokens of the net: every run of OUT.pnet (gspc-run, gspc submit,
+/// pnetv) starts with them, after the place's own tokens and before the run's -p tokens.
+#[derive(Parser)]
+#[command(
+    name = "pnetput",
+    version,
+    after_help = AFTER_HELP,
+    override_usage = "pnetput [OPTIONS] [-i] IN.pnet -o OUT.pnet -p PORT=VALUE..."
+)]
+struct Cli {
+    /// The bundle to read ("-": standard input)
+    #[arg(value_name = "IN.pnet")]
+    input_arg: Option<PathBuf>,
+    /// The bundle to read ("-": standard input)
+    #[arg(
+        short = 'i',
+        long = "if",
+        value_name = "FILE",
+        conflicts_with = "input_arg"
+    )]
+    input: Option<PathBuf>,
+    /// The bundle to write ("-": standard output; may be IN itself)
+    #[arg(short = 'o', long = "of", value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// A token for in port PORT, VALUE in the expression language's literal syntax (3L, "s",
+    /// Struct [a := 1], ...); repeatable
+    #[arg(short = 'p', long = "put", value_name = "PORT=VALUE", value_parser = parse_port)]
+    puts: Vec<(String, Value)>,
+    /// A token for the root net's place NAME; repeatable
+    #[arg(long = "place", value_name = "NAME=VALUE", value_parser = parse_place)]
+    places: Vec<(String, Value)>,
+    /// Print the in ports, their types and the tokens already put, and exit
+    #[arg(short = 'l', long)]
+    list: bool,
+}
+
+fn parse_port(s: &str) -> Result<(String, Value), String> {
+    pnet_stdlib::literal::parse_binding("-p", "port", s)
+}
+
+fn parse_place(s: &str) -> Result<(String, Value), String> {
+    pnet_stdlib::literal::parse_binding("--place", "place", s)
+}
 
 fn main() -> ExitCode {
     pnet_stdlib::cli::exit_quietly_on_broken_pipe();
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let mut input = None;
-    let mut output = None;
-    let mut puts = Vec::new();
-    let mut list = false;
-    let mut i = 0;
-    while i < argv.len() {
-        let arg = argv[i].as_str();
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (arg, None),
-        };
-        let mut value = || -> Result<String, ExitCode> {
-            if let Some(v) = inline.clone() {
-                return Ok(v);
-            }
-            i += 1;
-            argv.get(i)
-                .cloned()
-                .ok_or_else(|| usage(&format!("{flag} needs a value")))
-        };
-        match flag {
-            "-h" | "--help" => {
-                print!("{USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            "-V" | "--version" => {
-                println!("pnetput {}", env!("CARGO_PKG_VERSION"));
-                return ExitCode::SUCCESS;
-            }
-            "-l" | "--list" => list = true,
-            "-i" | "--if" => match value() {
-                Ok(v) => input = Some(v),
-                Err(c) => return c,
-            },
-            "-o" | "--of" => match value() {
-                Ok(v) => output = Some(v),
-                Err(c) => return c,
-            },
-            "-p" | "--put" | "--place" => {
-                let text = match value() {
-                    Ok(v) => v,
-                    Err(c) => return c,
-                };
-                let kind = if flag == "--place" { "place" } else { "port" };
-                match pnet_stdlib::literal::parse_binding(flag, kind, &text) {
-                    Ok((name, v)) => puts.push((
-                        if flag == "--place" {
-                            Target::Place(name)
-                        } else {
-                            Target::Port(name)
-                        },
-                        v,
-                    )),
-                    Err(e) => return usage(&e),
-                }
-            }
-            s if s.starts_with('-') && s.len() > 1 => {
-                return usage(&format!("unknown option {s}"));
-            }
-            _ if input.is_none() => input = Some(arg.to_string()),
-            _ => return usage(&format!("unexpected argument {arg}")),
-        }
-        i += 1;
+    let matches = Cli::command()
+        .try_get_matches_from(std::env::args_os())
+        .and_then(|m| Cli::from_arg_matches(&m).map(|c| (m, c)));
+    let (matches, cli) = match matches {
+        Ok(mc) => mc,
+        Err(e) => pnet_stdlib::cli::exit_after_parse(
+            "pnetput",
+            &e.render().to_string(),
+            e.use_stderr(),
+            e.exit_code(),
+        ),
+    };
+    // -p and --place tokens in command-line order (a port and a place may be one place).
+    let indices = |id: &str| -> Vec<usize> {
+        matches
+            .indices_of(id)
+            .map(|i| i.collect())
+            .unwrap_or_default()
+    };
+    let mut puts: Vec<(usize, Target, Value)> = Vec::new();
+    for (i, (name, v)) in indices("puts").into_iter().zip(cli.puts) {
+        puts.push((i, Target::Port(name), v));
     }
-    let Some(input) = input else {
-        return usage("no input bundle given");
+    for (i, (name, v)) in indices("places").into_iter().zip(cli.places) {
+        puts.push((i, Target::Place(name), v));
+    }
+    puts.sort_by_key(|(i, _, _)| *i);
+    let output = cli.output;
+    let list = cli.list;
+    let Some(input_path) = cli.input.or(cli.input_arg) else {
+        pnet_stdlib::cli::usage_exit("pnetput", "no input bundle given");
     };
     if output.is_none() && !list {
-        return usage("no output given (-o OUT.pnet)");
+        pnet_stdlib::cli::usage_exit("pnetput", "no output given (-o OUT.pnet)");
     }
+    let input = input_path.display().to_string();
     let bytes = if input == "-" {
         let mut b = Vec::new();
         std::io::stdin().read_to_end(&mut b).map(|_| b)
     } else {
-        std::fs::read(&input)
+        std::fs::read(&input_path)
     };
     let mut bundle = match bytes
         .map_err(|e| e.to_string())
@@ -113,12 +113,12 @@ fn main() -> ExitCode {
         Err(e) => return fail(&format!("{input}: {e}")),
     };
     if list {
-        print!("{}", pnet_tokens::listing(&bundle));
+        pnet_stdlib::out!("{}", pnet_tokens::listing(&bundle));
         if output.is_none() {
             return ExitCode::SUCCESS;
         }
     }
-    for (target, value) in puts {
+    for (_, target, value) in puts {
         if let Err(e) = pnet_tokens::put(&mut bundle, &target, value) {
             return fail(&format!("{input}: {e}"));
         }
@@ -130,23 +130,21 @@ fn main() -> ExitCode {
         Ok(b) => b,
         Err(e) => return fail(&e.to_string()),
     };
-    let written = if output == "-" {
-        std::io::stdout().lock().write_all(&bytes)
+    let written = if output.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        out.write_all(&bytes)
+            .and_then(|()| out.flush())
+            .map_err(|e| format!("cannot write to standard output: {e}"))
     } else {
-        std::fs::write(&output, &bytes)
+        pnet_stdlib::cli::write_file(&output, &bytes)
     };
     match written {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(&format!("{output}: {e}")),
+        Err(e) => fail(&e),
     }
 }
 
 fn fail(msg: &str) -> ExitCode {
-    eprintln!("pnetput: {msg}");
+    pnet_stdlib::errln!("pnetput: {msg}");
     ExitCode::from(1)
-}
-
-fn usage(msg: &str) -> ExitCode {
-    eprintln!("pnetput: {msg}\nTry 'pnetput --help' for more information.");
-    ExitCode::from(2)
 }
