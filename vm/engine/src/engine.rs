@@ -672,6 +672,9 @@ struct Instance {
     /// pointing here): (place here, instance, its place). A change here marks their adjacent
     /// transitions too.
     down: Vec<(u32, u32, u32)>,
+    /// `up` or `down` is not empty: puts and takes here go through the homes and mark
+    /// the other instances that see the place.
+    shares: bool,
 }
 
 impl Instance {
@@ -1269,6 +1272,7 @@ impl State {
             parent,
             ready_pos: NONE,
             in_dirty: false,
+            shares: !up.is_empty(),
             up,
             down: Vec::new(),
         };
@@ -1285,7 +1289,9 @@ impl State {
         self.touch(i);
         for k in 0..self.instance(i).up.len() {
             let (q, h, hp) = self.instance(i).up[k];
-            self.inst_mut(h).down.push((hp, i, q));
+            let home = self.inst_mut(h);
+            home.down.push((hp, i, q));
+            home.shares = true;
         }
         for (p, place) in net.places.iter().enumerate() {
             // A place mapped to an ancestor's is that place: no initial tokens or generator
@@ -1317,7 +1323,7 @@ impl State {
     #[inline]
     fn put(&mut self, prog: &Program, i: u32, p: usize, v: Value) {
         let inst = self.instances[i as usize].as_mut().expect("live instance");
-        if !inst.up.is_empty() || !inst.down.is_empty() {
+        if inst.shares {
             return self.put_shared(prog, i, p, v);
         }
         let info = prog.net(inst.func);
@@ -1385,6 +1391,8 @@ impl State {
     /// Swaps the tokens and in-flight counts of instance `i`'s mapped places (`up`) with
     /// those of their homes: the first call lends them to `i` (whose code then reads and
     /// takes them as its own), the second gives them back.
+    #[cold]
+    #[inline(never)]
     fn swap_lent(&mut self, i: u32) {
         for k in 0..self.instance(i).up.len() {
             let (q, h, hp) = self.instance(i).up[k];
@@ -1423,7 +1431,7 @@ impl State {
     #[inline]
     fn changed(&mut self, prog: &Program, i: u32, p: usize, only_count: bool) {
         let inst = self.instances[i as usize].as_mut().expect("live instance");
-        if !inst.up.is_empty() || !inst.down.is_empty() {
+        if inst.shares {
             let (h, hp) = self.home(i, p);
             if self.mark_changed(prog, h, hp, only_count) {
                 self.touch(h);
@@ -1484,15 +1492,16 @@ impl State {
                 continue;
             };
             inst.in_dirty = false;
-            if !inst.up.is_empty() {
-                // Its mapped places' tokens are examined here as its own.
+            // A child's mapped places' tokens are examined there as its own.
+            let lent = !inst.up.is_empty();
+            if lent {
                 self.swap_lent(i);
-                let r = self.examine(prog, i);
-                self.swap_lent(i);
-                r?;
-            } else {
-                self.examine(prog, i)?;
             }
+            let r = self.examine(prog, i);
+            if lent {
+                self.swap_lent(i);
+            }
+            r?;
             let inst = self.instances[i as usize].as_mut().expect("live instance");
             let (n_enabled, pending, is_child) =
                 (inst.n_enabled, inst.pending, inst.parent.is_some());
@@ -1775,15 +1784,16 @@ impl State {
         let net = prog.net_ir(func);
         let tr = &net.transitions[t];
         let tf = prog.bundle.function(tr.function);
-        let n_counts = if inst.up.is_empty() {
-            self.take_inputs(prog, i, t)?
-        } else {
-            // The mapped places' tokens are taken here as this instance's own.
+        // A child's mapped places' tokens are taken there as its own.
+        let lent = !inst.up.is_empty();
+        if lent {
             self.swap_lent(i);
-            let r = self.take_inputs(prog, i, t);
+        }
+        let r = self.take_inputs(prog, i, t);
+        if lent {
             self.swap_lent(i);
-            r?
-        };
+        }
+        let n_counts = r?;
         // Shareds of consumed tokens, generator refills, dirty marks.
         self.release.clear();
         let ninfo = prog.net(func);
@@ -2045,15 +2055,16 @@ impl State {
     fn fire_expr(&mut self, prog: &Program, i: u32, t: usize, id: usize) -> Result<Step, RunError> {
         let inst = self.instance(i);
         let info = &prog.net(inst.func).trans[t];
-        if inst.up.is_empty() {
-            self.take_into_frame(prog, i, t, id)?;
-        } else {
-            // The mapped places' tokens are taken here as this instance's own.
+        // A child's mapped places' tokens are taken there as its own.
+        let lent = !inst.up.is_empty();
+        if lent {
             self.swap_lent(i);
-            let r = self.take_into_frame(prog, i, t, id);
-            self.swap_lent(i);
-            r?;
         }
+        let r = self.take_into_frame(prog, i, t, id);
+        if lent {
+            self.swap_lent(i);
+        }
+        r?;
         // Generator refills, dirty marks.
         for tk in &info.takes {
             if tk.consume {
@@ -2318,6 +2329,7 @@ impl State {
         for &(_, h, _) in &child.up {
             if let Some(home) = self.instances[h as usize].as_mut() {
                 home.down.retain(|&(_, d, _)| d != c);
+                home.shares = !home.up.is_empty() || !home.down.is_empty();
             }
         }
         let Some(link) = child.parent.take() else {
