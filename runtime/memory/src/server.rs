@@ -40,9 +40,8 @@ const ST_OK: u8 = 0;
 const ST_ERR: u8 = 1;
 /// The longest error message accepted from a server.
 const MAX_MESSAGE: u64 = 64 << 10;
+/// The clients' buffers, and the pieces in which the server streams a request's bytes.
 const IO_BUFFER: usize = 1 << 20;
-/// The server streams a request's bytes in pieces of this size.
-const PIECE: usize = 256 << 10;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub(crate) fn secret_bytes(secret: &Secret) -> [u8; 32] {
@@ -509,8 +508,9 @@ fn read_hello(
 /// A pool thread: serves one request of each connection handed to it, then gives the
 /// connection back to the poller (or closes it).
 fn pool_loop(rx: &Mutex<std::sync::mpsc::Receiver<Client>>, seg: &Segment, sh: &Shared) {
-    let mut buf = vec![0u8; PIECE];
-    let mut out = Vec::with_capacity(PIECE + 9);
+    // The pieces of a request's bytes (and, for a read, the answer's head).
+    let mut buf = vec![0u8; IO_BUFFER + 9];
+    let mut out = Vec::with_capacity(256);
     loop {
         let next = match rx.lock() {
             Ok(rx) => rx.recv(),
@@ -583,24 +583,27 @@ fn serve_one(
     // Stream in pieces, so that copying out of (into) the segment overlaps with the network.
     // The range is inside the segment (checked), so the copies cannot fail; if one did, the
     // answer could not be completed: close the connection.
-    let pieces = (0..len)
-        .step_by(PIECE)
-        .map(|p| (p, (len - p).min(PIECE as u64) as usize));
     if op == OP_READ {
-        out.push(ST_OK);
-        out.extend_from_slice(&len.to_le_bytes());
-        for (p, k) in pieces {
-            let at = out.len();
-            out.resize(at + k, 0);
-            seg.read_at(offset + p, &mut out[at..])
+        // `buf` holds the answer's head and the first piece, then each next piece.
+        buf[0] = ST_OK;
+        buf[1..9].copy_from_slice(&len.to_le_bytes());
+        let mut at = 9;
+        let mut p = 0u64;
+        loop {
+            let k = (len - p).min((buf.len() - at) as u64) as usize;
+            seg.read_at(offset + p, &mut buf[at..at + k])
                 .map_err(|e| io::Error::other(e.message))?;
-            w.write_all(out)?;
-            out.clear();
-        }
-        if !out.is_empty() {
-            w.write_all(out)?;
+            w.write_all(&buf[..at + k])?;
+            p += k as u64;
+            at = 0;
+            if p >= len {
+                break;
+            }
         }
     } else {
+        let pieces = (0..len)
+            .step_by(IO_BUFFER)
+            .map(|p| (p, (len - p).min(IO_BUFFER as u64) as usize));
         for (p, k) in pieces {
             r.read_exact(&mut buf[..k])?;
             seg.write_at(offset + p, &buf[..k])
