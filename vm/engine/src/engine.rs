@@ -16,6 +16,14 @@
 //! Enabled transitions sit in one indexable set per priority group; the engine picks an
 //! instance with enabled transitions, its highest non-empty group, and a transition in it,
 //! at random from a seeded PRNG.
+//!
+//! Place-maps of child nets that were not inlined (`pnetc --synthesize-virtual-places`): the
+//! child's virtual place *is* the real place of the parent (or, through nested maps, of an
+//! outer ancestor), its home. The tokens and the in-flight count live at home; the child's
+//! slot stays empty and is lent the home's tokens while the child re-examines its transitions
+//! or takes a firing's tokens (`State::swap_lent`). Puts and takes on such a place go to its
+//! home and mark the adjacent transitions in every instance that sees it; transitions that
+//! touch such places take the general firing path. When the child ends, the tokens stay.
 
 use std::collections::HashMap;
 
