@@ -155,9 +155,33 @@ fn push_u32(s: &mut String, mut n: u32) {
     }
 }
 
-struct Expander<'t> {
+/// Receives the instances of an expansion as they are made, so that a caller can write them
+/// out without keeping them (`gspc-topology expand` of millions of instances).
+pub trait ExpandSink {
+    /// A task instance; `collection` is its collection instance's path, if any.
+    fn task(&mut self, task: TaskInstance, collection: Option<&str>);
+    /// A collection instance, right after its tasks; `tasks` are their ids.
+    fn collection(&mut self, collection: CollectionInstance, tasks: &[u64]);
+}
+
+impl ExpandSink for Expanded {
+    fn task(&mut self, task: TaskInstance, _: Option<&str>) {
+        self.tasks.push(task);
+    }
+
+    fn collection(&mut self, collection: CollectionInstance, _: &[u64]) {
+        self.collections.push(collection);
+    }
+}
+
+struct Expander<'t, S> {
     t: &'t Topology,
-    out: Expanded,
+    out: S,
+    /// Instances made so far.
+    n_tasks: usize,
+    n_collections: usize,
+    /// The ids of the tasks of the collection instance being made.
+    coll_ids: Vec<u64>,
     task_sfx: Vec<Option<Suffix>>,
     coll_sfx: Vec<Option<Suffix>>,
     /// For each collection declaration, the index of each of its tasks inside an instance
@@ -175,7 +199,7 @@ struct Place<'a> {
     group: Option<usize>,
 }
 
-impl Expander<'_> {
+impl<S: ExpandSink> Expander<'_, S> {
     fn task_suffix(&mut self, decl: usize) -> &Suffix {
         let t = self.t;
         self.task_sfx[decl].get_or_insert_with(|| Suffix::new(task_hash_string(t, decl).as_bytes()))
@@ -187,7 +211,8 @@ impl Expander<'_> {
             .get_or_insert_with(|| Suffix::new(collection_hash_string(t, decl).as_bytes()))
     }
 
-    /// Pushes one task instance. `prefix` ends with `/` and `state` is its checksum state.
+    /// Makes one task instance. `prefix` ends with `/` and `state` is its checksum state;
+    /// `collection` is the index and path of its collection instance.
     #[allow(clippy::too_many_arguments)]
     fn task(
         &mut self,
@@ -196,7 +221,7 @@ impl Expander<'_> {
         hash_prefix: &str,
         state: u64,
         index: u32,
-        collection: Option<usize>,
+        collection: Option<(usize, &str)>,
         group: Option<usize>,
     ) {
         let name = &self.t.tasks[decl].name;
@@ -210,15 +235,22 @@ impl Expander<'_> {
         hash_path.push_str(name);
         let st = crc::feed(state, &path.as_bytes()[prefix.len()..]);
         let id = self.task_suffix(decl).finish(st);
-        self.out.tasks.push(TaskInstance {
-            id,
-            path,
-            hash_path,
-            decl,
-            task_index: index,
-            collection,
-            group,
-        });
+        if collection.is_some() {
+            self.coll_ids.push(id);
+        }
+        self.n_tasks += 1;
+        self.out.task(
+            TaskInstance {
+                id,
+                path,
+                hash_path,
+                decl,
+                task_index: index,
+                collection: collection.map(|(c, _)| c),
+                group,
+            },
+            collection.map(|(_, path)| path),
+        );
     }
 
     fn collection(&mut self, decl: usize, place: &Place, index: u32) {
@@ -242,17 +274,10 @@ impl Expander<'_> {
         child_hash.push_str(&hash_path);
         child_hash.push('/');
         let child_state = crc::feed(st, b"/");
-        let me = self.out.collections.len();
-        let first = self.out.tasks.len();
-        self.out.collections.push(CollectionInstance {
-            id,
-            path,
-            hash_path,
-            decl,
-            collection_index: index,
-            group: place.group,
-            tasks: first..first,
-        });
+        let me = self.n_collections;
+        self.n_collections += 1;
+        let first = self.n_tasks;
+        self.coll_ids.clear();
         let t = self.t;
         let indices = match self.coll_task_index[decl].take() {
             Some(v) => v,
@@ -279,15 +304,27 @@ impl Expander<'_> {
                 &child_hash,
                 child_state,
                 indices[k],
-                Some(me),
+                Some((me, &path)),
                 place.group,
             );
         }
         self.coll_task_index[decl] = Some(indices);
         self.buf_prefix = child_prefix;
         self.buf_hash = child_hash;
-        let end = self.out.tasks.len();
-        self.out.collections[me].tasks = first..end;
+        let ids = std::mem::take(&mut self.coll_ids);
+        self.out.collection(
+            CollectionInstance {
+                id,
+                path,
+                hash_path,
+                decl,
+                collection_index: index,
+                group: place.group,
+                tasks: first..self.n_tasks,
+            },
+            &ids,
+        );
+        self.coll_ids = ids;
     }
 
     /// The members of `main` or of one copy of a group.
@@ -333,12 +370,24 @@ impl Expander<'_> {
 pub fn expand(topology: &Topology) -> Expanded {
     let counts = count(topology);
     let cap = |n: u64| usize::try_from(n.min(crate::MAX_TASKS)).unwrap_or(0);
-    let mut ex = Expander {
-        t: topology,
-        out: Expanded {
+    expand_into(
+        topology,
+        Expanded {
             tasks: Vec::with_capacity(cap(counts.tasks)),
             collections: Vec::with_capacity(cap(counts.collections)),
         },
+    )
+}
+
+/// [`expand`] into a sink: the instances in the same order (a collection right after its
+/// tasks), with the same indices; the sink is given back.
+pub fn expand_into<S: ExpandSink>(topology: &Topology, sink: S) -> S {
+    let mut ex = Expander {
+        t: topology,
+        out: sink,
+        n_tasks: 0,
+        n_collections: 0,
+        coll_ids: Vec::new(),
         task_sfx: vec![None; topology.tasks.len()],
         coll_sfx: vec![None; topology.collections.len()],
         coll_task_index: vec![None; topology.collections.len()],

@@ -67,12 +67,13 @@ mod subst;
 mod tests;
 
 pub use expand::{
-    Counts, collection_hash_string, count, expand, instance_id, required_agents, task_hash_string,
+    Counts, ExpandSink, collection_hash_string, count, expand, expand_into, instance_id,
+    required_agents, task_hash_string,
 };
 pub use model::*;
 pub use parse::{ParseOptions, parse};
 pub use pnet_topology::{Diagnostic, Severity};
-pub use report::{Diff, DiffEntry, diff};
+pub use report::{Diff, DiffEntry, diff, write_expansion_json, write_expansion_text};
 
 /// The most task instances a topology may expand to (DDS's largest test has half a million).
 pub const MAX_TASKS: u64 = 20_000_000;

@@ -297,19 +297,22 @@ fn run(cli: Cli) -> ExitCode {
             let Some(topology) = l.topology.as_ref().filter(|_| l.valid()) else {
                 return invalid(&l, &common);
             };
-            let expanded = pnet_dds::expand(topology);
-            if common.json {
-                let mut m = file_json(&l);
-                if let Value::Object(e) = expanded.to_json(topology) {
-                    m.extend(e);
-                }
-                print_json(&Value::Object(m));
+            // Written as it is made: millions of instances need no more memory than a few.
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            let written = if common.json {
+                pnet_dds::write_expansion_json(topology, &file_json(&l), &mut out)
             } else {
                 render(&l, common.color);
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(expanded.to_text().as_bytes());
+                pnet_dds::write_expansion_text(topology, &mut out)
+            };
+            match written {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(141),
+                Err(e) => {
+                    eprintln!("gspc-topology: cannot write the expansion: {e}");
+                    ExitCode::FAILURE
+                }
             }
-            ExitCode::SUCCESS
         }
         Command::Count {
             files,

@@ -2,10 +2,11 @@
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
-use crate::expand::Counts;
+use crate::expand::{Counts, ExpandSink, expand_into};
 use crate::model::*;
 
 /// One task or collection instance in a [`Diff`].
@@ -119,69 +120,156 @@ impl Diff {
     }
 }
 
-impl Expanded {
-    /// One line per task (`id path`), then one per collection, under `# tasks` and
-    /// `# collections` headers.
-    pub fn to_text(&self) -> String {
-        let mut s = String::with_capacity(self.tasks.len() * 48);
-        let _ = writeln!(s, "# tasks ({})", self.tasks.len());
-        for t in &self.tasks {
-            let _ = writeln!(s, "{} {}", t.id, t.path);
+/// Writes a topology's expansion as text, as it is made (memory stays small for millions of
+/// instances): one line per task (`id path`), then one per collection, under `# tasks (N)`
+/// and `# collections (N)` headers. The expansion runs twice (tasks, then collections).
+pub fn write_expansion_text(topology: &Topology, w: &mut dyn Write) -> io::Result<()> {
+    let counts = crate::count(topology);
+    writeln!(w, "# tasks ({})", counts.tasks)?;
+    let sink = Lines {
+        w: &mut *w,
+        tasks: true,
+        err: None,
+    };
+    expand_into(topology, sink).done()?;
+    writeln!(w, "# collections ({})", counts.collections)?;
+    let sink = Lines {
+        w: &mut *w,
+        tasks: false,
+        err: None,
+    };
+    expand_into(topology, sink).done()?;
+    w.flush()
+}
+
+/// Writes `{<head fields>, "tasks": [{"id", "path", "hash_path", "name", "task_index",
+/// "collection", "group"}], "collections": [{"id", "path", "hash_path", "name",
+/// "collection_index", "group", "tasks"}]}` as it is made, one instance a line: `collection`
+/// is the collection's path, `group` the group's name (or null), a collection's `tasks` are
+/// the ids of its tasks.
+pub fn write_expansion_json(
+    topology: &Topology,
+    head: &serde_json::Map<String, Value>,
+    w: &mut dyn Write,
+) -> io::Result<()> {
+    w.write_all(b"{\n")?;
+    for (k, v) in head {
+        writeln!(w, "  {}: {},", json!(k), v)?;
+    }
+    for tasks in [true, false] {
+        write!(
+            w,
+            "  \"{}\": [",
+            if tasks { "tasks" } else { "collections" }
+        )?;
+        let sink = JsonLines {
+            t: topology,
+            w: &mut *w,
+            tasks,
+            first: true,
+            err: None,
+        };
+        let sink = expand_into(topology, sink);
+        let first = sink.first;
+        sink.err.map_or(Ok(()), Err)?;
+        w.write_all(if first { b"]" } else { b"\n  ]" })?;
+        w.write_all(if tasks { b",\n" } else { b"\n}\n" })?;
+    }
+    w.flush()
+}
+
+/// The text form's sink: tasks or collections, `id path` lines; the first write error stops
+/// the writing.
+struct Lines<'w> {
+    w: &'w mut dyn Write,
+    tasks: bool,
+    err: Option<io::Error>,
+}
+
+impl Lines<'_> {
+    fn line(&mut self, id: u64, path: &str) {
+        if self.err.is_none()
+            && let Err(e) = writeln!(self.w, "{id} {path}")
+        {
+            self.err = Some(e);
         }
-        let _ = writeln!(s, "# collections ({})", self.collections.len());
-        for c in &self.collections {
-            let _ = writeln!(s, "{} {}", c.id, c.path);
-        }
-        s
     }
 
-    /// `{"tasks": [{"id", "path", "hash_path", "name", "task_index", "collection", "group"}],
-    /// "collections": [{"id", "path", "hash_path", "name", "collection_index", "group",
-    /// "tasks"}]}`; `collection` is the collection's path, `group` the group's name (or
-    /// null), a collection's `tasks` are the ids of its tasks.
-    pub fn to_json(&self, topology: &Topology) -> Value {
-        let group = |g: Option<usize>| {
-            g.and_then(|g| topology.main.groups.get(g))
-                .map(|g| g.name.clone())
-        };
-        let tasks: Vec<Value> = self
-            .tasks
-            .iter()
-            .map(|t| {
-                json!({
-                    "id": t.id,
-                    "path": t.path,
-                    "hash_path": t.hash_path,
-                    "name": topology.tasks.get(t.decl).map(|d| d.name.as_str()),
-                    "task_index": t.task_index,
-                    "collection": t.collection.and_then(|c| self.collections.get(c)).map(|c| c.path.as_str()),
-                    "group": group(t.group),
-                })
-            })
-            .collect();
-        let collections: Vec<Value> = self
-            .collections
-            .iter()
-            .map(|c| {
-                let ids: Vec<u64> = self
-                    .tasks
-                    .get(c.tasks.clone())
-                    .unwrap_or(&[])
-                    .iter()
-                    .map(|t| t.id)
-                    .collect();
-                json!({
-                    "id": c.id,
-                    "path": c.path,
-                    "hash_path": c.hash_path,
-                    "name": topology.collections.get(c.decl).map(|d| d.name.as_str()),
-                    "collection_index": c.collection_index,
-                    "group": group(c.group),
-                    "tasks": ids,
-                })
-            })
-            .collect();
-        json!({"tasks": tasks, "collections": collections})
+    fn done(self) -> io::Result<()> {
+        self.err.map_or(Ok(()), Err)
+    }
+}
+
+impl ExpandSink for Lines<'_> {
+    fn task(&mut self, task: TaskInstance, _: Option<&str>) {
+        if self.tasks {
+            self.line(task.id, &task.path);
+        }
+    }
+
+    fn collection(&mut self, c: CollectionInstance, _: &[u64]) {
+        if !self.tasks {
+            self.line(c.id, &c.path);
+        }
+    }
+}
+
+/// The JSON form's sink: one object a line.
+struct JsonLines<'t, 'w> {
+    t: &'t Topology,
+    w: &'w mut dyn Write,
+    tasks: bool,
+    first: bool,
+    err: Option<io::Error>,
+}
+
+impl JsonLines<'_, '_> {
+    fn group(&self, g: Option<usize>) -> Option<&str> {
+        g.and_then(|g| self.t.main.groups.get(g))
+            .map(|g| g.name.as_str())
+    }
+
+    fn item(&mut self, v: Value) {
+        if self.err.is_some() {
+            return;
+        }
+        let sep = if self.first { "\n    " } else { ",\n    " };
+        self.first = false;
+        if let Err(e) = write!(self.w, "{sep}{v}") {
+            self.err = Some(e);
+        }
+    }
+}
+
+impl ExpandSink for JsonLines<'_, '_> {
+    fn task(&mut self, t: TaskInstance, collection: Option<&str>) {
+        if self.tasks {
+            let v = json!({
+                "id": t.id,
+                "path": t.path,
+                "hash_path": t.hash_path,
+                "name": self.t.tasks.get(t.decl).map(|d| d.name.as_str()),
+                "task_index": t.task_index,
+                "collection": collection,
+                "group": self.group(t.group),
+            });
+            self.item(v);
+        }
+    }
+
+    fn collection(&mut self, c: CollectionInstance, tasks: &[u64]) {
+        if !self.tasks {
+            let v = json!({
+                "id": c.id,
+                "path": c.path,
+                "hash_path": c.hash_path,
+                "name": self.t.collections.get(c.decl).map(|d| d.name.as_str()),
+                "collection_index": c.collection_index,
+                "group": self.group(c.group),
+                "tasks": tasks,
+            });
+            self.item(v);
+        }
     }
 }
 

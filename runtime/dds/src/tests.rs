@@ -467,8 +467,9 @@ fn counts_match_the_expansion() {
 #[test]
 fn text_forms() {
     let t = parse(TEST7, &opts()).0.unwrap();
-    let e = expand(&t);
-    let text = e.to_text();
+    let mut text = Vec::new();
+    crate::write_expansion_text(&t, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
     let head: Vec<&str> = text.lines().take(3).collect();
     assert_eq!(
         head,
@@ -491,9 +492,22 @@ fn text_forms() {
     let j = count(&t).to_json(&t, 4);
     assert_eq!(j["required_agents"], 5);
     assert_eq!(j["per_task"][1]["name"], "task2");
-    let j = e.to_json(&t);
+    let mut head = serde_json::Map::new();
+    head.insert("file".into(), serde_json::json!("t.xml"));
+    let mut out = Vec::new();
+    crate::write_expansion_json(&t, &head, &mut out).unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(j["file"], "t.xml");
     assert_eq!(j["tasks"][1]["collection"], "main/collection1_0");
+    assert_eq!(j["tasks"].as_array().unwrap().len(), 18);
     assert_eq!(j["collections"][1]["group"], "group1");
+    assert_eq!(j["collections"].as_array().unwrap().len(), 4);
+    let e = expand(&t);
+    let ids: Vec<u64> = e.tasks[e.collections[1].tasks.clone()]
+        .iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(j["collections"][1]["tasks"], serde_json::json!(ids));
 }
 
 #[test]

@@ -179,3 +179,87 @@ fn diff_two_files() {
     assert_eq!(v["removed_collections"][0]["path"], "main/g/c_2");
     assert_eq!(v["added_tasks"].as_array().map(Vec::len), Some(0));
 }
+
+/// A 23 KB topology with thousands of errors, all on one line and then one per line: the
+/// diagnostics shown are capped per file and long lines are windows, so standard error stays
+/// small (it was 35 s and megabytes: every error re-printed the whole line).
+#[test]
+fn many_errors_give_bounded_output() {
+    for sep in ["", "\n"] {
+        let tasks: String = (0..1500)
+            .map(|i| format!("<task>t{i}</task>{sep}"))
+            .collect();
+        let topology = format!(
+            "<topology name=\"t\"><decltask name=\"a\"><exe>run-a</exe></decltask><main name=\"main\">{tasks}</main></topology>\n"
+        );
+        assert!(topology.len() > 23_000);
+        let file = TempFile::new("many-errors.xml", &topology);
+        let start = std::time::Instant::now();
+        let out = run(&["validate", "--color", "never", file.path()]);
+        // Only a sanity bound: it finishes.
+        assert!(start.elapsed().as_secs() < 60);
+        assert_eq!(out.status.code(), Some(1));
+        let err = text(&out.stderr);
+        assert!(err.len() < 60_000, "{} bytes", err.len());
+        assert!(err.matches("error[").count() <= 50, "{err}");
+        assert!(err.contains("more errors in"), "{err}");
+        // The JSON lists them all.
+        let out = run(&["validate", "--json", file.path()]);
+        let json = text(&out.stdout);
+        assert!(json.matches("\"code\"").count() >= 1500);
+    }
+}
+
+/// `expand --json` writes instances as they are made: a 150-byte topology with 150,000
+/// instances runs under a 200 MB address-space limit (it used to build the whole JSON tree
+/// first: about 2.2 GB per million instances).
+#[test]
+fn expand_streams_its_output_in_bounded_memory() {
+    let topo = TempFile::new(
+        "big.xml",
+        r#"<topology name="t"><decltask name="w"><exe>/bin/true</exe></decltask><main name="main"><group name="g" n="150000"><task>w</task></group></main></topology>"#,
+    );
+    for json in [true, false] {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v 200000; exec \"$0\" expand {} \"$1\" | tail -n 4",
+                if json { "--json" } else { "" }
+            ))
+            .arg(env!("CARGO_BIN_EXE_gspc-topology"))
+            .arg(topo.path())
+            .output()
+            .expect("run gspc-topology");
+        let tail = text(&out.stdout);
+        assert!(out.status.success(), "{tail} {}", text(&out.stderr));
+        if json {
+            assert!(tail.contains("\"path\":\"main/g/w_149999\""), "{tail}");
+            assert!(tail.contains("\"collections\": []"), "{tail}");
+        } else {
+            assert!(tail.contains("main/g/w_149999"), "{tail}");
+            assert!(tail.contains("# collections (0)"), "{tail}");
+        }
+    }
+}
+
+/// A full disk is an error, not a lost expansion with exit 0.
+#[test]
+fn expand_to_a_full_disk_fails() {
+    let good = TempFile::new("full.xml", GOOD);
+    for args in [
+        &["expand", good.path()][..],
+        &["expand", "--json", good.path()],
+    ] {
+        let out = bin()
+            .args(args)
+            .stdout(std::fs::File::create("/dev/full").expect("/dev/full"))
+            .output()
+            .expect("run gspc-topology");
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            text(&out.stderr).contains("cannot write"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}
