@@ -511,3 +511,39 @@ end
     .expect("runs");
     assert_eq!(r.ending.tokens_left, vec![("real".to_string(), 1)]);
 }
+
+#[test]
+fn a_child_taking_from_a_mapped_generator_place_refills_it_at_home() {
+    check(
+        "
+net main
+  port out got long @got
+  place go control = []
+  place ids long generator
+  place got long
+  trans call
+    in g control <- go
+    out got long -> got
+    use child
+    map v -> ids
+end
+net child
+  port in g control @g
+  port out got long @got
+  place g control
+  place turns control = [] [] []
+  place v long virtual
+  place got long
+  trans take
+    in t control <- turns
+    in x long <- v
+    out x long -> got
+end
+",
+        &[],
+        expect![[r#"
+            got: 0L 1L 2L
+            firings: 4
+        "#]],
+    );
+}
