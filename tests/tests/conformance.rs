@@ -632,6 +632,18 @@ fn reads_back(v: &Value) -> Result<(), String> {
     }
 }
 
+/// Every error diagnostic carries a code, a message and a primary span.
+fn spanned(case: &Case, diags: &[pnet_syntax::Diagnostic], errors: &mut Vec<String>) {
+    for d in diags.iter().filter(|d| d.is_error()) {
+        if d.code.is_empty() || d.message.is_empty() || d.primary_span().is_none() {
+            errors.push(format!(
+                "{}: `{}`\n    diagnostic without a code, a message or a span: {d:?}",
+                case.at, case.expr
+            ));
+        }
+    }
+}
+
 /// Adds a message to `errors` unless every engine's outcome meets the case's expectation.
 fn report(case: &Case, results: &[(&str, Outcome)], errors: &mut Vec<String>) {
     if results.iter().all(|(_, r)| check(&case.expect, r).is_ok()) {
@@ -714,7 +726,9 @@ fn conformance_suite() {
                 eval_const(&expr, &place_ty)
             };
             match (&case.expect, r) {
-                (Expect::CompileError(c), Err(diags)) if diags.iter().any(|d| d.code == c) => {}
+                (Expect::CompileError(c), Err(diags)) if diags.iter().any(|d| d.code == c) => {
+                    spanned(case, &diags, &mut errors)
+                }
                 (_, Err(diags)) => errors.push(format!(
                     "{}: `{}`\n    expected: {}\n    compiler: {}",
                     case.at,
@@ -767,6 +781,7 @@ fn conformance_suite() {
         };
         match (&case.expect, errs.is_empty()) {
             (Expect::CompileError(c), false) if errs.iter().any(|d| d.code == c) => {
+                spanned(case, &diags, &mut errors);
                 compiled.push(None)
             }
             (_, false) => {
