@@ -3,10 +3,13 @@
 //! (a) the compiler (`pnet_sema::expr::lower`: typing, constant folding, bytecode) and the
 //!     VM's interpreter,
 //! (b) the JIT (every code of the suite compiled into one module),
-//! (c) `pnetv`'s coloured explorer, on a one-transition net whose expression assigns the case's
-//!     expression to an out port; the token read from the end state.
-//! Every failing case of every file is reported at once, with `file:line`, the expectation and
-//! what each engine gave.
+//! (c) `pnetv`'s coloured explorer, on a net whose transition assigns the case's expression to
+//!     an out port (or has it as its condition, or as its expression; a token case puts the
+//!     value on a place); the tokens read from the end state.
+//! Token cases run through the compiler's `eval_const` and (c). Besides the expectation, every
+//! value must read back from its printed form and every expected compile-time error must carry
+//! a code, a message and a span. Every failing case of every file is reported at once, with
+//! `file:line`, the expectation and what each engine gave.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -310,12 +313,12 @@ fn parse_input(line: &str) -> Result<Input, String> {
     })
 }
 
-/// Whether an outcome meets the expectation (`Err`: what is wrong).
-fn check(expect: &Expect, got: &Outcome) -> Result<(), ()> {
+/// Whether an outcome meets the expectation.
+fn meets(expect: &Expect, got: &Outcome) -> bool {
     match (expect, got) {
-        (Expect::Value { text, .. }, Outcome::Value(v)) if v == text => Ok(()),
-        (Expect::RunError(m), Outcome::RunError(e)) if e.contains(m.as_str()) => Ok(()),
-        _ => Err(()),
+        (Expect::Value { text, .. }, Outcome::Value(v)) => v == text,
+        (Expect::RunError(m), Outcome::RunError(e)) => e.contains(m.as_str()),
+        _ => false,
     }
 }
 
@@ -646,7 +649,7 @@ fn spanned(case: &Case, diags: &[pnet_syntax::Diagnostic], errors: &mut Vec<Stri
 
 /// Adds a message to `errors` unless every engine's outcome meets the case's expectation.
 fn report(case: &Case, results: &[(&str, Outcome)], errors: &mut Vec<String>) {
-    if results.iter().all(|(_, r)| check(&case.expect, r).is_ok()) {
+    if results.iter().all(|(_, r)| meets(&case.expect, r)) {
         return;
     }
     let mut msg = format!(
@@ -654,7 +657,7 @@ fn report(case: &Case, results: &[(&str, Outcome)], errors: &mut Vec<String>) {
         case.at, case.expr, case.expect
     );
     for (name, r) in results {
-        let mark = if check(&case.expect, r).is_ok() {
+        let mark = if meets(&case.expect, r) {
             "ok"
         } else {
             "WRONG"
