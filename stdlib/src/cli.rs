@@ -86,6 +86,11 @@ pub fn exit_after_parse(program: &str, text: &str, is_error: bool, code: i32) ->
     if is_error {
         let text = text.trim_end();
         let text = text.strip_prefix("error: ").unwrap_or(text);
+        // The tools' own hint, which names the program.
+        let text = text.replace(
+            "For more information, try '--help'.",
+            &format!("Try '{program} --help' for more information."),
+        );
         write_stderr(format_args!("{program}: {text}\n"));
         std::process::exit(code);
     }
@@ -120,4 +125,22 @@ pub fn usage_exit(program: &str, msg: &str) -> ! {
         "{program}: {msg}\nTry '{program} --help' for more information.\n"
     ));
     std::process::exit(2)
+}
+
+/// The arguments of this process after the program name, as `String`s, for a tool whose
+/// parser takes text: an argument that is not UTF-8 ends the process with a usage error
+/// (`PROGRAM: argument '...' is not valid UTF-8`, status 2) instead of the panic of
+/// `std::env::args()`.
+pub fn utf8_args(program: &str) -> Vec<String> {
+    std::env::args_os()
+        .skip(1)
+        .map(|a| {
+            a.into_string().unwrap_or_else(|a| {
+                usage_exit(
+                    program,
+                    &format!("argument '{}' is not valid UTF-8", a.to_string_lossy()),
+                )
+            })
+        })
+        .collect()
 }

@@ -15,6 +15,8 @@ fn run_to(tool: &str, args: &[&OsStr], stdout: Stdio) -> Output {
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(Stdio::piped())
+        // Files a tool writes under a relative name land in a scratch folder.
+        .current_dir(scratch("cwd"))
         .env_remove("PNET_MODULE_PATH")
         .env_remove("GSPC_STATE_DIR")
         .output()
@@ -114,7 +116,18 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// Every binary these tests cover.
-const TOOLS: &[&str] = &["pnetc", "pnetv", "pnetput", "pnetget"];
+const TOOLS: &[&str] = &[
+    "pnetc",
+    "pnetv",
+    "pnetput",
+    "pnetget",
+    "gspc-run",
+    "gspc",
+    "workload_exec",
+    "pnet2dot",
+    "pnet-lsp",
+    "gspc-selftest",
+];
 
 #[test]
 fn help_works_for_every_binary() {
@@ -256,4 +269,51 @@ fn pnetput_and_pnetget_non_utf8_arguments_and_full_output() {
         stderr(&o)
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn pnet2dot_non_utf8_arguments_and_full_output() {
+    let o = run("pnet2dot", &[bad()]);
+    assert_no_panic("pnet2dot", &[bad()], &o);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let hello = example("examples/hello/hello.xpnet");
+    assert_usage_error("pnet2dot", &[&hello, os("--not-starts-with"), bad()]);
+    let o = run("pnet2dot", &[&hello, os("-o"), bad()]);
+    assert_no_panic("pnet2dot", &[os("-o"), bad()], &o);
+    assert_write_error_reported("pnet2dot", &[&hello]);
+    let o = run("pnet2dot", &[&hello, os("-o"), os("/dev/full")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot write /dev/full"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// gspc-run, gspc and gspc-selftest: a file name or a `-p` value that is not UTF-8 is a
+/// usage error, not a panic.
+#[test]
+fn runtime_tools_refuse_non_utf8_arguments_cleanly() {
+    let hello = example("examples/hello/hello.xpnet");
+    assert_usage_error("gspc-run", &[bad()]);
+    assert_usage_error("gspc-run", &[&hello, os("-p"), bad_put()]);
+    assert_usage_error("gspc-run", &[os("status"), os("--control"), bad()]);
+    assert_usage_error("gspc", &[os("submit"), bad()]);
+    assert_usage_error("gspc", &[os("submit"), &hello, os("-p"), bad_put()]);
+    assert_usage_error("gspc", &[os("boot"), os("--nodefile"), bad()]);
+    assert_usage_error("gspc-selftest", &[os("--bin-dir"), bad()]);
+}
+
+/// workload_exec takes any function name, and pnet-lsp ignores what editors pass.
+#[test]
+fn workload_exec_and_lsp_take_non_utf8_arguments() {
+    let o = run("workload_exec", &[bad()]);
+    assert_no_panic("workload_exec", &[bad()], &o);
+    // No inputs on standard input: a failed task, not a usage error.
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("workload_exec:"), "{}", stderr(&o));
+    assert_usage_error("workload_exec", &[]);
+    let o = run("pnet-lsp", &[os("--stdio"), bad()]);
+    assert_no_panic("pnet-lsp", &[bad()], &o);
+    assert_write_error_reported("pnet-lsp", &[os("--version")]);
 }

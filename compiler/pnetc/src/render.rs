@@ -1,14 +1,13 @@
 //! Rendering diagnostics for a terminal: `error[code]: message`, then `path:line:column`, the
-//! source line and carets (codespan-reporting).
+//! source line and carets (codespan-reporting, through the one renderer in
+//! [`pnet_syntax::render`]).
 
 use std::io::IsTerminal;
 
-use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label as CsLabel, LabelStyle};
-use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::termcolor::{ColorChoice, StandardStream};
-use codespan_reporting::term::{self, Config};
 use pnet_sema::LoadedFile;
-use pnet_syntax::{Diagnostic, Severity};
+use pnet_syntax::Diagnostic;
+use pnet_syntax::render::{self, RenderFile};
 
 /// When to use colours.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -20,59 +19,25 @@ pub enum ColorMode {
     Never,
 }
 
-fn to_codespan(d: &Diagnostic) -> CsDiagnostic<usize> {
-    let severity = match d.severity {
-        Severity::Error => codespan_reporting::diagnostic::Severity::Error,
-        Severity::Warning => codespan_reporting::diagnostic::Severity::Warning,
-    };
-    let labels = d
-        .labels
+/// Calls `f` with the files as the renderer takes them (`FileId(i)` is `files[i]`).
+fn with_files<T>(files: &[LoadedFile], f: impl FnOnce(&[RenderFile]) -> T) -> T {
+    let names: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
+    let rf: Vec<RenderFile> = files
         .iter()
-        .map(|l| {
-            let style = if l.primary {
-                LabelStyle::Primary
-            } else {
-                LabelStyle::Secondary
-            };
-            CsLabel::new(style, l.span.file.0 as usize, l.span.range()).with_message(&l.message)
+        .zip(&names)
+        .map(|(l, name)| RenderFile {
+            name,
+            text: &l.text,
         })
         .collect();
-    CsDiagnostic::new(severity)
-        .with_code(d.code)
-        .with_message(&d.message)
-        .with_labels(labels)
-        .with_notes(d.notes.clone())
+    f(&rf)
 }
 
-fn simple_files(files: &[LoadedFile]) -> SimpleFiles<String, std::sync::Arc<str>> {
-    let mut out = SimpleFiles::new();
-    for f in files {
-        out.add(f.path.display().to_string(), f.text.clone());
-    }
-    out
-}
-
-/// Renders diagnostics to a string without colours (for tests and for tools that log).
+/// Renders diagnostics to a string without colours (for tests and for tools that log). Long
+/// lines are shown as windows and at most 50 errors (and 50 warnings) per file
+/// ([`pnet_syntax::render`]).
 pub fn render_to_string(files: &[LoadedFile], diagnostics: &[Diagnostic]) -> String {
-    let files = simple_files(files);
-    let config = Config::default();
-    let mut out = String::new();
-    for d in diagnostics {
-        let cs = to_codespan(d);
-        if term::emit_to_string(&mut out, &config, &files, &cs).is_err() {
-            out.push_str(&fallback(d));
-        }
-    }
-    out
-}
-
-/// A one-line rendering used when a span does not fit its file (never expected).
-fn fallback(d: &Diagnostic) -> String {
-    let sev = match d.severity {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-    };
-    format!("{sev}[{}]: {}\n", d.code, d.message)
+    with_files(files, |rf| render::render_to_string(rf, diagnostics))
 }
 
 /// Renders diagnostics to standard error.
@@ -88,13 +53,8 @@ pub fn render_diagnostics(files: &[LoadedFile], diagnostics: &[Diagnostic], colo
             }
         }
     };
-    let files = simple_files(files);
-    let config = Config::default();
     let mut stream = StandardStream::stderr(choice);
-    for d in diagnostics {
-        let cs = to_codespan(d);
-        if term::emit_to_write_style(&mut stream, &config, &files, &cs).is_err() {
-            eprint!("{}", fallback(d));
-        }
-    }
+    with_files(files, |rf| {
+        let _ = render::render_to_writer(rf, diagnostics, &mut stream);
+    });
 }

@@ -6,6 +6,7 @@
 
 pub mod diagnostic;
 pub mod expr;
+pub mod render;
 pub mod span;
 pub mod xml;
 

@@ -1,15 +1,14 @@
 //! `gspc-topology`: validate, expand, count and compare DDS topology files.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label};
-use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::termcolor::{ColorChoice, StandardStream};
-use codespan_reporting::term::{self, Config};
 use pnet_dds::{Diagnostic, ParseOptions, Severity, Topology};
+use pnet_syntax::render::{RenderFile, render_to_writer};
+use pnet_syntax::{FileId, Span};
 use serde_json::{Value, json};
 
 /// Validate, expand, count and compare DDS topology files (FairRootGroup/DDS's XML).
@@ -143,30 +142,8 @@ fn load(path: &Path, options: &ParseOptions) -> Loaded {
     }
 }
 
-fn to_codespan(d: &Diagnostic, text: &str) -> CsDiagnostic<usize> {
-    let severity = match d.severity {
-        Severity::Error => codespan_reporting::diagnostic::Severity::Error,
-        Severity::Warning => codespan_reporting::diagnostic::Severity::Warning,
-    };
-    // Clamp into the text and onto character boundaries (the text shown is a lossy decoding
-    // of the file's bytes).
-    let floor = |mut at: usize| {
-        at = at.min(text.len());
-        while !text.is_char_boundary(at) {
-            at -= 1;
-        }
-        at
-    };
-    let start = floor(d.span.start);
-    let end = floor(d.span.end).max(start);
-    CsDiagnostic::new(severity)
-        .with_code(d.code)
-        .with_message(&d.message)
-        .with_labels(vec![Label::primary(0, start..end)])
-        .with_notes(d.notes.clone())
-}
-
-/// Renders the diagnostics of a file to standard error.
+/// Renders the diagnostics of a file to standard error (the compiler's renderer: long lines
+/// as windows, at most 50 errors and 50 warnings per file).
 fn render(loaded: &Loaded, color: Color) {
     if loaded.diagnostics.is_empty() {
         return;
@@ -182,25 +159,46 @@ fn render(loaded: &Loaded, color: Color) {
             }
         }
     };
-    let mut files = SimpleFiles::new();
-    files.add(loaded.origin.clone(), loaded.text.clone());
-    let config = Config::default();
     let mut stream = StandardStream::stderr(choice);
-    for d in &loaded.diagnostics {
-        let cs = to_codespan(d, &loaded.text);
-        if term::emit_to_write_style(&mut stream, &config, &files, &cs).is_err() {
-            let _ = writeln!(stream, "{}", d.render(&loaded.origin, &loaded.text));
-        }
-    }
+    let _ = render_to_writer(
+        &[RenderFile {
+            name: &loaded.origin,
+            text: &loaded.text,
+        }],
+        &converted(&loaded.diagnostics),
+        &mut stream,
+    );
+}
+
+/// Topology diagnostics as the compiler's, in file 0 (spans are clamped by the renderer).
+fn converted(diagnostics: &[Diagnostic]) -> Vec<pnet_syntax::Diagnostic> {
+    diagnostics
+        .iter()
+        .map(|d| {
+            let span = Span::new(
+                FileId(0),
+                u32::try_from(d.span.start).unwrap_or(u32::MAX),
+                u32::try_from(d.span.end).unwrap_or(u32::MAX),
+            );
+            let c = match d.severity {
+                Severity::Error => pnet_syntax::Diagnostic::error(d.code, d.message.clone()),
+                Severity::Warning => pnet_syntax::Diagnostic::warning(d.code, d.message.clone()),
+            };
+            let mut c = c.with_primary(span, "");
+            c.notes = d.notes.clone();
+            c
+        })
+        .collect()
 }
 
 fn diagnostics_json(loaded: &Loaded) -> Value {
+    let lines = pnet_topology::LineIndex::new(&loaded.text);
     let list: Vec<Value> = loaded
         .diagnostics
         .iter()
         .map(|d| {
-            let (line, column) = pnet_topology::line_col(&loaded.text, d.span.start);
-            let (end_line, end_column) = pnet_topology::line_col(&loaded.text, d.span.end);
+            let (line, column) = lines.line_col(&loaded.text, d.span.start);
+            let (end_line, end_column) = lines.line_col(&loaded.text, d.span.end);
             json!({
                 "code": d.code,
                 "severity": d.severity.to_string(),

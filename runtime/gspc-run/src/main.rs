@@ -13,7 +13,7 @@ mod run;
 mod topo;
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let argv = pnet_stdlib::cli::utf8_args("gspc-run");
     match argv.first().map(String::as_str) {
         Some(cmd @ ("put-token" | "workflow-response" | "status" | "close" | "cancel")) => {
             client::main(cmd, &argv[1..])

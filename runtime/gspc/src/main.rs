@@ -61,7 +61,7 @@ job was cancelled (wait).
 ";
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let argv = pnet_stdlib::cli::utf8_args("gspc");
     let Some(cmd) = argv.first().map(String::as_str) else {
         return usage_error("no command given");
     };

@@ -355,7 +355,17 @@ pub fn main_as(prog: &str, argv: &[String]) -> ExitCode {
 fn say(line: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+    // Output that cannot be written is reported, not lost (a closed pipe ends quietly).
+    if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: cannot write to standard output: {e}"
+        );
+        std::process::exit(1);
+    }
 }
 
 #[cfg(test)]

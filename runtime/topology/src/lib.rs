@@ -152,6 +152,10 @@ impl Diagnostic {
     /// is the text the span refers to (lines and columns count from 1, columns in characters).
     pub fn render(&self, origin: &str, text: &str) -> String {
         let (line, col) = line_col(text, self.span.start);
+        self.render_at(origin, line, col)
+    }
+
+    fn render_at(&self, origin: &str, line: usize, col: usize) -> String {
         let mut out = format!(
             "{origin}:{line}:{col}: {}[{}]: {}",
             self.severity, self.code, self.message
@@ -172,6 +176,69 @@ impl fmt::Display for Diagnostic {
             "{}@{}..{}: {}",
             self.code, self.span.start, self.span.end, self.message
         )
+    }
+}
+
+/// At most this many errors, and as many warnings, are rendered by [`render_all`].
+pub const MAX_RENDERED: usize = 50;
+
+/// Renders diagnostics of one text as [`Diagnostic::render`] does, one per line, but at most
+/// [`MAX_RENDERED`] errors and as many warnings, then `... and K more errors`. Linear in the
+/// text and the number of diagnostics (the positions come from one index of line starts).
+pub fn render_all(origin: &str, text: &str, diagnostics: &[Diagnostic]) -> String {
+    let lines = LineIndex::new(text);
+    let mut out = String::new();
+    let (mut errors, mut warnings) = (0, 0);
+    for d in diagnostics {
+        let shown = if d.is_error() {
+            &mut errors
+        } else {
+            &mut warnings
+        };
+        *shown += 1;
+        if *shown > MAX_RENDERED {
+            continue;
+        }
+        let (line, col) = lines.line_col(text, d.span.start);
+        out.push_str(&d.render_at(origin, line, col));
+        out.push('\n');
+    }
+    for (n, what) in [(errors, "errors"), (warnings, "warnings")] {
+        if n > MAX_RENDERED {
+            out.push_str(&format!(
+                "{origin}: ... and {} more {what} (only the first {MAX_RENDERED} are shown)\n",
+                n - MAX_RENDERED
+            ));
+        }
+    }
+    out
+}
+
+/// The starts of a text's lines, for many [`line_col`] look-ups.
+#[derive(Clone, Debug)]
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        LineIndex {
+            starts: std::iter::once(0)
+                .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+                .collect(),
+        }
+    }
+
+    /// As [`line_col`], for the text this index was made from, in time proportional to the
+    /// length of the line.
+    pub fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line - 1];
+        (line, text[start..offset].chars().count() + 1)
     }
 }
 
@@ -207,6 +274,48 @@ mod tests {
         // inside ä: clamped to its start
         assert_eq!(line_col(text, 5), (2, 2));
         assert_eq!(line_col(text, 100), (3, 1));
+    }
+
+    #[test]
+    fn the_line_index_agrees_with_line_col() {
+        let text = "ab\ncä d\n\nxyz";
+        let index = LineIndex::new(text);
+        for offset in 0..=text.len() + 2 {
+            assert_eq!(
+                index.line_col(text, offset),
+                line_col(text, offset),
+                "{offset}"
+            );
+        }
+    }
+
+    /// A generated 23 KB topology with thousands of errors and warnings: the rendering is
+    /// capped, and parsing is not quadratic (it compared every description with every
+    /// earlier one).
+    #[test]
+    fn a_long_topology_with_many_errors_renders_bounded() {
+        let text: String = (0..2500)
+            .map(|i| format!("w{}:x{i} ", i % 3))
+            .chain((0..1000).map(|_| "dup:1 ".to_string()))
+            .collect();
+        assert!(text.len() > 23_000);
+        let start = std::time::Instant::now();
+        let (topology, diagnostics) = parse_topology(&text);
+        assert_eq!(topology.classes.len(), 3500);
+        let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+        assert_eq!(errors, 2500);
+        assert_eq!(diagnostics.len() - errors, 2500 - 3 + 999);
+        let out = render_all("--topology", &text, &diagnostics);
+        // Only a sanity bound: it finishes.
+        assert!(start.elapsed().as_secs() < 60);
+        assert_eq!(out.matches("error[").count(), MAX_RENDERED);
+        assert_eq!(out.matches("warning[").count(), MAX_RENDERED);
+        assert!(out.contains("--topology: ... and 2450 more errors (only the first 50"));
+        assert!(out.contains("... and 3446 more warnings"), "{out}");
+        assert!(out.len() < 30_000, "{} bytes", out.len());
+        // The positions are those `render` gives.
+        let first = diagnostics[0].render("--topology", &text);
+        assert!(out.starts_with(&format!("{first}\n")), "{out}");
     }
 
     #[test]

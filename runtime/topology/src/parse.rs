@@ -1,6 +1,7 @@
 //! The worker description parser (see the crate docs and `grammar/topology.md`).
 
 use crate::Diagnostic;
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 
@@ -127,6 +128,9 @@ impl fmt::Display for Topology {
 pub fn parse_topology(text: &str) -> (Topology, Vec<Diagnostic>) {
     let mut diagnostics = Vec::new();
     let mut classes: Vec<WorkerClass> = Vec::new();
+    // The first description with given (sorted) capabilities and socket: a map, not a scan
+    // of the earlier descriptions (that was quadratic in long generated topologies).
+    let mut seen: HashMap<(Vec<String>, Option<u32>), usize> = HashMap::new();
     let mut any = false;
     for (start, chunk) in words(text) {
         any = true;
@@ -139,13 +143,10 @@ pub fn parse_topology(text: &str) -> (Topology, Vec<Diagnostic>) {
         let class = parser.description();
         diagnostics.append(&mut parser.diagnostics);
         if let Some(class) = class {
-            let mut key: Vec<&String> = class.capabilities.iter().collect();
+            let mut key = class.capabilities.clone();
             key.sort();
-            if let Some(earlier) = classes.iter().find(|c| {
-                let mut other: Vec<&String> = c.capabilities.iter().collect();
-                other.sort();
-                other == key && c.socket == class.socket
-            }) {
+            let first = *seen.entry((key, class.socket)).or_insert(classes.len());
+            if let Some(earlier) = classes.get(first) {
                 diagnostics.push(
                     Diagnostic::warning(
                         "topology-duplicate-class",

@@ -2,11 +2,11 @@
 //! `grammar/expr.lalrpop`).
 
 pub mod ast;
+#[cfg(test)]
+mod depth_tests;
 pub mod lexer;
 mod parser;
 pub mod printer;
-#[cfg(test)]
-mod depth_tests;
 #[cfg(test)]
 mod tests;
 

@@ -33,51 +33,44 @@ use std::process::{Command, ExitCode, Stdio};
 
 use serde_json::{Map, Value as Json};
 
-const HELP: &str = "\
-workload_exec: runs one instance of a workload task (a command module for gspc-worker)
-
-Usage: workload_exec FUNCTION < INPUTS.json
-
-Generated nets (from .workload files) call it as module `workload_exec`, with one function
-name per task (any name is accepted); the worker finds it in its own folder. Standard input: a JSON object with `spec` (task,
-instances, executable, arguments, outputs, done) and `args` (instance, in_PORT...).
-Standard output: a JSON object with `out_PORT` for each output port (and `done`).
-See grammar/workload.md for the rules (substitutions, environment, output parsing).
-";
+/// workload_exec: runs one instance of a workload task (a command module for gspc-worker)
+///
+/// Generated nets (from .workload files) call it as module `workload_exec`, with one function
+/// name per task (any name is accepted); the worker finds it in its own folder. Standard
+/// input: a JSON object with `spec` (task, instances, executable, arguments, outputs, done)
+/// and `args` (instance, in_PORT...). Standard output: a JSON object with `out_PORT` for each
+/// output port (and `done`). See grammar/workload.md for the rules (substitutions,
+/// environment, output parsing).
+#[derive(clap::Parser)]
+#[command(
+    name = "workload_exec",
+    override_usage = "workload_exec FUNCTION < INPUTS.json",
+    after_help = "Example:\n  echo '{\"spec\": {...}, \"args\": {...}}' | workload_exec t1_square"
+)]
+struct Cli {
+    /// The task's function name (any name is accepted)
+    #[arg(value_name = "FUNCTION")]
+    _function: std::ffi::OsString,
+}
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    match argv.first().map(String::as_str) {
-        Some("-h" | "--help") => {
-            print!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Some(_) if argv.len() == 1 => {}
-        _ => {
-            eprintln!(
-                "workload_exec: expected one argument, the function name\nTry 'workload_exec --help'."
-            );
-            return ExitCode::from(2);
-        }
-    }
+    let _: Cli = pnet_stdlib::parse_args!(Cli, "workload_exec");
     let mut input = String::new();
     if let Err(e) = std::io::stdin().read_to_string(&mut input) {
-        eprintln!("workload_exec: cannot read standard input: {e}");
+        pnet_stdlib::errln!("workload_exec: cannot read standard input: {e}");
         return ExitCode::from(1);
     }
     match run(&input) {
         Ok(out) => {
             let mut stdout = std::io::stdout();
-            if writeln!(stdout, "{out}")
-                .and_then(|()| stdout.flush())
-                .is_err()
-            {
+            if let Err(e) = writeln!(stdout, "{out}").and_then(|()| stdout.flush()) {
+                pnet_stdlib::errln!("workload_exec: cannot write to standard output: {e}");
                 return ExitCode::from(1);
             }
             ExitCode::SUCCESS
         }
         Err(msg) => {
-            eprintln!("workload_exec: {msg}");
+            pnet_stdlib::errln!("workload_exec: {msg}");
             ExitCode::from(1)
         }
     }

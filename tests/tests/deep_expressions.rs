@@ -1,0 +1,158 @@
+//! The deepest expression the parser accepts ([`MAX_EXPR_DEPTH`]) goes through the whole
+//! pipeline — parse, check, emit, run (interpreter and JIT), print — on a 2 MiB thread stack
+//! in a debug build; one level more is an `expression_too_deep` diagnostic, not a crash
+//! (issue 20: a 5,000-term sum or 10,000 unary minus signs overflowed the stack).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use pnet_jit::{JitFactory, JitMode};
+use pnet_stdlib::Value;
+use pnet_syntax::expr::{MAX_EXPR_DEPTH, parse_str, to_sexpr, to_source};
+use pnet_vm::{CodeRunnerFactory, Engine, RunConfig, Step};
+
+/// A net whose one transition computes `${r}` from `${n}` (both `long`) with `expr`, guarded
+/// by `cond`.
+fn net(expr: &str, cond: &str) -> String {
+    format!(
+        r#"<defun name="deep">
+  <in name="n" type="long" place="a"/>
+  <out name="r" type="long" place="b"/>
+  <net>
+    <place name="a" type="long"/>
+    <place name="b" type="long"/>
+    <transition name="t">
+      <defun>
+        <in name="n" type="long"/>
+        <out name="r" type="long"/>
+        <expression>{expr}</expression>
+        <condition>{cond}</condition>
+      </defun>
+      <connect-in port="n" place="a"/>
+      <connect-out port="r" place="b"/>
+    </transition>
+  </net>
+</defun>"#
+    )
+}
+
+/// Compiles and runs the net with input `n`, with the given code runner; the value on `r`.
+fn run(text: &str, n: i64, runner: Option<Arc<dyn CodeRunnerFactory>>) -> Value {
+    let out = pnet_sema::compile_source(
+        Path::new("deep.xpnet"),
+        text,
+        &pnet_sema::Options::default(),
+    );
+    assert!(!out.has_errors(), "{:?}", out.diagnostics);
+    let bundle = out.bundle.expect("a bundle");
+    let config = RunConfig {
+        runner,
+        ..RunConfig::default()
+    };
+    let mut e = Engine::new(&bundle, &config).expect("engine");
+    e.put_inputs(&[("n".into(), vec![Value::Long(n)])])
+        .expect("input");
+    loop {
+        match e.run_steps(100).map(|(_, s)| s).expect("run") {
+            Step::Fired => {}
+            Step::Done => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let result = e.result();
+    let (_, values) = result
+        .outputs
+        .iter()
+        .find(|(name, _)| name == "r")
+        .expect("output r");
+    assert_eq!(values.len(), 1, "{:?}", result.outputs);
+    values[0].clone()
+}
+
+/// Runs `f` on a thread with a 2 MiB stack (the default for test threads; set explicitly so
+/// the bound does not depend on `RUST_MIN_STACK`).
+fn on_small_stack(f: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(f)
+        .expect("spawn")
+        .join()
+        .expect("the thread finished without a panic or overflow");
+}
+
+/// Expressions of exactly `MAX_EXPR_DEPTH` levels (assignment and leaves included), each
+/// with the value it gives for `${n} = 5`.
+fn deepest() -> Vec<(String, i64)> {
+    let k = MAX_EXPR_DEPTH - 2;
+    vec![
+        // Left-associative chain: `${r} := ${n} + 1L + 1L ...`.
+        (
+            format!("${{r}} := ${{n}}{}", " + 1L".repeat(k)),
+            5 + k as i64,
+        ),
+        // Right-nested: `${r} := 1L + (1L + (... + ${n}))`.
+        (
+            format!("${{r}} := {}${{n}}{}", "1L + (".repeat(k), ")".repeat(k)),
+            5 + k as i64,
+        ),
+        // Prefix chain of unary minus signs (an even number).
+        (format!("${{r}} := {}${{n}}", "- ".repeat(k - k % 2)), 5),
+        // Calls nested in calls.
+        (
+            format!("${{r}} := {}${{n}}{}", "abs (".repeat(k), ")".repeat(k)),
+            5,
+        ),
+    ]
+}
+
+#[test]
+fn the_deepest_allowed_expression_goes_through_the_whole_pipeline_on_a_2_mib_stack() {
+    on_small_stack(|| {
+        for (expr, want) in deepest() {
+            // Parse and print (the printer recurses over the tree).
+            let (e, diags) = parse_str(&expr);
+            assert!(diags.is_empty(), "{diags:?}");
+            let printed = to_source(&e);
+            let (again, diags) = parse_str(&printed);
+            assert!(diags.is_empty(), "{diags:?}");
+            assert_eq!(to_sexpr(&again), to_sexpr(&e));
+            // Check, emit and run: interpreted, then compiled by the JIT.
+            let cond = expr.replacen("${r} :=", "", 1) + " :ge: 0L";
+            let text = net(&expr, &cond);
+            assert_eq!(run(&text, 5, None), Value::Long(want), "{expr}");
+            let jit: Arc<dyn CodeRunnerFactory> = Arc::new(JitFactory::new(JitMode::On));
+            assert_eq!(run(&text, 5, Some(jit)), Value::Long(want), "{expr}");
+        }
+    });
+}
+
+#[test]
+fn one_level_more_is_a_diagnostic_not_a_crash() {
+    on_small_stack(|| {
+        for (expr, _) in deepest() {
+            // One more level on the operand side: wrap the whole right side in `abs`.
+            let (lhs, rhs) = expr.split_once(":=").unwrap();
+            let expr = format!("{lhs}:= abs ({rhs})");
+            let out = pnet_sema::compile_source(
+                Path::new("deep.xpnet"),
+                &net(&expr, "true"),
+                &pnet_sema::Options::default(),
+            );
+            let codes: Vec<_> = out.diagnostics.iter().map(|d| d.code).collect();
+            assert_eq!(codes, ["expression_too_deep"], "{expr}");
+        }
+        // The issue's inputs: 5,000 terms, 10,000 signs.
+        for expr in [
+            format!("${{r}} := ${{n}}{}", " + 1L".repeat(5000)),
+            format!("${{r}} := {}${{n}}", "- ".repeat(10_000)),
+        ] {
+            let out = pnet_sema::compile_source(
+                Path::new("deep.xpnet"),
+                &net(&expr, &expr.replacen("${r} :=", "", 1)),
+                &pnet_sema::Options::default(),
+            );
+            let codes: Vec<_> = out.diagnostics.iter().map(|d| d.code).collect();
+            assert_eq!(codes, ["expression_too_deep", "expression_too_deep"]);
+        }
+    });
+}
