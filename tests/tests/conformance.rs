@@ -32,6 +32,15 @@ struct Input {
     ty: Type,
     /// `None` for an out port.
     value: Option<Value>,
+    /// An `inout` port (`@expression` cases): an input that is also read after the run.
+    inout: bool,
+}
+
+impl Input {
+    /// Whether the port's value after the run is a result (out and inout ports).
+    fn is_result(&self) -> bool {
+        self.value.is_none() || self.inout
+    }
 }
 
 /// How a case's expression is used.
@@ -283,6 +292,9 @@ fn parse_text(file: &str, text: &str, errors: &mut Vec<String>) -> Vec<Case> {
 }
 
 fn parse_input(line: &str) -> Result<Input, String> {
+    if let Some(inout) = line.strip_prefix("inout ") {
+        return parse_input(inout).map(|i| Input { inout: true, ..i });
+    }
     if let Some(out) = line.strip_prefix("out ") {
         let (name, ty) = out.split_once(':').ok_or("expected `out name: type`")?;
         let ty = ty.trim();
@@ -290,6 +302,7 @@ fn parse_input(line: &str) -> Result<Input, String> {
             name: name.trim().to_string(),
             ty: Type::from_name(ty).ok_or_else(|| format!("unknown type `{ty}`"))?,
             value: None,
+            inout: false,
         });
     }
     let (name, rest) = line
@@ -310,6 +323,7 @@ fn parse_input(line: &str) -> Result<Input, String> {
         name: name.trim().to_string(),
         ty,
         value: Some(value),
+        inout: false,
     })
 }
 
@@ -326,7 +340,7 @@ fn meets(expect: &Expect, got: &Outcome) -> bool {
 fn outputs(case: &Case, frame: &[Option<Value>]) -> Outcome {
     let mut out = Vec::new();
     for (i, p) in case.inputs.iter().enumerate() {
-        if p.value.is_none() {
+        if p.is_result() {
             match &frame[i] {
                 Some(v) => out.push(v.to_string()),
                 None => return Outcome::RunError(format!("out port `{}` unassigned", p.name)),
@@ -442,19 +456,21 @@ fn struct_decl(
 fn net_of(case: &Case, out_ty: &Type) -> String {
     let mut structs = Vec::new();
     let mut sinks = BTreeSet::new();
-    let ports: Vec<(String, String, bool)> = case
+    let ports: Vec<(String, String, &Input)> = case
         .inputs
         .iter()
         .map(|i| {
             let t = xpnet_type(&i.ty, &mut structs, &mut sinks);
-            (i.name.clone(), xml_escape(&t), i.value.is_some())
+            (i.name.clone(), xml_escape(&t), i)
         })
         .collect();
-    let ins: Vec<&(String, String, bool)> = ports.iter().filter(|p| p.2).collect();
+    let ins: Vec<&(String, String, &Input)> =
+        ports.iter().filter(|p| p.2.value.is_some()).collect();
+    // Out ports, and (named apart) the out sides of inout ports.
     let mut outs: Vec<(String, String)> = ports
         .iter()
-        .filter(|p| !p.2)
-        .map(|p| (p.0.clone(), p.1.clone()))
+        .filter(|p| p.2.is_result())
+        .map(|p| (result_place(p.2), p.1.clone()))
         .collect();
     let mut transitions: Vec<(String, Option<u16>, Option<String>, String)> = Vec::new();
     match case.mode {
@@ -531,11 +547,18 @@ fn net_of(case: &Case, out_ty: &Type) -> String {
             let _ = write!(x, " priority=\"{p}\"");
         }
         x.push_str("><defun><in name=\"conformance_go\" type=\"control\"/>");
-        for (n, t, _) in &ins {
-            let _ = write!(x, "<in name=\"{n}\" type=\"{t}\"/>");
+        for (n, t, i) in &ports {
+            let dir = match (i.value.is_some(), i.inout) {
+                (true, true) => "inout",
+                (true, false) => "in",
+                (false, _) => "out",
+            };
+            let _ = write!(x, "<{dir} name=\"{n}\" type=\"{t}\"/>");
         }
-        for (n, t) in &outs {
-            let _ = write!(x, "<out name=\"{n}\" type=\"{t}\"/>");
+        if case.mode != CaseMode::Expression {
+            for (n, t) in &outs {
+                let _ = write!(x, "<out name=\"{n}\" type=\"{t}\"/>");
+            }
         }
         if let Some(c) = condition {
             let _ = write!(x, "<condition>{}</condition>", xml_escape(c));
@@ -545,13 +568,33 @@ fn net_of(case: &Case, out_ty: &Type) -> String {
         for (n, _, _) in &ins {
             let _ = write!(x, "<connect-in port=\"{n}\" place=\"{n}\"/>");
         }
-        for (n, _) in &outs {
-            let _ = write!(x, "<connect-out port=\"{n}\" place=\"{n}\"/>");
+        if case.mode == CaseMode::Expression {
+            for (n, _, i) in ports.iter().filter(|p| p.2.is_result()) {
+                let _ = write!(
+                    x,
+                    "<connect-out port=\"{n}\" place=\"{}\"/>",
+                    result_place(i)
+                );
+            }
+        } else {
+            for (n, _) in &outs {
+                let _ = write!(x, "<connect-out port=\"{n}\" place=\"{n}\"/>");
+            }
         }
         x.push_str("</transition>");
     }
     x.push_str("</net></defun>");
     x
+}
+
+/// The root's out port (and place) of a result port: its name, or for an inout port a name of
+/// its own (its in side has the port's name).
+fn result_place(i: &Input) -> String {
+    if i.inout {
+        format!("conformance_out_{}", i.name)
+    } else {
+        i.name.clone()
+    }
 }
 
 fn pnetv(case: &Case, out_ty: &Type) -> Outcome {
@@ -592,20 +635,20 @@ fn pnetv(case: &Case, out_ty: &Type) -> Outcome {
     let [one] = res.end_outputs.as_slice() else {
         return Outcome::Broken(format!("{} proper ends", res.end_outputs.len()));
     };
-    let names: Vec<&str> = match case.mode {
+    let names: Vec<String> = match case.mode {
         CaseMode::Expression | CaseMode::Token => case
             .inputs
             .iter()
-            .filter(|i| i.value.is_none())
-            .map(|i| i.name.as_str())
+            .filter(|i| i.is_result())
+            .map(result_place)
             .collect(),
-        _ => vec!["conformance_result"],
+        _ => vec!["conformance_result".to_string()],
     };
     let mut values = Vec::new();
     for name in names {
         match one
             .iter()
-            .find(|(n, _)| n == name)
+            .find(|(n, _)| *n == name)
             .map(|(_, toks)| toks.as_slice())
         {
             Some([Tok::Val(v)]) => values.push(v.to_string()),
@@ -754,10 +797,10 @@ fn conformance_suite() {
             .iter()
             .map(|i| PortSig {
                 name: i.name.clone(),
-                dir: if i.value.is_some() {
-                    PortDir::In
-                } else {
-                    PortDir::Out
+                dir: match (i.value.is_some(), i.inout) {
+                    (true, true) => PortDir::InOut,
+                    (true, false) => PortDir::In,
+                    (false, _) => PortDir::Out,
                 },
                 ty: i.ty.clone(),
             })
