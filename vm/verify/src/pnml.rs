@@ -137,11 +137,23 @@ impl<'a, 'i> Reader<'a, 'i> {
         ids: &mut HashMap<String, Node2>,
         arcs: &mut Vec<Node<'n, 'i>>,
     ) {
-        for c in page.children().filter(|c| c.is_element()) {
+        // Pages nest without limit: a stack of the open pages' children, not recursion.
+        let mut open = vec![page.children()];
+        loop {
+            let Some(children) = open.last_mut() else {
+                break;
+            };
+            let Some(c) = children.next() else {
+                open.pop();
+                continue;
+            };
+            if !c.is_element() {
+                continue;
+            }
             let tag = c.tag_name().name();
             let entry = match tag {
                 "page" => {
-                    self.page(c, net, ids, arcs);
+                    open.push(c.children());
                     continue;
                 }
                 "arc" => {
@@ -371,6 +383,22 @@ mod tests {
             .iter()
             .map(|e| e.to_string())
             .collect()
+    }
+
+    /// Pages nested 100,000 deep (generated): read without recursion, in document order.
+    #[test]
+    fn deeply_nested_pages() {
+        let depth = 100_000;
+        let text = format!(
+            r#"<pnml><net id="n" type="http://www.pnml.org/version-2009/grammar/ptnet">{}<place id="p"><initialMarking><text>2</text></initialMarking></place>{}<transition id="t"/><arc id="a" source="p" target="t"/></net></pnml>"#,
+            "<page id=\"x\">".repeat(depth),
+            "</page>".repeat(depth)
+        );
+        let net = parse_pnml(&text).expect("a net");
+        assert_eq!(net.places.len(), 1);
+        assert_eq!(net.places[0].initial, 2);
+        assert_eq!(net.transitions.len(), 1);
+        assert_eq!(net.transitions[0].pre.len(), 1);
     }
 
     #[test]
