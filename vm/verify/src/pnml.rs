@@ -139,10 +139,7 @@ impl<'a, 'i> Reader<'a, 'i> {
     ) {
         // Pages nest without limit: a stack of the open pages' children, not recursion.
         let mut open = vec![page.children()];
-        loop {
-            let Some(children) = open.last_mut() else {
-                break;
-            };
+        while let Some(children) = open.last_mut() {
             let Some(c) = children.next() else {
                 open.pop();
                 continue;
