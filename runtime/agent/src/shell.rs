@@ -2152,7 +2152,7 @@ async fn control_client(
         let _ = ev.send(ShellEvent::ClientRefused {
             reason: reason.clone(),
         });
-        let (_, wr) = s.into_split();
+        let (mut rd, wr) = s.into_split();
         let mut w = frame::writer(wr);
         let send = async {
             match &auth {
@@ -2161,6 +2161,13 @@ async fn control_client(
             }
         };
         let _ = tokio::time::timeout(Duration::from_secs(1), send).await;
+        // Close once the client has (or after a second), so that the close does not cut
+        // its request short and it reads the refusal; what it sent is discarded unread.
+        let mut unread =
+            tokio::io::AsyncReadExt::take(&mut rd, pnet_protocol::PREAUTH_MAX_FRAME as u64);
+        let mut sink = tokio::io::sink();
+        let drain = tokio::io::copy(&mut unread, &mut sink);
+        let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
         return;
     }
     let (rd, wr) = s.into_split();
