@@ -44,7 +44,7 @@ fn os(s: &str) -> &OsStr {
     OsStr::new(s)
 }
 
-/// `\xff`: not UTF-8.
+/// `\xff`: not UTF-8 (never a file: output files of that name go to scratch folders).
 fn bad() -> &'static OsStr {
     OsStr::from_bytes(b"\xff")
 }
@@ -146,7 +146,8 @@ fn pnetc_non_utf8_arguments() {
     assert_no_panic("pnetc", &[bad()], &o);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     for flag in ["-o", "-i", "-I", "-MF", "-g"] {
-        let o = run("pnetc", &[os(flag), bad(), os("-")]);
+        let bad_out = scratch("pnetc-out").join(bad());
+        let o = run("pnetc", &[os(flag), bad_out.as_os_str(), os("-")]);
         assert_no_panic("pnetc", &[os(flag), bad()], &o);
     }
     assert_usage_error("pnetc", &[os("-MT"), bad()]);
@@ -228,9 +229,16 @@ fn pnetv_non_utf8_arguments() {
     let hello = example("examples/hello/hello.xpnet");
     assert_usage_error("pnetv", &[&hello, os("-p"), bad_put()]);
     assert_usage_error("pnetv", &[&hello, os("--assume"), bad()]);
+    let bad_out = scratch("out").join(bad());
     let o = run(
         "pnetv",
-        &[&hello, os("--trace-out"), bad(), os("-p"), os("name=\"x\"")],
+        &[
+            &hello,
+            os("--trace-out"),
+            bad_out.as_os_str(),
+            os("-p"),
+            os("name=\"x\""),
+        ],
     );
     assert_no_panic("pnetv", &[os("--trace-out"), bad()], &o);
 }
@@ -256,7 +264,11 @@ fn pnetput_and_pnetget_non_utf8_arguments_and_full_output() {
     let b = bundle.as_os_str();
     assert_usage_error("pnetput", &[b, os("-o"), os("-"), os("-p"), bad_put()]);
     assert_usage_error("pnetput", &[b, os("-o"), os("-"), os("--place"), bad_put()]);
-    let o = run("pnetput", &[b, os("-o"), bad(), os("-p"), os("n=1L")]);
+    let bad_out = scratch("out").join(bad());
+    let o = run(
+        "pnetput",
+        &[b, os("-o"), bad_out.as_os_str(), os("-p"), os("n=1L")],
+    );
     assert_no_panic("pnetput", &[os("-o"), bad()], &o);
     assert_usage_error("pnetget", &[b, bad()]);
     assert_write_error_reported("pnetput", &[os("--list"), b]);
@@ -278,7 +290,8 @@ fn pnet2dot_non_utf8_arguments_and_full_output() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let hello = example("examples/hello/hello.xpnet");
     assert_usage_error("pnet2dot", &[&hello, os("--not-starts-with"), bad()]);
-    let o = run("pnet2dot", &[&hello, os("-o"), bad()]);
+    let bad_out = scratch("out").join(bad());
+    let o = run("pnet2dot", &[&hello, os("-o"), bad_out.as_os_str()]);
     assert_no_panic("pnet2dot", &[os("-o"), bad()], &o);
     assert_write_error_reported("pnet2dot", &[&hello]);
     let o = run("pnet2dot", &[&hello, os("-o"), os("/dev/full")]);
@@ -290,12 +303,11 @@ fn pnet2dot_non_utf8_arguments_and_full_output() {
     );
 }
 
-/// gspc-run, gspc and gspc-selftest: a file name or a `-p` value that is not UTF-8 is a
-/// usage error, not a panic.
+/// gspc (but `gspc boot`) and gspc-selftest: a file name or a `-p` value that is not UTF-8
+/// is a usage error, not a panic.
 #[test]
 fn runtime_tools_refuse_non_utf8_arguments_cleanly() {
     let hello = example("examples/hello/hello.xpnet");
-    assert_usage_error("gspc-run", &[bad()]);
     assert_usage_error("gspc-run", &[&hello, os("-p"), bad_put()]);
     assert_usage_error("gspc-run", &[os("status"), os("--control"), bad()]);
     assert_usage_error("gspc", &[os("submit"), bad()]);
@@ -316,4 +328,58 @@ fn workload_exec_and_lsp_take_non_utf8_arguments() {
     let o = run("pnet-lsp", &[os("--stdio"), bad()]);
     assert_no_panic("pnet-lsp", &[bad()], &o);
     assert_write_error_reported("pnet-lsp", &[os("--version")]);
+}
+
+/// gspc-run: a net with a name that is not UTF-8 runs; its result file goes to a name that is
+/// not UTF-8 either; pnetget reads it, and reports output it cannot write.
+#[test]
+fn gspc_run_non_utf8_names_and_pnetget_full_output() {
+    let o = run("gspc-run", &[bad()]);
+    assert_no_panic("gspc-run", &[bad()], &o);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let dir = scratch("gspc-run");
+    let net = dir.join(OsStr::from_bytes(b"hello-\xff.xpnet"));
+    std::fs::copy(example("examples/hello/hello.xpnet"), &net).unwrap();
+    let result = dir.join(OsStr::from_bytes(b"out-\xff.result"));
+    let args = [
+        net.as_os_str(),
+        os("-p"),
+        os("name=\"world\""),
+        os("--result"),
+        result.as_os_str(),
+    ];
+    let o = run("gspc-run", &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "greeting = \"Hello, world!\"\n"
+    );
+    let o = run("pnetget", &[result.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "greeting = \"Hello, world!\"\n"
+    );
+    assert_write_error_reported("pnetget", &[result.as_os_str()]);
+    assert_write_error_reported("pnetget", &[os("--json"), result.as_os_str()]);
+    assert_write_error_reported("gspc-run", &args);
+    assert_usage_error("gspc-run", &[net.as_os_str(), os("-p"), bad_put()]);
+    assert_usage_error("gspc-run", &[net.as_os_str(), os("--jit"), bad()]);
+    let o = run(
+        "gspc-run",
+        &[
+            net.as_os_str(),
+            os("-p"),
+            os("name=\"x\""),
+            os("--result"),
+            os("/dev/full"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot write /dev/full"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,6 +6,7 @@
 //! 3 the net stopped early (an out port empty or tokens left; only with --require-outputs),
 //! 130 cancelled by the user.
 
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 mod client;
@@ -13,20 +14,35 @@ mod run;
 mod topo;
 
 fn main() -> ExitCode {
-    let argv = pnet_stdlib::cli::utf8_args("gspc-run");
-    match argv.first().map(String::as_str) {
+    let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
+    match argv.first().and_then(|a| a.to_str()) {
         Some(cmd @ ("put-token" | "workflow-response" | "status" | "close" | "cancel")) => {
-            client::main(cmd, &argv[1..])
+            client::main(cmd, &utf8(&argv[1..]))
         }
-        _ if runs_dds_topology(&argv) => pnet_dds_run::main_as("gspc-run", &argv),
-        _ => run::main(&argv),
+        _ if runs_dds_topology(&argv) => pnet_dds_run::main_as("gspc-run", &utf8(&argv)),
+        _ => run::main(argv),
     }
+}
+
+/// The arguments as text for the parsers that take text (client subcommands, DDS sessions):
+/// one that is not UTF-8 is a usage error, not a panic.
+fn utf8(argv: &[OsString]) -> Vec<String> {
+    argv.iter()
+        .map(|a| {
+            a.to_str().map(str::to_string).unwrap_or_else(|| {
+                pnet_stdlib::cli::usage_exit(
+                    "gspc-run",
+                    &format!("argument '{}' is not valid UTF-8", a.to_string_lossy()),
+                )
+            })
+        })
+        .collect()
 }
 
 /// True if an argument names a DDS topology file (XML whose root is `<topology>`): those run
 /// as DDS sessions (`pnet-dds-run`), nets (`<defun>`, bundles) through the agent.
-fn runs_dds_topology(argv: &[String]) -> bool {
-    argv.iter().any(|a| {
+fn runs_dds_topology(argv: &[OsString]) -> bool {
+    argv.iter().filter_map(|a| a.to_str()).any(|a| {
         !a.starts_with('-')
             && a.ends_with(".xml")
             && std::fs::read_to_string(a).is_ok_and(|t| pnet_dds_run::is_dds_topology(&t))

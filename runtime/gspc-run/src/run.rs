@@ -1,98 +1,21 @@
 //! The run command: compile (if needed), plan the workers, run the job through the agent,
 //! print the output tokens.
 
+use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::Parser;
 use pnet_bundle::Bundle;
-use pnet_driver::args::{
-    COMPILER_OPTIONS_HELP, option_value, parse_number, split_flag, take_compiler_option,
-};
-use pnet_driver::{ColorMode, load_net, parse_put};
+use pnet_driver::args::{CompilerArgs, parse_put_arg};
+use pnet_driver::{ColorMode, load_net};
+use pnet_launch::cli::WorkerArgs;
 use pnet_stdlib::Value;
 
 use crate::{topo, usage_error};
 
-const USAGE: &str = "\
-gspc-run: run a Petri net on workers and print its output tokens
-
-Usage: gspc-run [OPTIONS] NET
-       gspc-run put-token|workflow-response|status|close|cancel --control SOCKET ...  (see
-       `gspc-run put-token --help`)
-
-NET is a bundle written by pnetc (.pnet) or an .xpnet file, compiled on the fly.
-Expression transitions fire inside the agent; module calls run on workers started from the
-topology. A net without module calls runs without starting workers.
-
-Options:
-  -p, --put PORT=VALUE     put a token on input port PORT before the run; VALUE in the
-                           expression language's literal syntax (3L, \"s\", Struct [a := 1], ...);
-                           repeatable, also for several tokens on one port
-      --json               print the result as JSON (with \"ending\": {\"complete\": BOOL,
-                           \"tokens_left\": [{\"place\", \"tokens\"}], \"empty_outputs\": [PORT],
-                           \"starved\": [{\"transition\", \"place\"}], \"more_starved\": N})
-      --require-outputs    exit with 3 when the net stopped with an out port empty or tokens
-                           left on inner places (without it: a warning, exit 0)
-      --result FILE        also write the output tokens, with their types, to FILE (a result
-                           file: `pnetget FILE` prints them, as literals or JSON)
-      --seed N             seed of the random choice among enabled transitions (a fixed
-                           default; the same seed repeats a run exactly)
-      --max-firings N      stop with an error after N firings (a guard against runaway nets)
-      --jit MODE           how to run expressions and conditions: auto (default: compile to
-                           native code what pays off once it is hot, interpret the rest), on
-                           (compile everything at load), off (interpret everything); without
-                           this option, the environment variable PNET_JIT, if set
-      --emit jit-stats     print what the JIT compiled and ran to stderr after the run
-
-Workers:
-      --topology DESC      the workers to start, GPI-Space's worker description string, e.g.
-                           \"compute+CPU:2 reduce:1x1\" (default: \"worker:N\", one worker per core;
-                           when the net has memory buffers or transfers, or with --alloc, each
-                           default worker gets 64 MiB of working memory: \"worker:N,67108864\")
-      --nodefile FILE      hosts to start workers on, one a line (default: this host)
-      --launcher NAME      local (default), ssh (OpenSSH to each host of the nodefile) or slurm
-                           (srun, inside an allocation)
-      --ssh-option OPT     an option for ssh (repeatable), e.g. --ssh-option=-p2222
-      --listen ADDR        the agent's address (default 127.0.0.1:0, loopback only)
-      --module-path DIR    where workers look for native modules (lib<module>.so) and command
-                           modules (<module>.<function> or <module>); repeatable, searched in
-                           order, then the net's folder, then gspc-worker's folder, then
-                           $PNET_MODULE_PATH
-      --max-retries N      re-run a task whose worker died at most N times (default: the
-                           net's fhg.drts.schedule.maximum_number_of_retries, else unlimited)
-      --dry-run            print which workers would start where, and exit
-      --isolate-modules    run native modules in a child process of their worker: a crash
-                           (SIGSEGV, abort) fails the task, the worker survives (costs
-                           about a pipe round trip per call; no memory buffers)
-      --fake-hosts N       testing aid: the i-th worker started gets the host identity
-                           `local-<i mod N>` (gspc-worker --host-id), so that workers on this
-                           machine move global memory between them over TCP (loopback), as
-                           between hosts
-
-Global memory (workers with working memory, a shm size in the topology, offer it; module
-calls with memory transfers run only on them):
-      --alloc PORT=SIZE    allocate SIZE bytes of global memory (a number, or with a unit:
-                           4096, 64K, 16M, 1GiB; zeros: the workers are fresh) once they joined,
-                           and put its `global_memory_range` token ([handle := [name := ...],
-                           offset := 0UL, size := SIZE]) on input port PORT; repeatable
-      --alloc PORT=@FILE   the same, the size of FILE, filled with its bytes
-      --dump PORT=FILE     after a successful run, write the bytes of the allocation of
-                           --alloc PORT to FILE; repeatable
-                           (allocations are freed when the run ends)
-
-Seeing and controlling the run:
-      --control SOCKET     accept clients on this Unix socket (`gspc-run put-token ...`); the
-                           job then also waits for tokens while nothing else can happen
-      --trace FILE         write a Chrome trace-event JSON (open it in Perfetto or
-                           chrome://tracing: one lane per worker, one slice per task)
-      --log FILE           write the worker event log (joins, losses, retries) to FILE
-  -v, --verbose            print worker events on stderr
-      --progress           show a progress line on stderr (default when stderr is a terminal)
-      --no-progress        do not
-  -V, --version            print the version
-  -h, --help               print this help
-
+const AFTER_HELP: &str = "\
 Output: one line `PORT = VALUE` per output token, ports in alphabetical order, the tokens of
 a port in the value order of the language. A net that stops early gets a warning on stderr
 after them: `gspc-run: warning: the net stopped with tokens left on: p (2), q (1); out port
@@ -103,10 +26,139 @@ that got no -p value and that nothing in the net puts a token on is named on std
 Exit codes: 0 success, 1 the net did not compile or the run failed, 2 usage errors, 3 the
 net stopped with an out port empty or tokens left (only with --require-outputs), 130
 cancelled.
-";
+
+Examples:
+  gspc-run examples/hello/hello.xpnet -p 'name=\"world\"'
+  gspc-run net.pnet --topology 'compute:4' --module-path build --result out.result
+  gspc-run --control job.sock net.xpnet &  gspc-run put-token --control job.sock 'p=1L'";
+
+/// gspc-run: run a Petri net on workers and print its output tokens
+///
+/// NET is a bundle written by pnetc (.pnet) or an .xpnet file, compiled on the fly.
+/// Expression transitions fire inside the agent; module calls run on workers started from the
+/// topology. A net without module calls runs without starting workers.
+#[derive(Parser)]
+#[command(
+    name = "gspc-run",
+    version,
+    after_help = AFTER_HELP,
+    override_usage = "gspc-run [OPTIONS] NET
+       gspc-run put-token|workflow-response|status|close|cancel --control SOCKET ...  (see
+       `gspc-run put-token --help`)"
+)]
+struct Cli {
+    /// The net: a .pnet bundle or an .xpnet file
+    #[arg(value_name = "NET")]
+    net: Option<PathBuf>,
+    /// Put a token on input port PORT before the run; VALUE in the expression language's
+    /// literal syntax (3L, "s", Struct [a := 1], ...); repeatable, also for several tokens on
+    /// one port
+    #[arg(short = 'p', long = "put", value_name = "PORT=VALUE", value_parser = parse_put_arg)]
+    puts: Vec<(String, Value)>,
+    /// Print the result as JSON (with "ending": {"complete": BOOL, "tokens_left": [{"place",
+    /// "tokens"}], "empty_outputs": [PORT], "starved": [{"transition", "place"}],
+    /// "more_starved": N})
+    #[arg(long)]
+    json: bool,
+    /// Exit with 3 when the net stopped with an out port empty or tokens left on inner places
+    /// (without it: a warning, exit 0)
+    #[arg(long)]
+    require_outputs: bool,
+    /// Also write the output tokens, with their types, to FILE (a result file: `pnetget FILE`
+    /// prints them, as literals or JSON)
+    #[arg(long, value_name = "FILE")]
+    result: Option<PathBuf>,
+    /// Seed of the random choice among enabled transitions (a fixed default; the same seed
+    /// repeats a run exactly)
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Stop with an error after N firings (a guard against runaway nets)
+    #[arg(long, value_name = "N")]
+    max_firings: Option<u64>,
+    /// How to run expressions and conditions: auto (default: compile to native code what pays
+    /// off once it is hot, interpret the rest), on (compile everything at load), off
+    /// (interpret everything); without this option, the environment variable PNET_JIT, if set
+    #[arg(long, value_name = "MODE", value_parser = parse_jit)]
+    jit: Option<pnet_jit::JitMode>,
+    /// Print what the JIT compiled and ran to stderr after the run
+    #[arg(long, value_name = "jit-stats", value_parser = ["jit-stats"])]
+    emit: Option<String>,
+    /// Print which workers would start where, and exit
+    #[arg(long, help_heading = "Workers")]
+    dry_run: bool,
+    #[command(flatten)]
+    workers: WorkerArgs,
+    /// Allocate SIZE bytes of global memory (a number, or with a unit: 4096, 64K, 16M, 1GiB;
+    /// zeros: the workers are fresh) once they joined, and put its `global_memory_range`
+    /// token ([handle := [name := ...], offset := 0UL, size := SIZE]) on input port PORT;
+    /// PORT=@FILE: the size of FILE, filled with its bytes; repeatable (allocations are freed
+    /// when the run ends)
+    #[arg(
+        long,
+        value_name = "PORT=SIZE|PORT=@FILE",
+        value_parser = parse_alloc,
+        help_heading = "Global memory (workers with working memory, a shm size in the topology, offer it; module calls with memory transfers run only on them)"
+    )]
+    alloc: Vec<AllocArg>,
+    /// After a successful run, write the bytes of the allocation of --alloc PORT to FILE;
+    /// repeatable
+    #[arg(long, value_name = "PORT=FILE", value_parser = parse_dump, help_heading = "Global memory (workers with working memory, a shm size in the topology, offer it; module calls with memory transfers run only on them)")]
+    dump: Vec<(String, PathBuf)>,
+    /// Accept clients on this Unix socket (`gspc-run put-token ...`); the job then also waits
+    /// for tokens while nothing else can happen
+    #[arg(
+        long,
+        value_name = "SOCKET",
+        help_heading = "Seeing and controlling the run"
+    )]
+    control: Option<PathBuf>,
+    /// Write a Chrome trace-event JSON (open it in Perfetto or chrome://tracing: one lane per
+    /// worker, one slice per task)
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Seeing and controlling the run"
+    )]
+    trace: Option<PathBuf>,
+    /// Write the worker event log (joins, losses, retries) to FILE
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Seeing and controlling the run"
+    )]
+    log: Option<PathBuf>,
+    /// Print worker events on stderr
+    #[arg(short = 'v', long, help_heading = "Seeing and controlling the run")]
+    verbose: bool,
+    /// Show a progress line on stderr (default when stderr is a terminal)
+    #[arg(
+        long,
+        overrides_with = "no_progress",
+        help_heading = "Seeing and controlling the run"
+    )]
+    progress: bool,
+    /// Do not
+    #[arg(
+        long,
+        overrides_with = "progress",
+        help_heading = "Seeing and controlling the run"
+    )]
+    no_progress: bool,
+    #[command(flatten)]
+    compile: CompilerArgs,
+}
+
+fn parse_jit(v: &str) -> Result<pnet_jit::JitMode, String> {
+    pnet_jit::JitMode::parse(v).ok_or_else(|| format!("'{v}' is not one of auto, on, off"))
+}
+
+fn parse_dump(v: &str) -> Result<(String, PathBuf), String> {
+    let (port, file) = port_value("--dump", v, "FILE")?;
+    Ok((port.to_string(), PathBuf::from(file)))
+}
 
 struct Args {
-    net: Option<String>,
+    net: Option<PathBuf>,
     puts: Vec<(String, Value)>,
     json: bool,
     require_outputs: bool,
@@ -135,6 +187,7 @@ struct Args {
 }
 
 /// `--alloc PORT=SIZE` or `--alloc PORT=@FILE`.
+#[derive(Clone)]
 struct AllocArg {
     port: String,
     size: u64,
@@ -170,146 +223,71 @@ fn parse_alloc(v: &str) -> Result<AllocArg, String> {
     })
 }
 
-fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
-    let mut a = Args {
-        net: None,
-        puts: Vec::new(),
-        json: false,
-        require_outputs: false,
-        result: None,
-        config: pnet_vm::RunConfig::default(),
-        compile: pnet_sema::Options::default(),
-        jit: match std::env::var("PNET_JIT") {
+fn parse_args(argv: Vec<OsString>) -> Result<Args, ExitCode> {
+    let argv = std::iter::once(OsString::from("gspc-run"))
+        .chain(pnet_driver::args::normalize_warning_flags(argv));
+    let cli = pnet_stdlib::parse_args!(Cli, "gspc-run", argv);
+    let jit = match cli.jit {
+        Some(j) => j,
+        None => match std::env::var("PNET_JIT") {
             Ok(v) => pnet_jit::JitMode::parse(&v).ok_or_else(|| {
                 usage_error(&format!("PNET_JIT: '{v}' is not one of auto, on, off"))
             })?,
             Err(_) => pnet_jit::JitMode::Auto,
         },
-        jit_stats: false,
-        topology: None,
-        nodefile: None,
-        launcher: "local".into(),
-        ssh_options: Vec::new(),
-        listen: None,
-        module_path: Vec::new(),
-        max_retries: None,
-        dry_run: false,
-        control: None,
-        trace: None,
-        log: None,
-        verbose: false,
-        progress: None,
-        fake_hosts: 0,
-        isolate_modules: false,
-        allocs: Vec::new(),
-        dumps: Vec::new(),
     };
-    let mut i = 0;
-    while i < argv.len() {
-        match take_compiler_option(argv, i, &mut a.compile) {
-            Err(msg) => return Err(usage_error(&msg)),
-            Ok(n) if n > 0 => {
-                i += n;
-                continue;
-            }
-            Ok(_) => {}
-        }
-        let arg = argv[i].as_str();
-        let (flag, inline_value) = split_flag(arg);
-        let take_value = |i: &mut usize| -> Result<String, ExitCode> {
-            option_value(argv, i, flag, inline_value).map_err(|m| usage_error(&m))
-        };
-        let number = |v: &str| -> Result<u64, ExitCode> {
-            parse_number(flag, v).map_err(|m| usage_error(&m))
-        };
-        match flag {
-            "-h" | "--help" => {
-                pnet_stdlib::outln!("{USAGE}\n{COMPILER_OPTIONS_HELP}");
-                return Err(ExitCode::SUCCESS);
-            }
-            "-V" | "--version" => {
-                pnet_stdlib::outln!("gspc-run {}", env!("CARGO_PKG_VERSION"));
-                return Err(ExitCode::SUCCESS);
-            }
-            "-p" | "--put" => {
-                let v = take_value(&mut i)?;
-                a.puts.push(parse_put(&v).map_err(|m| usage_error(&m))?);
-            }
-            "--json" => a.json = true,
-            "--require-outputs" => a.require_outputs = true,
-            "--result" => a.result = Some(PathBuf::from(take_value(&mut i)?)),
-            "--seed" => a.config.seed = number(&take_value(&mut i)?)?,
-            "--max-firings" => a.config.max_firings = Some(number(&take_value(&mut i)?)?),
-            "--jit" => {
-                let v = take_value(&mut i)?;
-                a.jit = pnet_jit::JitMode::parse(&v).ok_or_else(|| {
-                    usage_error(&format!("--jit: '{v}' is not one of auto, on, off"))
-                })?;
-            }
-            "--emit" => {
-                let v = take_value(&mut i)?;
-                if v != "jit-stats" {
-                    return Err(usage_error(&format!("--emit: '{v}' is not jit-stats")));
-                }
-                a.jit_stats = true;
-            }
-            "--topology" => a.topology = Some(take_value(&mut i)?),
-            "--nodefile" => a.nodefile = Some(PathBuf::from(take_value(&mut i)?)),
-            "--launcher" => a.launcher = take_value(&mut i)?,
-            "--ssh-option" => a.ssh_options.push(take_value(&mut i)?),
-            "--listen" => a.listen = Some(take_value(&mut i)?),
-            "--module-path" => a.module_path.push(PathBuf::from(take_value(&mut i)?)),
-            "--max-retries" => {
-                let n = number(&take_value(&mut i)?)?;
-                a.max_retries = Some(u32::try_from(n).unwrap_or(u32::MAX));
-            }
-            "--dry-run" => a.dry_run = true,
-            "--isolate-modules" => a.isolate_modules = true,
-            "--fake-hosts" => {
-                let n = number(&take_value(&mut i)?)?;
-                a.fake_hosts = u32::try_from(n)
-                    .map_err(|_| usage_error(&format!("--fake-hosts: {n} is too many")))?;
-            }
-            "--alloc" => {
-                let v = take_value(&mut i)?;
-                let alloc = parse_alloc(&v).map_err(|m| usage_error(&m))?;
-                if a.allocs.iter().any(|x| x.port == alloc.port) {
-                    return Err(usage_error(&format!(
-                        "--alloc: port `{}` is given twice",
-                        alloc.port
-                    )));
-                }
-                a.allocs.push(alloc);
-            }
-            "--dump" => {
-                let v = take_value(&mut i)?;
-                let (port, file) = port_value("--dump", &v, "FILE").map_err(|m| usage_error(&m))?;
-                a.dumps.push((port.to_string(), PathBuf::from(file)));
-            }
-            "--control" => a.control = Some(PathBuf::from(take_value(&mut i)?)),
-            "--trace" => a.trace = Some(PathBuf::from(take_value(&mut i)?)),
-            "--log" => a.log = Some(PathBuf::from(take_value(&mut i)?)),
-            "-v" | "--verbose" => a.verbose = true,
-            "--progress" => a.progress = Some(true),
-            "--no-progress" => a.progress = Some(false),
-            _ if arg.starts_with("-p") && arg.len() > 2 => {
-                a.puts
-                    .push(parse_put(&arg[2..]).map_err(|m| usage_error(&m))?);
-            }
-            _ if arg.starts_with('-') => {
-                return Err(usage_error(&format!("unknown option '{arg}'")));
-            }
-            _ => {
-                if a.net.is_some() {
-                    return Err(usage_error(&format!("more than one net ('{arg}')")));
-                }
-                a.net = Some(arg.to_string());
-            }
-        }
-        i += 1;
+    let mut config = pnet_vm::RunConfig::default();
+    if let Some(seed) = cli.seed {
+        config.seed = seed;
     }
+    if cli.max_firings.is_some() {
+        config.max_firings = cli.max_firings;
+    }
+    let w = cli.workers;
+    let a = Args {
+        net: cli.net,
+        puts: cli.puts,
+        json: cli.json,
+        require_outputs: cli.require_outputs,
+        result: cli.result,
+        config,
+        compile: cli.compile.options(),
+        jit,
+        jit_stats: cli.emit.is_some(),
+        topology: w.topology,
+        nodefile: w.nodefile,
+        launcher: w.launcher.unwrap_or_else(|| "local".into()),
+        ssh_options: w.ssh_options,
+        listen: w.listen,
+        module_path: w.module_path,
+        max_retries: w.max_retries,
+        dry_run: cli.dry_run,
+        control: cli.control,
+        trace: cli.trace,
+        log: cli.log,
+        verbose: cli.verbose,
+        progress: if cli.progress {
+            Some(true)
+        } else if cli.no_progress {
+            Some(false)
+        } else {
+            None
+        },
+        fake_hosts: w.fake_hosts.unwrap_or(0),
+        isolate_modules: w.isolate_modules,
+        allocs: cli.alloc,
+        dumps: cli.dump,
+    };
     if a.net.is_none() && !a.dry_run {
         return Err(usage_error("no net given"));
+    }
+    for (i, alloc) in a.allocs.iter().enumerate() {
+        if a.allocs[..i].iter().any(|x| x.port == alloc.port) {
+            return Err(usage_error(&format!(
+                "--alloc: port `{}` is given twice",
+                alloc.port
+            )));
+        }
     }
     for (port, file) in &a.dumps {
         if !a.allocs.iter().any(|x| &x.port == port) {
@@ -322,8 +300,7 @@ fn parse_args(argv: &[String]) -> Result<Args, ExitCode> {
     Ok(a)
 }
 
-fn load(net: &str, compile: &pnet_sema::Options) -> Result<Bundle, ExitCode> {
-    let path = Path::new(net);
+fn load(path: &Path, compile: &pnet_sema::Options) -> Result<Bundle, ExitCode> {
     let loaded = std::fs::read(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))
         .and_then(|bytes| load_net(path, &bytes, compile, ColorMode::Auto));
@@ -333,7 +310,7 @@ fn load(net: &str, compile: &pnet_sema::Options) -> Result<Bundle, ExitCode> {
     })
 }
 
-pub fn main(argv: &[String]) -> ExitCode {
+pub fn main(argv: Vec<OsString>) -> ExitCode {
     let args = match parse_args(argv) {
         Ok(a) => a,
         Err(code) => return code,
@@ -388,7 +365,11 @@ pub fn main(argv: &[String]) -> ExitCode {
             ));
         }
     };
-    let net = args.net.clone().unwrap_or_default();
+    let net = args
+        .net
+        .as_deref()
+        .map(|n| n.display().to_string())
+        .unwrap_or_default();
     // Group the puts by port, keeping their order.
     let mut inputs: Vec<(String, Vec<Value>)> = Vec::new();
     for (port, v) in &args.puts {
@@ -486,12 +467,9 @@ pub fn main(argv: &[String]) -> ExitCode {
         let written = file
             .encode()
             .map_err(|e| e.to_string())
-            .and_then(|b| std::fs::write(path, b).map_err(|e| e.to_string()));
+            .and_then(|b| pnet_stdlib::cli::write_file(path, b));
         if let Err(e) = written {
-            eprintln!(
-                "gspc-run: cannot write the result file {}: {e}",
-                path.display()
-            );
+            eprintln!("gspc-run: the result file: {e}");
             return ExitCode::from(1);
         }
     }

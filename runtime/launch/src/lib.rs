@@ -657,6 +657,7 @@ pub fn stop_all(workers: &mut [Launched], grace: Duration) -> Vec<(String, Strin
         .collect()
 }
 
+pub mod cli;
 pub mod testing;
 
 #[cfg(test)]
