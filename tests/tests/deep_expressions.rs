@@ -156,3 +156,64 @@ fn one_level_more_is_a_diagnostic_not_a_crash() {
         }
     });
 }
+
+/// Nets nest this deep in functions (`MAX_DEPTH` in compiler/sema/src/elab.rs: a transition
+/// is refused in a function nested deeper).
+const MAX_NESTED_FUNCTIONS: usize = 32;
+
+/// A function whose net's one transition runs the function of `depth - 1` levels, down to an
+/// expression `${y} := ${x} + 1L`.
+fn nested_net(depth: usize) -> String {
+    let mut text = r#"<defun name="f"><in name="x" type="long"/><out name="y" type="long"/><expression>${y} := ${x} + 1L</expression></defun>"#.to_string();
+    for _ in 0..depth {
+        text = format!(
+            r#"<defun name="f"><in name="x" type="long" place="a"/><out name="y" type="long" place="b"/><net><place name="a" type="long"/><place name="b" type="long"/><transition name="t">{text}<connect-in port="x" place="a"/><connect-out port="y" place="b"/></transition></net></defun>"#
+        );
+    }
+    text
+}
+
+/// Nets nested in nets (elaboration recurses once per level): up to the elaborator's limit
+/// they compile and run on a 2 MiB stack; deeper is `recursion_limit`, as is a function
+/// that uses itself; deeper than the XML front end's limit is `nesting_too_deep`.
+#[test]
+fn nested_nets_are_bounded_on_a_2_mib_stack() {
+    on_small_stack(|| {
+        let compile = |text: &str| {
+            pnet_sema::compile_source(
+                Path::new("nested.xpnet"),
+                text,
+                &pnet_sema::Options::default(),
+            )
+        };
+        let ok = compile(&nested_net(MAX_NESTED_FUNCTIONS));
+        assert!(!ok.has_errors(), "{:?}", ok.diagnostics);
+        let config = RunConfig::default();
+        let bundle = ok.bundle.expect("a bundle");
+        let mut e = Engine::new(&bundle, &config).expect("engine");
+        e.put_inputs(&[("x".into(), vec![Value::Long(5)])])
+            .expect("input");
+        while let Step::Fired = e.run_steps(100).map(|(_, s)| s).expect("run") {}
+        let result = e.result();
+        assert_eq!(result.outputs, [("y".to_string(), vec![Value::Long(6)])]);
+
+        let deep = compile(&nested_net(MAX_NESTED_FUNCTIONS + 1));
+        let codes: Vec<_> = deep.diagnostics.iter().map(|d| d.code).collect();
+        assert!(codes.contains(&"recursion_limit"), "{codes:?}");
+        let deeper = compile(&nested_net(1000));
+        let codes: Vec<_> = deeper.diagnostics.iter().map(|d| d.code).collect();
+        assert!(codes.contains(&"nesting_too_deep"), "{codes:?}");
+
+        let recursive = r#"<defun name="top"><in name="x" type="long" place="a"/><out name="y" type="long" place="b"/><net>
+  <template name="g"><defun name="g"><in name="x" type="long" place="a"/><out name="y" type="long" place="b"/><net><place name="a" type="long"/><place name="b" type="long"/><transition name="t"><use name="g"/><connect-in port="x" place="a"/><connect-out port="y" place="b"/></transition></net></defun></template>
+  <place name="a" type="long"/><place name="b" type="long"/>
+  <transition name="t"><use name="g"/><connect-in port="x" place="a"/><connect-out port="y" place="b"/></transition>
+</net></defun>"#;
+        let codes: Vec<_> = compile(recursive)
+            .diagnostics
+            .iter()
+            .map(|d| d.code)
+            .collect();
+        assert!(codes.contains(&"recursion_limit"), "{codes:?}");
+    });
+}

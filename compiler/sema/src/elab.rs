@@ -34,8 +34,12 @@ use crate::warnings::canonical;
 
 type Subst = HashMap<String, String>;
 
-/// Nesting limit for instantiations (guards against a template using itself).
-const MAX_DEPTH: usize = 64;
+/// Nesting limit for functions in functions (inline `<defun>`s in nets, `<use>`d functions
+/// and templates; guards against a function using itself). Elaboration recurses through
+/// `transition`, `defun` and `net` once per level, about 42 KB of stack per level in a debug
+/// build: 32 levels fit a 2 MiB thread with room for the rest of the pipeline (GPI-Space's
+/// examples nest 2 levels). Test: tests/deep_expressions.rs.
+const MAX_DEPTH: usize = 32;
 
 pub fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
     let inputs = ws.files(db);
