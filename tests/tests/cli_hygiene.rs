@@ -312,7 +312,25 @@ fn runtime_tools_refuse_non_utf8_arguments_cleanly() {
     assert_usage_error("gspc-run", &[os("status"), os("--control"), bad()]);
     assert_usage_error("gspc", &[os("submit"), bad()]);
     assert_usage_error("gspc", &[os("submit"), &hello, os("-p"), bad_put()]);
-    assert_usage_error("gspc", &[os("boot"), os("--nodefile"), bad()]);
+    assert_usage_error("gspc", &[bad()]);
+    // boot parses OsStrings: a nodefile whose name is not UTF-8 is read (here: missing).
+    let state = scratch("gspc-state");
+    let args = [
+        os("boot"),
+        os("--nodefile"),
+        bad(),
+        os("--state-dir"),
+        state.as_os_str(),
+    ];
+    let o = run("gspc", &args);
+    assert_no_panic("gspc", &args, &o);
+    assert!(
+        stderr(&o).contains("cannot read the nodefile"),
+        "{}",
+        stderr(&o)
+    );
+    assert_usage_error("gspc", &[os("boot"), os("--topology"), bad()]);
+    assert_write_error_reported("gspc", &[os("boot"), os("--help")]);
     assert_usage_error("gspc-selftest", &[os("--bin-dir"), bad()]);
 }
 

@@ -1,6 +1,7 @@
 //! `gspc boot` (start a runtime in the background, wait for its workers, print where it
 //! runs) and the hidden `gspc daemon` (the runtime itself).
 
+use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -9,40 +10,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use pnet_agent::control::{
     INFO_FILE, LOG_FILE, PID_FILE, RtClient, RtError, RtRequest, RtResponse, RuntimeStatus,
     SECRET_FILE, SOCKET_FILE, check_private_dir,
 };
-use pnet_driver::args::{option_value, parse_number, split_flag};
+use pnet_launch::cli::WorkerArgs;
 
 use crate::{default_state_dir, fail, topo, usage_error};
 
-const BOOT_USAGE: &str = "\
-gspc boot: start a runtime with its workers in the background
-
-Usage: gspc boot [OPTIONS]
-
-Options:
-      --topology DESC      the workers, GPI-Space's worker description string, e.g.
-                           \"compute+CPU:2 reduce:1x1\" (default: \"worker:N\", one per core)
-      --nodefile FILE      hosts to start workers on, one a line (default: this host)
-      --launcher NAME      local (default), ssh or slurm
-      --ssh-option OPT     an option for ssh (repeatable)
-      --listen ADDR        where workers connect (default 127.0.0.1:0)
-      --module-path DIR    where workers look for modules (repeatable; then gspc-worker's
-                           folder and $PNET_MODULE_PATH)
-      --max-retries N      re-run a task whose worker died at most N times (default: the
-                           net's fhg.drts.schedule.maximum_number_of_retries, else unlimited)
-      --timeout SECS       how long to wait for the workers to join (default 60)
-      --state-dir DIR      the state directory (see `gspc --help`); created with mode 700
-      --isolate-modules    workers run native modules in a child process: a crash (SIGSEGV,
-                           abort) fails the task, the worker survives (no memory buffers)
-      --fake-hosts N       testing aid: the i-th worker started gets the host identity
-                           `local-<i mod N>` (gspc-worker --host-id), so that workers on this
-                           machine move global memory between them over TCP (loopback) as
-                           between hosts
-  -h, --help               print this help
-
+const BOOT_AFTER_HELP: &str = "\
 Global memory: workers with working memory (a topology description with a shm size, like
 \"worker:4,67108864\": 64 MiB each) offer it to the runtime's global memory; module calls with
 memory transfers run only on them. Clients allocate, fill, read and free global memory with
@@ -50,7 +27,24 @@ memory transfers run only on them. Clients allocate, fill, read and free global 
 
 The runtime runs in its own session (it survives the shell); its output and worker event
 log go to DIR/daemon.log. `gspc stop` stops it.
-";
+
+Examples:
+  gspc boot --topology 'compute:4' --module-path build
+  gspc boot --nodefile hosts --launcher ssh --topology 'worker:8,67108864'";
+
+/// gspc boot: start a runtime with its workers in the background
+#[derive(Parser)]
+#[command(name = "gspc boot", after_help = BOOT_AFTER_HELP)]
+struct BootCli {
+    #[command(flatten)]
+    workers: WorkerArgs,
+    /// How long to wait for the workers to join, in seconds (default 60)
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<u64>,
+    /// The state directory (see `gspc --help`); created with mode 700
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+}
 
 /// Options shared by `boot` and `daemon`.
 #[derive(Default)]
@@ -68,44 +62,23 @@ struct BootArgs {
     isolate_modules: bool,
 }
 
-fn parse(argv: &[String]) -> Result<BootArgs, ExitCode> {
-    let mut a = BootArgs::default();
-    let mut i = 0;
-    while i < argv.len() {
-        let arg = argv[i].as_str();
-        let (flag, inline) = split_flag(arg);
-        let value = |i: &mut usize| -> Result<String, ExitCode> {
-            option_value(argv, i, flag, inline).map_err(|m| usage_error(&m))
-        };
-        match flag {
-            "-h" | "--help" => {
-                pnet_stdlib::out!("{BOOT_USAGE}");
-                return Err(ExitCode::SUCCESS);
-            }
-            "--topology" => a.topology = Some(value(&mut i)?),
-            "--nodefile" => a.nodefile = Some(PathBuf::from(value(&mut i)?)),
-            "--launcher" => a.launcher = Some(value(&mut i)?),
-            "--ssh-option" => a.ssh_options.push(value(&mut i)?),
-            "--listen" => a.listen = Some(value(&mut i)?),
-            "--module-path" => a.module_path.push(PathBuf::from(value(&mut i)?)),
-            "--max-retries" => {
-                a.max_retries =
-                    Some(parse_number(flag, &value(&mut i)?).map_err(|m| usage_error(&m))?)
-            }
-            "--timeout" => {
-                a.timeout = Some(parse_number(flag, &value(&mut i)?).map_err(|m| usage_error(&m))?)
-            }
-            "--state-dir" => a.state_dir = Some(PathBuf::from(value(&mut i)?)),
-            "--isolate-modules" => a.isolate_modules = true,
-            "--fake-hosts" => {
-                a.fake_hosts =
-                    Some(parse_number(flag, &value(&mut i)?).map_err(|m| usage_error(&m))?)
-            }
-            _ => return Err(usage_error(&format!("boot: unexpected argument '{arg}'"))),
-        }
-        i += 1;
+fn parse(prog: &str, argv: Vec<OsString>) -> BootArgs {
+    let argv = std::iter::once(OsString::from(prog)).chain(argv);
+    let cli = pnet_stdlib::parse_args!(BootCli, prog, argv);
+    let w = cli.workers;
+    BootArgs {
+        topology: w.topology,
+        nodefile: w.nodefile,
+        launcher: w.launcher,
+        ssh_options: w.ssh_options,
+        listen: w.listen,
+        module_path: w.module_path,
+        max_retries: w.max_retries,
+        timeout: cli.timeout,
+        state_dir: cli.state_dir,
+        fake_hosts: w.fake_hosts,
+        isolate_modules: w.isolate_modules,
     }
-    Ok(a)
 }
 
 /// Creates the state directory (mode 700; for the default one, its parent too) and checks
@@ -159,11 +132,8 @@ fn live_runtime(dir: &Path) -> Option<i32> {
     None
 }
 
-pub fn boot(argv: &[String]) -> ExitCode {
-    let args = match parse(argv) {
-        Ok(a) => a,
-        Err(c) => return c,
-    };
+pub fn boot(argv: Vec<OsString>) -> ExitCode {
+    let args = parse("gspc boot", argv);
     let dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
     // Check the plan here, so that mistakes are usage errors with rendered diagnostics.
     let launcher = args.launcher.as_deref().unwrap_or("local");
@@ -406,11 +376,8 @@ pub fn boot(argv: &[String]) -> ExitCode {
 }
 
 /// The runtime itself (started by `boot`).
-pub fn daemon(argv: &[String]) -> ExitCode {
-    let args = match parse(argv) {
-        Ok(a) => a,
-        Err(c) => return c,
-    };
+pub fn daemon(argv: Vec<OsString>) -> ExitCode {
+    let args = parse("gspc daemon", argv);
     let Some(dir) = args.state_dir.clone() else {
         return usage_error("daemon: --state-dir is required");
     };

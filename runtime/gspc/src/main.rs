@@ -5,6 +5,7 @@
 //! directory. Exit codes: 0 ok, 1 failure, 2 usage, 3 a waited-for job stopped early (wait
 //! --require-outputs), 4 wait --timeout passed, 130 a waited-for job was cancelled.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -61,11 +62,28 @@ job was cancelled (wait).
 ";
 
 fn main() -> ExitCode {
-    let argv = pnet_stdlib::cli::utf8_args("gspc");
-    let Some(cmd) = argv.first().map(String::as_str) else {
+    let mut argv: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let Some(cmd) = argv.first().cloned() else {
         return usage_error("no command given");
     };
-    let rest = &argv[1..];
+    let Some(cmd) = cmd.to_str() else {
+        return usage_error(&format!("unknown command '{}'", cmd.to_string_lossy()));
+    };
+    let rest_os = argv.split_off(1);
+    // Only boot and daemon parse OsStrings; the other commands take text.
+    let text = || -> Result<Vec<String>, ExitCode> {
+        rest_os
+            .iter()
+            .map(|a| {
+                a.to_str().map(str::to_string).ok_or_else(|| {
+                    usage_error(&format!(
+                        "argument '{}' is not valid UTF-8",
+                        a.to_string_lossy()
+                    ))
+                })
+            })
+            .collect()
+    };
     match cmd {
         "-h" | "--help" | "help" => {
             pnet_stdlib::out!("{USAGE}");
@@ -75,13 +93,19 @@ fn main() -> ExitCode {
             pnet_stdlib::outln!("gspc {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
         }
-        "boot" => boot::boot(rest),
-        "selftest" => pnet_selftest::main_as("gspc selftest", rest),
+        "boot" => boot::boot(rest_os),
+        "selftest" => match text() {
+            Ok(rest) => pnet_selftest::main_as("gspc selftest", &rest),
+            Err(c) => c,
+        },
         // Hidden: the runtime itself, started by `boot`.
-        "daemon" => boot::daemon(rest),
+        "daemon" => boot::daemon(rest_os),
         "status" | "submit" | "wait" | "cancel" | "put-token" | "close" | "jobs"
         | "add-workers" | "remove-workers" | "stop" | "alloc" | "free" | "mem-write"
-        | "mem-read" => client::main(cmd, rest),
+        | "mem-read" => match text() {
+            Ok(rest) => client::main(cmd, &rest),
+            Err(c) => c,
+        },
         other => usage_error(&format!("unknown command '{other}'")),
     }
 }
