@@ -217,3 +217,64 @@ fn nested_nets_are_bounded_on_a_2_mib_stack() {
         assert!(codes.contains(&"recursion_limit"), "{codes:?}");
     });
 }
+
+/// Structs nested in structs (generated): 63 levels compile on a 2 MiB stack; 200 and 300
+/// levels, and a chain of 2,000 structs each naming the next, are `struct_too_deep` (one
+/// diagnostic), not a stack overflow.
+#[test]
+fn deeply_nested_struct_types_are_safe_on_a_2_mib_stack() {
+    on_small_stack(|| {
+        for depth in [200, 300] {
+            let structs = format!(
+                "{}<field name=\"v\" type=\"long\"/>{}",
+                "<struct name=\"s\">".repeat(depth),
+                "</struct>".repeat(depth)
+            );
+            let text = format!(
+                r#"<defun name="f"><struct name="top">{structs}</struct><in name="x" type="top"/><out name="y" type="long"/><expression>${{y}} := 1L</expression></defun>"#
+            );
+            let out = pnet_sema::compile_source(
+                Path::new("structs.xpnet"),
+                &text,
+                &pnet_sema::Options::default(),
+            );
+            // Deeper than sema's limit (64), and for 300 the XML front end's (256).
+            let codes: Vec<_> = out.diagnostics.iter().map(|d| d.code).collect();
+            assert!(codes.contains(&"struct_too_deep"), "{depth}: {codes:?}");
+            assert_eq!(codes.contains(&"nesting_too_deep"), depth == 300);
+        }
+        let chain: String = (0..2000)
+            .map(|i| {
+                format!(
+                    r#"<struct name="t{i}"><field name="v" type="t{}"/></struct>"#,
+                    i + 1
+                )
+            })
+            .collect();
+        let text = format!(
+            r#"<defun name="f"><struct name="t2000"><field name="v" type="long"/></struct>{chain}<in name="x" type="t0"/><out name="y" type="long"/><expression>${{y}} := 1L</expression></defun>"#
+        );
+        let out = pnet_sema::compile_source(
+            Path::new("chain.xpnet"),
+            &text,
+            &pnet_sema::Options::default(),
+        );
+        let codes: Vec<_> = out.diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, ["struct_too_deep"]);
+        // The deepest allowed: 63 structs inside `top`, compiled and run.
+        let structs = format!(
+            "{}<field name=\"v\" type=\"long\"/>{}",
+            "<struct name=\"s\">".repeat(63),
+            "</struct>".repeat(63)
+        );
+        let text = format!(
+            r#"<defun name="f"><struct name="top">{structs}</struct><in name="x" type="top"/><out name="y" type="long"/><expression>${{y}} := 1L</expression></defun>"#
+        );
+        let out = pnet_sema::compile_source(
+            Path::new("structs.xpnet"),
+            &text,
+            &pnet_sema::Options::default(),
+        );
+        assert!(!out.has_errors(), "{:?}", out.diagnostics);
+    });
+}

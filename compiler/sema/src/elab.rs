@@ -41,6 +41,11 @@ type Subst = HashMap<String, String>;
 /// examples nest 2 levels). Test: tests/deep_expressions.rs.
 const MAX_DEPTH: usize = 32;
 
+/// Nesting limit for struct types (fields of struct type, inline or by name). Resolution
+/// recurses once per level, and so do later walks over the type: a chain of 2,000 structs
+/// each naming the next overflowed a 2 MiB stack. GPI-Space's structs nest a few levels.
+const MAX_STRUCT_DEPTH: usize = 64;
+
 pub fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
     let inputs = ws.files(db);
     let parsed: Vec<&Parsed> = inputs.iter().map(|f| db::parse(db, *f)).collect();
@@ -86,6 +91,8 @@ pub fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
         facts,
         net_places: Vec::new(),
         checks: Vec::new(),
+        struct_depth: 0,
+        struct_depth_reported: false,
     };
     let files = inputs
         .iter()
@@ -123,6 +130,10 @@ struct Elab<'a> {
     net_places: Vec<Symbol>,
     /// The expression and condition checks made, in order, with their diagnostics.
     checks: Vec<Check>,
+    /// Structs being resolved inside each other (inline or by name), for the limit
+    /// [`MAX_STRUCT_DEPTH`]; whether `struct_too_deep` was reported (once is enough).
+    struct_depth: usize,
+    struct_depth_reported: bool,
 }
 
 /// A module function seen so far, to find duplicates.
@@ -738,7 +749,36 @@ impl<'a> Elab<'a> {
         }
     }
 
+    /// The type of a struct definition; `Any` (and `struct_too_deep`, once) when structs
+    /// nest deeper than [`MAX_STRUCT_DEPTH`].
     fn struct_type(
+        &mut self,
+        name: String,
+        def: &'a StructDef,
+        scope: &Rc<StructScope<'a>>,
+        subst: &Rc<Subst>,
+    ) -> Type {
+        if self.struct_depth >= MAX_STRUCT_DEPTH {
+            if !self.struct_depth_reported {
+                self.struct_depth_reported = true;
+                self.error(
+                    Diagnostic::error(
+                        "struct_too_deep",
+                        format!("structs nested deeper than {MAX_STRUCT_DEPTH} levels"),
+                    )
+                    .with_primary(def.name.span, "the limit is crossed here")
+                    .with_note("flatten the type: fields of struct type nest it one level"),
+                );
+            }
+            return Type::Any;
+        }
+        self.struct_depth += 1;
+        let t = self.struct_type_fields(name, def, scope, subst);
+        self.struct_depth -= 1;
+        t
+    }
+
+    fn struct_type_fields(
         &mut self,
         name: String,
         def: &'a StructDef,
