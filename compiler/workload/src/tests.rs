@@ -742,13 +742,19 @@ fn a_long_chain_of_relations_is_checked_without_recursion() {
         .map(|i| format!("task t{i} {{ EXECUTABLE = 'e'; }}\n"))
         .collect();
     for i in 0..n - 1 {
-        text.push_str(&format!("relation t{i} -> t{} (NONE, SEQUENTIAL_END);\n", i + 1));
+        text.push_str(&format!(
+            "relation t{i} -> t{} (NONE, SEQUENTIAL_END);\n",
+            i + 1
+        ));
     }
     let (w, ds) = parse(&text);
     assert!(ds.is_empty(), "{}", diags(&text));
     let lowered = lower(&w);
     assert!(lowered.contains("t4999"));
-    text.push_str(&format!("relation t{} -> t0 (NONE, SEQUENTIAL_END);\n", n - 1));
+    text.push_str(&format!(
+        "relation t{} -> t0 (NONE, SEQUENTIAL_END);\n",
+        n - 1
+    ));
     let (_, ds) = parse(&text);
     let codes: Vec<_> = ds.iter().map(|d| d.code).collect();
     assert_eq!(codes, ["workload-cycle"]);
