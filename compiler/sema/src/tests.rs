@@ -84,21 +84,33 @@ fn simple_expression() {
 </defun>"#,
         expect![[r#"
             bundle root f1 f
+            file 0 "/nonexistent/test.xpnet" lines 0 17 46 76 121
 
-            function f0 f  @ /nonexistent/test.xpnet:1
-              in a : long
-              out b : long
+            function f0 f  @ /nonexistent/test.xpnet:1:1-5:9
+              in a : long  @ 2:3-29
+              out b : long  @ 3:3-30
               expression c0
 
-            function f1 f  @ /nonexistent/test.xpnet:1
-              in a : long = p0 a
-              out b : long = p1 b
+            function f1 f  @ /nonexistent/test.xpnet:1:1-5:9
+              in a : long = p0 a  @ 2:3-29
+              out b : long = p1 b  @ 3:3-30
               net
-                place p0 a : long  @ /nonexistent/test.xpnet:2
-                place p1 b : long  @ /nonexistent/test.xpnet:3
-                transition t0 f priority 0 -> f0 f  @ /nonexistent/test.xpnet:1
-                  in a <- p0 a
-                  out b -> p1 b
+                place p0 a : long  @ /nonexistent/test.xpnet:2:3-29
+                place p1 b : long  @ /nonexistent/test.xpnet:3:3-30
+                transition t0 f priority 0 -> f0 f  @ /nonexistent/test.xpnet:1:1-5:9
+                  in a <- p0 a  @ 2:3-29
+                  out b -> p1 b  @ 3:3-30
+
+            code c0 "expression of f" : long  @ /nonexistent/test.xpnet:4:15-32
+              slot 0 port a : long
+              slot 1 port b : long
+              const 0 1L
+              reads a
+              0  load        a  @ 4:23-27
+              1  const       1L  @ 4:30-32
+              2  add.long  @ 4:23-32
+              3  dup  @ 4:15-32
+              4  store       b  @ 4:15-32
         "#]],
     );
 }
@@ -481,17 +493,36 @@ fn conditions_joined() {
         ),
         expect![[r#"
             bundle root f1 top
+            file 0 "/nonexistent/test.xpnet" lines 0 19 25 55 163 245 252
 
-            function f0  @ /nonexistent/test.xpnet:4
-              in x : long
+            function f0  @ /nonexistent/test.xpnet:4:22-108
+              in x : long  @ 4:29-55
               expression c0
 
-            function f1 top  @ /nonexistent/test.xpnet:1
+            function f1 top  @ /nonexistent/test.xpnet:1:1-7:9
               net
-                place p0 a : long  @ /nonexistent/test.xpnet:3
-                transition t0 t priority 0 -> f0  @ /nonexistent/test.xpnet:4
-                  in x <- p0 a
+                place p0 a : long  @ /nonexistent/test.xpnet:3:1-30
+                transition t0 t priority 0 -> f0  @ /nonexistent/test.xpnet:4:1-5:82
+                  in x <- p0 a  @ 5:37-69
                   condition c1
+
+            code c0 "expression of t" : control  @ /nonexistent/test.xpnet:4:87-87
+              slot 0 port x : long
+              const 0 []
+              0  const       []  @ 4:87-87
+
+            code c1 "condition of t" : bool  @ /nonexistent/test.xpnet:4:66-75
+              slot 0 port x : long
+              const 0 0L
+              const 1 10L
+              reads x
+              0  load        x  @ 4:66-70
+              1  const       0L  @ 4:73-75
+              2  gt.long  @ 4:66-75
+              3  jump_if_false_else_pop -> 7  @ 4:66-75
+              4  load        x  @ 5:12-16
+              5  const       10L  @ 5:22-25
+              6  lt.long  @ 5:12-25
         "#]],
     );
     check_diags(
@@ -518,26 +549,54 @@ fn modules_and_memory() {
 </defun>"#,
         expect![[r#"
             bundle root f1 m
+            file 0 "/nonexistent/test.xpnet" lines 0 17 55 85 153 225 367
 
-            function f0 m  @ /nonexistent/test.xpnet:1
-              in n : unsigned long
-              out s : long
-              memory-buffer buf size c0
-              memory-get global c1 local c2
-              module mod "s sum (n, buf)" require_function_unloads_without_rest require_module_unloads_without_rest
+            function f0 m  @ /nonexistent/test.xpnet:1:1-7:9
+              in n : unsigned long  @ 2:3-38
+              out s : long  @ 3:3-30
+              memory-buffer buf size c0  @ 4:3-68
+              memory-get global c1 local c2  @ 5:3-72
+              module mod "s sum (n, buf)" require_function_unloads_without_rest require_module_unloads_without_rest  @ 6:3-142
                 eureka-group c3
-                cinclude x.h
-                code (1 lines)
+                cinclude "x.h"
+                code "return 1;"
 
-            function f1 m  @ /nonexistent/test.xpnet:1
-              in n : unsigned long = p0 n
-              out s : long = p1 s
+            function f1 m  @ /nonexistent/test.xpnet:1:1-7:9
+              in n : unsigned long = p0 n  @ 2:3-38
+              out s : long = p1 s  @ 3:3-30
               net
-                place p0 n : unsigned long  @ /nonexistent/test.xpnet:2
-                place p1 s : long  @ /nonexistent/test.xpnet:3
-                transition t0 m priority 0 -> f0 m  @ /nonexistent/test.xpnet:1
-                  in n <- p0 n
-                  out s -> p1 s
+                place p0 n : unsigned long  @ /nonexistent/test.xpnet:2:3-38
+                place p1 s : long  @ /nonexistent/test.xpnet:3:3-30
+                transition t0 m priority 0 -> f0 m  @ /nonexistent/test.xpnet:1:1-7:9
+                  in n <- p0 n  @ 2:3-38
+                  out s -> p1 s  @ 3:3-30
+
+            code c0 "size of memory buffer buf of m" : unsigned long  @ /nonexistent/test.xpnet:4:35-45
+              slot 0 port n : unsigned long
+              slot 1 port s : long
+              const 0 8UL
+              reads n
+              0  load        n  @ 4:35-39
+              1  const       8UL  @ 4:42-45
+              2  mul.ulong  @ 4:35-45
+
+            code c1 "global of memory transfer of m" : list  @ /nonexistent/test.xpnet:5:23-29
+              slot 0 port n : unsigned long
+              slot 1 port s : long
+              const 0 List ()
+              0  const       List ()  @ 5:23-29
+
+            code c2 "local of memory transfer of m" : list  @ /nonexistent/test.xpnet:5:45-51
+              slot 0 port n : unsigned long
+              slot 1 port s : long
+              const 0 List ()
+              0  const       List ()  @ 5:45-51
+
+            code c3 "eureka group of m" : string  @ /nonexistent/test.xpnet:6:62-70
+              slot 0 port n : unsigned long
+              slot 1 port s : long
+              const 0 "g"
+              0  const       "g"  @ 6:62-70
         "#]],
     );
     check_diags(
@@ -565,27 +624,33 @@ fn properties_and_requires() {
   <require key="gpu" mandatory="true"/>
   <expression/>
 </defun>"#,
-        expect![[r#"
+        expect![[r##"
             warning property-unknown @3:43: unknown property `pnetc.nosuch`
             warning property-overwritten @4:53: property `a.b` is set again
             ---
             bundle root f1 p
+            file 0 "/nonexistent/test.xpnet" lines 0 17 172 248 343 383 399
 
-            function f0 p  @ /nonexistent/test.xpnet:1
-              in #once : control
+            function f0 p  @ /nonexistent/test.xpnet:1:1-7:9
+              in "#once" : control  @ 1:1-7:9
               require gpu
               property fhg.drts.schedule.num_worker = "2"
               property pnetc.nosuch = "x"
               property a.b = "2"
               expression c0
 
-            function f1 p  @ /nonexistent/test.xpnet:1
+            function f1 p  @ /nonexistent/test.xpnet:1:1-7:9
               net
-                place p0 #once : control  @ /nonexistent/test.xpnet:1
+                place p0 "#once" : control  @ /nonexistent/test.xpnet:1:1-7:9
                   token []
-                transition t0 p priority 0 -> f0 p  @ /nonexistent/test.xpnet:1
-                  in #once <- p0 #once
-        "#]],
+                transition t0 p priority 0 -> f0 p  @ /nonexistent/test.xpnet:1:1-7:9
+                  in port#0 <- p0 "#once"  @ 1:1-7:9
+
+            code c0 "expression of p" : control  @ /nonexistent/test.xpnet:6:3-3
+              slot 0 port "#once" : control
+              const 0 []
+              0  const       []  @ 6:3-3
+        "##]],
     );
 }
 
@@ -650,23 +715,31 @@ fn includes_relative_and_search_path() {
             ..Options::default()
         },
         expect![[r#"
-        file 0 main/net.xpnet
-        file 1 main/types/point.xpnet
-        file 2 lib/lib_fn.xpnet
-        bundle root f1 main
-        struct point { x: long, y: long }
+            file 0 main/net.xpnet
+            file 1 main/types/point.xpnet
+            file 2 lib/lib_fn.xpnet
+            bundle root f1 main
+            file 0 "main/net.xpnet" lines 0 20 66 106 114 149 265 274
+            file 1 "main/types/point.xpnet" lines 0
+            file 2 "lib/lib_fn.xpnet" lines 0
+            struct point { x: long, y: long }
 
-        function f0 lib_fn  @ lib/lib_fn.xpnet:1
-          in p : point
-          expression c0
+            function f0 lib_fn  @ lib/lib_fn.xpnet:1:1-121
+              in p : point  @ 1:73-100
+              expression c0
 
-        function f1 main  @ main/net.xpnet:1
-          in p : point = p0 p
-          net
-            place p0 p : point  @ main/net.xpnet:5
-            transition t0 use_lib priority 0 -> f0 lib_fn  @ main/net.xpnet:6
-              in p <- p0 p
-    "#]],
+            function f1 main  @ main/net.xpnet:1:1-8:9
+              in p : point = p0 p  @ 3:3-40
+              net
+                place p0 p : point  @ main/net.xpnet:5:5-35
+                transition t0 use_lib priority 0 -> f0 lib_fn  @ main/net.xpnet:6:5-116
+                  in p <- p0 p  @ 6:71-103
+
+            code c0 "expression of use_lib" : control  @ lib/lib_fn.xpnet:1:100-100
+              slot 0 port p : point
+              const 0 []
+              0  const       []  @ 1:100-100
+        "#]],
     );
     // without the search path
     check_tree(
@@ -769,23 +842,32 @@ fn templates_and_specialize() {
             warning independent-place @21:5: place `boxes` is connected to nothing
             ---
             bundle root f1 top
+            file 0 "/nonexistent/test.xpnet" lines 0 19 58 98 106 131 168 182 245 277 310 356 371 387 428 470 518 552 570 604 638 680 709 737 776 816 834 843
             struct long_box { v: long }
 
-            function f0 id_long  @ /nonexistent/test.xpnet:7
-              in x : long
-              out y : long
+            function f0 id_long  @ /nonexistent/test.xpnet:7:7-12:15
+              in x : long  @ 9:9-32
+              out y : long  @ 10:9-33
               expression c0
 
-            function f1 top  @ /nonexistent/test.xpnet:1
-              in i : long = p0 i
-              out o : long = p1 o
+            function f1 top  @ /nonexistent/test.xpnet:1:1-28:9
+              in i : long = p0 i  @ 2:3-39
+              out o : long = p1 o  @ 3:3-40
               net
-                place p0 i : long  @ /nonexistent/test.xpnet:19
-                place p1 o : long  @ /nonexistent/test.xpnet:20
-                place p2 boxes : long_box  @ /nonexistent/test.xpnet:21
-                transition t0 copy priority 0 -> f0 id_long  @ /nonexistent/test.xpnet:22
-                  in x <- p0 i
-                  out y -> p1 o
+                place p0 i : long  @ /nonexistent/test.xpnet:19:5-34
+                place p1 o : long  @ /nonexistent/test.xpnet:20:5-34
+                place p2 boxes : long_box  @ /nonexistent/test.xpnet:21:5-42
+                transition t0 copy priority 0 -> f0 id_long  @ /nonexistent/test.xpnet:22:5-26:18
+                  in x <- p0 i  @ 24:7-39
+                  out y -> p1 o  @ 25:7-40
+
+            code c0 "expression of copy" : long  @ /nonexistent/test.xpnet:11:21-33
+              slot 0 port x : long
+              slot 1 port y : long
+              reads x
+              0  load        x  @ 11:29-33
+              1  dup  @ 11:21-33
+              2  store       y  @ 11:21-33
         "#]],
     );
     check_diags(
@@ -834,25 +916,38 @@ fn library_templates() {
     );
     expect![[r#"
         bundle root f1 top
+        file 0 "/nonexistent/t.xpnet" lines 0 19 58 98 138 146 185 276 368 430 540 558 567
+        file 1 "/work/shared/corpus/gpispace/share/xml/lib/dup.xml" lines 0 71 122 123 145 178 188 218 252 317 337 355 394 435 476 477 487 520 553 586 587 617 633 667 702 737 760 786 812 836 853 894 936 978 998 1009 1020 1032
 
-        function f0  @ /work/shared/corpus/gpispace/share/xml/lib/dup.xml:22
-          in x : long
-          out a : long
-          out b : long
+        function f0  @ /work/shared/corpus/gpispace/share/xml/lib/dup.xml:22:9-30:17
+          in x : long  @ 23:11-34
+          out a : long  @ 24:11-35
+          out b : long  @ 25:11-35
           expression c0
 
-        function f1 top  @ /nonexistent/t.xpnet:1
-          in n : long = p0 n
-          out a : long = p1 a
-          out b : long = p2 b
+        function f1 top  @ /nonexistent/t.xpnet:1:1-13:9
+          in n : long = p0 n  @ 2:3-39
+          out a : long = p1 a  @ 3:3-40
+          out b : long = p2 b  @ 4:3-40
           net
-            place p0 n : long  @ /nonexistent/t.xpnet:8
-            place p1 a : long  @ /nonexistent/t.xpnet:8
-            place p2 b : long  @ /nonexistent/t.xpnet:8
-            transition t0 _d_dup priority 0 -> f0  @ /work/shared/corpus/gpispace/share/xml/lib/dup.xml:21
-              in x <- p0 n
-              out a -> p1 a
-              out b -> p2 b
+            place p0 n : long  @ /nonexistent/t.xpnet:8:5-34
+            place p1 a : long  @ /nonexistent/t.xpnet:8:34-63
+            place p2 b : long  @ /nonexistent/t.xpnet:8:63-92
+            transition t0 _d_dup priority 0 -> f0  @ /work/shared/corpus/gpispace/share/xml/lib/dup.xml:21:7-34:20
+              in x <- p0 n  @ 31:9-41
+              out a -> p1 a  @ 32:9-42
+              out b -> p2 b  @ 33:9-42
+
+        code c0 "expression of dup" : long  @ /work/shared/corpus/gpispace/share/xml/lib/dup.xml:27:13-28:25
+          slot 0 port x : long
+          slot 1 port a : long
+          slot 2 port b : long
+          reads x
+          0  load        x  @ 27:21-25
+          1  store       a  @ 27:13-25
+          2  load        x  @ 28:21-25
+          3  dup  @ 28:13-25
+          4  store       b  @ 28:13-25
     "#]].assert_eq(&render(&out));
 }
 
@@ -898,32 +993,49 @@ fn inlining_with_prefixes() {
             warning independent-place @7:5: place `v` is connected to nothing
             ---
             bundle root f2 top
+            file 0 "/nonexistent/test.xpnet" lines 0 19 58 98 106 140 174 208 250 264 309 355 404 418 458 498 579 634 669 787 867 891 925 1043 1123 1147 1162 1177 1216 1256 1296 1314 1323
 
-            function f0  @ /nonexistent/test.xpnet:19
-              in x : long
-              out m : long
+            function f0  @ /nonexistent/test.xpnet:19:13-118
+              in x : long  @ 19:20-46
+              out m : long  @ 19:46-73
               expression c0
 
-            function f1  @ /nonexistent/test.xpnet:23
-              in m : long
-              out y : long
+            function f1  @ /nonexistent/test.xpnet:23:13-118
+              in m : long  @ 23:20-46
+              out y : long  @ 23:46-73
               expression c1
 
-            function f2 top  @ /nonexistent/test.xpnet:1
-              in i : long = p0 i
-              out o : long = p1 o
+            function f2 top  @ /nonexistent/test.xpnet:1:1-33:9
+              in i : long = p0 i  @ 2:3-39
+              out o : long = p1 o  @ 3:3-40
               net
-                place p0 i : long  @ /nonexistent/test.xpnet:5
-                place p1 o : long  @ /nonexistent/test.xpnet:6
-                place p2 v : long  @ /nonexistent/test.xpnet:7
-                place p3 _sub_mid : long  @ /nonexistent/test.xpnet:16
+                place p0 i : long  @ /nonexistent/test.xpnet:5:5-34
+                place p1 o : long  @ /nonexistent/test.xpnet:6:5-34
+                place p2 v : long  @ /nonexistent/test.xpnet:7:5-34
+                place p3 _sub_mid : long  @ /nonexistent/test.xpnet:16:11-81
                   token 7L
-                transition t0 _sub_step priority 0 -> f0  @ /nonexistent/test.xpnet:18
-                  in x <- p0 i
-                  out m -> p3 _sub_mid
-                transition t1 _sub_fin priority 0 -> f1  @ /nonexistent/test.xpnet:22
-                  in m <- p3 _sub_mid
-                  out y -> p1 o
+                transition t0 _sub_step priority 0 -> f0  @ /nonexistent/test.xpnet:18:11-21:24
+                  in x <- p0 i  @ 20:13-45
+                  out m -> p3 _sub_mid  @ 20:45-80
+                transition t1 _sub_fin priority 0 -> f1  @ /nonexistent/test.xpnet:22:11-25:24
+                  in m <- p3 _sub_mid  @ 24:13-47
+                  out y -> p1 o  @ 24:47-80
+
+            code c0 "expression of step" : long  @ /nonexistent/test.xpnet:19:85-97
+              slot 0 port x : long
+              slot 1 port m : long
+              reads x
+              0  load        x  @ 19:93-97
+              1  dup  @ 19:85-97
+              2  store       m  @ 19:85-97
+
+            code c1 "expression of fin" : long  @ /nonexistent/test.xpnet:23:85-97
+              slot 0 port m : long
+              slot 1 port y : long
+              reads m
+              0  load        m  @ 23:93-97
+              1  dup  @ 23:85-97
+              2  store       y  @ 23:85-97
         "#]],
     );
 }
@@ -938,47 +1050,64 @@ fn child_nets_when_not_inlined() {
             ..Options::default()
         },
         expect![[r#"
-        bundle root f3 top
+            bundle root f3 top
+            file 0 "/nonexistent/test.xpnet" lines 0 19 58 98 106 140 174 208 250 264 309 355 404 418 458 498 579 634 669 787 867 891 925 1043 1123 1147 1162 1177 1216 1256 1296 1314 1323
 
-        function f0  @ /nonexistent/test.xpnet:19
-          in x : long
-          out m : long
-          expression c0
+            function f0  @ /nonexistent/test.xpnet:19:13-118
+              in x : long  @ 19:20-46
+              out m : long  @ 19:46-73
+              expression c0
 
-        function f1  @ /nonexistent/test.xpnet:23
-          in m : long
-          out y : long
-          expression c1
+            function f1  @ /nonexistent/test.xpnet:23:13-118
+              in m : long  @ 23:20-46
+              out y : long  @ 23:46-73
+              expression c1
 
-        function f2  @ /nonexistent/test.xpnet:9
-          in x : long = p0 x
-          out y : long = p1 y
-          tunnel v : long = p3 v
-          net
-            place p0 x : long  @ /nonexistent/test.xpnet:14
-            place p1 y : long  @ /nonexistent/test.xpnet:15
-            place p2 mid : long  @ /nonexistent/test.xpnet:16
-              token 7L
-            place p3 v : long virtual  @ /nonexistent/test.xpnet:17
-            transition t0 step priority 0 -> f0  @ /nonexistent/test.xpnet:18
-              in x <- p0 x
-              out m -> p2 mid
-            transition t1 fin priority 0 -> f1  @ /nonexistent/test.xpnet:22
-              in m <- p2 mid
-              out y -> p1 y
+            function f2  @ /nonexistent/test.xpnet:9:7-27:15
+              in x : long = p0 x  @ 10:9-45
+              out y : long = p1 y  @ 11:9-46
+              tunnel v : long = p3 v  @ 12:9-49
+              net
+                place p0 x : long  @ /nonexistent/test.xpnet:14:11-40
+                place p1 y : long  @ /nonexistent/test.xpnet:15:11-40
+                place p2 mid : long  @ /nonexistent/test.xpnet:16:11-81
+                  token 7L
+                place p3 v : long virtual  @ /nonexistent/test.xpnet:17:11-55
+                transition t0 step priority 0 -> f0  @ /nonexistent/test.xpnet:18:11-21:24
+                  in x <- p0 x  @ 20:13-45
+                  out m -> p2 mid  @ 20:45-80
+                transition t1 fin priority 0 -> f1  @ /nonexistent/test.xpnet:22:11-25:24
+                  in m <- p2 mid  @ 24:13-47
+                  out y -> p1 y  @ 24:47-80
 
-        function f3 top  @ /nonexistent/test.xpnet:1
-          in i : long = p0 i
-          out o : long = p1 o
-          net
-            place p0 i : long  @ /nonexistent/test.xpnet:5
-            place p1 o : long  @ /nonexistent/test.xpnet:6
-            place p2 v : long  @ /nonexistent/test.xpnet:7
-            transition t0 sub priority 0 -> f2  @ /nonexistent/test.xpnet:8
-              in x <- p0 i
-              out y -> p1 o
-              place-map p3 v -> p2 v
-    "#]],
+            function f3 top  @ /nonexistent/test.xpnet:1:1-33:9
+              in i : long = p0 i  @ 2:3-39
+              out o : long = p1 o  @ 3:3-40
+              net
+                place p0 i : long  @ /nonexistent/test.xpnet:5:5-34
+                place p1 o : long  @ /nonexistent/test.xpnet:6:5-34
+                place p2 v : long  @ /nonexistent/test.xpnet:7:5-34
+                transition t0 sub priority 0 -> f2  @ /nonexistent/test.xpnet:8:5-31:18
+                  in x <- p0 i  @ 28:7-39
+                  out y -> p1 o  @ 29:7-40
+                  place-map p3 v -> p2 v
+
+            code c0 "expression of step" : long  @ /nonexistent/test.xpnet:19:85-97
+              slot 0 port x : long
+              slot 1 port m : long
+              reads x
+              0  load        x  @ 19:93-97
+              1  dup  @ 19:85-97
+              2  store       m  @ 19:85-97
+
+            code c1 "expression of fin" : long  @ /nonexistent/test.xpnet:23:85-97
+              slot 0 port m : long
+              slot 1 port y : long
+              reads m
+              0  load        m  @ 23:93-97
+              1  dup  @ 23:85-97
+              2  store       y  @ 23:85-97
+        "#]],
     );
     // a priority prevents inlining
     check_diags(
@@ -1009,15 +1138,21 @@ fn warning_configuration() {
             warning port-not-connected @3:21: input port `x` of transition `t` is not connected
             ---
             bundle root f1 top
+            file 0 "/nonexistent/test.xpnet" lines 0 24 71 162
 
-            function f0  @ /nonexistent/test.xpnet:3
-              in x : long
+            function f0  @ /nonexistent/test.xpnet:3:24-78
+              in x : long  @ 3:31-57
               expression c0
 
-            function f1 top  @ /nonexistent/test.xpnet:1
+            function f1 top  @ /nonexistent/test.xpnet:1:1-4:15
               net
-                place p0 v : long virtual  @ /nonexistent/test.xpnet:2
-                transition t0 t priority 0 -> f0  @ /nonexistent/test.xpnet:3
+                place p0 v : long virtual  @ /nonexistent/test.xpnet:2:3-47
+                transition t0 t priority 0 -> f0  @ /nonexistent/test.xpnet:3:3-91
+
+            code c0 "expression of t" : control  @ /nonexistent/test.xpnet:3:57-57
+              slot 0 port x : long
+              const 0 []
+              0  const       []  @ 3:57-57
         "#]],
     );
     check_with(
@@ -1039,15 +1174,21 @@ fn warning_configuration() {
             warning independent-transition @3:8: transition `t` is connected to no place
             ---
             bundle root f1 top
+            file 0 "/nonexistent/test.xpnet" lines 0 19 150
 
-            function f0  @ /nonexistent/test.xpnet:3
-              in x : long
+            function f0  @ /nonexistent/test.xpnet:3:29-83
+              in x : long  @ 3:36-62
               expression c0
 
-            function f1 top  @ /nonexistent/test.xpnet:1
+            function f1 top  @ /nonexistent/test.xpnet:1:1-3:110
               property pnetc.warning.port-not-connected = "false"
               net
-                transition t0 t priority 0 -> f0  @ /nonexistent/test.xpnet:3
+                transition t0 t priority 0 -> f0  @ /nonexistent/test.xpnet:3:8-96
+
+            code c0 "expression of t" : control  @ /nonexistent/test.xpnet:3:62-62
+              slot 0 port x : long
+              const 0 []
+              0  const       []  @ 3:62-62
         "#]],
     );
     assert!(
@@ -1240,25 +1381,35 @@ fn a_module_root_is_wrapped_into_a_net() {
 </defun>"#,
         expect![[r#"
             bundle root f1 produce
+            file 0 "/nonexistent/test.xpnet" lines 0 23 63 99 140 193
 
-            function f0 produce  @ /nonexistent/test.xpnet:1
-              in tag : unsigned long
-              inout block : long
-              module m "produce (tag, block)" require_function_unloads_without_rest require_module_unloads_without_rest
+            function f0 produce  @ /nonexistent/test.xpnet:1:1-6:9
+              in tag : unsigned long  @ 2:3-40
+              inout block : long  @ 3:3-36
+              module m "produce (tag, block)" require_function_unloads_without_rest require_module_unloads_without_rest  @ 5:3-53
 
-            function f1 produce  @ /nonexistent/test.xpnet:1
-              in tag : unsigned long = p0 tag
-              in block : long = p1 block
-              out block : long = p2 block#out
+            function f1 produce  @ /nonexistent/test.xpnet:1:1-6:9
+              in tag : unsigned long = p0 tag  @ 2:3-40
+              in block : long = p1 block  @ 3:3-36
+              out block : long = p2 "block#out"  @ 3:3-36
               net
-                place p0 tag : unsigned long  @ /nonexistent/test.xpnet:2
-                place p1 block : long  @ /nonexistent/test.xpnet:3
-                place p2 block#out : long  @ /nonexistent/test.xpnet:3
-                transition t0 produce priority 0 -> f0 produce  @ /nonexistent/test.xpnet:1
-                  in tag <- p0 tag
-                  in block <- p1 block
-                  out block -> p2 block#out
+                place p0 tag : unsigned long  @ /nonexistent/test.xpnet:2:3-40
+                place p1 block : long  @ /nonexistent/test.xpnet:3:3-36
+                place p2 "block#out" : long  @ /nonexistent/test.xpnet:3:3-36
+                transition t0 produce priority 0 -> f0 produce  @ /nonexistent/test.xpnet:1:1-6:9
+                  in tag <- p0 tag  @ 2:3-40
+                  in block <- p1 block  @ 3:3-36
+                  out block -> p2 "block#out"  @ 3:3-36
                   condition c0
+
+            code c0 "condition of produce" : bool  @ /nonexistent/test.xpnet:4:14-29
+              slot 0 port tag : unsigned long
+              slot 1 port block : long
+              const 0 2UL
+              reads tag
+              0  load        tag  @ 4:14-20
+              1  const       2UL  @ 4:26-29
+              2  lt.ulong  @ 4:14-29
         "#]],
     );
 }

@@ -1,19 +1,77 @@
-//! Text forms of the IR (`--emit=ir`) and of the bytecode (`--emit=bytecode`).
+//! Text forms of the IR (`--emit=ir`, `Display for Bundle`) and of the bytecode
+//! (`--emit=bytecode`, [`bytecode_listing`]).
 //!
-//! Both are stable (snapshot tests depend on them) and meant for people: ids are printed as
-//! `f0` (functions), `c0` (codes), `p0` (places), `t0` (transitions) next to names, constants
-//! in literal syntax, slots and paths by name. Source locations appear only as `file:line`
-//! after functions, places and transitions.
+//! # The IR text form
+//!
+//! `Display for Bundle` prints everything a bundle holds, and [`parse`] reads it back
+//! (print -> parse gives an equal bundle; tests/tests/ir_text.rs checks this for every example
+//! and corpus net). It is line-based, one item per line; indentation is only for people:
+//!
+//! ```text
+//! bundle root f1 main
+//! file 0 "net.xpnet" lines 0 8 16
+//! struct point { x: long, y: long }
+//!
+//! function f0 step  @ net.xpnet:5:3-9:12
+//!   inout n : long  @ 6:5-6:30
+//!   expression c0
+//!
+//! function f1 main  @ net.xpnet:1:1-12:9
+//!   in n : long = p0 n
+//!   net
+//!     place p0 n : long  @ net.xpnet:2:5-40
+//!       token 3L
+//!     transition t0 step priority 0 -> f0 step  @ net.xpnet:4:5-10:18
+//!       in n <- p0 n
+//!       out n -> p0 n
+//!       condition c1
+//!
+//! code c0 "expression of step" : long  @ net.xpnet:7:7-30
+//!   slot 0 port n : long
+//!   const 0 1L
+//!   0  load        n  @ 7:7-8
+//!   1  const       1L
+//!   2  add.long
+//!   3  store       n
+//! ```
+//!
+//! - Ids (`f0`, `p0`, `t0`, `c0`, slot/const/path/instruction numbers) count up in order; a
+//!   name after a referenced id (`p0 n`, `f0 step`) is a label for people and is not read.
+//! - Names print bare when they are words (letters, digits, `_.-/+$`), else quoted with
+//!   escapes. Values print in literal syntax when that reads back as the same value (see
+//!   `pnet_stdlib::literal`), else as `postcard(HEX)` (NaN, infinities, ...). Types print as
+//!   in xpnet (`unsigned long`, `list<long>`, `map<int, any>`, `shared_P`); a struct type
+//!   prints by name when the `struct` table holds it, else inline (`struct p { x: long }`).
+//! - Locations (`@ ...` at the end of a line) are `PATH:LINE:COL-[LINE:]COL` (one-based
+//!   columns in bytes; the end is exclusive), without `PATH:` when the file is that of the
+//!   enclosing function, transition or code; `#FILE:START..END` (byte offsets) when no file
+//!   table entry gives them. A missing location is the default span; the `file` lines (path
+//!   and line starts) are optional too, so hand-written nets can leave both out.
+//! - Ports of connections, responses and eureka lines, slots in instructions and reads,
+//!   constants and field paths are written by name or value when that names them, else as
+//!   `port#N`, `slot#N`, `const#N`, `path#N`.
+//! - Lines starting with `# ` are comments.
+//!
+//! Lossy: a module signature whose names hold blanks, commas or parentheses does not read
+//! back (C++ identifiers never do).
+//!
+//! # The bytecode listing
+//!
+//! [`bytecode_listing`] and `Display for Code` are for people only (names, no tables).
+
+mod print;
+mod read;
+mod syntax;
 
 use std::fmt::{self, Display, Formatter, Write};
 
 use pnet_stdlib::{BinOp, UnOp};
 
+pub use read::parse;
+pub use syntax::TextError;
+
 use crate::bytecode::{Code, Instr, OpTy, SlotKind};
-use crate::ir::{
-    Body, Bundle, ConnectKind, Function, Module, Net, PortDir, Property, Require, SourceSpan,
-    TransferKind,
-};
+use crate::ir::{Bundle, SourceSpan};
 
 fn op_ty_name(t: OpTy) -> Option<&'static str> {
     Some(match t {
@@ -189,285 +247,12 @@ impl Bundle {
             None => "<unknown>".to_string(),
         }
     }
-
-    fn function_label(&self, id: crate::FunctionId) -> String {
-        match self
-            .functions
-            .get(id.index())
-            .and_then(|f| f.name.as_deref())
-        {
-            Some(n) => format!("f{} {n}", id.0),
-            None => format!("f{}", id.0),
-        }
-    }
-}
-
-fn dir_name(d: PortDir) -> &'static str {
-    match d {
-        PortDir::In => "in",
-        PortDir::Out => "out",
-        PortDir::InOut => "inout",
-        PortDir::Tunnel => "tunnel",
-    }
-}
-
-fn write_requires(f: &mut Formatter<'_>, indent: &str, requires: &[Require]) -> fmt::Result {
-    for r in requires {
-        let m = if r.mandatory { "" } else { " (optional)" };
-        writeln!(f, "{indent}require {}{m}", r.key)?;
-    }
-    Ok(())
-}
-
-fn write_properties(f: &mut Formatter<'_>, indent: &str, props: &[Property]) -> fmt::Result {
-    for p in props {
-        writeln!(f, "{indent}property {} = {:?}", p.key, p.value)?;
-    }
-    Ok(())
-}
-
-fn flags(pairs: &[(bool, &str)]) -> String {
-    let mut s = String::new();
-    for (on, name) in pairs {
-        if *on {
-            s.push(' ');
-            s.push_str(name);
-        }
-    }
-    s
-}
-
-struct FunctionText<'a> {
-    bundle: &'a Bundle,
-    id: usize,
-    func: &'a Function,
-}
-
-impl FunctionText<'_> {
-    fn write_module(&self, f: &mut Formatter<'_>, m: &Module) -> fmt::Result {
-        let sig = &m.signature;
-        let ret = sig
-            .result
-            .as_deref()
-            .map(|r| format!("{r} "))
-            .unwrap_or_default();
-        write!(
-            f,
-            "  module {} \"{ret}{} ({})\"",
-            m.name,
-            sig.function,
-            sig.args.join(", ")
-        )?;
-        if let Some(t) = &m.target {
-            write!(f, " target {t}")?;
-        }
-        writeln!(
-            f,
-            "{}",
-            flags(&[
-                (m.pass_context, "pass_context"),
-                (
-                    m.require_function_unloads_without_rest,
-                    "require_function_unloads_without_rest"
-                ),
-                (
-                    m.require_module_unloads_without_rest,
-                    "require_module_unloads_without_rest"
-                ),
-            ])
-        )?;
-        if let Some(c) = m.eureka_group {
-            writeln!(f, "    eureka-group c{}", c.0)?;
-        }
-        for c in &m.cincludes {
-            writeln!(f, "    cinclude {c}")?;
-        }
-        for c in &m.ld_flags {
-            writeln!(f, "    ld {c}")?;
-        }
-        for c in &m.cxx_flags {
-            writeln!(f, "    cxx {c}")?;
-        }
-        if let Some(code) = &m.code {
-            writeln!(f, "    code ({} lines)", code.lines().count())?;
-        }
-        Ok(())
-    }
-
-    fn write_net(&self, f: &mut Formatter<'_>, net: &Net) -> fmt::Result {
-        writeln!(f, "  net")?;
-        for (i, p) in net.places.iter().enumerate() {
-            writeln!(
-                f,
-                "    place p{i} {} : {}{}  @ {}",
-                p.name,
-                p.ty,
-                flags(&[
-                    (p.is_virtual, "virtual"),
-                    (p.put_token, "put_token"),
-                    (p.shared_sink, "shared_sink"),
-                    (p.generator, "generator"),
-                ]),
-                self.bundle.line(p.span)
-            )?;
-            for t in &p.tokens {
-                writeln!(f, "      token {t}")?;
-            }
-            write_properties(f, "      ", &p.properties)?;
-        }
-        let place = |id: crate::PlaceId| match net.places.get(id.index()) {
-            Some(p) => format!("p{} {}", id.0, p.name),
-            None => format!("p{}", id.0),
-        };
-        for (i, t) in net.transitions.iter().enumerate() {
-            writeln!(
-                f,
-                "    transition t{i} {} priority {} -> {}{}  @ {}",
-                t.name,
-                t.priority,
-                self.bundle.function_label(t.function),
-                flags(&[
-                    (t.produce_shared, "produce_shared"),
-                    (t.consume_shared, "consume_shared"),
-                    (t.passthrough_shared, "passthrough_shared"),
-                ]),
-                self.bundle.line(t.span)
-            )?;
-            let callee = self.bundle.functions.get(t.function.index());
-            let port = |id: crate::PortId| match callee.and_then(|c| c.ports.get(id.index())) {
-                Some(p) => p.name.clone(),
-                None => format!("port#{}", id.0),
-            };
-            for c in &t.connections {
-                let (kind, arrow) = match c.kind {
-                    ConnectKind::In => ("in", "<-"),
-                    ConnectKind::Read => ("read", "<-"),
-                    ConnectKind::NumberOfTokens => ("number-of-tokens", "<-"),
-                    ConnectKind::Out => ("out", "->"),
-                    ConnectKind::OutMany => ("out-many", "->"),
-                };
-                writeln!(
-                    f,
-                    "      {kind} {} {arrow} {}",
-                    port(c.port),
-                    place(c.place)
-                )?;
-            }
-            for r in &t.responses {
-                writeln!(f, "      response {} to {}", port(r.port), port(r.to))?;
-            }
-            for e in &t.eureka_ports {
-                writeln!(f, "      eureka {}", port(*e))?;
-            }
-            if let Some(c) = t.condition {
-                writeln!(f, "      condition c{}", c.0)?;
-            }
-            for (v, r) in &t.place_map {
-                let child = match callee.map(|c| &c.body) {
-                    Some(Body::Net(n)) => match n.places.get(v.index()) {
-                        Some(p) => format!("p{} {}", v.0, p.name),
-                        None => format!("p{}", v.0),
-                    },
-                    _ => format!("p{}", v.0),
-                };
-                writeln!(f, "      place-map {child} -> {}", place(*r))?;
-            }
-            write_requires(f, "      ", &t.requires)?;
-            write_properties(f, "      ", &t.properties)?;
-        }
-        Ok(())
-    }
-}
-
-impl Display for FunctionText<'_> {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let func = self.func;
-        let name = func
-            .name
-            .as_deref()
-            .map(|n| format!(" {n}"))
-            .unwrap_or_default();
-        writeln!(
-            f,
-            "function f{}{name}  @ {}",
-            self.id,
-            self.bundle.line(func.span)
-        )?;
-        let places = match &func.body {
-            Body::Net(n) => Some(n),
-            _ => None,
-        };
-        for p in &func.ports {
-            write!(f, "  {} {} : {}", dir_name(p.dir), p.name, p.ty)?;
-            if let Some(pl) = p.place {
-                match places.and_then(|n| n.places.get(pl.index())) {
-                    Some(place) => write!(f, " = p{} {}", pl.0, place.name)?,
-                    None => write!(f, " = p{}", pl.0)?,
-                }
-            }
-            writeln!(f)?;
-        }
-        write_requires(f, "  ", &func.requires)?;
-        write_properties(f, "  ", &func.properties)?;
-        for b in &func.memory_buffers {
-            write!(f, "  memory-buffer {} size c{}", b.name, b.size.0)?;
-            if let Some(a) = b.alignment {
-                write!(f, " alignment c{}", a.0)?;
-            }
-            writeln!(f, "{}", flags(&[(b.read_only, "read_only")]))?;
-        }
-        for t in &func.memory_transfers {
-            let kind = match t.kind {
-                TransferKind::Get => "memory-get",
-                TransferKind::Put => "memory-put",
-                TransferKind::GetPut => "memory-getput",
-            };
-            writeln!(
-                f,
-                "  {kind} global c{} local c{}{}",
-                t.global.0,
-                t.local.0,
-                flags(&[
-                    (t.allow_empty_ranges, "allow_empty_ranges"),
-                    (t.not_modified_in_module_call, "not_modified_in_module_call"),
-                ])
-            )?;
-        }
-        match &func.body {
-            Body::Expression(c) => writeln!(f, "  expression c{}", c.0),
-            Body::Module(m) => self.write_module(f, m),
-            Body::Modules {
-                preferences,
-                modules,
-            } => {
-                writeln!(f, "  modules preferences ({})", preferences.join(", "))?;
-                modules.iter().try_for_each(|m| self.write_module(f, m))
-            }
-            Body::Net(n) => self.write_net(f, n),
-        }
-    }
 }
 
 impl Display for Bundle {
+    /// The IR text form (see the module documentation); [`parse`] reads it back.
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        writeln!(f, "bundle root {}", self.function_label(self.root))?;
-        for s in &self.structs {
-            let fields: Vec<String> = s.fields.iter().map(|(n, t)| format!("{n}: {t}")).collect();
-            writeln!(f, "struct {} {{ {} }}", s.name, fields.join(", "))?;
-        }
-        for (id, func) in self.functions.iter().enumerate() {
-            writeln!(f)?;
-            write!(
-                f,
-                "{}",
-                FunctionText {
-                    bundle: self,
-                    id,
-                    func
-                }
-            )?;
-        }
-        Ok(())
+        f.write_str(&print::bundle_text(self))
     }
 }
 
@@ -774,45 +559,91 @@ mod tests {
         };
         expect![[r#"
             bundle root f0 main
+            file 0 "net.xpnet" lines 0 8 16 17 24 34 43 48
             struct point { x: long, y: long }
 
-            function f0 main  @ net.xpnet:1
-              inout n : long = p0 n
+            function f0 main  @ net.xpnet:1:1-2
+              inout n : long = p0 n  @ 1:1-2
               net
-                place p0 n : long  @ net.xpnet:2
+                place p0 n : long  @ net.xpnet:2:3-4
                   token 3L
                   token 4L
-                place p1 cleanup : long shared_sink  @ net.xpnet:2
-                transition t0 step priority 1 -> f1 step produce_shared  @ net.xpnet:5
-                  in n <- p0 n
-                  out n -> p0 n
-                  out s -> p9
+                place p1 cleanup : long shared_sink  @ net.xpnet:2:3-4
+                transition t0 step priority 1 produce_shared -> f1 step  @ net.xpnet:5:7-8
+                  in n <- p0 n  @ 1:1-2
+                  out n -> p0 n  @ 1:1-2
+                  out s -> p9  @ 1:1-2
                   condition c1
-                transition t1 call priority 0 -> f2  @ net.xpnet:8
-                  read n <- p0 n
-                  out-many port#7 -> p1 cleanup
-                  response r to n
+                transition t1 call priority 0 -> f2  @ net.xpnet:8:3-4
+                  read n <- p0 n  @ 1:1-2
+                  out-many port#7 -> p1 cleanup  @ 1:1-2
+                  response r to n  @ 1:1-2
                   eureka r
                   property k = "v \"q\""
 
-            function f1 step  @ net.xpnet:6
-              inout n : long
-              out s : shared_cleanup
+            function f1 step  @ net.xpnet:6:7-8
+              inout n : long  @ 1:1-2
+              out s : shared_cleanup  @ 1:1-2
               expression c0
 
-            function f2  @ net.xpnet:8
-              in n : long
-              out r : long
+            function f2  @ net.xpnet:8:13-14
+              in n : long  @ 1:1-2
+              out r : long  @ 1:1-2
               require gpu
-              require fast (optional)
+              require fast optional
               property fhg.drts.schedule.num_worker = "2"
-              memory-buffer buf size c1 read_only
-              memory-get global c1 local c1 not_modified_in_module_call
-              module lib "r run (n)" target gpu pass_context
+              memory-buffer buf size c1 read_only  @ 1:1-2
+              memory-get global c1 local c1 not_modified_in_module_call  @ 1:1-2
+              module lib "r run (n)" target gpu pass_context  @ 1:1-2
                 eureka-group c1
-                cinclude x.hpp
-                cxx -O2
-                code (2 lines)
+                cinclude "x.hpp"
+                cxx "-O2"
+                code "int a;\nint b;\n"
+
+            code c0 "expression of step" : long  @ net.xpnet:1:1-2
+              slot 0 port n : long
+              slot 1 port s : shared_cleanup
+              slot 2 local z : any
+              const 0 1L
+              const 1 true
+              const 2 "cleanup"
+              path 0 a b
+              reads n
+               0  load        n  @ 1:1-2
+               1  const       1L  @ 1:1-2
+               2  add.long  @ 1:1-2
+               3  dup  @ 1:1-2
+               4  store       z.a.b  @ 1:1-2
+               5  load        z.a.b  @ 1:1-2
+               6  const       1L  @ 1:1-2
+               7  lt.long  @ 1:1-2
+               8  jump_if_false_else_pop -> 11  @ 1:1-2
+               9  load        n  @ 1:1-2
+              10  not  @ 1:1-2
+              11  jump_if_true_else_pop -> 13  @ 1:1-2
+              12  const       true  @ 1:1-2
+              13  pop  @ 1:1-2
+              14  load        n  @ 1:1-2
+              15  call        abs  @ 1:1-2
+              16  make_shared shared_cleanup  @ 1:1-2
+              17  store       s  @ 1:1-2
+              18  jump        -> 19  @ 1:1-2
+              19  load        slot#9  @ 1:1-2
+              20  const       const#7  @ 1:1-2
+              21  load        n path#5  @ 1:1-2
+
+            code c1 "condition of step" : long  @ net.xpnet:1:1-2
+              slot 0 port n : long
+              slot 1 port s : shared_cleanup
+              slot 2 local z : any
+              const 0 1L
+              const 1 true
+              const 2 "cleanup"
+              path 0 a b
+              reads n
+              0  load        n  @ 1:1-2
+              1  const       1L  @ 1:1-2
+              2  add.long  @ 1:1-2
         "#]]
         .assert_eq(&bundle.to_string());
         expect![[r#"
