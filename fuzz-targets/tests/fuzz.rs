@@ -103,6 +103,7 @@ fn fuzz(target: &'static str) {
         let data = mutate(&mut rng, &a.data, &b.data, MAX_LEN);
         Some((format!("mutation {mutations} of seed {}", a.name), data))
     });
+    eprintln!("{target}: {} seeds, {mutations} mutations", seeds.len());
 }
 
 macro_rules! targets {
