@@ -304,7 +304,10 @@ impl Windowed {
                 continue;
             }
             // Window: from CONTEXT_BEFORE characters before the anchor, MAX_LINE_COLUMNS long.
-            let anchor = anchors.get(&i).map_or(0, |&a| a - r.start);
+            // (An anchor may sit on the line break: clamp it into the line.)
+            let anchor = anchors
+                .get(&i)
+                .map_or(0, |&a| a.saturating_sub(r.start).min(line.len()));
             let before = line[..anchor].chars().rev().take(CONTEXT_BEFORE);
             let mut from = anchor - before.map(char::len_utf8).sum::<usize>();
             let mut to = from
@@ -532,6 +535,19 @@ mod tests {
             &[error_at(6, at + 50_010), error_at(0, text.len() as u32)],
         );
         assert!(got.len() < 4000, "{got}");
+    }
+
+    #[test]
+    fn labels_on_the_line_break_of_a_long_crlf_line() {
+        let text = format!("{}\r\nnext\r\n", "q".repeat(5000));
+        for at in [5000u32, 5001, 5002] {
+            let got = render_to_string(&file("crlf.xpnet", &text), &[error_at(at, at + 1)]);
+            assert!(got.contains("error[some_error]"), "{got}");
+            assert!(got.len() < 2000, "{got}");
+        }
+        let got = render_to_string(&file("crlf.xpnet", &text), &[error_at(4990, 5003)]);
+        assert!(got.contains("crlf.xpnet:1:4991"), "{got}");
+        assert!(got.len() < 2000, "{got}");
     }
 
     #[test]
