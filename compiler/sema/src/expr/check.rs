@@ -37,8 +37,8 @@ pub(crate) enum NodeKind {
     Unary(UnOp, Box<Node>),
     /// Binary operator; `Or`/`And` short-circuit.
     Binary(BinOp, Box<Node>, Box<Node>),
-    /// A right-associative operator whose operands have effects: the right operand is
-    /// evaluated first and parked in slot `temp`.
+    /// A right-associative operator whose operands have effects or may both fail: the right
+    /// operand is evaluated first and parked in slot `temp`.
     RightFirst {
         op: BinOp,
         temp: u16,
@@ -71,6 +71,13 @@ impl Node {
             NodeKind::Const(v) => Some(v),
             _ => None,
         }
+    }
+
+    /// Whether evaluating the node may fail (conservatively: anything but a constant or a
+    /// plain read of a slot).
+    fn may_fail(&self) -> bool {
+        !matches!(&self.kind, NodeKind::Const(_) | NodeKind::Poison)
+            && !matches!(&self.kind, NodeKind::Load { path, .. } if path.is_empty())
     }
 
     /// Whether evaluating the node assigns anything.
@@ -697,11 +704,9 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        if right_first
-            && a.as_const().is_none()
-            && b.as_const().is_none()
-            && (a.has_effects() || b.has_effects())
-        {
+        // The order shows when an operand assigns, or when both may fail (which error is
+        // reported): `(${a} div ${z}) ^ (${a} - ${b})` reports the subtraction's.
+        if right_first && (a.has_effects() || b.has_effects() || (a.may_fail() && b.may_fail())) {
             let temp = self.temp(b.ty.clone());
             return Node::new(
                 NodeKind::RightFirst {
