@@ -1,4 +1,6 @@
 //! The runner's property server: a TCP listener, one thread per connection, blocking I/O.
+//! Connections are bounded: at most [`MAX_PENDING`] may wait for their hello at once (one
+//! more is closed at once), and at most [`MAX_PENDING`] + 4 per task are served.
 //!
 //! It hands each task wrapper its [`TaskSetup`], records how each task run ended, and applies
 //! the property rules of [`PropertyBook`] for `gspc-property set|get|wait`. Every connection
@@ -7,7 +9,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -25,6 +27,8 @@ use crate::props::PropertyBook;
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest hello frame read before authentication.
 const MAX_HELLO: usize = 4096;
+/// The most connections that may wait for their hello at once.
+pub const MAX_PENDING: usize = 64;
 
 /// How a task run ended, as its wrapper reported it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,6 +69,18 @@ struct Shared {
     changed: Condvar,
     shutdown: AtomicBool,
     events: Option<Sender<Event>>,
+    /// Connections that have not said hello yet, and all connections being served.
+    pending: AtomicUsize,
+    live: AtomicUsize,
+}
+
+/// Counts a connection in `counter` while it lives.
+struct Counted<'a>(&'a AtomicUsize);
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Shared {
@@ -112,6 +128,8 @@ impl Server {
             changed: Condvar::new(),
             shutdown: AtomicBool::new(false),
             events,
+            pending: AtomicUsize::new(0),
+            live: AtomicUsize::new(0),
         });
         let s = shared.clone();
         let accept = std::thread::Builder::new()
@@ -121,7 +139,27 @@ impl Server {
                     if s.shutdown.load(Ordering::SeqCst) {
                         break;
                     }
-                    let Ok(stream) = conn else { continue };
+                    let Ok(mut stream) = conn else { continue };
+                    let max_live = MAX_PENDING + 4 * s.setups.len();
+                    if let Some(reason) = if s.pending.load(Ordering::SeqCst) >= MAX_PENDING {
+                        Some(format!(
+                            "{MAX_PENDING} connections are already waiting for their hello"
+                        ))
+                    } else if s.live.load(Ordering::SeqCst) >= max_live {
+                        Some(format!("{max_live} connections are already served"))
+                    } else {
+                        None
+                    } {
+                        let peer = stream
+                            .peer_addr()
+                            .map(|a| a.to_string())
+                            .unwrap_or_else(|_| "?".into());
+                        let _ = stream.set_write_timeout(Some(Duration::from_millis(100)));
+                        refuse(&s, &mut stream, &peer, reason);
+                        continue;
+                    }
+                    s.pending.fetch_add(1, Ordering::SeqCst);
+                    s.live.fetch_add(1, Ordering::SeqCst);
                     let s = s.clone();
                     let _ = std::thread::Builder::new()
                         .name("dds-connection".into())
@@ -273,12 +311,16 @@ fn handshake(shared: &Shared, stream: &mut TcpStream, peer: &str) -> Option<(usi
 }
 
 fn serve(shared: &Shared, mut stream: TcpStream) {
+    let _live = Counted(&shared.live);
+    let pending = Counted(&shared.pending);
     let _ = stream.set_nodelay(true);
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "?".into());
-    let Some((task, role)) = handshake(shared, &mut stream, &peer) else {
+    let hello = handshake(shared, &mut stream, &peer);
+    drop(pending);
+    let Some((task, role)) = hello else {
         return;
     };
     loop {
@@ -521,6 +563,49 @@ mod tests {
             key: "x".into(),
             receivers: 2
         }));
+        srv.shutdown();
+    }
+
+    /// Threads of this process.
+    fn threads() -> usize {
+        std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
+    }
+
+    /// 300 strangers that never say hello: at most MAX_PENDING of them get a thread (each
+    /// used to get one, for 10 s); a task's wrapper is still served.
+    #[test]
+    fn idle_strangers_are_bounded_and_tasks_are_still_served() {
+        let secret = Secret::random().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut srv = server(&secret, Some(tx));
+        let addr = srv.addr();
+        let before = threads();
+        let idle: Vec<TcpStream> = (0..300)
+            .filter_map(|_| TcpStream::connect(addr).ok())
+            .collect();
+        assert_eq!(idle.len(), 300);
+        // Wait until the accept loop has seen them all.
+        let t0 = Instant::now();
+        while rx.try_iter().count() < 1 && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let grown = threads().saturating_sub(before);
+        assert!(grown <= MAX_PENDING + 8, "{grown} more threads");
+        drop(idle);
+        // A wrapper gets in once the strangers are gone.
+        let t0 = Instant::now();
+        let w = Properties::new(&addr.to_string(), secret.clone(), 0);
+        loop {
+            match w.set("x", "v") {
+                Ok(()) => break,
+                Err(e) if t0.elapsed() < Duration::from_secs(10) => {
+                    let _ = e;
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("{e:?}"),
+            }
+        }
         srv.shutdown();
     }
 
