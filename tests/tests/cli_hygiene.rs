@@ -309,7 +309,15 @@ fn pnet2dot_non_utf8_arguments_and_full_output() {
 fn runtime_tools_refuse_non_utf8_arguments_cleanly() {
     let hello = example("examples/hello/hello.xpnet");
     assert_usage_error("gspc-run", &[&hello, os("-p"), bad_put()]);
-    assert_usage_error("gspc-run", &[os("status"), os("--control"), bad()]);
+    // The client subcommands: a socket whose name is not UTF-8 is tried (here: missing).
+    let args = [os("status"), os("--control"), bad()];
+    let o = run("gspc-run", &args);
+    assert_no_panic("gspc-run", &args, &o);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_usage_error(
+        "gspc-run",
+        &[os("put-token"), os("--control"), bad(), bad_put()],
+    );
     assert_usage_error("gspc", &[os("submit"), bad()]);
     assert_usage_error("gspc", &[os("submit"), &hello, os("-p"), bad_put()]);
     assert_usage_error("gspc", &[bad()]);

@@ -1,40 +1,58 @@
 //! The client subcommands: `put-token`, `workflow-response`, `status`, `cancel`, talking to a
 //! running `gspc-run --control SOCKET`.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use pnet_driver::args::{option_value, split_flag};
-use pnet_driver::parse_put;
+use clap::Parser;
+use pnet_driver::args::parse_put_arg;
 
 use crate::usage_error;
 
-const USAGE: &str = "\
-gspc-run client subcommands: talk to a job started with `gspc-run --control SOCKET NET`
-
-Usage:
-  gspc-run put-token --control SOCKET PLACE=VALUE...
-      put tokens on put_token=\"true\" places of the running job, in order
-  gspc-run workflow-response --control SOCKET PLACE=VALUE
-      put `[value := VALUE, response_id := ID]` on PLACE and print the value the net answers
-      through its connect-response (waits for the answer)
-  gspc-run status --control SOCKET [--json]
-      print the job's workers and task counts
-  gspc-run close --control SOCKET
-      stop accepting clients: the job ends once nothing is left to do (a net with put_token
-      places and no drts.wait_for_output otherwise keeps serving clients)
-  gspc-run cancel --control SOCKET
-      cancel the job (its workers stop; gspc-run exits with code 130)
-
-Options:
-      --control SOCKET        the job's control socket
-      --wait-for-socket SECS  wait up to SECS seconds for the socket to appear (default 0)
-      --json                  (status) print JSON
-  -h, --help                  print this help
+const AFTER_HELP: &str = "\
+Commands:
+  put-token          put tokens on put_token=\"true\" places of the running job, in order
+  workflow-response  put `[value := VALUE, response_id := ID]` on PLACE and print the value
+                     the net answers through its connect-response (waits for the answer)
+  status             print the job's workers and task counts
+  close              stop accepting clients: the job ends once nothing is left to do (a net
+                     with put_token places and no drts.wait_for_output otherwise keeps
+                     serving clients)
+  cancel             cancel the job (its workers stop; gspc-run exits with code 130)
 
 VALUE is in the expression language's literal syntax (3L, \"s\", [], Struct [a := 1], ...).
-";
+
+Examples:
+  gspc-run --control job.sock net.xpnet &
+  gspc-run put-token --control job.sock 'in=1L' 'in=2L'
+  gspc-run status --control job.sock --wait-for-socket 5 --json";
+
+/// gspc-run client subcommands: talk to a job started with `gspc-run --control SOCKET NET`
+#[derive(Parser)]
+#[command(
+    after_help = AFTER_HELP,
+    override_usage = "gspc-run put-token --control SOCKET PLACE=VALUE...
+       gspc-run workflow-response --control SOCKET PLACE=VALUE
+       gspc-run status --control SOCKET [--json]
+       gspc-run close --control SOCKET
+       gspc-run cancel --control SOCKET"
+)]
+struct ClientCli {
+    /// The job's control socket
+    #[arg(long, value_name = "SOCKET", required = true)]
+    control: Option<PathBuf>,
+    /// Wait up to SECS seconds for the socket to appear
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    wait_for_socket: f64,
+    /// (status) print JSON
+    #[arg(long)]
+    json: bool,
+    /// (put-token, workflow-response) the tokens
+    #[arg(value_name = "PLACE=VALUE", value_parser = parse_put_arg)]
+    puts: Vec<(String, pnet_stdlib::Value)>,
+}
 
 struct ClientArgs {
     control: PathBuf,
@@ -43,50 +61,25 @@ struct ClientArgs {
     wait: Duration,
 }
 
-fn parse(cmd: &str, argv: &[String]) -> Result<ClientArgs, ExitCode> {
-    let mut control = None;
-    let mut puts = Vec::new();
-    let mut json = false;
-    let mut wait = Duration::ZERO;
-    let mut i = 0;
-    while i < argv.len() {
-        let arg = argv[i].as_str();
-        let (flag, inline) = split_flag(arg);
-        let value = |i: &mut usize| -> Result<String, ExitCode> {
-            option_value(argv, i, flag, inline).map_err(|m| usage_error(&m))
-        };
-        match flag {
-            "-h" | "--help" => {
-                pnet_stdlib::out!("{USAGE}");
-                return Err(ExitCode::SUCCESS);
-            }
-            "--control" => control = Some(PathBuf::from(value(&mut i)?)),
-            "--json" if cmd == "status" => json = true,
-            "--wait-for-socket" => {
-                let v = value(&mut i)?;
-                let secs: f64 = v.parse().map_err(|_| {
-                    usage_error(&format!("--wait-for-socket: '{v}' is not a number"))
-                })?;
-                wait = Duration::from_secs_f64(secs.max(0.0));
-            }
-            _ if arg.starts_with('-') => {
-                return Err(usage_error(&format!("{cmd}: unknown option '{arg}'")));
-            }
-            _ if cmd == "put-token" || cmd == "workflow-response" => {
-                puts.push(parse_put(arg).map_err(|m| usage_error(&m))?);
-            }
-            _ => return Err(usage_error(&format!("{cmd}: unexpected argument '{arg}'"))),
-        }
-        i += 1;
+fn parse(cmd: &str, argv: &[OsString]) -> Result<ClientArgs, ExitCode> {
+    let prog = format!("gspc-run {cmd}");
+    let argv = std::iter::once(OsString::from(&prog)).chain(argv.iter().cloned());
+    let cli = pnet_stdlib::parse_args!(ClientCli, &prog, argv);
+    if cli.json && cmd != "status" {
+        return Err(usage_error(&format!("{cmd}: unknown option '--json'")));
     }
-    let Some(control) = control else {
-        return Err(usage_error(&format!("{cmd}: --control SOCKET is required")));
-    };
+    let takes_tokens = cmd == "put-token" || cmd == "workflow-response";
+    if !takes_tokens && !cli.puts.is_empty() {
+        return Err(usage_error(&format!(
+            "{cmd}: unexpected argument '{}={}'",
+            cli.puts[0].0, cli.puts[0].1
+        )));
+    }
     match cmd {
-        "put-token" if puts.is_empty() => {
+        "put-token" if cli.puts.is_empty() => {
             return Err(usage_error("put-token: no PLACE=VALUE given"));
         }
-        "workflow-response" if puts.len() != 1 => {
+        "workflow-response" if cli.puts.len() != 1 => {
             return Err(usage_error(
                 "workflow-response: give exactly one PLACE=VALUE",
             ));
@@ -94,10 +87,10 @@ fn parse(cmd: &str, argv: &[String]) -> Result<ClientArgs, ExitCode> {
         _ => {}
     }
     Ok(ClientArgs {
-        control,
-        puts,
-        json,
-        wait,
+        control: cli.control.unwrap_or_default(),
+        puts: cli.puts,
+        json: cli.json,
+        wait: Duration::from_secs_f64(cli.wait_for_socket.max(0.0)),
     })
 }
 
@@ -108,7 +101,7 @@ fn wait_for(socket: &Path, wait: Duration) {
     }
 }
 
-pub fn main(cmd: &str, argv: &[String]) -> ExitCode {
+pub fn main(cmd: &str, argv: &[OsString]) -> ExitCode {
     let args = match parse(cmd, argv) {
         Ok(a) => a,
         Err(code) => return code,

@@ -17,7 +17,7 @@ fn main() -> ExitCode {
     let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
     match argv.first().and_then(|a| a.to_str()) {
         Some(cmd @ ("put-token" | "workflow-response" | "status" | "close" | "cancel")) => {
-            client::main(cmd, &utf8(&argv[1..]))
+            client::main(cmd, &argv[1..])
         }
         _ if runs_dds_topology(&argv) => pnet_dds_run::main_as("gspc-run", &utf8(&argv)),
         _ => run::main(argv),
