@@ -595,7 +595,7 @@ mod tests {
         drop(idle);
         // A wrapper gets in once the strangers are gone.
         let t0 = Instant::now();
-        let w = Properties::new(&addr.to_string(), secret.clone(), 0);
+        let w = Properties::new(addr.to_string(), secret.clone(), 0);
         loop {
             match w.set("x", "v") {
                 Ok(()) => break,
