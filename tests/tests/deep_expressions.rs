@@ -278,3 +278,41 @@ fn deeply_nested_struct_types_are_safe_on_a_2_mib_stack() {
         assert!(!out.has_errors(), "{:?}", out.diagnostics);
     });
 }
+
+/// The inputs through the command-line tools: a 5,000-term sum, 10,000 unary minus
+/// signs, `${a} / 1L` 2,000 times. Each tool ends with an error, not a crash, and prints a
+/// few lines (it was a SIGABRT, or 60 s and 51 MB of diagnostics).
+#[test]
+fn the_tools_report_deep_expressions_briefly() {
+    let dir = std::env::temp_dir().join(format!("deep-expressions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exprs = [
+        format!("${{r}} := ${{n}}{}", " + 1L".repeat(5000)),
+        format!("${{r}} := {}${{n}}", "- ".repeat(10_000)),
+        format!("${{r}} := ${{n}}{}", " / 1L".repeat(2000)),
+    ];
+    for (i, expr) in exprs.iter().enumerate() {
+        let net_path = dir.join(format!("deep{i}.xpnet"));
+        std::fs::write(&net_path, net(expr, "true")).unwrap();
+        for (tool, args) in [
+            ("pnetc", vec![net_path.clone(), dir.join("out.pnet")]),
+            ("pnet2dot", vec![net_path.clone()]),
+        ] {
+            let mut cmd = std::process::Command::new(pnet_tests::bin(tool));
+            if tool == "pnetc" {
+                cmd.arg(&args[0]).arg("-o").arg(&args[1]);
+            } else {
+                cmd.args(&args);
+            }
+            let out = cmd.output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{tool} {i}: {stderr}");
+            assert!(
+                stderr.contains("error[expression_too_deep]"),
+                "{tool}: {stderr}"
+            );
+            assert!(stderr.len() < 5000, "{tool} {i}: {} bytes", stderr.len());
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
