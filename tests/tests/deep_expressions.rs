@@ -97,6 +97,8 @@ fn deepest() -> Vec<(String, i64)> {
         ),
         // Prefix chain of unary minus signs (an even number).
         (format!("${{r}} := {}${{n}}", "- ".repeat(k - k % 2)), 5),
+        // A constant chain (folded by the compiler).
+        (format!("${{r}} := 5L{}", " + 1L".repeat(k)), 5 + k as i64),
         // Calls nested in calls.
         (
             format!("${{r}} := {}${{n}}{}", "abs (".repeat(k), ")".repeat(k)),
@@ -315,4 +317,30 @@ fn the_tools_report_deep_expressions_briefly() {
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Properties nested in properties as deep as the XML front end allows (generated): compiled
+/// on a 2 MiB stack (their names are joined into dotted keys, recursively).
+#[test]
+fn deeply_nested_properties_are_safe_on_a_2_mib_stack() {
+    on_small_stack(|| {
+        for depth in [250, 300] {
+            let text = format!(
+                r#"<defun name="f">{}<property key="k">v</property>{}<in name="n" type="long"/><out name="r" type="long"/><expression>${{r}} := ${{n}}</expression></defun>"#,
+                "<properties name=\"p\">".repeat(depth),
+                "</properties>".repeat(depth)
+            );
+            let out = pnet_sema::compile_source(
+                Path::new("props.xpnet"),
+                &text,
+                &pnet_sema::Options::default(),
+            );
+            let codes: Vec<_> = out.diagnostics.iter().map(|d| d.code).collect();
+            if depth == 300 {
+                assert!(codes.contains(&"nesting_too_deep"), "{codes:?}");
+            } else {
+                assert!(codes.is_empty(), "{codes:?}");
+            }
+        }
+    });
 }
