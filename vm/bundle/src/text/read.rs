@@ -53,6 +53,12 @@ struct Reader {
     files: Vec<SourceFile>,
     state: State,
     fixups: Vec<Fixup>,
+    /// The line of each `function`, `code` and `file` line and of the `bundle` line, to place
+    /// validation errors.
+    function_lines: Vec<usize>,
+    code_lines: Vec<usize>,
+    file_lines: Vec<usize>,
+    bundle_line: usize,
 }
 
 const MAX_ERRORS: usize = 50;
@@ -69,6 +75,10 @@ pub fn parse(text: &str) -> Result<Bundle, Vec<TextError>> {
         files: Vec::new(),
         state: State::Top,
         fixups: Vec::new(),
+        function_lines: Vec::new(),
+        code_lines: Vec::new(),
+        file_lines: Vec::new(),
+        bundle_line: 1,
     };
     let mut errors = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -120,8 +130,22 @@ pub fn parse(text: &str) -> Result<Bundle, Vec<TextError>> {
         files: r.files,
     };
     crate::validate(&bundle).map_err(|m| {
+        // The message starts with the item: `code 3 (...)`, `function 2 (...)`, ...
+        let item = |prefix: &str, lines: &[usize]| {
+            let n = m
+                .strip_prefix(prefix)?
+                .split(' ')
+                .next()?
+                .parse::<usize>()
+                .ok()?;
+            lines.get(n).copied()
+        };
+        let line = item("code ", &r.code_lines)
+            .or_else(|| item("function ", &r.function_lines))
+            .or_else(|| item("source file ", &r.file_lines))
+            .unwrap_or(r.bundle_line);
         vec![TextError {
-            line: 1,
+            line,
             col: 1,
             message: format!("invalid bundle: {m}"),
         }]
@@ -198,7 +222,7 @@ const OPTYS: &[OpTy] = &[
 
 impl Reader {
     fn line(&mut self, c: &mut Cur<'_>) -> R<()> {
-        let start = c.pos;
+        let start = c.here();
         let kw = c.peek_bare();
         // Instruction lines start with their index.
         if self.state == State::Code && kw.bytes().all(|b| b.is_ascii_digit()) && !kw.is_empty() {
@@ -207,6 +231,7 @@ impl Reader {
         c.pos += kw.len();
         match (kw, self.state) {
             ("bundle", _) => {
+                self.bundle_line = c.line;
                 c.expect_kw("root")?;
                 self.root = Some(FunctionId(c.id("f")?));
                 c.label()?;
@@ -221,6 +246,7 @@ impl Reader {
                     line_starts.push(c.num::<u32>()?);
                 }
                 self.files.push(SourceFile { path, line_starts });
+                self.file_lines.push(c.line);
                 Ok(())
             }
             ("struct", State::Top) => {
@@ -250,6 +276,7 @@ impl Reader {
                     span,
                 });
                 self.has_body.push(false);
+                self.function_lines.push(c.line);
                 self.state = State::Function;
                 Ok(())
             }
@@ -261,7 +288,8 @@ impl Reader {
     }
 
     fn expect_index(&self, c: &mut Cur<'_>, next: usize, prefix: &str) -> R<()> {
-        let at = c.pos;
+        c.ws();
+        let at = c.here();
         let i = c.id(prefix)?;
         if i as usize != next {
             return Err(c.err_at(at, format!("expected {prefix}{next} here (ids count up)")));
@@ -410,7 +438,7 @@ impl Reader {
             }
             ("module", State::Function | State::Module) => {
                 let name = c.word()?;
-                let sig_at = c.pos;
+                let sig_at = c.here();
                 let sig = c.quoted()?;
                 let signature = parse_signature(&sig)
                     .ok_or_else(|| c.err_at(sig_at, "expected \"[RESULT ]FUNCTION (ARGS)\""))?;
@@ -496,8 +524,8 @@ impl Reader {
                 self.state = State::Place;
             }
             ("token", State::Place) => {
-                let at = c.pos;
-                let v = parse_value(c.rest()).map_err(|m| c.err_at(at, m))?;
+                let at = c.here();
+                let v = parse_value(c.rest()).map_err(|(o, m)| c.err_at(at + o, m))?;
                 if let Some(p) = self.net(c)?.1.places.last_mut() {
                     p.tokens.push(v);
                 }
@@ -544,7 +572,7 @@ impl Reader {
             }
             (_, State::Transition) if connect_kind(kw).is_some() => {
                 let kind = connect_kind(kw).unwrap_or(ConnectKind::In);
-                let port_at = c.pos;
+                let port_at = c.here();
                 let port = c.word()?;
                 let arrow = if matches!(kind, ConnectKind::Out | ConnectKind::OutMany) {
                     "->"
@@ -569,10 +597,10 @@ impl Reader {
                 self.fixup(fi, ti, what, port, c.line, port_at);
             }
             ("response", State::Transition) => {
-                let a_at = c.pos;
+                let a_at = c.here();
                 let a = c.word()?;
                 c.expect_kw("to")?;
-                let b_at = c.pos;
+                let b_at = c.here();
                 let b = c.word()?;
                 let (fi, ti, t) = self.transition(c)?;
                 let ctx = Some(t.span.file);
@@ -589,7 +617,7 @@ impl Reader {
                 self.fixup(fi, ti, PortUse::ResponseTo(n), b, c.line, b_at);
             }
             ("eureka", State::Transition) => {
-                let at = c.pos;
+                let at = c.here();
                 let p = c.word()?;
                 c.end()?;
                 let (fi, ti, t) = self.transition(c)?;
@@ -652,7 +680,8 @@ impl Reader {
             ("slot", State::Code) => {
                 let code = self.code_mut(c)?;
                 let next = code.slots.len();
-                let at = c.pos;
+                c.ws();
+                let at = c.here();
                 if c.num::<usize>()? != next {
                     return Err(c.err_at(at, format!("expected slot {next} here")));
                 }
@@ -672,18 +701,20 @@ impl Reader {
             ("const", State::Code) => {
                 let code = self.code_mut(c)?;
                 let next = code.consts.len();
-                let at = c.pos;
+                c.ws();
+                let at = c.here();
                 if c.num::<usize>()? != next {
                     return Err(c.err_at(at, format!("expected const {next} here")));
                 }
-                let at = c.pos;
-                let v = parse_value(c.rest()).map_err(|m| c.err_at(at, m))?;
+                let at = c.here();
+                let v = parse_value(c.rest()).map_err(|(o, m)| c.err_at(at + o, m))?;
                 self.code_mut(c)?.consts.push(v);
             }
             ("path", State::Code) => {
                 let code = self.code_mut(c)?;
                 let next = code.paths.len();
-                let at = c.pos;
+                c.ws();
+                let at = c.here();
                 if c.num::<usize>()? != next {
                     return Err(c.err_at(at, format!("expected path {next} here")));
                 }
@@ -696,7 +727,7 @@ impl Reader {
             ("reads", State::Code) => {
                 let mut reads = Vec::new();
                 while !c.at_end() {
-                    let at = c.pos;
+                    let at = c.here();
                     let w = c.word()?;
                     let s = slot_of(self.code_mut(c)?, &w).map_err(|m| c.err_at(at, m))?;
                     reads.push(s);
@@ -780,6 +811,7 @@ impl Reader {
         let result = c.ty(&self.structs)?;
         let span = c.location(&self.files, None)?;
         c.end()?;
+        self.code_lines.push(c.line);
         self.codes.push(Code {
             name,
             instrs: vec![],
@@ -801,7 +833,8 @@ impl Reader {
             return Err(c.err("this line belongs in a code"));
         };
         let ctx = Some(code.span.file);
-        let at = c.pos;
+        c.ws();
+        let at = c.here();
         let n = c.num::<usize>()?;
         if n != code.instrs.len() {
             return Err(c.err_at(
@@ -810,12 +843,12 @@ impl Reader {
             ));
         }
         // The operands end at the location (which the printer keeps out of operands).
+        let ops_at = c.pos;
         let rest = c.rest();
         let (ops, loc) = match rest.find(" @ ") {
-            Some(i) => (&rest[..i], Some(c.pos + i)),
+            Some(i) => (&rest[..i], Some(ops_at + i)),
             None => (rest, None),
         };
-        let ops_at = c.pos;
         let span = match loc {
             Some(l) => {
                 let mut lc = Cur::new(c.s, c.line);
@@ -849,8 +882,21 @@ fn index_after(w: &str, prefix: &str) -> Option<Result<u32, String>> {
         .map(|n| n.parse::<u32>().map_err(|_| format!("bad `{w}`")))
 }
 
-fn read_instr(c: &mut Cur<'_>, code: &Code) -> R<Instr> {
-    let at = c.pos;
+/// The index of `v` in `table`, appended when absent (hand-written codes may leave out their
+/// constant and path tables).
+fn intern<T: PartialEq>(table: &mut Vec<T>, v: T) -> u32 {
+    match table.iter().position(|w| *w == v) {
+        Some(i) => i as u32,
+        None => {
+            table.push(v);
+            (table.len() - 1) as u32
+        }
+    }
+}
+
+fn read_instr(c: &mut Cur<'_>, code: &mut Code) -> R<Instr> {
+    c.ws();
+    let at = c.here();
     let m = c.peek_bare();
     c.pos += m.len();
     let (name, ty) = match m.split_once('.') {
@@ -868,25 +914,20 @@ fn read_instr(c: &mut Cur<'_>, code: &Code) -> R<Instr> {
     let instr = match name {
         "const" => {
             c.ws();
-            let at = c.pos;
+            let at = c.here();
             let text = c.rest().trim_end();
             c.pos = c.s.len();
             match index_after(text, "const#") {
                 Some(r) => Instr::Const(e(c, at, r)?),
                 None => {
-                    let v = parse_value(text).map_err(|m| c.err_at(at, m))?;
-                    let i = code
-                        .consts
-                        .iter()
-                        .position(|w| *w == v)
-                        .ok_or_else(|| c.err_at(at, "not in the constants of this code"))?;
-                    Instr::Const(i as u32)
+                    let v = parse_value(text).map_err(|(o, m)| c.err_at(at + o, m))?;
+                    Instr::Const(intern(&mut code.consts, v))
                 }
             }
         }
         "make_shared" => {
             c.ws();
-            let at = c.pos;
+            let at = c.here();
             let w = c.word()?;
             match index_after(&w, "const#") {
                 Some(r) => Instr::MakeShared(e(c, at, r)?),
@@ -894,18 +935,13 @@ fn read_instr(c: &mut Cur<'_>, code: &Code) -> R<Instr> {
                     let place = w
                         .strip_prefix("shared_")
                         .ok_or_else(|| c.err_at(at, "expected shared_PLACE or const#N"))?;
-                    let i = code
-                        .consts
-                        .iter()
-                        .position(|v| matches!(v, Value::String(s) if &**s == place))
-                        .ok_or_else(|| c.err_at(at, "not in the constants of this code"))?;
-                    Instr::MakeShared(i as u32)
+                    Instr::MakeShared(intern(&mut code.consts, Value::string(place)))
                 }
             }
         }
         "load" | "store" => {
             c.ws();
-            let at = c.pos;
+            let at = c.here();
             let w = c.word()?;
             let (slot_text, fields) = match w.split_once('.') {
                 Some((s, f)) => (s, Some(f)),
@@ -914,16 +950,11 @@ fn read_instr(c: &mut Cur<'_>, code: &Code) -> R<Instr> {
             let s = slot_of(code, slot_text).map_err(|m| c.err_at(at, m))?;
             let path = match fields {
                 Some(f) => {
-                    let want: Vec<&str> = f.split('.').collect();
-                    let p = code
-                        .paths
-                        .iter()
-                        .position(|p| p.iter().map(String::as_str).eq(want.iter().copied()))
-                        .ok_or_else(|| c.err_at(at, "not in the paths of this code"))?;
-                    Some(p as u32)
+                    let want: Vec<String> = f.split('.').map(str::to_string).collect();
+                    Some(intern(&mut code.paths, want))
                 }
                 None => {
-                    let at = c.pos;
+                    let at = c.here();
                     let next = c.peek_bare();
                     match index_after(next, "path#") {
                         Some(r) => {
@@ -944,7 +975,7 @@ fn read_instr(c: &mut Cur<'_>, code: &Code) -> R<Instr> {
         "dup" => Instr::Dup,
         "pop" => Instr::Pop,
         "call" => {
-            let at = c.pos;
+            let at = c.here();
             let w = c.word()?;
             Instr::Call(
                 Builtin::from_name(&w)

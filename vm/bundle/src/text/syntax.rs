@@ -82,22 +82,24 @@ pub fn value_text(v: &Value) -> String {
     s
 }
 
-/// Reads [`value_text`].
-pub fn parse_value(text: &str) -> Result<Value, String> {
+/// Reads [`value_text`]; an error carries the byte offset of the problem in `text`.
+pub fn parse_value(text: &str) -> Result<Value, (usize, String)> {
+    let lead = text.len() - text.trim_start().len();
     let t = text.trim();
     if let Some(hex) = t
         .strip_prefix("postcard(")
         .and_then(|h| h.strip_suffix(')'))
     {
         if hex.len() % 2 != 0 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err("bad hex in postcard(...)".into());
+            return Err((lead, "bad hex in postcard(...)".into()));
         }
         let bytes: Vec<u8> = (0..hex.len() / 2)
             .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0))
             .collect();
-        return postcard::from_bytes(&bytes).map_err(|e| format!("bad postcard value: {e}"));
+        return postcard::from_bytes(&bytes)
+            .map_err(|e| (lead, format!("bad postcard value: {e}")));
     }
-    pnet_stdlib::literal::parse_literal(t).map_err(|e| e.message)
+    pnet_stdlib::literal::parse_literal(t).map_err(|e| (lead + e.offset, e.message))
 }
 
 const TYPE_NAMES: &[&str] = &[
@@ -218,6 +220,12 @@ impl<'a> Cur<'a> {
     pub fn ws(&mut self) {
         let r = self.rest();
         self.pos += r.len() - r.trim_start().len();
+    }
+
+    /// The position of the next non-blank.
+    pub fn here(&mut self) -> usize {
+        self.ws();
+        self.pos
     }
 
     pub fn at_end(&mut self) -> bool {
@@ -383,6 +391,7 @@ impl<'a> Cur<'a> {
         if depth > MAX_TYPE_DEPTH {
             return Err(self.err("type nested too deeply"));
         }
+        self.ws();
         let start = self.pos;
         if self.kw("unsigned") {
             if self.kw("int") {
@@ -541,7 +550,12 @@ pub fn parse_location(
 
 /// The text of a location (without `@`), relative to the file `ctx` when it is the span's.
 pub fn location_text(span: SourceSpan, files: &[SourceFile], ctx: Option<SourceFileId>) -> String {
-    if let Some(f) = files.get(span.file.index()) {
+    // `line_col` needs line starts from 0 in order (validation checks it; printing does not
+    // rely on validation).
+    let usable = |f: &&SourceFile| {
+        f.line_starts.first() == Some(&0) && f.line_starts.windows(2).all(|w| w[0] <= w[1])
+    };
+    if let Some(f) = files.get(span.file.index()).filter(usable) {
         let (l, c) = f.line_col(span.start);
         let (l2, c2) = f.line_col(span.end);
         let end = if l2 == l {
