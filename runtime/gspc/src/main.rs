@@ -94,10 +94,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         "boot" => boot::boot(rest_os),
-        "selftest" => match text() {
-            Ok(rest) => pnet_selftest::main_as("gspc selftest", &rest),
-            Err(c) => c,
-        },
+        "selftest" => pnet_selftest::main_as("gspc selftest", &rest_os),
         // Hidden: the runtime itself, started by `boot`.
         "daemon" => boot::daemon(rest_os),
         "status" | "submit" | "wait" | "cancel" | "put-token" | "close" | "jobs"

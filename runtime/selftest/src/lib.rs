@@ -190,117 +190,111 @@ pub fn run_with(opts: &Options, each: &mut dyn FnMut(&Check)) -> Report {
     checks::run_all(opts, each)
 }
 
-const USAGE: &str = "\
-PROG: checks the installation end to end: the compiler, the VM, the JIT, a local
-runtime with two workers, a command module, a native module, and global memory moved
-between two workers by libarith.so's memory buffers; one line per check, then a summary
-
-Usage: PROG [OPTIONS]
-
+const AFTER_HELP: &str = "\
 The installed binaries (pnetc, gspc-run, gspc-worker; pnetv, pnet2dot, gspc if there) are
 taken from the folder of this executable, or from --bin-dir. Every check works in a private
 temporary directory that is removed afterwards.
 
-Options:
-      --bin-dir DIR       where the installed binaries are (default: this executable's folder)
-      --module-path DIR   also look for the native modules (libnoop.so, else libarith.so, else
-                          libpi.so; libarith.so for the memory check, skipped without it) in
-                          DIR, before the bin dir and $PNET_MODULE_PATH; passed on to gspc-run
-                          (repeatable)
-      --timeout SECS      the time limit of each command run (default 60)
-      --keep              keep the temporary directory (its path is printed)
-      --json              print the report as JSON
-  -v, --verbose           print every command run and what it said
-  -V, --version           print the version
-  -h, --help              print this help
-
 Exit codes: 0 no check failed, 1 a check failed, 2 usage error.
-";
 
-/// Parses the command line (without the program name). `Err((message, code))` is what to
-/// print and the exit code (0 for `--help`/`--version`, 2 for usage errors).
-pub fn parse_args(prog: &str, argv: &[String]) -> Result<Options, (String, u8)> {
-    let usage = |m: String| {
-        (
-            format!("{prog}: {m}\nTry '{prog} --help' for more information."),
-            2,
-        )
-    };
-    let mut o = Options::default();
-    let mut i = 0;
-    while i < argv.len() {
-        let arg = argv[i].as_str();
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (arg, None),
-        };
-        let value = |i: &mut usize| -> Result<String, (String, u8)> {
-            if let Some(v) = inline.clone() {
-                return Ok(v);
+Examples:
+  gspc-selftest
+  gspc-selftest --bin-dir /opt/pnet/bin --module-path /opt/pnet/lib --json";
+
+/// checks the installation end to end: the compiler, the VM, the JIT, a local runtime with
+/// two workers, a command module, a native module, and global memory moved between two
+/// workers by libarith.so's memory buffers; one line per check, then a summary
+#[derive(clap::Parser)]
+#[command(disable_version_flag = true, after_help = AFTER_HELP)]
+struct Cli {
+    /// Where the installed binaries are (default: this executable's folder)
+    #[arg(long, value_name = "DIR")]
+    bin_dir: Option<PathBuf>,
+    /// Also look for the native modules (libnoop.so, else libarith.so, else libpi.so;
+    /// libarith.so for the memory check, skipped without it) in DIR, before the bin dir and
+    /// $PNET_MODULE_PATH; passed on to gspc-run (repeatable)
+    #[arg(long = "module-path", value_name = "DIR")]
+    module_path: Vec<PathBuf>,
+    /// The time limit of each command run, 1 to 86400 (default 60)
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    timeout: Option<u64>,
+    /// Keep the temporary directory (its path is printed)
+    #[arg(long)]
+    keep: bool,
+    /// Print the report as JSON
+    #[arg(long)]
+    json: bool,
+    /// Print every command run and what it said
+    #[arg(short = 'v', long)]
+    verbose: bool,
+    /// Print the version
+    #[arg(short = 'V', long)]
+    version: bool,
+}
+
+/// Parses the command line (without the program name; `OsString`s, so that folder names
+/// need not be UTF-8). `Err((message, code))` is what to print and the exit code (0 for
+/// `--help`/`--version`, 2 for usage errors).
+pub fn parse_args<I, T>(prog: &str, argv: I) -> Result<Options, (String, u8)>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::{CommandFactory, FromArgMatches};
+    let hint = format!("Try '{prog} --help' for more information.");
+    let usage = |m: String| (format!("{prog}: {m}\n{hint}"), 2);
+    let argv =
+        std::iter::once(std::ffi::OsString::from(prog)).chain(argv.into_iter().map(Into::into));
+    // clap names commands with 'static strings; this runs once per process.
+    let name: &'static str = Box::leak(prog.to_string().into_boxed_str());
+    let cli = Cli::command()
+        .name(name)
+        .bin_name(name)
+        .try_get_matches_from(argv)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match cli {
+        Ok(c) => c,
+        Err(e) => {
+            let text = e.render().to_string();
+            let text = text.trim_end();
+            if !e.use_stderr() {
+                return Err((text.to_string(), 0));
             }
-            *i += 1;
-            argv.get(*i)
-                .cloned()
-                .ok_or_else(|| usage(format!("{flag} needs a value")))
-        };
-        let takes_no_value = || -> Result<(), (String, u8)> {
-            if inline.is_some() {
-                return Err(usage(format!("{flag} takes no value")));
-            }
-            Ok(())
-        };
-        match flag {
-            "-h" | "--help" => {
-                return Err((USAGE.replace("PROG", prog).trim_end().to_string(), 0));
-            }
-            "-V" | "--version" => {
-                return Err((format!("{prog} {}", env!("CARGO_PKG_VERSION")), 0));
-            }
-            "--bin-dir" => {
-                let v = value(&mut i)?;
-                let dir = absolute(Path::new(&v));
-                if !dir.is_dir() {
-                    return Err(usage(format!("--bin-dir: '{v}' is not a directory")));
-                }
-                o.bin_dir = Some(dir);
-            }
-            "--module-path" => {
-                let v = value(&mut i)?;
-                let dir = absolute(Path::new(&v));
-                if !dir.is_dir() {
-                    return Err(usage(format!("--module-path: '{v}' is not a directory")));
-                }
-                o.module_path.push(dir);
-            }
-            "--timeout" => {
-                let v = value(&mut i)?;
-                match v.parse::<u64>() {
-                    Ok(s) if s > 0 && s <= 86_400 => o.timeout = Some(Duration::from_secs(s)),
-                    _ => {
-                        return Err(usage(format!(
-                            "--timeout: '{v}' is not a number of seconds from 1 to 86400"
-                        )));
-                    }
-                }
-            }
-            "--keep" => {
-                takes_no_value()?;
-                o.keep = true;
-            }
-            "--json" => {
-                takes_no_value()?;
-                o.json = true;
-            }
-            "-v" | "--verbose" => {
-                takes_no_value()?;
-                o.verbose = true;
-            }
-            _ if arg.starts_with('-') => return Err(usage(format!("unknown option '{arg}'"))),
-            _ => return Err(usage(format!("unexpected argument '{arg}'"))),
+            let text = text.strip_prefix("error: ").unwrap_or(text);
+            let text = text.replace("For more information, try '--help'.", &hint);
+            return Err((format!("{prog}: {text}"), 2));
         }
-        i += 1;
+    };
+    if cli.version {
+        return Err((format!("{prog} {}", env!("CARGO_PKG_VERSION")), 0));
     }
-    Ok(o)
+    let dir = |flag: &str, p: &Path| -> Result<PathBuf, (String, u8)> {
+        let dir = absolute(p);
+        if dir.is_dir() {
+            Ok(dir)
+        } else {
+            Err(usage(format!(
+                "{flag}: '{}' is not a directory",
+                p.display()
+            )))
+        }
+    };
+    Ok(Options {
+        bin_dir: cli
+            .bin_dir
+            .as_deref()
+            .map(|p| dir("--bin-dir", p))
+            .transpose()?,
+        module_path: cli
+            .module_path
+            .iter()
+            .map(|p| dir("--module-path", p))
+            .collect::<Result<_, _>>()?,
+        keep: cli.keep,
+        json: cli.json,
+        verbose: cli.verbose,
+        timeout: cli.timeout.map(Duration::from_secs),
+    })
 }
 
 /// `p` made absolute against the current directory (the checks run in another one).
@@ -309,20 +303,21 @@ fn absolute(p: &Path) -> PathBuf {
 }
 
 /// `gspc-selftest ARGS`: parse, run, print, and the exit code.
-pub fn main(argv: &[String]) -> ExitCode {
+pub fn main(argv: &[std::ffi::OsString]) -> ExitCode {
     main_as("gspc-selftest", argv)
 }
 
 /// The same under another program name (`gspc selftest`).
-pub fn main_as(prog: &str, argv: &[String]) -> ExitCode {
-    let opts = match parse_args(prog, argv) {
+pub fn main_as(prog: &str, argv: &[std::ffi::OsString]) -> ExitCode {
+    let opts = match parse_args(prog, argv.iter().cloned()) {
         Ok(o) => o,
         Err((text, 0)) => {
             say(&text);
             return ExitCode::SUCCESS;
         }
         Err((text, code)) => {
-            eprintln!("{text}");
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "{text}");
             return ExitCode::from(code);
         }
     };
@@ -382,7 +377,7 @@ mod tests {
         let t = tmp.display().to_string();
         let o = parse_args(
             "gspc-selftest",
-            &args(&[
+            args(&[
                 "--bin-dir",
                 &t,
                 "--module-path=/",
@@ -402,10 +397,10 @@ mod tests {
 
     #[test]
     fn usage_errors_and_help() {
-        let err = |xs: &[&str]| parse_args("gspc-selftest", &args(xs)).expect_err("error");
+        let err = |xs: &[&str]| parse_args("gspc-selftest", args(xs)).expect_err("error");
         let (m, c) = err(&["--frobnicate"]);
         assert_eq!(c, 2);
-        assert!(m.contains("unknown option '--frobnicate'"), "{m}");
+        assert!(m.contains("unexpected argument '--frobnicate'"), "{m}");
         let (m, c) = err(&["--bin-dir", "/nonexistent/selftest"]);
         assert_eq!(c, 2);
         assert!(
@@ -414,20 +409,23 @@ mod tests {
         );
         let (m, c) = err(&["--bin-dir"]);
         assert_eq!(c, 2);
-        assert!(m.contains("--bin-dir needs a value"), "{m}");
+        assert!(
+            m.contains("a value is required for '--bin-dir <DIR>'"),
+            "{m}"
+        );
         let (m, c) = err(&["--timeout", "soon"]);
         assert_eq!(c, 2);
-        assert!(m.contains("--timeout: 'soon'"), "{m}");
+        assert!(m.contains("'soon' for '--timeout <SECS>'"), "{m}");
         let (m, c) = err(&["--keep=yes"]);
         assert_eq!(c, 2);
-        assert!(m.contains("--keep takes no value"), "{m}");
+        assert!(m.contains("unexpected value 'yes' for '--keep'"), "{m}");
         let (m, c) = err(&["extra"]);
         assert_eq!(c, 2);
         assert!(m.contains("unexpected argument 'extra'"), "{m}");
-        let (m, c) = parse_args("gspc selftest", &args(&["--help"])).expect_err("help");
+        let (m, c) = parse_args("gspc selftest", args(&["--help"])).expect_err("help");
         assert_eq!(c, 0);
         assert!(m.contains("Usage: gspc selftest [OPTIONS]"), "{m}");
-        assert!(m.contains("--bin-dir DIR"), "{m}");
+        assert!(m.contains("--bin-dir <DIR>"), "{m}");
         let (m, c) = err(&["-V"]);
         assert_eq!(
             (m, c),
