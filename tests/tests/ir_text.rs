@@ -93,3 +93,94 @@ fn every_corpus_defun_net_reads_back() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(done >= 150, "only {done} corpus nets compiled");
 }
+
+/// Runs a net of `tests/data/engine`: inputs come from comment lines `# input PORT = VALUE`
+/// (one token each), `# seed N` and `# max-firings N` set the run. The result shows each out
+/// port's tokens and the firings, the run error, or the reader's errors.
+fn run_data_file(text: &str) -> String {
+    let mut inputs: Vec<(String, Vec<pnet_stdlib::Value>)> = Vec::new();
+    let mut config = pnet_vm::RunConfig::default();
+    for line in text.lines() {
+        if let Some(b) = line.strip_prefix("# input ") {
+            let (port, value) = match pnet_stdlib::literal::parse_binding("input", "port", b) {
+                Ok(pv) => pv,
+                Err(e) => return format!("bad input line: {e}\n"),
+            };
+            match inputs.iter_mut().find(|(p, _)| *p == port) {
+                Some((_, vs)) => vs.push(value),
+                None => inputs.push((port, vec![value])),
+            }
+        } else if let Some(n) = line.strip_prefix("# seed ") {
+            config.seed = n.trim().parse().expect("# seed N");
+        } else if let Some(n) = line.strip_prefix("# max-firings ") {
+            config.max_firings = Some(n.trim().parse().expect("# max-firings N"));
+        }
+    }
+    let bundle = match pnet_bundle::text::parse(text) {
+        Ok(b) => b,
+        Err(errors) => return errors.iter().map(|e| format!("error {e}\n")).collect(),
+    };
+    // Whatever was written by hand, the printed form reads back the same.
+    let printed = bundle.to_string();
+    let back = pnet_bundle::text::parse(&printed).unwrap_or_else(|e| panic!("{e:?}\n{printed}"));
+    assert_eq!(
+        back, bundle,
+        "the printed form reads back differently:\n{printed}"
+    );
+    match pnet_vm::run(&bundle, &inputs, &config) {
+        Ok(r) => {
+            let mut s = String::new();
+            for (port, vs) in &r.outputs {
+                let vs: Vec<String> = vs.iter().map(|v| v.to_string()).collect();
+                s += &format!("{port}: {}\n", vs.join(" "));
+            }
+            s + &format!("firings: {}\n", r.stats.firings)
+        }
+        Err(e) => format!("run error: {e}\n"),
+    }
+}
+
+/// Each `tests/data/engine/NAME.ir` runs to the result in `NAME.run` beside it; refresh those
+/// with `UPDATE_EXPECT=1 cargo test -p pnet-tests --test ir_text` and review the diff.
+#[test]
+fn engine_data_files_run_as_expected() {
+    let dir = workspace_root().join("tests/data/engine");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ir"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 8,
+        "only {} nets in {}",
+        files.len(),
+        dir.display()
+    );
+    let update = std::env::var_os("UPDATE_EXPECT").is_some();
+    let mut failures = Vec::new();
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        let actual = run_data_file(&text);
+        let expected_path = path.with_extension("run");
+        let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
+        if actual == expected {
+            continue;
+        }
+        if update {
+            std::fs::write(&expected_path, &actual).unwrap();
+        } else {
+            failures.push(format!(
+                "{}:\n--- expected ({})\n{expected}--- actual\n{actual}",
+                path.display(),
+                expected_path.display()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\n(UPDATE_EXPECT=1 rewrites the .run files)",
+        failures.join("\n")
+    );
+}
