@@ -127,6 +127,7 @@ const TOOLS: &[&str] = &[
     "pnet2dot",
     "pnet-lsp",
     "gspc-selftest",
+    "gspc-topology",
 ];
 
 #[test]
@@ -408,4 +409,23 @@ fn gspc_run_non_utf8_names_and_pnetget_full_output() {
         stderr(&o)
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// gspc-topology's outputs report a full disk instead of panicking or exiting 0.
+#[test]
+fn gspc_topology_reports_output_it_cannot_write() {
+    let topology = example("../shared/corpus/dds/dds-topology-lib/tests/topology_test_7.xml");
+    let t = topology.as_os_str();
+    for args in [
+        &[os("count"), t][..],
+        &[os("validate"), os("--json"), t],
+        &[os("validate"), t],
+        &[os("expand"), t],
+        &[os("expand"), os("--json"), t],
+    ] {
+        assert!(run("gspc-topology", args).status.success(), "{args:?}");
+        assert_write_error_reported("gspc-topology", args);
+    }
+    let o = run("gspc-topology", &[os("count"), bad()]);
+    assert_no_panic("gspc-topology", &[bad()], &o);
 }

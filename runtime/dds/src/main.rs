@@ -227,7 +227,7 @@ fn file_json(loaded: &Loaded) -> serde_json::Map<String, Value> {
 
 fn print_json(v: &Value) {
     match serde_json::to_string_pretty(v) {
-        Ok(s) => println!("{s}"),
+        Ok(s) => pnet_stdlib::outln!("{s}"),
         Err(e) => eprintln!("gspc-topology: cannot write JSON: {e}"),
     }
 }
@@ -282,9 +282,9 @@ fn run(cli: Cli) -> ExitCode {
                     let errors = l.diagnostics.iter().filter(|d| d.is_error()).count();
                     let warnings = l.diagnostics.len() - errors;
                     if l.valid() {
-                        println!("{}: valid{}", l.origin, tally(0, warnings));
+                        pnet_stdlib::outln!("{}: valid{}", l.origin, tally(0, warnings));
                     } else {
-                        println!("{}: invalid{}", l.origin, tally(errors, warnings));
+                        pnet_stdlib::outln!("{}: invalid{}", l.origin, tally(errors, warnings));
                     }
                 }
             }
@@ -302,7 +302,9 @@ fn run(cli: Cli) -> ExitCode {
             } else {
                 render(&l, common.color);
                 pnet_dds::write_expansion_text(topology, &mut out)
-            };
+            }
+            // What the buffer still holds must reach the file too.
+            .and_then(|()| std::io::Write::flush(&mut out));
             match written {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(141),
@@ -339,10 +341,10 @@ fn run(cli: Cli) -> ExitCode {
                     render(l, common.color);
                     match l.topology.as_ref().filter(|_| l.valid()) {
                         Some(t) => {
-                            println!("# {}", l.origin);
-                            print!("{}", pnet_dds::count(t).to_text(t, slots));
+                            pnet_stdlib::outln!("# {}", l.origin);
+                            pnet_stdlib::out!("{}", pnet_dds::count(t).to_text(t, slots));
                         }
-                        None => println!("# {}: invalid", l.origin),
+                        None => pnet_stdlib::outln!("# {}: invalid", l.origin),
                     }
                 }
             }
@@ -371,7 +373,7 @@ fn run(cli: Cli) -> ExitCode {
                 print_json(&Value::Object(m));
             } else {
                 render(&l, common.color);
-                println!("{agents}");
+                pnet_stdlib::outln!("{agents}");
             }
             ExitCode::SUCCESS
         }
@@ -405,7 +407,7 @@ fn run(cli: Cli) -> ExitCode {
             } else {
                 render(&a, common.color);
                 render(&b, common.color);
-                print!("{}", d.to_text());
+                pnet_stdlib::out!("{}", d.to_text());
             }
             ExitCode::SUCCESS
         }
@@ -425,15 +427,5 @@ fn invalid(l: &Loaded, common: &Common) -> ExitCode {
 
 fn main() -> ExitCode {
     pnet_stdlib::cli::exit_quietly_on_broken_pipe();
-    match Cli::try_parse() {
-        Ok(cli) => run(cli),
-        Err(e) => {
-            let _ = e.print();
-            if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
-    }
+    run(pnet_stdlib::parse_args!(Cli, "gspc-topology"))
 }
