@@ -6,7 +6,7 @@
 //! names of connections are resolved once every function is read (a transition may call a
 //! function printed after it). The result goes through [`crate::validate`].
 
-use pnet_stdlib::{BinOp, Builtin, StructType, UnOp, Value};
+use pnet_stdlib::{BinOp, Builtin, StructType, Type, UnOp, Value};
 
 use crate::bytecode::{Code, Instr, OpTy, Slot, SlotKind};
 use crate::ir::*;
@@ -120,6 +120,7 @@ pub fn parse(text: &str) -> Result<Bundle, Vec<TextError>> {
         return Err(errors);
     };
     if !errors.is_empty() {
+        errors.sort_by_key(|e| (e.line, e.col));
         return Err(errors);
     }
     let bundle = Bundle {
@@ -257,14 +258,21 @@ impl Reader {
             }
             ("function", _) => {
                 self.expect_index(c, self.functions.len(), "f")?;
-                c.ws();
-                let name = if c.rest().is_empty() || c.rest().starts_with('@') {
-                    None
-                } else {
-                    Some(c.word()?)
-                };
-                let span = c.location(&self.files, None)?;
-                c.end()?;
+                // The function exists even if the rest of the line is wrong, so that the
+                // lines after it do not give errors of their own.
+                let files = &self.files;
+                let head = (|| {
+                    c.ws();
+                    let name = if c.rest().is_empty() || c.rest().starts_with('@') {
+                        None
+                    } else {
+                        Some(c.word()?)
+                    };
+                    let span = c.location(files, None)?;
+                    c.end()?;
+                    Ok((name, span))
+                })();
+                let (name, span) = head.clone().unwrap_or_default();
                 self.functions.push(Function {
                     name,
                     ports: vec![],
@@ -278,7 +286,7 @@ impl Reader {
                 self.has_body.push(false);
                 self.function_lines.push(c.line);
                 self.state = State::Function;
-                Ok(())
+                head.map(|_| ())
             }
             ("code", s) if s != State::Module || !c.rest().trim_start().starts_with('"') => {
                 self.code_header(c)
@@ -504,12 +512,22 @@ impl Reader {
                 let (_, net) = self.net(c)?;
                 let next = net.places.len();
                 self.expect_index(c, next, "p")?;
-                let name = c.word()?;
-                c.expect_sym(":")?;
-                let ty = c.ty(&self.structs)?;
-                let fl = flag_words(c, &["virtual", "put_token", "shared_sink", "generator"])?;
-                let span = c.location(&self.files, None)?;
-                c.end()?;
+                let (files, structs) = (&self.files, &self.structs);
+                let head = (|| {
+                    let name = c.word()?;
+                    c.expect_sym(":")?;
+                    let ty = c.ty(structs)?;
+                    let fl = flag_words(c, &["virtual", "put_token", "shared_sink", "generator"])?;
+                    let span = c.location(files, None)?;
+                    c.end()?;
+                    Ok((name, ty, fl, span))
+                })();
+                let (name, ty, fl, span) = head.clone().unwrap_or((
+                    String::new(),
+                    Type::Any,
+                    vec![false; 4],
+                    SourceSpan::default(),
+                ));
                 self.net(c)?.1.places.push(Place {
                     name,
                     ty,
@@ -522,6 +540,7 @@ impl Reader {
                     span,
                 });
                 self.state = State::Place;
+                head?;
             }
             ("token", State::Place) => {
                 let at = c.here();
@@ -540,18 +559,29 @@ impl Reader {
                 let (_, net) = self.net(c)?;
                 let next = net.transitions.len();
                 self.expect_index(c, next, "t")?;
-                let name = c.word()?;
-                c.expect_kw("priority")?;
-                let priority = c.num::<u16>()?;
-                let fl = flag_words(
-                    c,
-                    &["produce_shared", "consume_shared", "passthrough_shared"],
-                )?;
-                c.expect_sym("->")?;
-                let function = FunctionId(c.id("f")?);
-                c.label()?;
-                let span = c.location(&self.files, None)?;
-                c.end()?;
+                let files = &self.files;
+                let head = (|| {
+                    let name = c.word()?;
+                    c.expect_kw("priority")?;
+                    let priority = c.num::<u16>()?;
+                    let fl = flag_words(
+                        c,
+                        &["produce_shared", "consume_shared", "passthrough_shared"],
+                    )?;
+                    c.expect_sym("->")?;
+                    let function = FunctionId(c.id("f")?);
+                    c.label()?;
+                    let span = c.location(files, None)?;
+                    c.end()?;
+                    Ok((name, priority, fl, function, span))
+                })();
+                let (name, priority, fl, function, span) = head.clone().unwrap_or((
+                    String::new(),
+                    0,
+                    vec![false; 3],
+                    FunctionId(0),
+                    SourceSpan::default(),
+                ));
                 self.net(c)?.1.transitions.push(Transition {
                     name,
                     priority,
@@ -569,6 +599,7 @@ impl Reader {
                     span,
                 });
                 self.state = State::Transition;
+                head?;
             }
             (_, State::Transition) if connect_kind(kw).is_some() => {
                 let kind = connect_kind(kw).unwrap_or(ConnectKind::In);
@@ -806,11 +837,18 @@ impl Reader {
 
     fn code_header(&mut self, c: &mut Cur<'_>) -> R<()> {
         self.expect_index(c, self.codes.len(), "c")?;
-        let name = c.quoted()?;
-        c.expect_sym(":")?;
-        let result = c.ty(&self.structs)?;
-        let span = c.location(&self.files, None)?;
-        c.end()?;
+        let (files, structs) = (&self.files, &self.structs);
+        let head = (|| {
+            let name = c.quoted()?;
+            c.expect_sym(":")?;
+            let result = c.ty(structs)?;
+            let span = c.location(files, None)?;
+            c.end()?;
+            Ok((name, result, span))
+        })();
+        let (name, result, span) =
+            head.clone()
+                .unwrap_or((String::new(), Type::Any, SourceSpan::default()));
         self.code_lines.push(c.line);
         self.codes.push(Code {
             name,
@@ -824,7 +862,7 @@ impl Reader {
             span,
         });
         self.state = State::Code;
-        Ok(())
+        head.map(|_| ())
     }
 
     fn instr(&mut self, c: &mut Cur<'_>) -> R<()> {
