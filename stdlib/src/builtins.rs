@@ -8,7 +8,7 @@ use num_bigint::BigInt;
 use num_traits::{FromPrimitive, Signed, ToPrimitive};
 
 use crate::ops::{FRACTIONAL, NUMBERS, SIGNED, in_kinds, kind_error, kind_name, lang_cmp};
-use crate::value::Bitset;
+use crate::value::{Bitset, MAX_VALUE_DEPTH};
 use crate::{EvalError, Type, TypeError, Value};
 
 /// A built-in function of the expression language.
@@ -608,6 +608,7 @@ impl Builtin {
             (Builtin::BitsetXor, [Value::Bitset(a), Value::Bitset(b)]) => Value::Bitset(a.xor(b)),
             (Builtin::BitsetAnd, [Value::Bitset(a), Value::Bitset(b)]) => Value::Bitset(a.and(b)),
             (Builtin::StackPush, [Value::List(l), v]) => {
+                nestable(name, v)?;
                 let mut l = l.clone();
                 l.push(v.clone());
                 Value::List(l)
@@ -619,6 +620,7 @@ impl Builtin {
                 Value::List(l)
             }
             (Builtin::SetInsert, [Value::Set(s), v]) => {
+                nestable(name, v)?;
                 let mut s = s.clone();
                 s.insert(v.clone());
                 Value::Set(s)
@@ -641,6 +643,8 @@ impl Builtin {
                 None => return Err(EvalError::MissingKey(k.to_string())),
             },
             (Builtin::MapAssign, [Value::Map(m), k, v]) => {
+                nestable(name, k)?;
+                nestable(name, v)?;
                 let mut m = m.clone();
                 m.insert(k.clone(), v.clone());
                 Value::Map(m)
@@ -651,6 +655,18 @@ impl Builtin {
 }
 
 /// The math functions on a double (arguments already checked).
+/// An element may go into a container only if the result nests at most
+/// [`MAX_VALUE_DEPTH`] levels (a loop that keeps wrapping a list in a list fails with a
+/// message instead of building a value no walk can handle).
+fn nestable(name: &str, v: &Value) -> Result<(), EvalError> {
+    if v.deeper_than(MAX_VALUE_DEPTH - 1) {
+        return Err(EvalError::Other(format!(
+            "{name}: the result would nest deeper than {MAX_VALUE_DEPTH} levels"
+        )));
+    }
+    Ok(())
+}
+
 fn math(f: Builtin, x: f64) -> f64 {
     match f {
         Builtin::Floor => x.floor(),

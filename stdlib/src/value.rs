@@ -61,7 +61,37 @@ pub enum Value {
     Struct(Vec<(Arc<str>, Value)>),
 }
 
+/// The deepest nesting a value may reach at run time (collections, structs and shared values
+/// inside each other), as deep as a literal may be written: deeper values would make every
+/// walk over them (printing, JSON, serialization, dropping) a risk for the stack.
+pub const MAX_VALUE_DEPTH: usize = crate::literal::MAX_LITERAL_DEPTH;
+
 impl Value {
+    /// Whether the value nests more than `limit` levels: a scalar is level 0, `List (1)`
+    /// level 1, `List (List (1))` level 2. Walks with an explicit stack and stops as soon as
+    /// it knows.
+    pub fn deeper_than(&self, limit: usize) -> bool {
+        let mut stack: Vec<(&Value, usize)> = vec![(self, 0)];
+        while let Some((v, d)) = stack.pop() {
+            let inner = d + 1;
+            let before = stack.len();
+            match v {
+                Value::List(l) => stack.extend(l.iter().map(|x| (x, inner))),
+                Value::Set(s) => stack.extend(s.iter().map(|x| (x, inner))),
+                Value::Map(m) => {
+                    stack.extend(m.iter().flat_map(|(k, x)| [(k, inner), (x, inner)]));
+                }
+                Value::Struct(fields) => stack.extend(fields.iter().map(|(_, x)| (x, inner))),
+                Value::Shared(sh) => stack.push((&sh.value, inner)),
+                _ => {}
+            }
+            if inner > limit && stack.len() > before {
+                return true;
+            }
+        }
+        false
+    }
+
     /// Rank of the value's type in the cross-type order: control, bool, int, long, uint,
     /// ulong, float, double, char, string, bitset, bytearray, bigint, shared, list, set, map,
     /// struct.

@@ -344,3 +344,73 @@ fn deeply_nested_properties_are_safe_on_a_2_mib_stack() {
         }
     });
 }
+
+/// A value that grows one level per firing (a list wrapped in a list, 100,000 times) stops at
+/// `MAX_VALUE_DEPTH` with a run-time error naming the function, in the interpreter and the
+/// JIT, on a 2 MiB stack (it used to build a value whose drop or print overflowed the stack).
+#[test]
+fn a_value_that_nests_in_a_loop_stops_with_an_error() {
+    let text = r#"<defun name="wrap">
+  <in name="n" type="long" place="a"/>
+  <out name="r" type="list" place="b"/>
+  <net>
+    <place name="a" type="long"/>
+    <place name="l" type="list"><token><value>List ()</value></token></place>
+    <place name="b" type="list"/>
+    <transition name="wrap">
+      <defun>
+        <inout name="n" type="long"/>
+        <inout name="l" type="list"/>
+        <expression>${l} := stack_push (List (), ${l}); ${n} := ${n} - 1L</expression>
+        <condition>${n} :gt: 0L</condition>
+      </defun>
+      <connect-inout port="n" place="a"/>
+      <connect-inout port="l" place="l"/>
+    </transition>
+    <transition name="done">
+      <defun>
+        <in name="n" type="long"/>
+        <in name="l" type="list"/>
+        <out name="r" type="list"/>
+        <expression>${r} := ${l}</expression>
+        <condition>${n} :eq: 0L</condition>
+      </defun>
+      <connect-in port="n" place="a"/>
+      <connect-in port="l" place="l"/>
+      <connect-out port="r" place="b"/>
+    </transition>
+  </net>
+</defun>"#;
+    for jit in [false, true] {
+        on_small_stack(move || {
+            let out = pnet_sema::compile_source(
+                Path::new("wrap.xpnet"),
+                text,
+                &pnet_sema::Options::default(),
+            );
+            assert!(!out.has_errors(), "{:?}", out.diagnostics);
+            let bundle = out.bundle.expect("a bundle");
+            let runner: Option<Arc<dyn CodeRunnerFactory>> =
+                jit.then(|| Arc::new(JitFactory::new(JitMode::On)) as Arc<dyn CodeRunnerFactory>);
+            let config = RunConfig {
+                runner,
+                ..RunConfig::default()
+            };
+            let mut e = Engine::new(&bundle, &config).expect("engine");
+            e.put_inputs(&[("n".into(), vec![Value::Long(100_000)])])
+                .expect("input");
+            let err = loop {
+                match e.run_steps(1000) {
+                    Ok((_, Step::Fired)) => {}
+                    Ok((_, other)) => panic!("unexpected {other:?}"),
+                    Err(err) => break err,
+                }
+            };
+            let msg = err.to_string();
+            assert!(
+                msg.contains("stack_push: the result would nest deeper than 200 levels"),
+                "{msg}"
+            );
+        });
+    }
+}

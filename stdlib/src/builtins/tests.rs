@@ -1153,3 +1153,33 @@ fn functions_are_pure() {
     assert_eq!(format!("{} {}", args[0], args[1]), before);
     assert_eq!(before, "List (1, 2) Set {1}");
 }
+
+/// A loop that keeps wrapping a list in a list stops at [`MAX_VALUE_DEPTH`] with a message
+/// (the value it would build makes printing, JSON, serialization and dropping recurse).
+#[test]
+fn values_nest_at_most_max_value_depth() {
+    use crate::value::MAX_VALUE_DEPTH;
+    let mut l = Value::List(Vec::new());
+    let mut made = 0;
+    let err = loop {
+        match Builtin::StackPush.eval(&[Value::List(Vec::new()), l.clone()]) {
+            Ok(v) => {
+                l = v;
+                made += 1;
+            }
+            Err(e) => break e,
+        }
+        assert!(made <= MAX_VALUE_DEPTH, "no limit");
+    };
+    assert_eq!(made, MAX_VALUE_DEPTH);
+    assert!(!l.deeper_than(MAX_VALUE_DEPTH));
+    assert!(l.deeper_than(MAX_VALUE_DEPTH - 1));
+    assert!(err.to_string().contains("deeper than 200 levels"), "{err}");
+    let set = Builtin::SetInsert.eval(&[Value::Set(Default::default()), l.clone()]);
+    assert!(set.is_err());
+    let map = Builtin::MapAssign.eval(&[Value::Map(Default::default()), Value::Int(1), l]);
+    assert!(map.is_err());
+    assert!(!Value::Int(1).deeper_than(0));
+    assert!(Value::List(vec![Value::Int(1)]).deeper_than(0));
+    assert!(!Value::List(vec![Value::Int(1)]).deeper_than(1));
+}
