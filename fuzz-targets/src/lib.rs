@@ -260,6 +260,35 @@ pub fn pnml(data: &[u8]) {
     }
 }
 
+/// The length of a container header (magic, version, CRC-32, payload length), as in
+/// `pnet_bundle::format`.
+const CONTAINER_HEADER: usize = 8 + 4 + 4 + 8;
+
+/// `data` with the payload length and CRC-32 of its container header set to match its
+/// payload (`None` when it is shorter than a header): without this, almost every mutation
+/// of a bundle or result file stops at the checksum, and the decoding and validation behind
+/// it go untested.
+pub fn fix_container(data: &[u8]) -> Option<Vec<u8>> {
+    if data.len() < CONTAINER_HEADER {
+        return None;
+    }
+    let mut out = data.to_vec();
+    let payload = &data[CONTAINER_HEADER..];
+    out[12..16].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    out[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    Some(out)
+}
+
+/// `data` as it is, then with its container header fixed (when that changes it).
+fn as_is_and_fixed(data: &[u8], mut f: impl FnMut(&[u8])) {
+    f(data);
+    if let Some(fixed) = fix_container(data)
+        && fixed != data
+    {
+        f(&fixed);
+    }
+}
+
 /// Runs a few engine steps on a decoded bundle (its own initial tokens, no inputs).
 fn run_a_little(bundle: &pnet_bundle::Bundle) {
     let config = pnet_vm::RunConfig {
@@ -273,8 +302,13 @@ fn run_a_little(bundle: &pnet_bundle::Bundle) {
 }
 
 /// A `.pnet` bundle, as `gspc-run`, `pnetv`, `pnetput` and `pnet2dot` read it: decoded
-/// (which validates it), listed (bytecode and in ports), and run for a few steps.
+/// (which validates it; tried as it is and with its container header fixed by
+/// [`fix_container`]), listed (bytecode and in ports), and run for a few steps.
 pub fn bundle(data: &[u8]) {
+    as_is_and_fixed(data, bundle_once);
+}
+
+fn bundle_once(data: &[u8]) {
     let Ok(b) = pnet_bundle::format::decode(data) else {
         return;
     };
@@ -284,8 +318,12 @@ pub fn bundle(data: &[u8]) {
     run_a_little(&b);
 }
 
-/// A result file, as `pnetget` reads it: decoded and printed as text and as JSON.
+/// A result file, as `pnetget` reads it (as it is and with its header fixed): decoded and printed as text and as JSON.
 pub fn result_file(data: &[u8]) {
+    as_is_and_fixed(data, result_file_once);
+}
+
+fn result_file_once(data: &[u8]) {
     let Ok(outputs) = pnet_bundle::result::RunOutputs::decode(data) else {
         return;
     };
@@ -298,7 +336,7 @@ pub fn result_file(data: &[u8]) {
 }
 
 /// What `pnetput` reads: the first line is a `PORT=VALUE` binding, the rest a bundle. The
-/// bundle is decoded, the value put on the port (and on the place of that name), the bundle
+/// bundle (its container header fixed as in [`bundle`]) is decoded, the value put on the port (and on the place of that name), the bundle
 /// listed, encoded and decoded again.
 pub fn token_file(data: &[u8]) {
     let (line, rest) = match data.iter().position(|&b| b == b'\n') {
@@ -311,12 +349,16 @@ pub fn token_file(data: &[u8]) {
     let Ok((name, value)) = pnet_stdlib::literal::parse_binding("--port", "port", line) else {
         return;
     };
+    as_is_and_fixed(rest, |rest| put_tokens(&name, &value, rest));
+}
+
+fn put_tokens(name: &str, value: &Value, rest: &[u8]) {
     let Ok(mut b) = pnet_bundle::format::decode(rest) else {
         return;
     };
     for target in [
-        pnet_tokens::Target::Port(name.clone()),
-        pnet_tokens::Target::Place(name),
+        pnet_tokens::Target::Port(name.to_string()),
+        pnet_tokens::Target::Place(name.to_string()),
     ] {
         std::hint::black_box(pnet_tokens::put(&mut b, &target, value.clone()).ok());
     }

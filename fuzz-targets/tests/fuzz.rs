@@ -134,3 +134,24 @@ fn every_target_is_tested_and_has_a_cargo_fuzz_target() {
     }
     assert_eq!(fuzz_targets::TARGETS.len(), 12);
 }
+
+#[test]
+fn a_fixed_container_header_gets_mutations_past_the_checksum() {
+    use pnet_bundle::format::{BundleError, decode};
+    let seeds = fuzz_targets::seeds::seeds("bundle");
+    let mut data = seeds.first().expect("a compiled example").data.clone();
+    assert!(decode(&data).is_ok());
+    // One more payload byte: refused at the length, then (length fixed) at the checksum.
+    data.push(0);
+    assert!(matches!(
+        decode(&data),
+        Err(BundleError::TrailingBytes { .. })
+    ));
+    let fixed = fuzz_targets::fix_container(&data).unwrap();
+    match decode(&fixed) {
+        Err(BundleError::ChecksumMismatch { .. }) => panic!("the checksum was not fixed"),
+        Err(BundleError::TrailingBytes { .. } | BundleError::Decode { .. }) => {}
+        other => panic!("expected the payload to be decoded and refused, got {other:?}"),
+    }
+    assert_eq!(fuzz_targets::fix_container(&data[..10]), None);
+}
