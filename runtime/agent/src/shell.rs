@@ -1636,12 +1636,11 @@ impl<'c> Shell<'c> {
     fn add_workers(&mut self, topology: &str, hosts: Vec<String>) -> RtResponse {
         let (topo, diags) = pnet_topology::parse_topology(topology);
         if pnet_topology::has_errors(&diags) {
-            let msgs: Vec<String> = diags
-                .iter()
-                .filter(|d| d.is_error())
-                .map(|d| d.render("topology", topology))
-                .collect();
-            return RtResponse::Error(msgs.join("\n"));
+            let errors: Vec<pnet_topology::Diagnostic> =
+                diags.into_iter().filter(|d| d.is_error()).collect();
+            // At most 50 shown, then "and K more".
+            let text = pnet_topology::render_all("topology", topology, &errors);
+            return RtResponse::Error(text.trim_end().to_string());
         }
         let hosts = if hosts.is_empty() {
             if self.config.plan.hosts.is_empty() {

@@ -203,11 +203,10 @@ fn parse_args(prog: &str, argv: &[String]) -> Result<Option<Args>, String> {
     Ok(Some(a))
 }
 
-/// Prints diagnostics as `origin:line:col: severity[code]: message`.
+/// Prints diagnostics as `origin:line:col: severity[code]: message`, at most 50 errors and
+/// 50 warnings, then how many more.
 fn print_diagnostics(origin: &str, text: &str, diagnostics: &[Diagnostic]) {
-    for d in diagnostics {
-        eprintln!("{}", d.render(origin, text));
-    }
+    eprint!("{}", pnet_topology::render_all(origin, text, diagnostics));
 }
 
 /// The worker plan from `--topology` and `--nodefile` (as gspc-run makes it).
@@ -371,9 +370,9 @@ pub fn main_as(prog: &str, argv: &[String]) -> ExitCode {
     let assignments = match place(&topology, &expanded, &slots) {
         Ok(a) => a,
         Err(errors) => {
-            for e in &errors {
-                eprintln!("{}", e.diagnostic.render(&file, &text));
-            }
+            let diagnostics: Vec<Diagnostic> =
+                errors.iter().map(|e| e.diagnostic.clone()).collect();
+            print_diagnostics(&file, &text, &diagnostics);
             eprintln!(
                 "{prog}: cannot place the topology on {} worker{}",
                 slots.len(),
