@@ -88,11 +88,11 @@ struct Cli {
     dry_run: bool,
     #[command(flatten)]
     workers: WorkerArgs,
-    /// Allocate SIZE bytes of global memory (a number, or with a unit: 4096, 64K, 16M, 1GiB;
-    /// zeros: the workers are fresh) once they joined, and put its `global_memory_range`
-    /// token ([handle := [name := ...], offset := 0UL, size := SIZE]) on input port PORT;
-    /// PORT=@FILE: the size of FILE, filled with its bytes; repeatable (allocations are freed
-    /// when the run ends)
+    /// --alloc PORT=SIZE: allocate SIZE bytes of global memory (a number, or with a unit:
+    /// 4096, 64K, 16M, 1GiB; zeros: the workers are fresh) once they joined, and put its
+    /// `global_memory_range` token ([handle := [name := ...], offset := 0UL, size := SIZE])
+    /// on input port PORT; --alloc PORT=@FILE: the same, the size of FILE, filled with its
+    /// bytes; repeatable (allocations are freed when the run ends)
     #[arg(
         long,
         value_name = "PORT=SIZE|PORT=@FILE",
@@ -100,8 +100,8 @@ struct Cli {
         help_heading = "Global memory (workers with working memory, a shm size in the topology, offer it; module calls with memory transfers run only on them)"
     )]
     alloc: Vec<AllocArg>,
-    /// After a successful run, write the bytes of the allocation of --alloc PORT to FILE;
-    /// repeatable
+    /// --dump PORT=FILE: after a successful run, write the bytes of the allocation of --alloc
+    /// PORT to FILE; repeatable
     #[arg(long, value_name = "PORT=FILE", value_parser = parse_dump, help_heading = "Global memory (workers with working memory, a shm size in the topology, offer it; module calls with memory transfers run only on them)")]
     dump: Vec<(String, PathBuf)>,
     /// Accept clients on this Unix socket (`gspc-run put-token ...`); the job then also waits

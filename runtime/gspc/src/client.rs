@@ -1,17 +1,17 @@
 //! The client commands: status, submit, wait, cancel, put-token, close, jobs, add-workers,
 //! remove-workers, stop, and the global memory's alloc, free, mem-write, mem-read.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::{CommandFactory, FromArgMatches, Parser};
 use pnet_agent::control::{
     JobOutcome, JobSummary, RtClient, RtError, RtRequest, RtResponse, RuntimeStatus, StopReport,
     WorkerRef,
 };
-use pnet_driver::args::{
-    COMPILER_OPTIONS_HELP, option_value, parse_number, split_flag, take_compiler_option,
-};
+use pnet_driver::args::{CompilerArgs, parse_number, parse_put_arg};
 use pnet_driver::{ColorMode, load_net, parse_put};
 use pnet_stdlib::Value;
 
@@ -199,117 +199,197 @@ struct Args {
     output: Option<PathBuf>,
 }
 
-fn parse(cmd: &str, argv: &[String]) -> Result<Args, ExitCode> {
+/// Every option of the client commands; [`allowed`] says which command takes which (the
+/// others are hidden from its help and refused).
+#[derive(Parser)]
+struct ClientCli {
+    /// The job id, place bindings, sizes, handles or files the command takes
+    #[arg(value_name = "ARGS")]
+    positional: Vec<String>,
+    /// The state directory (see `gspc --help`)
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Print JSON
+    #[arg(long)]
+    json: bool,
+    /// Fill the allocation with the bytes of FILE (its size unless SIZE is given)
+    #[arg(long, value_name = "FILE")]
+    from: Option<PathBuf>,
+    /// The byte of the allocation to start at (default 0)
+    #[arg(long, value_name = "N")]
+    offset: Option<String>,
+    /// How many bytes to read
+    #[arg(long, value_name = "N")]
+    size: Option<String>,
+    /// Write the bytes to FILE (default: standard output)
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Wait until the runtime has stopped
+    #[arg(long)]
+    wait: bool,
+    /// Also write the output tokens, with their types, to FILE (see pnetget)
+    #[arg(long, value_name = "FILE")]
+    result: Option<PathBuf>,
+    /// Then tell the job that no more tokens will come
+    #[arg(long)]
+    close: bool,
+    /// Put a token on input port PORT; repeatable
+    #[arg(short = 'p', long = "put", value_name = "PORT=VALUE", value_parser = parse_put_arg)]
+    puts: Vec<(String, Value)>,
+    /// Hosts to start the workers on, one a line
+    #[arg(long, value_name = "FILE")]
+    nodefile: Option<PathBuf>,
+    /// How long to wait, in seconds
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<String>,
+    /// Exit with 3 when the job stopped with an out port empty or tokens left
+    #[arg(long)]
+    require_outputs: bool,
+    /// Where the workers look for this job's modules (repeatable)
+    #[arg(long = "module-path", value_name = "DIR")]
+    module_path: Vec<PathBuf>,
+    /// Remove workers of this class
+    #[arg(long, value_name = "CLASS")]
+    class: Option<String>,
+    /// How many workers of --class to remove
+    #[arg(long, value_name = "N")]
+    count: Option<u32>,
+    #[command(flatten)]
+    compile: CompilerArgs,
+}
+
+/// The options of `cmd` (by clap id; the positional arguments and --state-dir always).
+fn allowed(cmd: &str, id: &str) -> bool {
+    const COMPILER: [&str; 6] = [
+        "search_paths",
+        "no_inline",
+        "synthesize_virtual_places",
+        "warnings",
+        "wall",
+        "werror",
+    ];
+    match id {
+        "positional" | "state_dir" | "help" => true,
+        "json" => matches!(cmd, "status" | "submit" | "wait" | "jobs" | "alloc"),
+        "from" => cmd == "alloc",
+        "offset" => matches!(cmd, "mem-write" | "mem-read"),
+        "size" | "output" => cmd == "mem-read",
+        "wait" => cmd == "stop",
+        "result" | "require_outputs" => cmd == "wait",
+        "close" => cmd == "put-token",
+        "puts" | "module_path" => cmd == "submit",
+        "nodefile" => cmd == "add-workers",
+        "timeout" => matches!(cmd, "wait" | "add-workers"),
+        "class" | "count" => cmd == "remove-workers",
+        _ => cmd == "submit" && COMPILER.contains(&id),
+    }
+}
+
+/// The clap command of `gspc CMD`: its options, and its description, usage and notes from
+/// [`help`].
+fn command(cmd: &str) -> clap::Command {
+    // clap names commands with 'static strings; this runs once per process.
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let text = help(cmd);
+    let (about, rest) = text.split_once("\n\n").unwrap_or((text, ""));
+    let (usage, notes) = rest.split_once("\n\n").unwrap_or((rest, ""));
+    let usage = usage.strip_prefix("Usage: ").unwrap_or(usage);
+    let mut c = ClientCli::command()
+        .name(leak(format!("gspc {cmd}")))
+        .bin_name(leak(format!("gspc {cmd}")))
+        .about(leak(about.to_string()))
+        .override_usage(leak(usage.trim_end().to_string()))
+        .after_help(leak(notes.trim_end().to_string()));
+    let ids: Vec<String> = c.get_arguments().map(|a| a.get_id().to_string()).collect();
+    for id in ids {
+        if !allowed(cmd, &id) {
+            c = c.mut_arg(id, |a| a.hide(true));
+        }
+    }
+    c
+}
+
+fn parse(cmd: &str, argv: &[OsString]) -> Result<Args, ExitCode> {
+    let prog = format!("gspc {cmd}");
+    let argv = std::iter::once(OsString::from(&prog)).chain(
+        pnet_driver::args::normalize_warning_flags(argv.iter().cloned()),
+    );
+    let matches = command(cmd)
+        .try_get_matches_from(argv)
+        .and_then(|m| ClientCli::from_arg_matches(&m).map(|c| (m, c)));
+    let (matches, cli) = match matches {
+        Ok(mc) => mc,
+        Err(e) => pnet_stdlib::cli::exit_after_parse(
+            &prog,
+            &e.render().to_string(),
+            e.use_stderr(),
+            e.exit_code(),
+        ),
+    };
+    for id in matches.ids() {
+        if !allowed(cmd, id.as_str())
+            && matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
+        {
+            let flag = command(cmd)
+                .get_arguments()
+                .find(|a| a.get_id() == id)
+                .and_then(|a| a.get_long().map(|l| format!("--{l}")))
+                .unwrap_or_else(|| id.to_string());
+            return Err(usage_error(&format!("{cmd}: unknown option '{flag}'")));
+        }
+    }
+    let size = |flag: &str, v: &Option<String>| -> Result<Option<u64>, ExitCode> {
+        v.as_deref()
+            .map(|v| {
+                pnet_agent::memory::parse_size(v)
+                    .map_err(|m| usage_error(&format!("{cmd}: {flag}: {m}")))
+            })
+            .transpose()
+    };
     let mut a = Args {
-        state_dir: default_state_dir(),
-        json: false,
-        wait: false,
-        close: false,
-        result: None,
-        positional: Vec::new(),
-        puts: Vec::new(),
-        compile: pnet_sema::Options::default(),
-        nodefile: None,
-        class: None,
-        count: None,
+        state_dir: cli.state_dir.unwrap_or_else(default_state_dir),
+        json: cli.json,
+        wait: cli.wait,
+        close: cli.close,
+        result: cli.result,
+        positional: cli.positional,
+        puts: cli.puts,
+        compile: cli.compile.options(),
+        nodefile: cli.nodefile,
+        class: cli.class,
+        count: cli.count,
         timeout: None,
         wait_timeout: None,
-        require_outputs: false,
-        module_path: Vec::new(),
-        from: None,
-        offset: None,
-        size: None,
-        output: None,
+        require_outputs: cli.require_outputs,
+        module_path: cli.module_path,
+        from: cli.from,
+        offset: size("--offset", &cli.offset)?,
+        size: size("--size", &cli.size)?,
+        output: cli.output,
     };
-    let mut i = 0;
-    while i < argv.len() {
-        if cmd == "submit" {
-            match take_compiler_option(argv, i, &mut a.compile) {
-                Err(msg) => return Err(usage_error(&msg)),
-                Ok(n) if n > 0 => {
-                    i += n;
-                    continue;
-                }
-                Ok(_) => {}
-            }
+    if let Some(v) = cli.timeout {
+        if cmd == "wait" {
+            let secs: f64 = v
+                .parse()
+                .ok()
+                .filter(|s: &f64| s.is_finite() && *s >= 0.0 && *s < 1e9)
+                .ok_or_else(|| {
+                    usage_error(&format!(
+                        "wait: --timeout: '{v}' is not a number of seconds"
+                    ))
+                })?;
+            // A zero read timeout would mean none at all.
+            a.wait_timeout = Some(Duration::from_secs_f64(secs).max(Duration::from_millis(1)));
+        } else {
+            a.timeout = Some(parse_number("--timeout", &v).map_err(|m| usage_error(&m))?);
         }
-        let arg = argv[i].as_str();
-        let (flag, inline) = split_flag(arg);
-        let value = |i: &mut usize| -> Result<String, ExitCode> {
-            option_value(argv, i, flag, inline).map_err(|m| usage_error(&m))
-        };
-        match flag {
-            "-h" | "--help" => {
-                pnet_stdlib::out!("{}", help(cmd));
-                if cmd == "submit" {
-                    pnet_stdlib::out!("\n{COMPILER_OPTIONS_HELP}");
-                }
-                return Err(ExitCode::SUCCESS);
-            }
-            "--state-dir" => a.state_dir = PathBuf::from(value(&mut i)?),
-            "--json" if matches!(cmd, "status" | "submit" | "wait" | "jobs" | "alloc") => {
-                a.json = true
-            }
-            "--from" if cmd == "alloc" => a.from = Some(PathBuf::from(value(&mut i)?)),
-            "--offset" if matches!(cmd, "mem-write" | "mem-read") => {
-                a.offset = Some(
-                    pnet_agent::memory::parse_size(&value(&mut i)?)
-                        .map_err(|m| usage_error(&format!("{cmd}: --offset: {m}")))?,
-                )
-            }
-            "--size" if cmd == "mem-read" => {
-                a.size = Some(
-                    pnet_agent::memory::parse_size(&value(&mut i)?)
-                        .map_err(|m| usage_error(&format!("{cmd}: --size: {m}")))?,
-                )
-            }
-            "-o" | "--output" if cmd == "mem-read" => {
-                a.output = Some(PathBuf::from(value(&mut i)?))
-            }
-            "-" if cmd == "mem-write" => a.positional.push("-".into()),
-            "--wait" if cmd == "stop" => a.wait = true,
-            "--result" if cmd == "wait" => a.result = Some(PathBuf::from(value(&mut i)?)),
-            "--close" if cmd == "put-token" => a.close = true,
-            "-p" | "--put" if cmd == "submit" => {
-                a.puts
-                    .push(parse_put(&value(&mut i)?).map_err(|m| usage_error(&m))?);
-            }
-            "--nodefile" if cmd == "add-workers" => {
-                a.nodefile = Some(PathBuf::from(value(&mut i)?))
-            }
-            "--timeout" if cmd == "wait" => {
-                let v = value(&mut i)?;
-                let secs: f64 = v
-                    .parse()
-                    .ok()
-                    .filter(|s: &f64| s.is_finite() && *s >= 0.0 && *s < 1e9)
-                    .ok_or_else(|| {
-                        usage_error(&format!(
-                            "wait: --timeout: '{v}' is not a number of seconds"
-                        ))
-                    })?;
-                // A zero read timeout would mean none at all.
-                a.wait_timeout = Some(Duration::from_secs_f64(secs).max(Duration::from_millis(1)));
-            }
-            "--require-outputs" if cmd == "wait" => a.require_outputs = true,
-            "--module-path" if cmd == "submit" => a.module_path.push(PathBuf::from(value(&mut i)?)),
-            "--timeout" if cmd == "add-workers" => {
-                a.timeout = Some(parse_number(flag, &value(&mut i)?).map_err(|m| usage_error(&m))?)
-            }
-            "--class" if cmd == "remove-workers" => a.class = Some(value(&mut i)?),
-            "--count" if cmd == "remove-workers" => {
-                a.count = Some(parse_number(flag, &value(&mut i)?).map_err(|m| usage_error(&m))?)
-            }
-            _ if cmd == "submit" && arg.starts_with("-p") && arg.len() > 2 => {
-                a.puts
-                    .push(parse_put(&arg[2..]).map_err(|m| usage_error(&m))?);
-            }
-            _ if arg.starts_with('-') && arg.len() > 1 => {
-                return Err(usage_error(&format!("{cmd}: unknown option '{arg}'")));
-            }
-            _ => a.positional.push(arg.to_string()),
-        }
-        i += 1;
+    }
+    if let Some(p) = a
+        .positional
+        .iter()
+        .find(|p| p.starts_with('-') && p.len() > 1)
+    {
+        return Err(usage_error(&format!("{cmd}: unknown option '{p}'")));
     }
     Ok(a)
 }
@@ -333,7 +413,7 @@ fn positional_count(cmd: &str, a: &Args, n: usize) -> Result<(), ExitCode> {
     Ok(())
 }
 
-pub fn main(cmd: &str, argv: &[String]) -> ExitCode {
+pub fn main(cmd: &str, argv: &[OsString]) -> ExitCode {
     let a = match parse(cmd, argv) {
         Ok(a) => a,
         Err(c) => return c,

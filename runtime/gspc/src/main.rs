@@ -70,20 +70,6 @@ fn main() -> ExitCode {
         return usage_error(&format!("unknown command '{}'", cmd.to_string_lossy()));
     };
     let rest_os = argv.split_off(1);
-    // Only boot and daemon parse OsStrings; the other commands take text.
-    let text = || -> Result<Vec<String>, ExitCode> {
-        rest_os
-            .iter()
-            .map(|a| {
-                a.to_str().map(str::to_string).ok_or_else(|| {
-                    usage_error(&format!(
-                        "argument '{}' is not valid UTF-8",
-                        a.to_string_lossy()
-                    ))
-                })
-            })
-            .collect()
-    };
     match cmd {
         "-h" | "--help" | "help" => {
             pnet_stdlib::out!("{USAGE}");
@@ -99,10 +85,7 @@ fn main() -> ExitCode {
         "daemon" => boot::daemon(rest_os),
         "status" | "submit" | "wait" | "cancel" | "put-token" | "close" | "jobs"
         | "add-workers" | "remove-workers" | "stop" | "alloc" | "free" | "mem-write"
-        | "mem-read" => match text() {
-            Ok(rest) => client::main(cmd, &rest),
-            Err(c) => c,
-        },
+        | "mem-read" => client::main(cmd, &rest_os),
         other => usage_error(&format!("unknown command '{other}'")),
     }
 }

@@ -41,8 +41,8 @@ pub struct WorkerArgs {
     /// buffers)
     #[arg(long)]
     pub isolate_modules: bool,
-    /// Testing aid: the i-th worker started gets the host identity `local-<i mod N>`
-    /// (gspc-worker --host-id), so that workers on this machine move global memory between
+    /// --fake-hosts N, a testing aid: the i-th worker started gets the host identity
+    /// `local-<i mod N>` (gspc-worker --host-id), so that workers on this machine move global memory between
     /// them over TCP (loopback), as between hosts
     #[arg(long, value_name = "N")]
     pub fake_hosts: Option<u32>,
