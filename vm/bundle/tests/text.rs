@@ -288,3 +288,31 @@ fn no_text_makes_the_reader_panic() {
     let (_, _, m) = error_at(&deep);
     assert!(m.contains("nested too deeply"), "{m}");
 }
+
+#[test]
+fn large_codes_read_back_in_linear_time() {
+    // 20,000 distinct constants and as many loads by name: a quadratic lookup would take
+    // seconds here.
+    let mut b = parse(COUNTER).unwrap();
+    let code = &mut b.codes[0];
+    for i in 0..20_000 {
+        code.consts.push(Value::Long(1000 + i));
+        code.instrs.push(Instr::Const(code.consts.len() as u32 - 1));
+        code.instrs.push(Instr::Pop);
+        code.slots.push(Slot {
+            name: format!("v{i}"),
+            kind: SlotKind::Local,
+            ty: Type::Long,
+        });
+    }
+    code.spans = vec![SourceSpan::default(); code.instrs.len()];
+    let start = std::time::Instant::now();
+    let text = b.to_string();
+    let back = parse(&text).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(back, b);
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+}

@@ -1,7 +1,10 @@
 //! The printer of the IR text form (`Display for Bundle`, `pnetc --emit=ir`); the reader is
 //! [`super::parse`]. See the module documentation of [`super`] for the form.
 
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
+
+use pnet_stdlib::Value;
 
 use crate::bytecode::{Code, Instr, SlotKind};
 use crate::ir::{
@@ -9,7 +12,9 @@ use crate::ir::{
     SourceFileId, SourceSpan, TransferKind,
 };
 
-use super::syntax::{location_text, quote, type_text, value_text, word, write_struct_body};
+use super::syntax::{
+    is_word, location_text, quote, type_text, value_text, word, write_struct_body,
+};
 use super::{binary_mnemonic, op_ty_name, unary_mnemonic};
 
 struct P<'a> {
@@ -354,6 +359,7 @@ impl P<'_> {
 
     fn code(&mut self, id: usize, code: &Code) {
         let ctx = Some(code.span.file);
+        let names = Names::new(code);
         let _ = writeln!(
             self.out,
             "code c{id} {} : {}{}",
@@ -381,7 +387,7 @@ impl P<'_> {
             let _ = writeln!(self.out, "  path {i} {}", fields.join(" ").trim_end());
         }
         if !code.reads.is_empty() {
-            let names: Vec<String> = code.reads.iter().map(|&s| slot_operand(code, s)).collect();
+            let names: Vec<String> = code.reads.iter().map(|&s| names.slot(s)).collect();
             let _ = writeln!(self.out, "  reads {}", names.join(" "));
         }
         let width = code.instrs.len().saturating_sub(1).to_string().len();
@@ -390,7 +396,7 @@ impl P<'_> {
             let _ = writeln!(
                 self.out,
                 "  {i:>width$}  {}{}",
-                instr_operands(code, instr),
+                names.instr(instr),
                 self.loc(span, ctx)
             );
         }
@@ -406,63 +412,113 @@ impl P<'_> {
     }
 }
 
-/// A slot operand: its name when that names it, else `slot#N`.
-pub(super) fn slot_operand(code: &Code, s: u16) -> String {
-    match code.slots.get(usize::from(s)) {
-        Some(slot)
-            if super::syntax::is_word(&slot.name)
-                && !slot.name.contains('.')
-                && code.slots.iter().position(|t| t.name == slot.name) == Some(usize::from(s)) =>
-        {
-            slot.name.clone()
-        }
-        _ => format!("slot#{s}"),
-    }
+/// The first index of each slot name, constant and field path of a code, so that printing a
+/// code is not quadratic in its size.
+pub(super) struct Names<'a> {
+    code: &'a Code,
+    slots: HashMap<&'a str, u16>,
+    consts: BTreeMap<&'a Value, u32>,
+    paths: BTreeMap<&'a [String], u32>,
 }
 
-fn path_operand(code: &Code, s: u16, p: u32) -> String {
-    let slot = slot_operand(code, s);
-    match code.paths.get(p as usize) {
-        Some(path)
-            if !path.is_empty()
-                && path
-                    .iter()
-                    .all(|f| super::syntax::is_word(f) && !f.contains('.'))
-                && code.paths.iter().position(|q| q == path) == Some(p as usize) =>
-        {
-            format!("{slot}.{}", path.join("."))
-        }
-        _ => format!("{slot} path#{p}"),
-    }
-}
-
-fn const_operand(code: &Code, c: u32) -> String {
-    match code.consts.get(c as usize) {
-        Some(v) if code.consts.iter().position(|w| w == v) == Some(c as usize) => {
-            let t = value_text(v);
-            if t.contains(" @") || t.starts_with("const#") {
-                format!("const#{c}")
-            } else {
-                t
+impl<'a> Names<'a> {
+    pub(super) fn new(code: &'a Code) -> Names<'a> {
+        let mut n = Names {
+            code,
+            slots: HashMap::new(),
+            consts: BTreeMap::new(),
+            paths: BTreeMap::new(),
+        };
+        for (i, s) in code.slots.iter().enumerate() {
+            if let Ok(i) = u16::try_from(i) {
+                n.slots.entry(&s.name).or_insert(i);
             }
         }
-        _ => format!("const#{c}"),
-    }
-}
-
-fn shared_operand(code: &Code, c: u32) -> String {
-    match code.consts.get(c as usize) {
-        Some(pnet_stdlib::Value::String(s))
-            if super::syntax::is_word(s)
-                && code
-                    .consts
-                    .iter()
-                    .position(|w| matches!(w, pnet_stdlib::Value::String(t) if t == s))
-                    == Some(c as usize) =>
-        {
-            format!("shared_{s}")
+        for (i, v) in code.consts.iter().enumerate() {
+            n.consts.entry(v).or_insert(i as u32);
         }
-        _ => format!("const#{c}"),
+        for (i, p) in code.paths.iter().enumerate() {
+            n.paths.entry(p).or_insert(i as u32);
+        }
+        n
+    }
+
+    /// A slot operand: its name when that names it, else `slot#N`.
+    fn slot(&self, s: u16) -> String {
+        match self.code.slots.get(usize::from(s)) {
+            Some(slot)
+                if is_word(&slot.name)
+                    && !slot.name.contains('.')
+                    && self.slots.get(slot.name.as_str()) == Some(&s) =>
+            {
+                slot.name.clone()
+            }
+            _ => format!("slot#{s}"),
+        }
+    }
+
+    fn path(&self, s: u16, p: u32) -> String {
+        let slot = self.slot(s);
+        match self.code.paths.get(p as usize) {
+            Some(path)
+                if !path.is_empty()
+                    && path.iter().all(|f| is_word(f) && !f.contains('.'))
+                    && self.paths.get(&path[..]) == Some(&p) =>
+            {
+                format!("{slot}.{}", path.join("."))
+            }
+            _ => format!("{slot} path#{p}"),
+        }
+    }
+
+    fn constant(&self, c: u32) -> String {
+        match self.code.consts.get(c as usize) {
+            Some(v) if self.consts.get(v) == Some(&c) => {
+                let t = value_text(v);
+                if t.contains(" @") {
+                    format!("const#{c}")
+                } else {
+                    t
+                }
+            }
+            _ => format!("const#{c}"),
+        }
+    }
+
+    fn shared(&self, c: u32) -> String {
+        match self.code.consts.get(c as usize) {
+            Some(v @ Value::String(s)) if is_word(s) && self.consts.get(v) == Some(&c) => {
+                format!("shared_{s}")
+            }
+            _ => format!("const#{c}"),
+        }
+    }
+
+    /// One instruction of the text form, as `mnemonic operands`.
+    fn instr(&self, i: &Instr) -> String {
+        let (m, arg) = match *i {
+            Instr::Const(c) => ("const".to_string(), self.constant(c)),
+            Instr::Load(s) => ("load".to_string(), self.slot(s)),
+            Instr::LoadPath(s, p) => ("load".to_string(), self.path(s, p)),
+            Instr::Store(s) => ("store".to_string(), self.slot(s)),
+            Instr::StorePath(s, p) => ("store".to_string(), self.path(s, p)),
+            Instr::Dup => ("dup".to_string(), String::new()),
+            Instr::Pop => ("pop".to_string(), String::new()),
+            Instr::Unary(op, t) => (with_ty(unary_mnemonic(op), t), String::new()),
+            Instr::Binary(op, t) => (with_ty(binary_mnemonic(op), t), String::new()),
+            Instr::Call(f) => ("call".to_string(), f.name().to_string()),
+            Instr::MakeShared(c) => ("make_shared".to_string(), self.shared(c)),
+            Instr::Jump(t) => ("jump".to_string(), format!("-> {t}")),
+            Instr::JumpIfFalseElsePop(t) => {
+                ("jump_if_false_else_pop".to_string(), format!("-> {t}"))
+            }
+            Instr::JumpIfTrueElsePop(t) => ("jump_if_true_else_pop".to_string(), format!("-> {t}")),
+        };
+        if arg.is_empty() {
+            m
+        } else {
+            format!("{m:<11} {arg}")
+        }
     }
 }
 
@@ -470,31 +526,6 @@ fn with_ty(name: &str, t: crate::OpTy) -> String {
     match op_ty_name(t) {
         Some(t) => format!("{name}.{t}"),
         None => name.to_string(),
-    }
-}
-
-/// One instruction of the text form, as `mnemonic operands`.
-pub(super) fn instr_operands(code: &Code, i: &Instr) -> String {
-    let (m, arg) = match *i {
-        Instr::Const(c) => ("const".to_string(), const_operand(code, c)),
-        Instr::Load(s) => ("load".to_string(), slot_operand(code, s)),
-        Instr::LoadPath(s, p) => ("load".to_string(), path_operand(code, s, p)),
-        Instr::Store(s) => ("store".to_string(), slot_operand(code, s)),
-        Instr::StorePath(s, p) => ("store".to_string(), path_operand(code, s, p)),
-        Instr::Dup => ("dup".to_string(), String::new()),
-        Instr::Pop => ("pop".to_string(), String::new()),
-        Instr::Unary(op, t) => (with_ty(unary_mnemonic(op), t), String::new()),
-        Instr::Binary(op, t) => (with_ty(binary_mnemonic(op), t), String::new()),
-        Instr::Call(f) => ("call".to_string(), f.name().to_string()),
-        Instr::MakeShared(c) => ("make_shared".to_string(), shared_operand(code, c)),
-        Instr::Jump(t) => ("jump".to_string(), format!("-> {t}")),
-        Instr::JumpIfFalseElsePop(t) => ("jump_if_false_else_pop".to_string(), format!("-> {t}")),
-        Instr::JumpIfTrueElsePop(t) => ("jump_if_true_else_pop".to_string(), format!("-> {t}")),
-    };
-    if arg.is_empty() {
-        m
-    } else {
-        format!("{m:<11} {arg}")
     }
 }
 

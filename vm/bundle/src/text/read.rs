@@ -6,6 +6,8 @@
 //! names of connections are resolved once every function is read (a transition may call a
 //! function printed after it). The result goes through [`crate::validate`].
 
+use std::collections::{BTreeMap, HashMap};
+
 use pnet_stdlib::{BinOp, Builtin, StructType, Type, UnOp, Value};
 
 use crate::bytecode::{Code, Instr, OpTy, Slot, SlotKind};
@@ -53,6 +55,7 @@ struct Reader {
     files: Vec<SourceFile>,
     state: State,
     fixups: Vec<Fixup>,
+    tables: Tables,
     /// The line of each `function`, `code` and `file` line and of the `bundle` line, to place
     /// validation errors.
     function_lines: Vec<usize>,
@@ -75,6 +78,7 @@ pub fn parse(text: &str) -> Result<Bundle, Vec<TextError>> {
         files: Vec::new(),
         state: State::Top,
         fixups: Vec::new(),
+        tables: Tables::default(),
         function_lines: Vec::new(),
         code_lines: Vec::new(),
         file_lines: Vec::new(),
@@ -727,6 +731,9 @@ impl Reader {
                 c.expect_sym(":")?;
                 let ty = c.ty(&self.structs)?;
                 c.end()?;
+                if let Ok(i) = u16::try_from(next) {
+                    self.tables.slots.entry(name.clone()).or_insert(i);
+                }
                 self.code_mut(c)?.slots.push(Slot { name, kind, ty });
             }
             ("const", State::Code) => {
@@ -739,7 +746,12 @@ impl Reader {
                 }
                 let at = c.here();
                 let v = parse_value(c.rest()).map_err(|(o, m)| c.err_at(at + o, m))?;
-                self.code_mut(c)?.consts.push(v);
+                let code = self
+                    .codes
+                    .last_mut()
+                    .ok_or_else(|| c.err_at(0, "no code"))?;
+                code.consts.push(v);
+                note(&mut self.tables.consts, &code.consts);
             }
             ("path", State::Code) => {
                 let code = self.code_mut(c)?;
@@ -753,14 +765,19 @@ impl Reader {
                 while !c.at_end() {
                     fields.push(c.word()?);
                 }
-                self.code_mut(c)?.paths.push(fields);
+                let code = self
+                    .codes
+                    .last_mut()
+                    .ok_or_else(|| c.err_at(0, "no code"))?;
+                code.paths.push(fields);
+                note(&mut self.tables.paths, &code.paths);
             }
             ("reads", State::Code) => {
                 let mut reads = Vec::new();
                 while !c.at_end() {
                     let at = c.here();
                     let w = c.word()?;
-                    let s = slot_of(self.code_mut(c)?, &w).map_err(|m| c.err_at(at, m))?;
+                    let s = slot_of(&self.tables, &w).map_err(|m| c.err_at(at, m))?;
                     reads.push(s);
                 }
                 self.code_mut(c)?.reads = reads;
@@ -850,6 +867,7 @@ impl Reader {
             head.clone()
                 .unwrap_or((String::new(), Type::Any, SourceSpan::default()));
         self.code_lines.push(c.line);
+        self.tables = Tables::default();
         self.codes.push(Code {
             name,
             instrs: vec![],
@@ -897,21 +915,30 @@ impl Reader {
         };
         let mut oc = Cur::new(&c.s[..ops_at + ops.len()], c.line);
         oc.pos = ops_at;
-        let instr = read_instr(&mut oc, code)?;
+        let instr = read_instr(&mut oc, code, &mut self.tables)?;
         code.instrs.push(instr);
         code.spans.push(span);
         Ok(())
     }
 }
 
-fn slot_of(code: &Code, w: &str) -> Result<u16, String> {
+/// The first index of each slot name, constant and field path of the code being read, so that
+/// reading a code is not quadratic in its size.
+#[derive(Default)]
+struct Tables {
+    slots: HashMap<String, u16>,
+    consts: BTreeMap<Value, u32>,
+    paths: BTreeMap<Vec<String>, u32>,
+}
+
+fn slot_of(tables: &Tables, w: &str) -> Result<u16, String> {
     if let Some(n) = w.strip_prefix("slot#") {
         return n.parse::<u16>().map_err(|_| format!("bad slot `{w}`"));
     }
-    code.slots
-        .iter()
-        .position(|s| s.name == w)
-        .and_then(|i| u16::try_from(i).ok())
+    tables
+        .slots
+        .get(w)
+        .copied()
         .ok_or_else(|| format!("no slot `{w}`"))
 }
 
@@ -920,19 +947,28 @@ fn index_after(w: &str, prefix: &str) -> Option<Result<u32, String>> {
         .map(|n| n.parse::<u32>().map_err(|_| format!("bad `{w}`")))
 }
 
-/// The index of `v` in `table`, appended when absent (hand-written codes may leave out their
-/// constant and path tables).
-fn intern<T: PartialEq>(table: &mut Vec<T>, v: T) -> u32 {
-    match table.iter().position(|w| *w == v) {
-        Some(i) => i as u32,
+/// The first index of `v` in `table`, appended when absent (hand-written codes may leave out
+/// their constant and path tables).
+fn intern<T: Ord + Clone>(index: &mut BTreeMap<T, u32>, table: &mut Vec<T>, v: T) -> u32 {
+    match index.get(&v) {
+        Some(&i) => i,
         None => {
+            let i = table.len() as u32;
+            index.insert(v.clone(), i);
             table.push(v);
-            (table.len() - 1) as u32
+            i
         }
     }
 }
 
-fn read_instr(c: &mut Cur<'_>, code: &mut Code) -> R<Instr> {
+/// Records the index of the item just pushed on `table` unless an earlier one is equal.
+fn note<T: Ord + Clone>(index: &mut BTreeMap<T, u32>, table: &[T]) {
+    if let Some(v) = table.last() {
+        index.entry(v.clone()).or_insert(table.len() as u32 - 1);
+    }
+}
+
+fn read_instr(c: &mut Cur<'_>, code: &mut Code, tables: &mut Tables) -> R<Instr> {
     c.ws();
     let at = c.here();
     let m = c.peek_bare();
@@ -959,7 +995,7 @@ fn read_instr(c: &mut Cur<'_>, code: &mut Code) -> R<Instr> {
                 Some(r) => Instr::Const(e(c, at, r)?),
                 None => {
                     let v = parse_value(text).map_err(|(o, m)| c.err_at(at + o, m))?;
-                    Instr::Const(intern(&mut code.consts, v))
+                    Instr::Const(intern(&mut tables.consts, &mut code.consts, v))
                 }
             }
         }
@@ -973,7 +1009,11 @@ fn read_instr(c: &mut Cur<'_>, code: &mut Code) -> R<Instr> {
                     let place = w
                         .strip_prefix("shared_")
                         .ok_or_else(|| c.err_at(at, "expected shared_PLACE or const#N"))?;
-                    Instr::MakeShared(intern(&mut code.consts, Value::string(place)))
+                    Instr::MakeShared(intern(
+                        &mut tables.consts,
+                        &mut code.consts,
+                        Value::string(place),
+                    ))
                 }
             }
         }
@@ -985,11 +1025,11 @@ fn read_instr(c: &mut Cur<'_>, code: &mut Code) -> R<Instr> {
                 Some((s, f)) => (s, Some(f)),
                 None => (w.as_str(), None),
             };
-            let s = slot_of(code, slot_text).map_err(|m| c.err_at(at, m))?;
+            let s = slot_of(tables, slot_text).map_err(|m| c.err_at(at, m))?;
             let path = match fields {
                 Some(f) => {
                     let want: Vec<String> = f.split('.').map(str::to_string).collect();
-                    Some(intern(&mut code.paths, want))
+                    Some(intern(&mut tables.paths, &mut code.paths, want))
                 }
                 None => {
                     let at = c.here();
