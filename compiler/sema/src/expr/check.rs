@@ -624,17 +624,10 @@ impl<'a> Checker<'a> {
             return Node::poison(span);
         }
         let typed = type_unary(op, &a.ty);
-        if let Some(v) = a.as_const() {
-            match eval_unary(op, v) {
-                Ok(v) => return folded(v, typed, span),
-                Err(err) if typed.is_ok() || !is_type_mismatch(&err) => {
-                    self.eval_error(err, span);
-                    if typed.is_err() {
-                        return Node::poison(span);
-                    }
-                }
-                Err(_) => {}
-            }
+        if let Some(v) = a.as_const()
+            && let Some(node) = self.fold(eval_unary(op, v), &typed, span)
+        {
+            return node;
         }
         let ty = match typed {
             Ok(t) => t,
@@ -666,17 +659,10 @@ impl<'a> Checker<'a> {
         }
         let typed = type_binary(op, &a.ty, &b.ty);
         // Constants first (see `unary`): `'a' + 'b'` = "ab".
-        if let (Some(va), Some(vb)) = (a.as_const(), b.as_const()) {
-            match eval_binary(op, va, vb) {
-                Ok(v) => return folded(v, typed, span),
-                Err(err) if typed.is_ok() || !is_type_mismatch(&err) => {
-                    self.eval_error(err, span);
-                    if typed.is_err() {
-                        return Node::poison(span);
-                    }
-                }
-                Err(_) => {}
-            }
+        if let (Some(va), Some(vb)) = (a.as_const(), b.as_const())
+            && let Some(node) = self.fold(eval_binary(op, va, vb), &typed, span)
+        {
+            return node;
         }
         let ty = match typed {
             Ok(t) => t,
@@ -744,23 +730,40 @@ impl<'a> Checker<'a> {
         let typed = f.check(&tys);
         // Constants first (see `unary`): `sin (3)`, `int (true)`, `min ("b", "a")`.
         let consts: Option<Vec<Value>> = args.iter().map(|a| a.as_const().cloned()).collect();
-        if let Some(vs) = consts {
-            match f.eval(&vs) {
-                Ok(v) => return folded(v, typed, span),
-                Err(err) if typed.is_ok() || !is_type_mismatch(&err) => {
-                    self.eval_error(err, span);
-                    if typed.is_err() {
-                        return Node::poison(span);
-                    }
-                }
-                Err(_) => {}
-            }
+        if let Some(vs) = consts
+            && let Some(node) = self.fold(f.eval(&vs), &typed, span)
+        {
+            return node;
         }
         let ty = match typed {
             Ok(t) => t,
             Err(err) => return self.type_error(err.message, span),
         };
         Node::new(NodeKind::Call(f, args), ty, span)
+    }
+
+    /// The outcome of evaluating an operation on constants, before its static typing
+    /// `typed` decides anything: the folded constant; poison after a reported evaluation
+    /// error when the operands do not type either; `None` to go on (the operation stays in
+    /// the code after an evaluation error of well-typed operands, or gets its type error
+    /// when the constants do not fit the operation at all).
+    fn fold<E>(
+        &mut self,
+        evaluated: Result<Value, EvalError>,
+        typed: &Result<Type, E>,
+        span: Span,
+    ) -> Option<Node> {
+        match evaluated {
+            Ok(v) => {
+                let ty = typed.as_ref().map_or_else(|_| v.ty(), Type::clone);
+                Some(konst(v, ty, span))
+            }
+            Err(err) if typed.is_ok() || !is_type_mismatch(&err) => {
+                self.eval_error(err, span);
+                typed.is_err().then(|| Node::poison(span))
+            }
+            Err(_) => None,
+        }
     }
 
     fn eval_error(&mut self, err: EvalError, span: Span) {
@@ -794,13 +797,6 @@ fn is_literal(e: &Expr) -> bool {
 /// error says more), not for their values (`sqrt (-4)`).
 fn is_type_mismatch(err: &EvalError) -> bool {
     matches!(err, EvalError::TypeMismatch(_))
-}
-
-/// A folded constant: its static type when the operands typed, else the value's own type
-/// (the operation is only valid on these constants: `sin (3)` is a double).
-fn folded<E>(v: Value, typed: Result<Type, E>, span: Span) -> Node {
-    let ty = typed.unwrap_or_else(|_| v.ty());
-    konst(v, ty, span)
 }
 
 fn konst(v: Value, ty: Type, span: Span) -> Node {
