@@ -51,6 +51,9 @@
 //!   constants and field paths are written by name or value when that names them, else as
 //!   `port#N`, `slot#N`, `const#N`, `path#N`.
 //! - Lines starting with `# ` are comments.
+//! - For hand-written nets (`tests/data/engine/*.ir`): the `file` lines and locations may be
+//!   left out (the default span), and so may a code's `const` and `path` lines (instructions
+//!   that name a constant or a field path add it to the table).
 //!
 //! Lossy: a module signature whose names hold blanks, commas or parentheses does not read
 //! back (C++ identifiers never do).

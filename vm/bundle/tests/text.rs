@@ -279,6 +279,18 @@ fn no_text_makes_the_reader_panic() {
         let cut = format!("{}{}", &text[..w[0]], &text[w[1]..]);
         let _ = parse(&cut);
     }
+    // Every line removed, and every pair of neighbouring lines swapped.
+    let lines: Vec<&str> = text.lines().collect();
+    for i in 0..lines.len() {
+        let mut without = lines.clone();
+        without.remove(i);
+        let _ = parse(&without.join("\n"));
+        if i + 1 < lines.len() {
+            let mut swapped = lines.clone();
+            swapped.swap(i, i + 1);
+            let _ = parse(&swapped.join("\n"));
+        }
+    }
     // Deep types are refused, not recursed into.
     let deep = format!(
         "bundle root f0\nfunction f0\n  in x : {}long{}\n  expression c0\n",
