@@ -96,7 +96,8 @@ fn every_corpus_defun_net_reads_back() {
 
 /// Runs a net of `tests/data/engine`: inputs come from comment lines `# input PORT = VALUE`
 /// (one token each), `# seed N` and `# max-firings N` set the run. The result shows each out
-/// port's tokens and the firings, the run error, or the reader's errors.
+/// port's tokens and the firings, the run error, or the reader's errors. The net runs twice,
+/// interpreted and with the JIT; when they differ, the result shows both.
 fn run_data_file(text: &str) -> String {
     let mut inputs: Vec<(String, Vec<pnet_stdlib::Value>)> = Vec::new();
     let mut config = pnet_vm::RunConfig::default();
@@ -127,7 +128,7 @@ fn run_data_file(text: &str) -> String {
         back, bundle,
         "the printed form reads back differently:\n{printed}"
     );
-    match pnet_vm::run(&bundle, &inputs, &config) {
+    let show = |r: Result<pnet_vm::RunResult, pnet_vm::RunError>| match r {
         Ok(r) => {
             let mut s = String::new();
             for (port, vs) in &r.outputs {
@@ -137,7 +138,20 @@ fn run_data_file(text: &str) -> String {
             s + &format!("firings: {}\n", r.stats.firings)
         }
         Err(e) => format!("run error: {e}\n"),
+    };
+    let interpreted = show(pnet_vm::run(&bundle, &inputs, &config));
+    // The JIT gives the same run.
+    let jit = pnet_vm::RunConfig {
+        runner: Some(std::sync::Arc::new(pnet_jit::JitFactory::new(
+            pnet_jit::JitMode::On,
+        ))),
+        ..config
+    };
+    let compiled = show(pnet_vm::run(&bundle, &inputs, &jit));
+    if compiled != interpreted {
+        return format!("interpreted:\n{interpreted}JIT:\n{compiled}");
     }
+    interpreted
 }
 
 /// Each `tests/data/engine/NAME.ir` runs to the result in `NAME.run` beside it; refresh those
