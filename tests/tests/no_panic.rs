@@ -153,3 +153,26 @@ fn tools_end_quietly_when_the_reader_of_their_output_stops() {
         );
     }
 }
+
+/// An endless input (`/dev/zero`) is refused at the input size limit, in well under a second
+/// of work and without reading until memory runs out: pnetc, pnet2dot and pnetv (and the
+/// compiler's library entry, which every tool that takes `.xpnet` uses).
+#[test]
+fn endless_inputs_stop_at_the_size_limit() {
+    let out = pnet_sema::compile_path(Path::new("/dev/zero"), &Options::default());
+    assert!(out.has_errors());
+    let msg = format!("{:?}", out.diagnostics);
+    assert!(msg.contains("larger than 256 MiB"), "{msg}");
+    for tool in ["pnetc", "pnet2dot", "pnetv"] {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 1500000; exec \"$0\" /dev/zero")
+            .arg(pnet_tests::bin(tool))
+            .output()
+            .expect("run the tool");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{tool}: {err}");
+        assert!(err.contains("larger than"), "{tool}: {err}");
+        assert!(!err.contains("panicked"), "{tool}: {err}");
+    }
+}

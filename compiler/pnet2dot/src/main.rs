@@ -3,7 +3,7 @@
 //! Exit codes: 0 success, 1 the net did not compile or a file could not be read or written,
 //! 2 usage errors.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -117,15 +117,19 @@ fn load(args: &Args) -> Result<(Bundle, Sources), ExitCode> {
         if std::io::stdin().is_terminal() {
             pnet_stdlib::cli::usage_exit("pnet2dot", "no net given");
         }
-        let mut bytes = Vec::new();
-        if let Err(e) = std::io::stdin().read_to_end(&mut bytes) {
-            pnet_stdlib::errln!("pnet2dot: cannot read standard input: {e}");
-            return Err(ExitCode::from(1));
+        match pnet_stdlib::input::read_limited(
+            std::io::stdin(),
+            pnet_stdlib::input::MAX_SOURCE_BYTES,
+        ) {
+            Ok(bytes) => (PathBuf::from("<stdin>"), bytes),
+            Err(e) => {
+                pnet_stdlib::errln!("pnet2dot: cannot read standard input: {e}");
+                return Err(ExitCode::from(1));
+            }
         }
-        (PathBuf::from("<stdin>"), bytes)
     } else {
         let path = args.input.clone().unwrap_or_default();
-        match std::fs::read(&path) {
+        match pnet_stdlib::input::read_file(&path, pnet_stdlib::input::MAX_SOURCE_BYTES) {
             Ok(b) => (path, b),
             Err(e) => {
                 pnet_stdlib::errln!("pnet2dot: cannot read {}: {e}", path.display());
@@ -152,10 +156,11 @@ fn load(args: &Args) -> Result<(Bundle, Sources), ExitCode> {
 
 fn read_trace(path: &Path) -> Result<Trace, ExitCode> {
     let path_text = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        pnet_stdlib::errln!("pnet2dot: cannot read the trace {path_text}: {e}");
-        ExitCode::from(1)
-    })?;
+    let text =
+        pnet_stdlib::input::read_text(path, pnet_stdlib::input::MAX_SOURCE_BYTES).map_err(|e| {
+            pnet_stdlib::errln!("pnet2dot: cannot read the trace {path_text}: {e}");
+            ExitCode::from(1)
+        })?;
     pnet2dot::parse_trace(&text).map_err(|e| {
         pnet_stdlib::errln!("pnet2dot: {path_text}: not a trace: {e}");
         ExitCode::from(1)

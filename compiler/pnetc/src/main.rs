@@ -3,7 +3,7 @@
 //! Exit codes: 0 success, 1 compile errors (or the output cannot be written), 2 usage errors.
 
 use std::ffi::OsString;
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -248,18 +248,23 @@ fn run(args: &Args) -> ExitCode {
             out
         }
         _ => {
-            let mut stdin = std::io::stdin();
+            let stdin = std::io::stdin();
             if stdin.is_terminal() {
                 errln!(
                     "pnetc: no input (give a file, or pipe a net into standard input)\nTry 'pnetc --help' for more information."
                 );
                 return ExitCode::from(2);
             }
-            let mut text = String::new();
-            if let Err(e) = stdin.read_to_string(&mut text) {
-                errln!("pnetc: cannot read standard input: {e}");
-                return ExitCode::from(1);
-            }
+            let text = match pnet_stdlib::input::read_text_from(
+                stdin,
+                pnet_stdlib::input::MAX_SOURCE_BYTES,
+            ) {
+                Ok(text) => text,
+                Err(e) => {
+                    errln!("pnetc: cannot read standard input: {e}");
+                    return ExitCode::from(1);
+                }
+            };
             if args.emit == Some(Emit::Xpnet) {
                 out!("{text}");
             }
@@ -396,10 +401,11 @@ fn cxx_modules(args: &Args, bundle: &pnet_bundle::Bundle) -> Result<(), ExitCode
 /// Lowers and compiles a `.workload` file (printing the generated net for `--emit=xpnet`).
 /// Diagnostics are rendered here; the error is the exit code.
 fn compile_workload(path: &Path, args: &Args) -> Result<pnet_sema::Output, ExitCode> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        errln!("pnetc: cannot read {}: {e}", path.display());
-        ExitCode::from(1)
-    })?;
+    let text =
+        pnet_stdlib::input::read_text(path, pnet_stdlib::input::MAX_SOURCE_BYTES).map_err(|e| {
+            errln!("pnetc: cannot read {}: {e}", path.display());
+            ExitCode::from(1)
+        })?;
     let fail = |msg: String| {
         errln!("pnetc: {msg}");
         ExitCode::from(1)

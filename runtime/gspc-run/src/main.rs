@@ -45,7 +45,11 @@ fn runs_dds_topology(argv: &[OsString]) -> bool {
     argv.iter().filter_map(|a| a.to_str()).any(|a| {
         !a.starts_with('-')
             && a.ends_with(".xml")
-            && std::fs::read_to_string(a).is_ok_and(|t| pnet_dds_run::is_dds_topology(&t))
+            && pnet_stdlib::input::read_text(
+                std::path::Path::new(a),
+                pnet_stdlib::input::MAX_SOURCE_BYTES,
+            )
+            .is_ok_and(|t| pnet_dds_run::is_dds_topology(&t))
     })
 }
 

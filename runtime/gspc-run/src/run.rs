@@ -301,7 +301,7 @@ fn parse_args(argv: Vec<OsString>) -> Result<Args, ExitCode> {
 }
 
 fn load(path: &Path, compile: &pnet_sema::Options) -> Result<Bundle, ExitCode> {
-    let loaded = std::fs::read(path)
+    let loaded = pnet_stdlib::input::read_file(path, pnet_stdlib::input::MAX_SOURCE_BYTES)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))
         .and_then(|bytes| load_net(path, &bytes, compile, ColorMode::Auto));
     loaded.map(|(bundle, _)| bundle).map_err(|msg| {

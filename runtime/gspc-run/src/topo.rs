@@ -84,9 +84,10 @@ pub fn plan(
     };
     let hosts = match nodefile {
         Some(path) => {
-            let content = std::fs::read_to_string(path).map_err(|e| {
-                usage_error(&format!("cannot read the nodefile {}: {e}", path.display()))
-            })?;
+            let content = pnet_stdlib::input::read_text(path, pnet_stdlib::input::MAX_SOURCE_BYTES)
+                .map_err(|e| {
+                    usage_error(&format!("cannot read the nodefile {}: {e}", path.display()))
+                })?;
             let (hosts, diags) = pnet_topology::parse_nodefile(&content);
             let origin = path.display().to_string();
             if !diags.is_empty() {

@@ -326,14 +326,16 @@ fn parse(cmd: &str, argv: &[OsString]) -> Result<Args, ExitCode> {
             e.exit_code(),
         ),
     };
-    for id in matches.ids() {
-        if !allowed(cmd, id.as_str())
-            && matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
+    // Refuse the options of other commands (argument ids only: a flattened group has an id
+    // of its own).
+    for arg in command(cmd).get_arguments() {
+        let id = arg.get_id().as_str();
+        if !allowed(cmd, id)
+            && matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
         {
-            let flag = command(cmd)
-                .get_arguments()
-                .find(|a| a.get_id() == id)
-                .and_then(|a| a.get_long().map(|l| format!("--{l}")))
+            let flag = arg
+                .get_long()
+                .map(|l| format!("--{l}"))
                 .unwrap_or_else(|| id.to_string());
             return Err(usage_error(&format!("{cmd}: unknown option '{flag}'")));
         }
@@ -644,7 +646,7 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
         "submit" => {
             let net = &a.positional[0];
             let path = Path::new(net);
-            let bundle = std::fs::read(path)
+            let bundle = pnet_stdlib::input::read_file(path, pnet_stdlib::input::MAX_SOURCE_BYTES)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))
                 .and_then(|bytes| load_net(path, &bytes, &a.compile, ColorMode::Auto))
                 .map_err(|m| RtError::new("gspc-net", m))?

@@ -239,8 +239,8 @@ fn fail(msg: String) -> ExitCode {
 
 fn load(args: &Args) -> Result<Input, ExitCode> {
     let path = args.net_path.as_path();
-    let bytes =
-        std::fs::read(path).map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?;
+    let bytes = pnet_stdlib::input::read_file(path, pnet_stdlib::input::MAX_SOURCE_BYTES)
+        .map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?;
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let text = String::from_utf8_lossy(&bytes);
     let looks_pnml = ext.eq_ignore_ascii_case("pnml")

@@ -38,16 +38,17 @@ fn main() -> ExitCode {
     let cli = pnet_stdlib::parse_args!(Cli, "pnetget");
     let (json, ports) = (cli.json, cli.ports);
     let file = cli.file.display().to_string();
-    let outputs = match std::fs::read(&cli.file)
-        .map_err(|e| e.to_string())
-        .and_then(|b| pnet_bundle::result::RunOutputs::decode(&b).map_err(|e| e.to_string()))
-    {
-        Ok(o) => o,
-        Err(e) => {
-            pnet_stdlib::errln!("pnetget: {file}: {e}");
-            return ExitCode::from(1);
-        }
-    };
+    let outputs =
+        match pnet_stdlib::input::read_file(&cli.file, pnet_stdlib::input::MAX_BINARY_BYTES)
+            .map_err(|e| e.to_string())
+            .and_then(|b| pnet_bundle::result::RunOutputs::decode(&b).map_err(|e| e.to_string()))
+        {
+            Ok(o) => o,
+            Err(e) => {
+                pnet_stdlib::errln!("pnetget: {file}: {e}");
+                return ExitCode::from(1);
+            }
+        };
     let printed = if json {
         pnet_tokens::json(&outputs, &ports).map(|j| format!("{j}\n"))
     } else {

@@ -1,6 +1,6 @@
 //! `pnetput`: puts input tokens into a bundle, so that it runs without `-p` arguments.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -100,10 +100,9 @@ fn main() -> ExitCode {
     }
     let input = input_path.display().to_string();
     let bytes = if input == "-" {
-        let mut b = Vec::new();
-        std::io::stdin().read_to_end(&mut b).map(|_| b)
+        pnet_stdlib::input::read_limited(std::io::stdin(), pnet_stdlib::input::MAX_BINARY_BYTES)
     } else {
-        std::fs::read(&input_path)
+        pnet_stdlib::input::read_file(&input_path, pnet_stdlib::input::MAX_BINARY_BYTES)
     };
     let mut bundle = match bytes
         .map_err(|e| e.to_string())
