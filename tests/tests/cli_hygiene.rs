@@ -322,6 +322,7 @@ fn runtime_tools_refuse_non_utf8_arguments_cleanly() {
     assert_usage_error("gspc", &[os("submit"), bad()]);
     assert_usage_error("gspc", &[os("submit"), &hello, os("-p"), bad_put()]);
     assert_usage_error("gspc", &[bad()]);
+    let state = scratch("gspc-state");
     // The client commands parse OsStrings: a state directory whose name is not UTF-8 is
     // tried (here: missing, an error), and options of other commands are refused.
     let args = [os("status"), os("--state-dir"), bad()];
@@ -329,9 +330,22 @@ fn runtime_tools_refuse_non_utf8_arguments_cleanly() {
     assert_no_panic("gspc", &args, &o);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_usage_error("gspc", &[os("status"), os("--result"), os("x")]);
+    assert_usage_error("gspc", &[os("status"), os("-I"), os("x")]);
+    // submit takes the compiler options (here it then fails: no runtime).
+    let args = [
+        os("submit"),
+        &hello,
+        os("-I"),
+        os("x"),
+        os("--Wall"),
+        os("--state-dir"),
+        state.as_os_str(),
+    ];
+    let o = run("gspc", &args);
+    assert_no_panic("gspc", &args, &o);
+    assert!(!stderr(&o).contains("unknown option"), "{}", stderr(&o));
     assert_write_error_reported("gspc", &[os("wait"), os("--help")]);
     // boot parses OsStrings: a nodefile whose name is not UTF-8 is read (here: missing).
-    let state = scratch("gspc-state");
     let args = [
         os("boot"),
         os("--nodefile"),
