@@ -451,3 +451,48 @@ fn gspc_topology_reports_output_it_cannot_write() {
     let o = run("gspc-topology", &[os("count"), bad()]);
     assert_no_panic("gspc-topology", &[bad()], &o);
 }
+
+/// Standard error that cannot be written (`2> /dev/full`) ends a tool with a failure status,
+/// never a panic: there is nowhere left to report it.
+#[test]
+fn errors_to_a_full_standard_error_are_no_panic() {
+    let dir = scratch("stderr");
+    let net = dir.join("broken.xpnet");
+    std::fs::write(&net, "<defun name=\"x\"><nonsense/></defun>").unwrap();
+    let n = net.as_os_str();
+    let state = dir.join("no-state");
+    let runs: [(&str, Vec<&OsStr>); 8] = [
+        ("pnetc", vec![n]),
+        ("pnetc", vec![os("--bogus")]),
+        ("pnetv", vec![n]),
+        ("pnet2dot", vec![n]),
+        ("gspc-run", vec![n]),
+        (
+            "gspc",
+            vec![os("status"), os("--state-dir"), state.as_os_str()],
+        ),
+        ("pnetput", vec![os("-l"), n]),
+        ("pnetget", vec![n]),
+    ];
+    for (tool, args) in runs {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(pnet_tests::bin(tool))
+            .args(&args)
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(full))
+            .output()
+            .unwrap();
+        let code = o.status.code();
+        assert!(
+            code.is_some_and(|c| c != 0 && c != 101),
+            "{tool} {args:?} 2> /dev/full: {:?}",
+            o.status
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -109,7 +109,7 @@ pub fn main(cmd: &str, argv: &[OsString]) -> ExitCode {
     wait_for(&args.control, args.wait);
     let socket = args.control.as_path();
     let fail = |msg: String| {
-        eprintln!("gspc-run {cmd}: {msg}");
+        pnet_stdlib::errln!("gspc-run {cmd}: {msg}");
         ExitCode::from(1)
     };
     match cmd {

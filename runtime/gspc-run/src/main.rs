@@ -55,6 +55,6 @@ fn runs_dds_topology(argv: &[OsString]) -> bool {
 
 /// Prints a usage error and returns exit code 2.
 pub(crate) fn usage_error(msg: &str) -> ExitCode {
-    eprintln!("gspc-run: {msg}\nTry 'gspc-run --help' for more information.");
+    pnet_stdlib::errln!("gspc-run: {msg}\nTry 'gspc-run --help' for more information.");
     ExitCode::from(2)
 }

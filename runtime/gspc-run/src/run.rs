@@ -305,7 +305,7 @@ fn load(path: &Path, compile: &pnet_sema::Options) -> Result<Bundle, ExitCode> {
         .map_err(|e| format!("cannot read {}: {e}", path.display()))
         .and_then(|bytes| load_net(path, &bytes, compile, ColorMode::Auto));
     loaded.map(|(bundle, _)| bundle).map_err(|msg| {
-        eprintln!("gspc-run: {msg}");
+        pnet_stdlib::errln!("gspc-run: {msg}");
         ExitCode::from(1)
     })
 }
@@ -383,7 +383,7 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
         .chain(args.allocs.iter().map(|a| a.port.clone()))
         .collect();
     for port in pnet_vm::unfed_in_ports(&bundle, &given) {
-        eprintln!(
+        pnet_stdlib::errln!(
             "gspc-run: warning: in port `{port}` got no value (-p {port}=...) and nothing in \
              the net puts a token on it"
         );
@@ -432,7 +432,7 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
             Some(path) => match std::fs::read(path) {
                 Ok(d) => Some(d),
                 Err(e) => {
-                    eprintln!(
+                    pnet_stdlib::errln!(
                         "gspc-run: error: --alloc {}=@{}: cannot read it: {e}",
                         a.port,
                         path.display()
@@ -453,12 +453,12 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
     if args.jit_stats {
         let mut stats = jit.stats();
         stats.mode = Some(args.jit);
-        eprint!("{stats}");
+        pnet_stdlib::cli::write_stderr(format_args!("{stats}"));
     }
     let result = match result {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("gspc-run: error: {e}");
+            pnet_stdlib::errln!("gspc-run: error: {e}");
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(1));
         }
     };
@@ -469,7 +469,7 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
             .map_err(|e| e.to_string())
             .and_then(|b| pnet_stdlib::cli::write_file(path, b));
         if let Err(e) = written {
-            eprintln!("gspc-run: the result file: {e}");
+            pnet_stdlib::errln!("gspc-run: the result file: {e}");
             return ExitCode::from(1);
         }
     }
@@ -488,14 +488,14 @@ fn print_result(result: pnet_vm::RunResult, json: bool, require_outputs: bool) -
     let mut out = stdout.lock();
     let written = out.write_all(text.as_bytes()).and_then(|()| out.flush());
     if let Some(w) = pnet_agent::output::ending_warning("gspc-run", &result.ending) {
-        eprintln!("{w}");
+        pnet_stdlib::errln!("{w}");
     }
     match written {
         Ok(()) if require_outputs && !result.ending.is_complete() => ExitCode::from(3),
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("gspc-run: cannot write the result: {e}");
+            pnet_stdlib::errln!("gspc-run: cannot write the result: {e}");
             ExitCode::from(1)
         }
     }

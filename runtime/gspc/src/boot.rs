@@ -120,7 +120,7 @@ fn live_runtime(dir: &Path) -> Option<i32> {
         .iter()
         .any(|f| dir.join(f).exists());
     if stale {
-        eprintln!(
+        pnet_stdlib::errln!(
             "gspc: removing the files of a runtime that is gone{} from {}",
             pid.map(|p| format!(" (pid {p})")).unwrap_or_default(),
             dir.display()
@@ -432,7 +432,7 @@ pub fn daemon(argv: Vec<OsString>) -> ExitCode {
     };
     match pnet_agent::serve(rc) {
         Ok(r) => {
-            eprintln!(
+            pnet_stdlib::errln!(
                 "gspc daemon: stopped: {} jobs cancelled, {} workers stopped, {} left",
                 r.cancelled.len(),
                 r.workers.len(),
@@ -441,7 +441,7 @@ pub fn daemon(argv: Vec<OsString>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("gspc daemon: error[{}]: {e}", e.code());
+            pnet_stdlib::errln!("gspc daemon: error[{}]: {e}", e.code());
             ExitCode::from(1)
         }
     }

@@ -662,7 +662,7 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
             }
             let given: Vec<String> = inputs.iter().map(|(p, _)| p.clone()).collect();
             for port in pnet_vm::unfed_in_ports(&bundle, &given) {
-                eprintln!(
+                pnet_stdlib::errln!(
                     "gspc: warning: in port `{port}` got no value (-p {port}=...) and nothing \
                      in the net puts a token on it"
                 );
@@ -723,7 +723,10 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
                             .map_err(|e| e.to_string())
                             .and_then(|b| std::fs::write(path, b).map_err(|e| e.to_string()));
                         if let Err(e) = written {
-                            eprintln!("gspc: cannot write the result file {}: {e}", path.display());
+                            pnet_stdlib::errln!(
+                                "gspc: cannot write the result file {}: {e}",
+                                path.display()
+                            );
                             return Ok(ExitCode::from(1));
                         }
                     }
@@ -736,7 +739,7 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
             let job = job_id(cmd, a)?;
             match client.call(RtRequest::Cancel { job }, SHORT)? {
                 RtResponse::Ok => {
-                    eprintln!("gspc: job {job} cancelled");
+                    pnet_stdlib::errln!("gspc: job {job} cancelled");
                     Ok(ExitCode::SUCCESS)
                 }
                 r => Err(unexpected(r)),
@@ -966,7 +969,7 @@ fn wait_timed_out(
             })
         );
     }
-    eprintln!("gspc: {}", timeout_line(j, waited));
+    pnet_stdlib::errln!("gspc: {}", timeout_line(j, waited));
     Ok(ExitCode::from(WAIT_TIMED_OUT))
 }
 
@@ -1003,7 +1006,7 @@ fn print_outcome(job: u64, outcome: &JobOutcome, json: bool, require_outputs: bo
             let _ = out.write_all(text.as_bytes());
             let _ = out.flush();
             if !ending.is_complete() {
-                eprintln!("gspc: warning: job {job}: {ending}");
+                pnet_stdlib::errln!("gspc: warning: job {job}: {ending}");
             }
             if require_outputs && !ending.is_complete() {
                 ExitCode::from(3)
@@ -1018,14 +1021,14 @@ fn print_outcome(job: u64, outcome: &JobOutcome, json: bool, require_outputs: bo
                     serde_json::json!({"job": job, "state": "failed", "code": code, "error": message})
                 );
             }
-            eprintln!("gspc: error[{code}]: job {job} failed: {message}");
+            pnet_stdlib::errln!("gspc: error[{code}]: job {job} failed: {message}");
             ExitCode::from(1)
         }
         JobOutcome::Cancelled => {
             if json {
                 pnet_stdlib::outln!("{}", serde_json::json!({"job": job, "state": "cancelled"}));
             }
-            eprintln!("gspc: job {job} was cancelled");
+            pnet_stdlib::errln!("gspc: job {job} was cancelled");
             ExitCode::from(130)
         }
     }

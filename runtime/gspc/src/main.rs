@@ -92,13 +92,13 @@ fn main() -> ExitCode {
 
 /// Prints a usage error and returns exit code 2.
 pub(crate) fn usage_error(msg: &str) -> ExitCode {
-    eprintln!("gspc: {msg}\nTry 'gspc --help' for more information.");
+    pnet_stdlib::errln!("gspc: {msg}\nTry 'gspc --help' for more information.");
     ExitCode::from(2)
 }
 
 /// Prints an error with its code and returns exit code 1.
 pub(crate) fn fail(e: &RtError) -> ExitCode {
-    eprintln!("gspc: error[{}]: {}", e.code, e.message);
+    pnet_stdlib::errln!("gspc: error[{}]: {}", e.code, e.message);
     ExitCode::from(1)
 }
 
