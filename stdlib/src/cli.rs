@@ -91,7 +91,12 @@ pub fn exit_after_parse(program: &str, text: &str, is_error: bool, code: i32) ->
             "For more information, try '--help'.",
             &format!("Try '{program} --help' for more information."),
         );
-        write_stderr(format_args!("{program}: {text}\n"));
+        if text.starts_with(&format!("{program}:")) {
+            // A help text shown for a missing command already names the program.
+            write_stderr(format_args!("{text}\n"));
+        } else {
+            write_stderr(format_args!("{program}: {text}\n"));
+        }
         std::process::exit(code);
     }
     write_stdout(format_args!("{text}"));
