@@ -131,21 +131,3 @@ pub fn usage_exit(program: &str, msg: &str) -> ! {
     ));
     std::process::exit(2)
 }
-
-/// The arguments of this process after the program name, as `String`s, for a tool whose
-/// parser takes text: an argument that is not UTF-8 ends the process with a usage error
-/// (`PROGRAM: argument '...' is not valid UTF-8`, status 2) instead of the panic of
-/// `std::env::args()`.
-pub fn utf8_args(program: &str) -> Vec<String> {
-    std::env::args_os()
-        .skip(1)
-        .map(|a| {
-            a.into_string().unwrap_or_else(|a| {
-                usage_exit(
-                    program,
-                    &format!("argument '{}' is not valid UTF-8", a.to_string_lossy()),
-                )
-            })
-        })
-        .collect()
-}
