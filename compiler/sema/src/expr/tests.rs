@@ -1943,7 +1943,11 @@ fn a_type_error_does_not_cascade() {
     let (_, diags) = run(&chain, &ports, Mode::Value, None);
     assert_eq!(diags.matches("error[").count(), 1, "{diags}");
     types(
-        &["sin (${i}) + 1.0 + ${d}", "-(!${i}) * 2", "stack_push (stack_pop (${i}), 1)"],
+        &[
+            "sin (${i}) + 1.0 + ${d}",
+            "-(!${i}) * 2",
+            "stack_push (stack_pop (${i}), 1)",
+        ],
         expect![[r#"
             sin (${i}) + 1.0 + ${d}
                 error[type_error] `sin (${i})`: `sin` expects float or double, found `int`
