@@ -2019,20 +2019,17 @@ impl<'a> Elab<'a> {
                         "a generator place may not be a `shared_sink`",
                     );
                 }
-                if !matches!(
-                    ty,
-                    Type::Int
-                        | Type::Long
-                        | Type::UInt
-                        | Type::ULong
-                        | Type::Char
-                        | Type::String
-                        | Type::Bigint
-                        | Type::Any
-                ) {
+                // The bundle's rule (an unknown type, opaque here, has no generator either:
+                // accepting it made a bundle that does not validate; found by fuzzing).
+                if !pnet_bundle::validate::generator_type(&ty) {
+                    let what = if ty == Type::Any {
+                        format!("the unknown type `{}`", p.ty.text)
+                    } else {
+                        format!("type `{ty}`")
+                    };
                     gen_err(
                         self,
-                        format!("generator place `{}` has type `{ty}`", p.name.text),
+                        format!("generator place `{}` has {what}", p.name.text),
                         p.ty.span,
                         "must be int, long, unsigned int, unsigned long, char, string or bigint",
                     );

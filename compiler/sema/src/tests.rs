@@ -462,6 +462,19 @@ fn generator_places() {
             invalid_generator_place @5:35: generator place `g` may not be produced into
         "#]],
     );
+    // An unknown type is only a warning elsewhere, but it has no generator: before, this
+    // compiled to a bundle that failed validation (found by the `xpnet` fuzz target).
+    check_diags(
+        &net(
+            r#"<place name="g" type="lonc" generator="true"/><place name="o" type="long"/>"#,
+            r#"<transition name="t"><defun><in name="x" type="long"/><out name="y" type="long"/><expression>${y} := ${x}</expression></defun>
+<connect-in port="x" place="g"/><connect-out port="y" place="o"/></transition>"#,
+        ),
+        expect![[r#"
+            warning unknown-type @3:23: unknown type `lonc`
+            invalid_generator_place @3:23: generator place `g` has the unknown type `lonc`
+        "#]],
+    );
 }
 
 #[test]
