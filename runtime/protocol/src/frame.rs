@@ -122,8 +122,16 @@ pub fn read_msg<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<T, FrameError
             format!("frame of {len} bytes is larger than the limit"),
         )));
     }
-    let mut body = vec![0u8; len];
-    r.read_exact(&mut body)?;
+    // Grow with the bytes that arrive, not with the length announced: 4 bytes must not
+    // make the reader allocate 64 MiB.
+    let mut body = Vec::with_capacity(len.min(64 << 10));
+    let got = r.by_ref().take(len as u64).read_to_end(&mut body)?;
+    if got < len {
+        return Err(FrameError::Io(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("frame cut short: {got} of {len} bytes"),
+        )));
+    }
     postcard::from_bytes(&body).map_err(FrameError::Decode)
 }
 
@@ -131,6 +139,20 @@ pub fn read_msg<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<T, FrameError
 mod tests {
     use super::*;
     use crate::{AgentMsg, TaskRun};
+
+    /// A frame that announces 60 MiB and ends after 3 bytes is an error; the reader grows its
+    /// buffer with what arrives (the fuzz target `protocol_frame` showed 4 bytes allocating
+    /// the announced length).
+    #[test]
+    fn a_frame_cut_short_is_an_error() {
+        let mut bytes = (60u32 << 20).to_be_bytes().to_vec();
+        bytes.extend_from_slice(b"abc");
+        let r: Result<AgentMsg, FrameError> = read_msg(&mut &bytes[..]);
+        match r {
+            Err(FrameError::Io(e)) => assert!(e.to_string().contains("cut short: 3 of"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn blocking_round_trip() {

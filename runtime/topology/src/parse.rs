@@ -328,7 +328,7 @@ impl<'a> Parser<'a> {
         if let (Some(port), Some(span)) = (base_port, port_span) {
             // an unusable base port is reported and dropped
             base_port = None;
-            let last = u32::from(port) + per_node.saturating_sub(1);
+            let last = u32::from(port).saturating_add(per_node.saturating_sub(1));
             if port == 0 {
                 self.diagnostics.push(
                     Diagnostic::error(
@@ -820,6 +820,19 @@ mod tests {
                 error topology-bad-port@4..5: base port 0 is not a port
                 error topology-bad-port@10..15: 3 workers per node from base port 65534 need ports up to 65536, above 65535
             "#]],
+        );
+    }
+
+    /// Found by the `topology_string` fuzz target: the last port of a huge worker count
+    /// overflowed (a panic in debug builds, a wrapped port accepted in release builds).
+    #[test]
+    fn a_huge_worker_count_with_a_base_port_is_an_error_not_an_overflow() {
+        let (t, d) = parse_topology("a:4294967295/9");
+        assert!(t.classes.iter().all(|c| c.base_port.is_none()));
+        assert!(
+            d.iter()
+                .any(|d| d.code == "topology-bad-port" && d.message.contains("above 65535")),
+            "{d:?}"
         );
     }
 
