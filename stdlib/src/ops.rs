@@ -52,6 +52,9 @@ use num_traits::{One, Pow, Signed, ToPrimitive, WrappingMul, Zero};
 use crate::{EvalError, Type, TypeError, Value};
 
 impl UnOp {
+    /// Every unary operator, in declaration order.
+    pub const ALL: [UnOp; 2] = [UnOp::Neg, UnOp::Not];
+
     /// The operator's spelling.
     pub fn symbol(self) -> &'static str {
         match self {
@@ -62,6 +65,29 @@ impl UnOp {
 }
 
 impl BinOp {
+    /// Every binary operator, in declaration order (the JIT passes an operator as its index
+    /// here).
+    pub const ALL: [BinOp; 18] = [
+        BinOp::Or,
+        BinOp::And,
+        BinOp::BitOr,
+        BinOp::BitAnd,
+        BinOp::Lt,
+        BinOp::Le,
+        BinOp::Gt,
+        BinOp::Ge,
+        BinOp::Eq,
+        BinOp::Ne,
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::IntDiv,
+        BinOp::Mod,
+        BinOp::Pow,
+        BinOp::IntPow,
+    ];
+
     /// The canonical spelling (`:lt:` and `<` are the same operator; this gives `<`).
     pub fn symbol(self) -> &'static str {
         match self {

@@ -42,26 +42,7 @@ thread_local! {
     pub(crate) static RT: RefCell<Rt> = RefCell::new(Rt::default());
 }
 
-pub(crate) const BINOPS: [BinOp; 18] = [
-    BinOp::Or,
-    BinOp::And,
-    BinOp::BitOr,
-    BinOp::BitAnd,
-    BinOp::Lt,
-    BinOp::Le,
-    BinOp::Gt,
-    BinOp::Ge,
-    BinOp::Eq,
-    BinOp::Ne,
-    BinOp::Add,
-    BinOp::Sub,
-    BinOp::Mul,
-    BinOp::Div,
-    BinOp::IntDiv,
-    BinOp::Mod,
-    BinOp::Pow,
-    BinOp::IntPow,
-];
+pub(crate) const BINOPS: [BinOp; 18] = BinOp::ALL;
 
 pub(crate) fn binop_index(op: BinOp) -> u32 {
     BINOPS.iter().position(|o| *o == op).unwrap_or(0) as u32

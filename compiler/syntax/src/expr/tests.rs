@@ -860,26 +860,7 @@ mod round_trip {
         })
     }
 
-    const BINOPS: &[BinOp] = &[
-        BinOp::Or,
-        BinOp::And,
-        BinOp::BitOr,
-        BinOp::BitAnd,
-        BinOp::Lt,
-        BinOp::Le,
-        BinOp::Gt,
-        BinOp::Ge,
-        BinOp::Eq,
-        BinOp::Ne,
-        BinOp::Add,
-        BinOp::Sub,
-        BinOp::Mul,
-        BinOp::Div,
-        BinOp::IntDiv,
-        BinOp::Mod,
-        BinOp::Pow,
-        BinOp::IntPow,
-    ];
+    const BINOPS: &[BinOp] = &BinOp::ALL;
 
     fn expr() -> impl Strategy<Value = Expr> {
         let leaf = prop_oneof![

@@ -193,27 +193,6 @@ fn flag_words(c: &mut Cur<'_>, allowed: &[&str]) -> R<Vec<bool>> {
     }
 }
 
-const UNOPS: &[UnOp] = &[UnOp::Neg, UnOp::Not];
-const BINOPS: &[BinOp] = &[
-    BinOp::Or,
-    BinOp::And,
-    BinOp::BitOr,
-    BinOp::BitAnd,
-    BinOp::Lt,
-    BinOp::Le,
-    BinOp::Gt,
-    BinOp::Ge,
-    BinOp::Eq,
-    BinOp::Ne,
-    BinOp::Add,
-    BinOp::Sub,
-    BinOp::Mul,
-    BinOp::Div,
-    BinOp::IntDiv,
-    BinOp::Mod,
-    BinOp::Pow,
-    BinOp::IntPow,
-];
 const OPTYS: &[OpTy] = &[
     OpTy::Bool,
     OpTy::Int,
@@ -1064,9 +1043,9 @@ fn read_instr(c: &mut Cur<'_>, code: &mut Code, tables: &mut Tables) -> R<Instr>
         "jump_if_false_else_pop" => Instr::JumpIfFalseElsePop(jump(c)?),
         "jump_if_true_else_pop" => Instr::JumpIfTrueElsePop(jump(c)?),
         _ => {
-            if let Some(op) = UNOPS.iter().find(|o| unary_mnemonic(**o) == name) {
+            if let Some(op) = UnOp::ALL.iter().find(|o| unary_mnemonic(**o) == name) {
                 Instr::Unary(*op, ty)
-            } else if let Some(op) = BINOPS.iter().find(|o| binary_mnemonic(**o) == name) {
+            } else if let Some(op) = BinOp::ALL.iter().find(|o| binary_mnemonic(**o) == name) {
                 Instr::Binary(*op, ty)
             } else {
                 return Err(c.err_at(at, format!("unknown instruction `{m}`")));
