@@ -928,7 +928,7 @@ impl<'b> Core<'b> {
                 if let Some(m) = &inf.task.memory {
                     let table = table.get_or_insert_with(|| memory.lock());
                     let f = class_fn[inf.task.class as usize];
-                    match pnet_memory::plan(bundle, f, m, table) {
+                    match crate::memory::plan(bundle, f, m, table) {
                         Ok(plan) => {
                             table.count_transfer(&plan);
                             run.memory = Some(plan);

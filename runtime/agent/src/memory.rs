@@ -8,9 +8,11 @@
 //!   later uses of their handles are errors saying so).
 //! - When a task whose function has memory buffers or transfers is dispatched, the core
 //!   turns its evaluated memory ([`pnet_vm::TaskMemory`]) into a self-contained
-//!   [`pnet_protocol::memory::MemoryTask`] with [`pnet_memory::plan`]; such functions get the
-//!   implicit requirement [`GPI_CAPABILITY`] (the capability of every topology worker with
-//!   working memory), so they only go to workers that can run them.
+//!   [`pnet_protocol::memory::MemoryTask`] with [`plan()`] (`memory/plan.rs`: the plan lives
+//!   in the agent, so that `pnet_memory`, which workers link, does not depend on the engine);
+//!   such functions get the implicit requirement [`GPI_CAPABILITY`] (the capability of
+//!   every topology worker with working memory), so they only go to workers that can run
+//!   them.
 //! - The client API (allocate, write, read, free from outside a workflow; `gspc alloc`,
 //!   `gspc-run --alloc`) reads and writes segments through a [`pnet_memory::Peers`] of the
 //!   agent's own (its host is the agent's hostname, it has no segment), owned by the
@@ -26,6 +28,10 @@ use pnet_memory::{GlobalTable, MemStats, Peers};
 use pnet_protocol::Secret;
 
 use crate::control::{HostMemory, MemoryStatus};
+
+mod plan;
+
+pub use plan::plan;
 
 /// The capability of workers with working memory (topology classes with shm > 0).
 pub const GPI_CAPABILITY: &str = pnet_topology::GPI_CAPABILITY;

@@ -9,8 +9,10 @@
 //!   servers otherwise); [`LocalBuffers`] are a call's buffers (guarded, see below);
 //!   [`run_gets`] / [`run_puts`] run a [`MemoryTask`]'s copies.
 //! - Agent side: the [`GlobalTable`] of segments and allocations (`alloc`, `free`, `locate`,
-//!   statistics); [`plan`] turns an evaluated call into a self-contained [`MemoryTask`];
-//!   [`read_global`] / [`write_global`] are the client API for inputs and results.
+//!   statistics); [`read_global`] / [`write_global`] are the client API for inputs and
+//!   results. The agent's memory plan (`pnet-agent`, `memory/plan.rs`) turns an evaluated
+//!   call into a self-contained [`MemoryTask`] with the semantics below; it lives in the
+//!   agent so that this crate, which workers link, does not depend on the engine.
 //!
 //! # Semantics of memory transfers
 //! - Gets (`memory-get` and the get half of `memory-getput`) run before the module call, puts
@@ -47,26 +49,26 @@
 
 mod local;
 mod peers;
-mod plan;
 mod segment;
 pub mod server;
 mod sys;
 mod table;
+mod transfer;
 
 pub use pnet_protocol::memory::{BufferSpec, Copy, MemoryTask, SegmentInfo};
 
 pub use local::LocalBuffers;
 pub use peers::Peers;
-pub use plan::{
-    RangePiece, plan, range_value, read_global, read_pieces, resolve, run_gets, run_puts,
-    write_global, write_pieces,
-};
 pub use segment::{
     Segment, remove_segments_in, remove_segments_of, remove_stale_segments, segment_dir,
     segment_name, segment_owner,
 };
 pub use server::Server;
 pub use table::{GlobalTable, MemStats, PART_ALIGN, Piece};
+pub use transfer::{
+    RangePiece, range_value, read_global, read_pieces, resolve, run_gets, run_puts, write_global,
+    write_pieces,
+};
 
 /// An error of the memory layer; the message is a full sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,27 +1,21 @@
-//! From an evaluated module call (engine [`pnet_vm::TaskMemory`]) to a self-contained
-//! [`MemoryTask`], and the transfers of a task.
+//! The memory plan: from an evaluated module call (engine [`pnet_vm::TaskMemory`]) to a
+//! self-contained [`MemoryTask`] (the copies between global memory and the call's local
+//! buffers, with every check of the semantics described in [`pnet_memory`]). Only the agent
+//! plans; workers run the plans ([`pnet_memory::run_gets`], [`pnet_memory::run_puts`]), so
+//! the memory layer does not depend on the engine.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use pnet_bundle::{Bundle, FunctionId, TransferKind};
+use pnet_memory::{BufferSpec, Copy, GlobalTable, MemError, MemoryTask, Piece};
 use pnet_stdlib::Value;
 
-use crate::{
-    BufferSpec, Copy, GlobalTable, LocalBuffers, MemError, MemoryTask, Peers, Piece, SegmentInfo,
-};
-
-/// The `global_memory_range` token of a range:
-/// `[handle := [name := "<handle>"], offset := <offset>UL, size := <size>UL]`.
-pub fn range_value(handle: &str, offset: u64, size: u64) -> Value {
-    Value::Struct(vec![
-        (
-            Arc::from("handle"),
-            Value::Struct(vec![(Arc::from("name"), Value::string(handle))]),
-        ),
-        (Arc::from("offset"), Value::ULong(offset)),
-        (Arc::from("size"), Value::ULong(size)),
-    ])
+/// An error of the plan; the message is a full sentence.
+fn mem_error(message: impl Into<String>) -> MemError {
+    MemError {
+        message: message.into(),
+    }
 }
 
 /// The XML element of a transfer kind.
@@ -75,7 +69,7 @@ fn ranges(v: &Value, side: &str, what: &str) -> Result<Vec<Range>, MemError> {
         "[buffer := \"...\", offset := ..UL, size := ..UL]"
     };
     let Value::List(items) = v else {
-        return Err(MemError::new(format!(
+        return Err(mem_error(format!(
             "{what}: the {side} ranges must be a list of {shape}, not {}.",
             show(v)
         )));
@@ -83,7 +77,7 @@ fn ranges(v: &Value, side: &str, what: &str) -> Result<Vec<Range>, MemError> {
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let bad = |why: &str| {
-            MemError::new(format!(
+            mem_error(format!(
                 "{what}: {side} range {} ({}) {why}; a range is {shape}.",
                 i + 1,
                 show(item)
@@ -133,7 +127,7 @@ fn push_copy(list: &mut Vec<Copy>, c: Copy) {
 }
 
 /// Converts an evaluated call (engine `TaskMemory`) into a self-contained [`MemoryTask`]
-/// with every check of the semantics (see the crate documentation); errors name the transfer
+/// with every check of the semantics (see the [`pnet_memory`] documentation); errors name the transfer
 /// or buffer by `file:line:col`.
 pub fn plan(
     bundle: &Bundle,
@@ -142,7 +136,7 @@ pub fn plan(
     table: &GlobalTable,
 ) -> Result<MemoryTask, MemError> {
     let f = bundle.functions.get(function.index()).ok_or_else(|| {
-        MemError::new(format!(
+        mem_error(format!(
             "The bundle has no function {} (it has {}).",
             function.0,
             bundle.functions.len()
@@ -153,7 +147,7 @@ pub fn plan(
     if mem.buffers.len() != f.memory_buffers.len()
         || mem.transfers.len() != f.memory_transfers.len()
     {
-        return Err(MemError::new(format!(
+        return Err(mem_error(format!(
             "{floc}: function `{fname}` has {} memory buffer(s) and {} transfer(s), but the call evaluated {} and {}.",
             f.memory_buffers.len(),
             f.memory_transfers.len(),
@@ -165,7 +159,7 @@ pub fn plan(
     let mut index: HashMap<&str, u32> = HashMap::new();
     for (i, (b, &(size, alignment))) in f.memory_buffers.iter().zip(&mem.buffers).enumerate() {
         if alignment == 0 || !alignment.is_power_of_two() {
-            return Err(MemError::new(format!(
+            return Err(mem_error(format!(
                 "{}: the alignment {alignment} of memory buffer `{}` is not a power of two.",
                 bundle.location(b.span),
                 b.name
@@ -185,7 +179,7 @@ pub fn plan(
         let globals = ranges(gv, "global", &what)?;
         let locals = ranges(lv, "local", &what)?;
         let empty = |side: &str, i: usize| {
-            MemError::new(format!(
+            mem_error(format!(
                 "{what}: {side} range {} is empty (size 0), and empty ranges are not allowed (allow-empty-ranges=\"true\" would allow them).",
                 i + 1
             ))
@@ -199,7 +193,7 @@ pub fn plan(
             }
             let Some(&b) = index.get(r.name.as_str()) else {
                 let names: Vec<&str> = f.memory_buffers.iter().map(|b| b.name.as_str()).collect();
-                return Err(MemError::new(format!(
+                return Err(mem_error(format!(
                     "{what}: local range {} names the memory buffer `{}`, which does not exist (the buffers are: {}).",
                     i + 1,
                     r.name,
@@ -212,7 +206,7 @@ pub fn plan(
             };
             let bsize = task.buffers[b as usize].size;
             if r.offset.checked_add(r.size).is_none_or(|e| e > bsize) {
-                return Err(MemError::new(format!(
+                return Err(mem_error(format!(
                     "{what}: local range {} (offset {}, size {}) lies outside memory buffer `{}` of {bsize} bytes.",
                     i + 1,
                     r.offset,
@@ -231,20 +225,20 @@ pub fn plan(
                 return Err(empty("global", i));
             }
             if table.size_of(&r.name).is_none() {
-                return Err(MemError::new(format!(
+                return Err(mem_error(format!(
                     "{what}: global range {} names the handle `{}`, which is not a global allocation.",
                     i + 1,
                     r.name
                 )));
             }
-            let pieces = table.locate(&r.name, r.offset, r.size).map_err(|e| {
-                MemError::new(format!("{what}: global range {}: {}", i + 1, e.message))
-            })?;
+            let pieces = table
+                .locate(&r.name, r.offset, r.size)
+                .map_err(|e| mem_error(format!("{what}: global range {}: {}", i + 1, e.message)))?;
             gtotal = gtotal.saturating_add(r.size);
             gstream.extend(pieces);
         }
         if gtotal != ltotal {
-            return Err(MemError::new(format!(
+            return Err(mem_error(format!(
                 "{what}: the global ranges total {gtotal} bytes but the local ranges {ltotal} bytes; they must be equal."
             )));
         }
@@ -292,7 +286,7 @@ pub fn plan(
     }
     for id in used {
         let info = table.segment(id).ok_or_else(|| {
-            MemError::new(format!(
+            mem_error(format!(
                 "{floc}: segment {id} of the global memory is gone (its worker left)."
             ))
         })?;
@@ -301,181 +295,5 @@ pub fn plan(
     Ok(task)
 }
 
-fn segment_of(task: &MemoryTask, id: u32) -> Result<&SegmentInfo, MemError> {
-    task.segments.iter().find(|s| s.id == id).ok_or_else(|| {
-        MemError::new(format!(
-            "The memory task copies from or to segment {id}, which it does not list."
-        ))
-    })
-}
-
-/// The buffer bytes of a copy, checked.
-fn buffer_range(
-    c: &Copy,
-    bufs: &LocalBuffers,
-) -> Result<(usize, std::ops::Range<usize>), MemError> {
-    let b = c.buffer as usize;
-    let bad = || {
-        MemError::new(format!(
-            "The memory task copies {} bytes at offset {} of buffer {}, which {}.",
-            c.len,
-            c.buffer_offset,
-            c.buffer,
-            if b < bufs.len() {
-                format!("has only {} bytes", bufs.size(b))
-            } else {
-                format!("does not exist ({} buffers)", bufs.len())
-            }
-        ))
-    };
-    if b >= bufs.len() {
-        return Err(bad());
-    }
-    let end = c
-        .buffer_offset
-        .checked_add(c.len)
-        .filter(|&e| e <= bufs.size(b))
-        .ok_or_else(bad)?;
-    // Both fit the buffer, hence usize.
-    Ok((b, c.buffer_offset as usize..end as usize))
-}
-
-/// Runs a task's gets into the buffers; returns the bytes copied.
-pub fn run_gets(
-    task: &MemoryTask,
-    bufs: &mut LocalBuffers,
-    peers: &mut Peers,
-) -> Result<u64, MemError> {
-    let mut n = 0u64;
-    for c in &task.gets {
-        let seg = segment_of(task, c.segment)?;
-        let (b, r) = buffer_range(c, bufs)?;
-        peers.read(seg, c.segment_offset, &mut bufs.bytes_mut(b)[r])?;
-        n += c.len;
-    }
-    Ok(n)
-}
-
-/// Runs a task's puts out of the buffers; returns the bytes copied.
-pub fn run_puts(
-    task: &MemoryTask,
-    bufs: &LocalBuffers,
-    peers: &mut Peers,
-) -> Result<u64, MemError> {
-    let mut n = 0u64;
-    for c in &task.puts {
-        let seg = segment_of(task, c.segment)?;
-        let (b, r) = buffer_range(c, bufs)?;
-        peers.write(seg, c.segment_offset, &bufs.bytes(b)[r])?;
-        n += c.len;
-    }
-    Ok(n)
-}
-
-/// One contiguous part of a global range: the segment and the bytes in it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RangePiece {
-    pub segment: SegmentInfo,
-    pub offset: u64,
-    pub len: u64,
-}
-
-/// Resolves `len` bytes at `offset` of an allocation into pieces (with their segments), so
-/// that the copies can run without the table (the agent resolves under its lock, then copies
-/// without holding it).
-pub fn resolve(
-    table: &GlobalTable,
-    handle: &str,
-    offset: u64,
-    len: u64,
-) -> Result<Vec<RangePiece>, MemError> {
-    table
-        .locate(handle, offset, len)?
-        .into_iter()
-        .map(|p| {
-            let segment = table.segment(p.segment).cloned().ok_or_else(|| {
-                MemError::new(format!(
-                    "The allocation {handle} has a part in segment {}, which is gone.",
-                    p.segment
-                ))
-            })?;
-            Ok(RangePiece {
-                segment,
-                offset: p.offset,
-                len: p.len,
-            })
-        })
-        .collect()
-}
-
-fn too_large(n: u64) -> MemError {
-    MemError::new(format!(
-        "{n} bytes do not fit in this machine's address space."
-    ))
-}
-
-/// Reads the pieces, in order, into `out` (whose length is their total).
-pub fn read_pieces(
-    peers: &mut Peers,
-    pieces: &[RangePiece],
-    out: &mut [u8],
-) -> Result<(), MemError> {
-    let mut at = 0usize;
-    for p in pieces {
-        let len = usize::try_from(p.len).map_err(|_| too_large(p.len))?;
-        let Some(end) = at.checked_add(len).filter(|&e| e <= out.len()) else {
-            return Err(MemError::new(
-                "The pieces of the range are larger than the buffer.",
-            ));
-        };
-        peers.read(&p.segment, p.offset, &mut out[at..end])?;
-        at = end;
-    }
-    Ok(())
-}
-
-/// Writes `data` over the pieces, in order.
-pub fn write_pieces(peers: &mut Peers, pieces: &[RangePiece], data: &[u8]) -> Result<(), MemError> {
-    let mut at = 0usize;
-    for p in pieces {
-        let len = usize::try_from(p.len).map_err(|_| too_large(p.len))?;
-        let Some(end) = at.checked_add(len).filter(|&e| e <= data.len()) else {
-            return Err(MemError::new(
-                "The pieces of the range are larger than the data.",
-            ));
-        };
-        peers.write(&p.segment, p.offset, &data[at..end])?;
-        at = end;
-    }
-    Ok(())
-}
-
-/// Reads a global range from outside a workflow (client API).
-pub fn read_global(
-    table: &GlobalTable,
-    peers: &mut Peers,
-    handle: &str,
-    offset: u64,
-    out: &mut [u8],
-) -> Result<(), MemError> {
-    read_pieces(
-        peers,
-        &resolve(table, handle, offset, out.len() as u64)?,
-        out,
-    )
-}
-
-/// Writes a global range from outside a workflow (client API).
-pub fn write_global(
-    table: &GlobalTable,
-    peers: &mut Peers,
-    handle: &str,
-    offset: u64,
-    data: &[u8],
-) -> Result<(), MemError> {
-    write_pieces(
-        peers,
-        &resolve(table, handle, offset, data.len() as u64)?,
-        data,
-    )
-}
+#[cfg(test)]
+mod tests;
