@@ -103,16 +103,26 @@ pub fn exit_after_parse(program: &str, text: &str, is_error: bool, code: i32) ->
     std::process::exit(code)
 }
 
-/// Parses the command line (`std::env::args_os()`, or the `OsString`s given) into the
-/// `clap::Parser` type `$ty`, ending the process as [`exit_after_parse`] does for `--help`,
-/// `--version` and usage errors. The calling crate depends on `clap`.
+/// Parses the command line (`std::env::args_os()`, or the `OsString`s given, the program
+/// name first) into the `clap::Parser` type `$ty`, ending the process as [`exit_after_parse`]
+/// does for `--help`, `--version` and usage errors, and as [`generate_if_asked`] does for
+/// `PROGRAM --generate=KIND`. The calling crate depends on `clap`.
 #[macro_export]
 macro_rules! parse_args {
     ($ty:ty, $program:expr) => {
         $crate::parse_args!($ty, $program, ::std::env::args_os())
     };
-    ($ty:ty, $program:expr, $argv:expr) => {
-        match <$ty as ::clap::Parser>::try_parse_from($argv) {
+    ($ty:ty, $program:expr, $argv:expr) => {{
+        let argv: ::std::vec::Vec<::std::ffi::OsString> =
+            ::std::iter::IntoIterator::into_iter($argv)
+                .map(::std::convert::Into::into)
+                .collect();
+        $crate::cli::generate_if_asked(
+            $program,
+            argv.get(1..).unwrap_or_default(),
+            <$ty as ::clap::CommandFactory>::command,
+        );
+        match <$ty as ::clap::Parser>::try_parse_from(argv) {
             Ok(a) => a,
             Err(e) => $crate::cli::exit_after_parse(
                 $program,
@@ -121,7 +131,94 @@ macro_rules! parse_args {
                 e.exit_code(),
             ),
         }
+    }};
+}
+
+/// What `PROGRAM --generate=KIND` prints: its man page or a shell's completion script.
+pub const GENERATE_KINDS: &[&str] = &["man", "bash", "zsh", "fish", "elvish", "powershell"];
+
+/// The man page (`kind` "man", roff for `man -l`) or the completion script for a shell
+/// (`bash`, `zsh`, `fish`, `elvish`, `powershell`) of the command `command`, named `program`.
+pub fn generate(command: clap::Command, program: &str, kind: &str) -> Result<Vec<u8>, String> {
+    // clap names commands with 'static strings; this runs at most once per process.
+    let name: &'static str = Box::leak(program.to_string().into_boxed_str());
+    let mut command = command.name(name).bin_name(name);
+    let mut out = Vec::new();
+    if kind == "man" {
+        clap_mangen::Man::new(command)
+            .render(&mut out)
+            .map_err(|e| e.to_string())?;
+        return Ok(out);
+    }
+    let shell = <clap_complete::Shell as clap::ValueEnum>::from_str(kind, false).map_err(|_| {
+        format!(
+            "--generate: unknown kind '{kind}' (one of {})",
+            GENERATE_KINDS.join(", ")
+        )
+    })?;
+    clap_complete::generate(shell, &mut command, name, &mut out);
+    Ok(out)
+}
+
+/// The hidden option of every tool: when the arguments after the program name are exactly
+/// `--generate=KIND` (or `--generate KIND`), prints [`generate`]'s text for the command
+/// `command()` on standard output and ends the process (status 0; 2 for an unknown kind).
+/// `tools/install-docs.sh` installs every tool's man page and completions this way.
+pub fn generate_if_asked(
+    program: &str,
+    args: &[std::ffi::OsString],
+    command: impl FnOnce() -> clap::Command,
+) {
+    let kind = match args {
+        [a] => a.to_str().and_then(|a| a.strip_prefix("--generate=")),
+        [a, k] if a == "--generate" => k.to_str(),
+        _ => None,
     };
+    let Some(kind) = kind else { return };
+    match generate(command(), program, kind) {
+        Ok(text) => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = out.write_all(&text).and_then(|()| out.flush()) {
+                write_stderr(format_args!(
+                    "{program}: cannot write to standard output: {e}\n"
+                ));
+                std::process::exit(1);
+            }
+            std::process::exit(0)
+        }
+        Err(e) => usage_exit(program, &e),
+    }
+}
+
+/// The input and output arguments of the tools that read one net and write one file
+/// (pnetc, pnet2dot, pnetput), flattened into their clap arguments: the positional NET,
+/// `-i/--input FILE` instead of it, and `-o/--output FILE` (`--if` and `--of`, pnetput's
+/// first names, are aliases). What a tool does without them, or with `-`, its own help says.
+#[derive(clap::Args, Debug, Default, Clone)]
+pub struct InputOutput {
+    /// The net (`-`: standard input)
+    #[arg(value_name = "NET")]
+    pub input_arg: Option<std::path::PathBuf>,
+    /// The net (instead of the positional NET)
+    #[arg(
+        short = 'i',
+        long = "input",
+        alias = "if",
+        value_name = "FILE",
+        conflicts_with = "input_arg"
+    )]
+    pub input: Option<std::path::PathBuf>,
+    /// Write the output to FILE
+    #[arg(short = 'o', long = "output", alias = "of", value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+}
+
+impl InputOutput {
+    /// The input given, by `-i` or as the positional argument.
+    pub fn input(&self) -> Option<&std::path::Path> {
+        self.input.as_deref().or(self.input_arg.as_deref())
+    }
 }
 
 /// Ends the process with a usage error: `PROGRAM: MESSAGE`, a hint at `--help`, status 2.

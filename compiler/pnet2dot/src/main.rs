@@ -30,25 +30,13 @@ Examples:
 ///
 /// NET is a bundle written by pnetc (.pnet), an .xpnet file, compiled on the fly, or a
 /// workload description (.workload), lowered to a net and compiled; `-` or nothing reads it
-/// from standard input. The output is a Graphviz digraph: render it with
-/// `dot -Tsvg -o net.svg`.
+/// from standard input. The output is a Graphviz digraph, written to -o FILE (without -o, or
+/// with `-o -`, to standard output): render it with `dot -Tsvg -o net.svg`.
 #[derive(Parser)]
 #[command(name = "pnet2dot", version, after_help = AFTER_HELP)]
 struct Cli {
-    /// The net (`-` or none: standard input)
-    #[arg(value_name = "NET")]
-    input_arg: Option<PathBuf>,
-    /// The net (instead of the positional NET)
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        conflicts_with = "input_arg"
-    )]
-    input: Option<PathBuf>,
-    /// Write the graph to FILE (default, or `-`: standard output)
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    output: Option<PathBuf>,
+    #[command(flatten)]
+    io: pnet_stdlib::cli::InputOutput,
     /// Show the types of places and ports
     #[arg(long)]
     signature: bool,
@@ -93,8 +81,8 @@ struct Args {
 fn parse_args() -> Args {
     let cli = pnet_stdlib::parse_args!(Cli, "pnet2dot", pnet_driver::args::args_os());
     Args {
-        input: cli.input.or(cli.input_arg),
-        output: cli.output,
+        input: cli.io.input().map(Path::to_path_buf),
+        output: cli.io.output,
         trace: cli.trace,
         draw: Options {
             signature: cli.signature,

@@ -12,6 +12,7 @@ use pnet_driver::ColorMode;
 use pnet_driver::args::{CompilerArgs, parse_color_arg, warnings_listing};
 use pnet_driver::render_diagnostics;
 use pnet_sema::Options;
+use pnet_stdlib::cli::InputOutput;
 use pnet_stdlib::{errln, out, outln};
 
 const AFTER_HELP: &str = "\
@@ -31,26 +32,15 @@ Examples:
 
 /// pnetc: compile an xpnet Petri net into a .pnet bundle
 ///
-/// INPUT is an .xpnet file whose root element is a defun (default: -i, or standard input), or
+/// NET is an .xpnet file whose root element is a defun (default: -i, or standard input), or
 /// a workload description (a file ending in .workload, see grammar/workload.md), which is
-/// lowered to an xpnet net first. Without -o the net is only checked.
+/// lowered to an xpnet net first. -o FILE writes the bundle to FILE; without -o the net is
+/// only checked.
 #[derive(Parser)]
 #[command(name = "pnetc", after_help = AFTER_HELP, disable_version_flag = true)]
 struct Cli {
-    /// The net to compile (`-` or none: standard input)
-    #[arg(value_name = "INPUT")]
-    input_arg: Option<PathBuf>,
-    /// The net to compile
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        conflicts_with = "input_arg"
-    )]
-    input: Option<PathBuf>,
-    /// Write the bundle to FILE
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    output: Option<PathBuf>,
+    #[command(flatten)]
+    io: InputOutput,
     /// Print a text form to standard output (xpnet: the net generated from a .workload file;
     /// an .xpnet input is printed as it is)
     #[arg(long, value_enum, value_name = "KIND")]
@@ -220,8 +210,8 @@ fn main() -> ExitCode {
     // Generating module code makes `duplicate_external_function` an error.
     options.build_modules = cli.cxx.build_dir.is_some();
     let args = Args {
-        input: cli.input.or(cli.input_arg),
-        output: cli.output,
+        input: cli.io.input().map(Path::to_path_buf),
+        output: cli.io.output,
         emit: cli.emit,
         list_dependencies: cli.list_dependencies,
         make,

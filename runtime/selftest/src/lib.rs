@@ -243,8 +243,9 @@ where
     use clap::{CommandFactory, FromArgMatches};
     let hint = format!("Try '{prog} --help' for more information.");
     let usage = |m: String| (format!("{prog}: {m}\n{hint}"), 2);
-    let argv =
-        std::iter::once(std::ffi::OsString::from(prog)).chain(argv.into_iter().map(Into::into));
+    let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+    pnet_stdlib::cli::generate_if_asked(prog, &argv, Cli::command);
+    let argv = std::iter::once(std::ffi::OsString::from(prog)).chain(argv);
     // clap names commands with 'static strings; this runs once per process.
     let name: &'static str = Box::leak(prog.to_string().into_boxed_str());
     let cli = Cli::command()

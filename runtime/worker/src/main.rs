@@ -7,11 +7,16 @@ use clap::Parser;
 use pnet_protocol::{SECRET_ENV, Secret};
 use pnet_worker::{Config, Outcome, exit};
 
+const AFTER_HELP: &str = "\
+Example (joining a run by hand, the run's secret on standard input):
+  echo \"$SECRET\" | gspc-worker --agent 10.0.0.1:7000 --name extra --capabilities compute \\
+      --secret-stdin --module-path build";
+
 /// Connects to a gspc agent and runs the module calls it is sent (native libraries
 /// `lib<module>.so` and command modules), one at a time. Normally started by the agent's
 /// launcher, not by hand.
 #[derive(Parser, Debug)]
-#[command(name = "gspc-worker", version)]
+#[command(name = "gspc-worker", version, after_help = AFTER_HELP)]
 struct Args {
     /// The agent's address.
     #[arg(long, value_name = "HOST:PORT")]
@@ -58,7 +63,13 @@ fn main() {
     if let Some(code) = pnet_worker::helper::main_if_helper() {
         std::process::exit(code);
     }
-    let args = Args::parse();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    pnet_stdlib::cli::generate_if_asked(
+        "gspc-worker",
+        argv.get(1..).unwrap_or_default(),
+        <Args as clap::CommandFactory>::command,
+    );
+    let args = Args::parse_from(argv);
     let name = args.name.clone();
     let code = match start(args) {
         Ok(outcome) => {

@@ -17,30 +17,20 @@ Examples:
 
 /// pnetput: put input tokens into a compiled net (.pnet bundle)
 ///
-/// The tokens become initial tokens of the net: every run of OUT.pnet (gspc-run, gspc submit,
-/// pnetv) starts with them, after the place's own tokens and before the run's -p tokens.
+/// NET (or -i FILE) is the bundle to read, -o FILE the bundle to write (`-`: standard input,
+/// standard output; it may be NET itself). The tokens become initial tokens of the net: every
+/// run of the bundle written (gspc-run, gspc submit, pnetv) starts with them, after the
+/// place's own tokens and before the run's -p tokens.
 #[derive(Parser)]
 #[command(
     name = "pnetput",
     version,
     after_help = AFTER_HELP,
-    override_usage = "pnetput [OPTIONS] [-i] IN.pnet -o OUT.pnet -p PORT=VALUE..."
+    override_usage = "pnetput [OPTIONS] [-i] NET -o FILE -p PORT=VALUE..."
 )]
 struct Cli {
-    /// The bundle to read ("-": standard input)
-    #[arg(value_name = "IN.pnet")]
-    input_arg: Option<PathBuf>,
-    /// The bundle to read ("-": standard input)
-    #[arg(
-        short = 'i',
-        long = "if",
-        value_name = "FILE",
-        conflicts_with = "input_arg"
-    )]
-    input: Option<PathBuf>,
-    /// The bundle to write ("-": standard output; may be IN itself)
-    #[arg(short = 'o', long = "of", value_name = "FILE")]
-    output: Option<PathBuf>,
+    #[command(flatten)]
+    io: pnet_stdlib::cli::InputOutput,
     /// A token for in port PORT, VALUE in the expression language's literal syntax (3L, "s",
     /// Struct [a := 1], ...); repeatable
     #[arg(short = 'p', long = "put", value_name = "PORT=VALUE", value_parser = parse_port)]
@@ -63,8 +53,10 @@ fn parse_place(s: &str) -> Result<(String, Value), String> {
 
 fn main() -> ExitCode {
     pnet_stdlib::cli::exit_quietly_on_broken_pipe();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    pnet_stdlib::cli::generate_if_asked("pnetput", argv.get(1..).unwrap_or_default(), Cli::command);
     let matches = Cli::command()
-        .try_get_matches_from(std::env::args_os())
+        .try_get_matches_from(argv)
         .and_then(|m| Cli::from_arg_matches(&m).map(|c| (m, c)));
     let (matches, cli) = match matches {
         Ok(mc) => mc,
@@ -90,11 +82,11 @@ fn main() -> ExitCode {
         puts.push((i, Target::Place(name), v));
     }
     puts.sort_by_key(|(i, _, _)| *i);
-    let output = cli.output;
     let list = cli.list;
-    let Some(input_path) = cli.input.or(cli.input_arg) else {
+    let Some(input_path) = cli.io.input().map(PathBuf::from) else {
         pnet_stdlib::cli::usage_exit("pnetput", "no input bundle given");
     };
+    let output = cli.io.output;
     if output.is_none() && !list {
         pnet_stdlib::cli::usage_exit("pnetput", "no output given (-o OUT.pnet)");
     }
