@@ -469,7 +469,7 @@ fn control_events(
         .unwrap();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let server = rt
-        .block_on(async { super::bind_control(&sock, tx, None, owner) })
+        .block_on(async { super::control_socket::bind_control(&sock, tx, None, owner) })
         .unwrap();
     let client = thread::spawn(move || client(sock));
     let mut events = Vec::new();

@@ -1,0 +1,338 @@
+//! Worker connections: the listener (handshake: protocol version, then secret; `Refused`
+//! with a reason otherwise; at most [`PREAUTH_CONNECTIONS`] connections waiting for their
+//! Hello), then one reader and one writer task per worker (the writer feeds each message of
+//! a batch and flushes once, and sends heartbeats; the reader forwards batches of messages
+//! and declares the worker lost when it is silent for [`HEARTBEAT_TIMEOUT`]).
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{FutureExt, SinkExt, StreamExt};
+use pnet_protocol::frame::{self, encode};
+use pnet_protocol::{
+    AgentMsg, HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, ModuleDef, PREAUTH_CONNECTIONS,
+    PREAUTH_TIMEOUT, PROTOCOL_VERSION, Secret, WorkerMsg, hello_protocol,
+};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::task::JoinHandle;
+use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
+
+use super::ShellEvent;
+
+pub(super) struct Conn {
+    pub(super) tx: UnboundedSender<Bytes>,
+    pub(super) writer: JoinHandle<()>,
+    pub(super) name: String,
+}
+
+pub(super) struct Shared {
+    pub(super) secret: Secret,
+    /// The module definitions of the live jobs (for Welcomes) and the next definition id.
+    pub(super) defs: Mutex<(Vec<ModuleDef>, u32)>,
+    pub(super) module_path: Vec<String>,
+    pub(super) next_id: AtomicU32,
+    pub(super) ev: UnboundedSender<ShellEvent>,
+    /// The connections that have not sent their Hello yet.
+    pub(super) pending: Mutex<Pending>,
+}
+
+/// The worker connections waiting for their Hello, oldest first: at most
+/// [`PREAUTH_CONNECTIONS`]; one more closes the oldest (a real worker says Hello at once, so
+/// a flood of silent connections cannot keep it out).
+#[derive(Default)]
+pub(super) struct Pending {
+    pub(super) next: u64,
+    pub(super) open: VecDeque<(u64, SocketAddr, tokio::task::AbortHandle)>,
+}
+
+impl Shared {
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The connection `key` is no longer waiting; false if it was closed as the oldest.
+    fn unpend(&self, key: u64) -> bool {
+        let mut p = self.pending();
+        match p.open.iter().position(|(k, _, _)| *k == key) {
+            Some(i) => {
+                p.open.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Takes a connection off the waiting list however its handshake ends.
+struct Unpend<'a>(&'a Shared, u64);
+
+impl Drop for Unpend<'_> {
+    fn drop(&mut self) {
+        self.0.unpend(self.1);
+    }
+}
+
+pub(super) struct AbortOnDrop(pub(super) JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+pub(super) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        match listener.accept().await {
+            Ok((sock, peer)) => {
+                let _ = sock.set_nodelay(true);
+                let closed: Vec<_> = {
+                    let mut p = shared.pending();
+                    let key = p.next;
+                    p.next += 1;
+                    let task = tokio::spawn(handle_worker(sock, peer, shared.clone(), key));
+                    p.open.push_back((key, peer, task.abort_handle()));
+                    let excess = p.open.len().saturating_sub(PREAUTH_CONNECTIONS);
+                    p.open.drain(..excess).collect()
+                };
+                for (_, peer, task) in closed {
+                    task.abort();
+                    let _ = shared.ev.send(ShellEvent::Refused {
+                        peer,
+                        reason: format!(
+                            "closed: more than {PREAUTH_CONNECTIONS} connections were waiting \
+                             for their Hello"
+                        ),
+                    });
+                }
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+async fn refuse(
+    w: &mut FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>,
+    shared: &Shared,
+    peer: SocketAddr,
+    reason: String,
+) {
+    let _ = tokio::time::timeout(
+        Duration::from_secs(1),
+        frame::send(
+            w,
+            &AgentMsg::Refused {
+                reason: reason.clone(),
+            },
+        ),
+    )
+    .await;
+    let _ = shared.ev.send(ShellEvent::Refused { peer, reason });
+}
+
+/// The handshake, then the reader loop of one worker.
+///
+/// Until the Hello has passed, the connection is on the waiting list ([`Pending`]), its frames
+/// are limited to [`pnet_protocol::PREAUTH_MAX_FRAME`] bytes and it has [`PREAUTH_TIMEOUT`] to
+/// send the Hello.
+async fn handle_worker(sock: TcpStream, peer: SocketAddr, shared: Arc<Shared>, key: u64) {
+    let waiting = Unpend(&shared, key);
+    let (rd, wr) = sock.into_split();
+    let mut r = frame::preauth_reader(rd);
+    let mut w = frame::writer(wr);
+    let first = match tokio::time::timeout(PREAUTH_TIMEOUT, r.next()).await {
+        Ok(Some(Ok(f))) => f,
+        Ok(Some(Err(e))) => {
+            return refuse(&mut w, &shared, peer, format!("bad first frame: {e}")).await;
+        }
+        Ok(None) => return,
+        Err(_) => {
+            let reason = format!("no Hello within {} s", PREAUTH_TIMEOUT.as_secs());
+            return refuse(&mut w, &shared, peer, reason).await;
+        }
+    };
+    match hello_protocol(&first) {
+        Some(PROTOCOL_VERSION) => {}
+        Some(v) => {
+            return refuse(
+                &mut w,
+                &shared,
+                peer,
+                format!(
+                    "protocol version {v} is not supported: this agent speaks version \
+                     {PROTOCOL_VERSION} (use the gspc-worker of the same release)"
+                ),
+            )
+            .await;
+        }
+        None => {
+            return refuse(
+                &mut w,
+                &shared,
+                peer,
+                "the first message is not a Hello".into(),
+            )
+            .await;
+        }
+    }
+    let hello = match postcard::from_bytes::<WorkerMsg>(&first) {
+        Ok(WorkerMsg::Hello(h)) => h,
+        Ok(_) | Err(_) => {
+            return refuse(&mut w, &shared, peer, "malformed Hello".into()).await;
+        }
+    };
+    if !hello.secret.matches(&shared.secret) {
+        return refuse(
+            &mut w,
+            &shared,
+            peer,
+            format!(
+                "wrong secret from worker `{}` (it must be started by this agent, or get the \
+                 run's secret)",
+                hello.name
+            ),
+        )
+        .await;
+    }
+    // Authenticated: off the waiting list (unless it was just closed as the oldest), and the
+    // usual frame limit.
+    std::mem::forget(waiting);
+    if !shared.unpend(key) {
+        return;
+    }
+    frame::authenticated(&mut r);
+    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let (modules, defs_upto) = shared
+        .defs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let welcome = AgentMsg::Welcome {
+        worker: id,
+        modules,
+        module_path: shared.module_path.clone(),
+    };
+    if frame::send(&mut w, &welcome).await.is_err() {
+        return;
+    }
+    let (tx, rx) = unbounded_channel();
+    let writer = tokio::spawn(writer_loop(w, rx));
+    if shared
+        .ev
+        .send(ShellEvent::Joined {
+            id,
+            hello,
+            defs_upto,
+            tx,
+            writer,
+        })
+        .is_err()
+    {
+        return;
+    }
+    let reason = reader_loop(&mut r, id, &shared.ev).await;
+    let _ = shared.ev.send(ShellEvent::Lost { id, reason });
+}
+
+async fn reader_loop(
+    r: &mut FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
+    id: u32,
+    ev: &UnboundedSender<ShellEvent>,
+) -> String {
+    let decode = |f: &[u8]| postcard::from_bytes::<WorkerMsg>(f);
+    loop {
+        let frame = match tokio::time::timeout(HEARTBEAT_TIMEOUT, r.next()).await {
+            Err(_) => {
+                return format!(
+                    "silent for {:.1} s (no heartbeat)",
+                    HEARTBEAT_TIMEOUT.as_secs_f64()
+                );
+            }
+            Ok(None) => return "connection closed".into(),
+            Ok(Some(Err(e))) => return format!("connection error: {e}"),
+            Ok(Some(Ok(f))) => f,
+        };
+        let mut msgs = Vec::new();
+        let mut push = |f: &[u8]| -> Result<(), String> {
+            match decode(f) {
+                Ok(m) => {
+                    msgs.push(m);
+                    Ok(())
+                }
+                Err(e) => Err(format!("malformed message: {e}")),
+            }
+        };
+        if let Err(e) = push(&frame) {
+            return e;
+        }
+        // Everything else that is already there, without waiting.
+        let mut end = None;
+        while let Some(next) = r.next().now_or_never() {
+            match next {
+                Some(Ok(f)) => {
+                    if let Err(e) = push(&f) {
+                        end = Some(e);
+                        break;
+                    }
+                }
+                Some(Err(e)) => {
+                    end = Some(format!("connection error: {e}"));
+                    break;
+                }
+                None => {
+                    end = Some("connection closed".into());
+                    break;
+                }
+            }
+        }
+        if !msgs.is_empty() && ev.send(ShellEvent::Msgs { id, msgs }).is_err() {
+            return "the agent is stopping".into();
+        }
+        if let Some(e) = end {
+            return e;
+        }
+    }
+}
+
+async fn writer_loop(
+    mut w: FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>,
+    mut rx: UnboundedReceiver<Bytes>,
+) {
+    let heartbeat = encode(&AgentMsg::Heartbeat);
+    let mut hb = tokio::time::interval(HEARTBEAT_INTERVAL);
+    hb.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            m = rx.recv() => match m {
+                Some(b) => {
+                    if w.feed(b).await.is_err() {
+                        return;
+                    }
+                    while let Ok(b) = rx.try_recv() {
+                        if w.feed(b).await.is_err() {
+                            return;
+                        }
+                    }
+                    if SinkExt::<Bytes>::flush(&mut w).await.is_err() {
+                        return;
+                    }
+                }
+                None => {
+                    let _ = SinkExt::<Bytes>::flush(&mut w).await;
+                    return;
+                }
+            },
+            _ = hb.tick() => {
+                if w.send(heartbeat.clone()).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
