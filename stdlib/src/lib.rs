@@ -17,5 +17,5 @@ pub mod value;
 pub use builtins::Builtin;
 pub use error::{EvalError, TypeError};
 pub use ops::{BinOp, UnOp};
-pub use ty::{StructType, Type};
+pub use ty::{StructType, Type, type_name};
 pub use value::{Bitset, Shared, Value};

@@ -13,6 +13,13 @@ pub struct StructType {
     pub fields: Vec<(Arc<str>, Type)>,
 }
 
+/// A type's name in messages (compiler diagnostics and run-time errors such as an exhausted
+/// generator): the `Display` form, as written in xpnet (`unsigned int`, `list<long>`, `any`).
+/// The one spelling the compiler, the engine and the explorer share.
+pub fn type_name(ty: &Type) -> String {
+    ty.to_string()
+}
+
 /// A static type. `Any` is the union of all types, used where a type is not yet known
 /// (the element type of a `list` port, the result of `stack_top` on such a list, ...).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

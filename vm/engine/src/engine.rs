@@ -1235,19 +1235,6 @@ pub fn generator_value(ty: &Type, n: u128) -> Option<Value> {
     })
 }
 
-fn type_name(ty: &Type) -> String {
-    match ty {
-        Type::Int => "int".into(),
-        Type::Long => "long".into(),
-        Type::UInt => "unsigned int".into(),
-        Type::ULong => "unsigned long".into(),
-        Type::Char => "char".into(),
-        Type::String => "string".into(),
-        Type::Bigint => "bigint".into(),
-        _ => format!("{ty:?}"),
-    }
-}
-
 impl State {
     fn instance(&self, i: u32) -> &Instance {
         self.instances[i as usize].as_ref().expect("live instance")
@@ -1485,7 +1472,7 @@ impl State {
         let v = generator_value(&place.ty, n).ok_or_else(|| {
             RunError::new(RunErrorKind::GeneratorExhausted {
                 place: place.name.clone(),
-                ty: type_name(&place.ty),
+                ty: pnet_stdlib::type_name(&place.ty),
             })
         })?;
         inst.gen_next[p] = n + 1;

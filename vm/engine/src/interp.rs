@@ -553,8 +553,9 @@ fn field_of<'v>(v: &'v Value, name: &str) -> Option<&'v Value> {
 }
 
 /// Assigns `v` at `path` inside `root`, creating fields (as empty structs on the way).
-/// Fails with the index of the path element whose parent is not a struct.
-fn store_path(root: &mut Value, path: &[String], v: Value) -> Result<(), usize> {
+/// Fails with the index of the path element whose parent is not a struct. The interpreter's
+/// and the JIT's (`pnet-jit`'s runtime) assignment to a field path.
+pub fn store_path(root: &mut Value, path: &[String], v: Value) -> Result<(), usize> {
     let mut cur = root;
     for (k, name) in path.iter().enumerate() {
         let Value::Struct(fields) = cur else {

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use pnet_bundle::Code;
 use pnet_stdlib::ops::{eval_binary, eval_unary};
 use pnet_stdlib::{BinOp, Builtin, EvalError, Shared, UnOp, Value};
-use pnet_vm::RunErrorKind;
+use pnet_vm::{RunErrorKind, store_path};
 
 use crate::types::Nt;
 
@@ -429,25 +429,6 @@ fn reference(code: &Code, s: u16, path: &[String]) -> String {
         r.push_str(f);
     }
     r
-}
-
-fn store_path(root: &mut Value, path: &[String], v: Value) -> Result<(), usize> {
-    let mut cur = root;
-    for (k, name) in path.iter().enumerate() {
-        let Value::Struct(fields) = cur else {
-            return Err(k);
-        };
-        let i = match fields.iter().position(|(n, _)| &**n == name.as_str()) {
-            Some(i) => i,
-            None => {
-                fields.push((Arc::from(name.as_str()), Value::Struct(Vec::new())));
-                fields.len() - 1
-            }
-        };
-        cur = &mut fields[i].1;
-    }
-    *cur = v;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -87,11 +87,11 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 
 use pnet_bundle::{Body, Bundle, ConnectKind, Function, FunctionId, Net, PortId};
-use pnet_stdlib::Value;
+use pnet_stdlib::{Value, type_name};
 use pnet_vm::{Interpreter, RunError, RunErrorKind};
 
 use crate::report::{Report, Trace, TransitionInfo, Verdict};
-use support::{collect_shareds, generator_value, live_shareds, may_hold_shared, type_name};
+use support::{collect_shareds, generator_value, live_shareds, may_hold_shared};
 
 /// A token: a value or an abstracted module output.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]

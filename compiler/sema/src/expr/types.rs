@@ -66,10 +66,7 @@ pub fn common_type<'a>(mut tys: impl Iterator<Item = &'a Type>) -> Type {
     }
 }
 
-/// A type's name for messages (the stdlib's `Display`).
-pub fn type_name(ty: &Type) -> String {
-    ty.to_string()
-}
+pub use pnet_stdlib::type_name;
 
 #[cfg(test)]
 mod tests {

@@ -3,23 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use pnet_stdlib::{Type, Value};
+use pnet_stdlib::Value;
 
 pub(crate) use pnet_vm::generator_value;
-
-/// The name of a generator type in error messages (as the engine spells it).
-pub(crate) fn type_name(ty: &Type) -> String {
-    match ty {
-        Type::Int => "int".into(),
-        Type::Long => "long".into(),
-        Type::UInt => "unsigned int".into(),
-        Type::ULong => "unsigned long".into(),
-        Type::Char => "char".into(),
-        Type::String => "string".into(),
-        Type::Bigint => "bigint".into(),
-        _ => ty.to_string(),
-    }
-}
 
 /// Appends the outermost shareds inside `v` to `out`.
 pub(crate) fn collect_shareds(v: &Value, out: &mut Vec<Value>) {
@@ -58,6 +44,7 @@ pub(crate) use pnet_vm::{may_hold_shared, mentions_shared};
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pnet_stdlib::Type;
     use std::sync::Arc;
 
     fn shared(place: &str, v: Value) -> Value {
@@ -81,7 +68,7 @@ mod tests {
         assert_eq!(generator_value(&Type::ULong, 3), Some(Value::ULong(3)));
         assert_eq!(generator_value(&Type::Int, 1u128 << 31), None);
         assert_eq!(generator_value(&Type::Bool, 0), None);
-        assert_eq!(type_name(&Type::UInt), "unsigned int");
+        assert_eq!(pnet_stdlib::type_name(&Type::UInt), "unsigned int");
     }
 
     #[test]

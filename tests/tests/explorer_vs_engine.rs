@@ -1,0 +1,318 @@
+//! The engine against pnetv's coloured explorer (issue 21: one firing semantics): for every
+//! ORACLE case (`../shared/corpus/gpispace/ORACLE.toml`) and for a few hundred random small
+//! nets, each engine run (several seeds) must end in one of the explorer's terminal states
+//! (its proper ends and its deadlocks, compared by the root's out ports), and when the
+//! explorer finds exactly one terminal state, the engine's result must be that one.
+//!
+//! Cases the comparison cannot cover are skipped with a printed reason: client steps
+//! (`put_token`), plugins, module calls (their outputs are unknown to the explorer), and
+//! state spaces larger than the bound below.
+
+use std::path::Path;
+
+use pnet_bundle::Bundle;
+use pnet_stdlib::Value;
+use pnet_stdlib::literal::parse_literal;
+use pnet_tests::{gpispace, gpispace_lib};
+use pnet_verify::coloured::{ColouredOptions, EndOutputs, Tok, explore_bundle};
+use pnet_vm::{Engine, RunConfig, Step};
+
+/// Out ports with their tokens as sorted strings (the form both sides are compared in).
+type Outputs = Vec<(String, Vec<String>)>;
+
+fn compile(path: &Path, text: &str) -> Result<Bundle, String> {
+    let ex = gpispace().join("share/doc/example");
+    let opts = pnet_sema::Options {
+        search_paths: vec![gpispace_lib(), ex.clone(), ex.join("sequence")],
+        ..pnet_sema::Options::default()
+    };
+    let out = pnet_sema::compile_source(path, text, &opts);
+    if out.has_errors() {
+        return Err(format!("does not compile: {:?}", out.diagnostics));
+    }
+    out.bundle.ok_or_else(|| "no bundle".to_string())
+}
+
+/// Runs the engine to its end; `Err` for what the comparison does not cover (module calls).
+fn engine_run(b: &Bundle, inputs: &[(String, Vec<Value>)], seed: u64) -> Result<Outputs, String> {
+    let config = RunConfig {
+        seed,
+        max_firings: Some(1_000_000),
+        runner: None,
+    };
+    let mut e = Engine::new(b, &config).map_err(|e| format!("engine: {e}"))?;
+    e.put_inputs(inputs).map_err(|e| format!("inputs: {e}"))?;
+    loop {
+        match e.run_steps(10_000) {
+            Ok((_, Step::Fired)) => {}
+            Ok((_, Step::Done)) => break,
+            Ok((_, Step::Task(_) | Step::Waiting)) => return Err("calls a module".into()),
+            Err(e) => return Err(format!("run error: {e}")),
+        }
+    }
+    Ok(e.result()
+        .outputs
+        .iter()
+        .map(|(p, vs)| {
+            let mut ts: Vec<String> = vs.iter().map(|v| v.to_string()).collect();
+            ts.sort();
+            (p.clone(), ts)
+        })
+        .collect())
+}
+
+fn explorer_outputs(end: &EndOutputs) -> Outputs {
+    end.iter()
+        .map(|(p, toks)| {
+            let mut ts: Vec<String> = toks
+                .iter()
+                .map(|t| match t {
+                    Tok::Val(v) => v.to_string(),
+                    Tok::Unknown => "?".into(),
+                })
+                .collect();
+            ts.sort();
+            (p.clone(), ts)
+        })
+        .collect()
+}
+
+/// The explorer's terminal states (proper ends and deadlocks); `Err` when the exploration is
+/// not complete within the bound.
+fn explorer_ends(b: &Bundle, inputs: &[(String, Vec<Value>)]) -> Result<Vec<Outputs>, String> {
+    let opts = ColouredOptions {
+        max_states: 3_000,
+        scc: false,
+        ..ColouredOptions::default()
+    };
+    let (report, res) = explore_bundle(b, "net", inputs, &opts)?;
+    if !report.complete || !res.end_outputs_complete {
+        return Err("state space over the bound".into());
+    }
+    let mut ends: Vec<Outputs> = res
+        .end_outputs
+        .iter()
+        .chain(&res.deadlock_outputs)
+        .map(explorer_outputs)
+        .collect();
+    ends.sort();
+    ends.dedup();
+    Ok(ends)
+}
+
+/// Compares the engine (seeds 0..seeds) with the explorer; `Ok(Some(n))`: agreed, the
+/// explorer found `n` terminal states; `Ok(None)`: skipped (reason printed); `Err`: a
+/// disagreement.
+fn compare(
+    name: &str,
+    b: &Bundle,
+    inputs: &[(String, Vec<Value>)],
+    seeds: u64,
+) -> Result<Option<usize>, String> {
+    let ends = match explorer_ends(b, inputs) {
+        Ok(ends) => ends,
+        Err(why) => {
+            println!("skipped {name}: {why}");
+            return Ok(None);
+        }
+    };
+    for seed in 0..seeds {
+        let got = match engine_run(b, inputs, seed) {
+            Ok(got) => got,
+            Err(why) => {
+                println!("skipped {name}: {why}");
+                return Ok(None);
+            }
+        };
+        if !ends.contains(&got) {
+            return Err(format!(
+                "{name}, seed {seed}: the engine ends with {got:?}, not one of the explorer's {} terminal states {ends:?}",
+                ends.len()
+            ));
+        }
+        if ends.len() == 1 && ends[0] != got {
+            return Err(format!("{name}: {got:?} != {:?}", ends[0]));
+        }
+    }
+    Ok(Some(ends.len()))
+}
+
+fn oracle_cases() -> Vec<(String, String, Vec<(String, Vec<Value>)>, Option<String>)> {
+    let text = std::fs::read_to_string(gpispace().join("ORACLE.toml")).expect("ORACLE.toml");
+    let doc: toml::Table = text.parse().expect("ORACLE.toml parses");
+    doc["case"]
+        .as_array()
+        .expect("[[case]]")
+        .iter()
+        .map(|c| {
+            let inputs = c
+                .get("inputs")
+                .and_then(|t| t.as_table())
+                .map(|t| {
+                    t.iter()
+                        .map(|(port, vs)| {
+                            let vs = vs
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|s| s.as_str())
+                                .map(|s| parse_literal(s).expect("oracle literal"))
+                                .collect();
+                            (port.clone(), vs)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["net"].as_str().unwrap().to_string(),
+                inputs,
+                c.get("needs").and_then(|n| n.as_str()).map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn engine_ends_in_a_terminal_state_of_the_explorer_on_the_oracle_cases() {
+    if !gpispace().join("ORACLE.toml").exists() {
+        println!("skipped: ../shared (the ORACLE cases) is absent");
+        return;
+    }
+    let (mut compared, mut failures) = (0, Vec::new());
+    for (name, net, inputs, needs) in oracle_cases() {
+        if let Some(needs) = needs {
+            println!("skipped {name}: needs {needs}");
+            continue;
+        }
+        let path = gpispace().join(&net);
+        let text = std::fs::read_to_string(&path).expect("oracle net");
+        let b = match compile(&path, &text) {
+            Ok(b) => b,
+            Err(why) => {
+                println!("skipped {name}: {why}");
+                continue;
+            }
+        };
+        match compare(&name, &b, &inputs, 4) {
+            Ok(Some(_)) => compared += 1,
+            Ok(None) => {}
+            Err(e) => failures.push(e),
+        }
+    }
+    println!("ORACLE cases compared: {compared}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(compared >= 10, "only {compared} ORACLE cases compared");
+}
+
+/// A small seeded generator (xorshift64*), so the random nets are the same on every run.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A random net of `long` places, every place an out port of the root. Every transition
+/// consumes a token `a` below 3 and puts only values above `a`, so every run ends. Takes from
+/// the same place, read connections, priorities and conditions over two tokens give the
+/// engine's choices (transition, token order) something to get wrong.
+fn random_net(g: &mut Gen) -> String {
+    let np = 2 + g.below(3) as usize;
+    let nt = 1 + g.below(3) as usize;
+    let mut s = String::from("<defun name=\"random\">\n");
+    for p in 0..np {
+        s += &format!("  <out name=\"o{p}\" type=\"long\" place=\"p{p}\"/>\n");
+    }
+    s += "  <net>\n";
+    for p in 0..np {
+        s += &format!("    <place name=\"p{p}\" type=\"long\">\n");
+        for _ in 0..g.below(4) {
+            s += &format!("      <token><value>{}L</value></token>\n", g.below(3));
+        }
+        s += "    </place>\n";
+    }
+    for t in 0..nt {
+        let a = g.below(np as u64);
+        let two = g.below(2) == 0;
+        let b = g.below(np as u64);
+        let b_read = g.below(2) == 0;
+        let nout = g.below(3);
+        let priority = if g.below(3) == 0 {
+            format!(" priority=\"{}\"", g.below(2))
+        } else {
+            String::new()
+        };
+        s += &format!("    <transition name=\"t{t}\"{priority}>\n      <defun>\n");
+        s += "        <in name=\"a\" type=\"long\"/>\n";
+        if two {
+            s += "        <in name=\"b\" type=\"long\"/>\n";
+        }
+        let mut exprs = Vec::new();
+        for k in 0..nout {
+            s += &format!("        <out name=\"x{k}\" type=\"long\"/>\n");
+            let rhs = if two && g.below(2) == 0 {
+                "${a} + ${b} + 1L"
+            } else {
+                "${a} + 1L"
+            };
+            exprs.push(format!("${{x{k}}} := {rhs}"));
+        }
+        if exprs.is_empty() {
+            exprs.push("${a}".into());
+        }
+        s += &format!("        <expression>{}</expression>\n", exprs.join("; "));
+        let cond = match (two, g.below(3)) {
+            (true, 0) => "${a} :lt: 3L :and: ${a} :le: ${b}",
+            (true, 1) => "${a} :lt: 3L :and: ${b} :lt: 2L",
+            _ => "${a} :lt: 3L",
+        };
+        s += &format!("        <condition>{cond}</condition>\n      </defun>\n");
+        s += &format!("      <connect-in port=\"a\" place=\"p{a}\"/>\n");
+        if two {
+            let kind = if b_read { "read" } else { "in" };
+            s += &format!("      <connect-{kind} port=\"b\" place=\"p{b}\"/>\n");
+        }
+        for k in 0..nout {
+            s += &format!(
+                "      <connect-out port=\"x{k}\" place=\"p{}\"/>\n",
+                g.below(np as u64)
+            );
+        }
+        s += "    </transition>\n";
+    }
+    s += "  </net>\n</defun>\n";
+    s
+}
+
+#[test]
+fn engine_ends_in_a_terminal_state_of_the_explorer_on_random_nets() {
+    let mut g = Gen(0x9e37_79b9_7f4a_7c15);
+    let (mut compared, mut several, mut failures) = (0, 0, Vec::new());
+    for n in 0..300 {
+        let text = random_net(&mut g);
+        let name = format!("random net {n}");
+        let b = compile(Path::new("random.xpnet"), &text)
+            .unwrap_or_else(|e| panic!("{name}:\n{text}\n{e}"));
+        match compare(&name, &b, &[], 3) {
+            Ok(Some(ends)) => {
+                compared += 1;
+                several += usize::from(ends > 1);
+            }
+            Ok(None) => {}
+            Err(e) => failures.push(format!("{e}\n{text}")),
+        }
+    }
+    println!("random nets compared: {compared}, {several} with several terminal states");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(compared >= 250, "only {compared} random nets compared");
+    assert!(several >= 20, "only {several} nets with a choice");
+}
