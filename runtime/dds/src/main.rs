@@ -17,7 +17,15 @@ use serde_json::{Value, json};
 /// a wrong command line. Diagnostics go to standard error as `file:line:col` with a stable
 /// code (with --json they are part of the JSON on standard output).
 #[derive(Parser, Debug)]
-#[command(name = "gspc-topology", version, max_term_width = 100)]
+#[command(
+    name = "gspc-topology",
+    version,
+    max_term_width = 100,
+    after_help = "Examples:
+  gspc-topology validate topology.xml
+  gspc-topology expand --json topology.xml       every task instance: id, path, indices
+  gspc-topology diff old.xml new.xml             removed and added tasks and collections"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
