@@ -1,0 +1,251 @@
+//! The search for an enabled transition and its binding: re-examining dirty transitions,
+//! the binding search over the tokens a condition reads.
+
+use super::*;
+
+impl State {
+    /// Re-examines dirty transitions and finishes child nets that are done.
+    pub(super) fn refresh(&mut self, prog: &Program) -> Result<(), RunError> {
+        while let Some(i) = self.dirty_instances.pop() {
+            let Some(inst) = self.instances[i as usize].as_mut() else {
+                continue;
+            };
+            inst.in_dirty = false;
+            // A child's mapped places' tokens are examined there as its own.
+            let lent = !inst.up.is_empty();
+            if lent {
+                self.swap_lent(i);
+            }
+            let r = self.examine(prog, i);
+            if lent {
+                self.swap_lent(i);
+            }
+            r?;
+            let inst = self.instances[i as usize].as_mut().expect("live instance");
+            let (n_enabled, pending, is_child) =
+                (inst.n_enabled, inst.pending, inst.parent.is_some());
+            if n_enabled > 0 {
+                if inst.ready_pos == NONE {
+                    inst.ready_pos = self.ready.len() as u32;
+                    self.ready.push(i);
+                }
+            } else {
+                if inst.ready_pos != NONE {
+                    let k = inst.ready_pos as usize;
+                    inst.ready_pos = NONE;
+                    self.ready.swap_remove(k);
+                    if let Some(&moved) = self.ready.get(k) {
+                        self.inst_mut(moved).ready_pos = k as u32;
+                    }
+                }
+                if pending == 0 && is_child {
+                    self.finish_child(prog, i)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-examines the dirty transitions of instance `i`.
+    #[inline]
+    pub(super) fn examine(&mut self, prog: &Program, i: u32) -> Result<(), RunError> {
+        let inst = self.instances[i as usize].as_mut().expect("live instance");
+        let ninfo = prog.net(inst.func);
+        while let Some(t) = inst.dirty.pop() {
+            let t = t as usize;
+            inst.dirty_flag[t] = false;
+            let on = match enabled(
+                prog,
+                ninfo,
+                inst,
+                t,
+                Eval {
+                    interp: &mut self.interp,
+                    runner: &mut self.runner,
+                },
+                &mut self.frame,
+                &mut self.idx,
+            ) {
+                Ok(on) => on,
+                Err(e) => return Err(prog.context_in(e, inst.func, t)),
+            };
+            if on != inst.enabled[t] {
+                inst.enabled[t] = on;
+                let g = ninfo.trans[t].group;
+                if on {
+                    inst.pos[t] = inst.groups[g].len() as u32;
+                    inst.groups[g].push(t as u32);
+                    inst.n_enabled += 1;
+                } else {
+                    inst.disable(t, g);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a transition is enabled; for conditions, also finds and caches the binding.
+#[inline]
+pub(super) fn enabled(
+    prog: &Program,
+    ninfo: &NetInfo,
+    inst: &mut Instance,
+    t: usize,
+    mut eval: Eval,
+    frame: &mut Vec<Option<Value>>,
+    idx: &mut Vec<u32>,
+) -> Result<bool, RunError> {
+    let info = &ninfo.trans[t];
+    if info.dead {
+        return Ok(false);
+    }
+    for &(p, n) in &info.need {
+        if (inst.marking[p].len() as u64) < n as u64 {
+            return Ok(false);
+        }
+    }
+    let Some(c) = info.condition else {
+        return Ok(true);
+    };
+    let code = &prog.bundle.codes[c];
+    let id = pnet_bundle::CodeId::from(c);
+    crate::interp::reset_frame(frame, code.slots.len());
+    for &(port, p) in &info.counts {
+        let n = inst.marking[p].len() as u64 + inst.in_flight[p];
+        if let Some(s) = frame.get_mut(port.index()) {
+            *s = Some(Value::ULong(n));
+        }
+    }
+    let e = &info.enumerated;
+    if !info.multi && e.len() <= 1 {
+        // The usual case: one token varies (or none); every other take binds the front token.
+        let binding = &mut inst.binding[t];
+        let Some(&ti) = e.first() else {
+            if eval.run_bool(id, code, frame)? {
+                for b in binding.iter_mut() {
+                    *b = 0;
+                }
+                return Ok(true);
+            }
+            return Ok(false);
+        };
+        let tk = info.takes[ti];
+        let q = &inst.marking[tk.place];
+        // The condition is a function of the token alone (and fails or holds the same way
+        // each time): the tokens at the front that failed it last time still fail it, less
+        // one for each removal since (a removal moves a token at most one place to the
+        // front; puts go to the back). The search resumes after them: the same first token
+        // holds, without a search over the whole place each time it changes.
+        let cache = info.counts.is_empty() && scan_cache_on();
+        let (known, then) = inst.scan[t];
+        let start = if cache {
+            (u64::from(known).saturating_sub(q.removals() - then) as usize).min(q.len())
+        } else {
+            0
+        };
+        for j in start..q.len() {
+            crate::interp::set_clone(&mut frame[tk.port.index()], q.get(j));
+            if eval.run_bool(id, code, frame)? {
+                // (A loop, not `fill`: a call of memset for one or two words.)
+                for (k, b) in binding.iter_mut().enumerate() {
+                    *b = if k == ti { j as u32 } else { 0 };
+                }
+                if cache {
+                    inst.scan[t] = (j as u32, q.removals());
+                }
+                return Ok(true);
+            }
+        }
+        if cache {
+            inst.scan[t] = (q.len() as u32, q.removals());
+        }
+        return Ok(false);
+    }
+    idx.clear();
+    idx.resize(e.len(), 0);
+    loop {
+        // Distinct tokens for takes from the same place.
+        let distinct = !info.multi
+            || (0..e.len()).all(|a| {
+                (0..a).all(|b| info.takes[e[a]].place != info.takes[e[b]].place || idx[a] != idx[b])
+            });
+        if distinct {
+            for (k, &ti) in e.iter().enumerate() {
+                let tk = info.takes[ti];
+                crate::interp::set_clone(
+                    &mut frame[tk.port.index()],
+                    inst.marking[tk.place].get(idx[k] as usize),
+                );
+            }
+            if eval.run_bool(id, code, frame)? {
+                let binding = &mut inst.binding[t];
+                for (k, &ti) in e.iter().enumerate() {
+                    binding[ti] = idx[k];
+                }
+                let fixed: Vec<(usize, u32)> = if info.multi {
+                    e.iter().map(|&ti| (ti, binding[ti])).collect()
+                } else {
+                    Vec::new()
+                };
+                default_binding(info, binding, &fixed);
+                return Ok(true);
+            }
+        }
+        // Next combination (the last enumerated take varies fastest).
+        let mut k = e.len();
+        loop {
+            if k == 0 {
+                return Ok(false);
+            }
+            k -= 1;
+            idx[k] += 1;
+            if (idx[k] as usize) < inst.marking[info.takes[e[k]].place].len() {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+}
+
+/// Whether [`enabled`] resumes its search after the tokens known to fail (tests compare
+/// with and without).
+#[inline(always)]
+pub(super) fn scan_cache_on() -> bool {
+    #[cfg(test)]
+    {
+        crate::tests::scan_cache_on()
+    }
+    #[cfg(not(test))]
+    {
+        true
+    }
+}
+
+/// Gives every take not in `fixed` (take index, token index) the lowest token index of its
+/// place that no other take uses.
+pub(super) fn default_binding(info: &TransInfo, binding: &mut [u32], fixed: &[(usize, u32)]) {
+    if !info.multi {
+        for (k, b) in binding.iter_mut().enumerate() {
+            if !info.enumerated.contains(&k) {
+                *b = 0;
+            }
+        }
+        return;
+    }
+    for k in 0..info.takes.len() {
+        if fixed.iter().any(|&(f, _)| f == k) {
+            continue;
+        }
+        let p = info.takes[k].place;
+        let mut j = 0u32;
+        while (0..k).any(|o| info.takes[o].place == p && binding[o] == j)
+            || fixed
+                .iter()
+                .any(|&(f, b)| info.takes[f].place == p && b == j)
+        {
+            j += 1;
+        }
+        binding[k] = j;
+    }
+}
