@@ -1,16 +1,13 @@
 //! Tests of the core with fake workers over an in-memory transport: every message to and
-//! from a worker is round-tripped through postcard, as on the wire. Bundles are built by hand
-//! (the runtime must not depend on the compiler).
+//! from a worker is round-tripped through postcard, as on the wire. The nets are IR text
+//! (`runtime/agent/tests/data/*.ir`, read with [`pnet_bundle::text::parse`]; the runtime must
+//! not depend on the compiler).
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
-use pnet_bundle::{
-    Body, Bundle, Code, CodeId, ConnectKind, Connection, Function, FunctionId, Instr, Module, Net,
-    OpTy, Place, PlaceId, Port, PortDir, PortId, Property, Require, Response as IrResponse,
-    SourceFile, SourceFileId, SourceSpan, Transition,
-};
+use pnet_bundle::Bundle;
 use pnet_protocol::{AgentMsg, ModuleDef, TaskRun, WorkerMsg};
-use pnet_stdlib::{BinOp, Type, Value};
+use pnet_stdlib::Value;
 use pnet_vm::{RunConfig, RunResult};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -20,118 +17,16 @@ use crate::control::{Request, Response};
 use crate::sched::SchedConfig;
 
 // ------------------------------------------------------------------------------------------
-// Building bundles by hand.
+// The nets: IR text in tests/data.
 
-/// The pretend source: line 1 is the root, line 2 the first transition, ...
-const SOURCE: &str = "<net>\n  <transition square>\n  <transition stop>\n  <module>\n";
-
-fn sp(line: usize) -> SourceSpan {
-    let start: usize = SOURCE
-        .split_inclusive('\n')
-        .take(line - 1)
-        .map(str::len)
-        .sum();
-    SourceSpan {
-        file: SourceFileId(0),
-        start: start as u32 + 2,
-        end: start as u32 + 3,
-    }
-}
-
-fn port(name: &str, dir: PortDir, ty: Type, place: Option<u32>) -> Port {
-    Port::new(name, dir, ty, place, sp(1))
-}
-
-fn place(name: &str, ty: Type) -> Place {
-    Place::new(name, ty, Vec::new(), sp(1))
-}
-
-fn conn(kind: ConnectKind, port: u32, place: u32) -> Connection {
-    Connection {
-        kind,
-        port: PortId(port),
-        place: PlaceId(place),
-        span: sp(2),
-    }
-}
-
-fn transition(name: &str, function: u32, connections: Vec<Connection>) -> Transition {
-    Transition::new(name, FunctionId(function), connections, sp(2))
-}
-
-fn module(name: &str, function: &str, target: Option<&str>) -> Module {
-    Module {
-        target: target.map(Into::into),
-        ..Module::new(name, function, Vec::new(), sp(4))
-    }
-}
-
-fn function(name: &str, ports: Vec<Port>, body: Body) -> Function {
-    Function::new(name, ports, body, sp(1))
-}
-
-fn code(name: &str, slots: &[(&str, Type)], instrs: Vec<Instr>, consts: Vec<Value>) -> Code {
-    Code::with_slots(name, slots, instrs, consts, sp(3))
-}
-
-pub(crate) fn prop(key: &str, value: &str) -> Property {
-    Property {
-        key: key.into(),
-        value: value.into(),
-    }
-}
-
-fn bundle(functions: Vec<Function>, codes: Vec<Code>) -> Bundle {
-    Bundle {
-        root: FunctionId(0),
-        functions,
-        codes,
-        structs: Vec::new(),
-        files: vec![SourceFile::new("test.xpnet", SOURCE)],
-    }
-}
-
-/// `xs` (long) -> transition `square` calling `arith.square(n) -> r` -> `ys`.
-pub(crate) fn square_net(body: Body, requires: &[&str], root_props: Vec<Property>) -> Bundle {
-    let mut root = function(
-        "main",
-        vec![
-            port("xs", PortDir::In, Type::Long, Some(0)),
-            port("ys", PortDir::Out, Type::Long, Some(1)),
-        ],
-        Body::Net(Net {
-            places: vec![place("xs", Type::Long), place("ys", Type::Long)],
-            transitions: vec![{
-                let mut t = transition(
-                    "square",
-                    1,
-                    vec![conn(ConnectKind::In, 0, 0), conn(ConnectKind::Out, 1, 1)],
-                );
-                t.requires = requires
-                    .iter()
-                    .map(|r| Require {
-                        key: r.to_string(),
-                        mandatory: true,
-                    })
-                    .collect();
-                t
-            }],
-        }),
-    );
-    root.properties = root_props;
-    let sq = function(
-        "square",
-        vec![
-            port("n", PortDir::In, Type::Long, None),
-            port("r", PortDir::Out, Type::Long, None),
-        ],
-        body,
-    );
-    bundle(vec![root, sq], Vec::new())
-}
-
-pub(crate) fn arith() -> Body {
-    Body::Module(module("arith", "square", None))
+/// The net `tests/data/NAME.ir` of this crate.
+pub(crate) fn net(name: &str) -> Bundle {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(format!("{name}.ir"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    pnet_bundle::text::parse(&text).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()))
 }
 
 pub(crate) fn longs(xs: impl IntoIterator<Item = i64>) -> Vec<Value> {
@@ -373,7 +268,7 @@ pub(crate) fn xs(range: std::ops::Range<i64>) -> Vec<(String, Vec<Value>)> {
 
 #[test]
 fn runs_tasks_on_workers() {
-    let b = square_net(arith(), &[], Vec::new());
+    let b = net("square");
     let mut h = Harness::new(&b, &xs(0..50), cfg(2, 4));
     h.join(0, "w0", &[]);
     h.join(1, "w1", &[]);
@@ -400,7 +295,7 @@ fn runs_tasks_on_workers() {
 
 #[test]
 fn places_by_capabilities_and_prefers_the_least_specialised() {
-    let b = square_net(arith(), &["A"], Vec::new());
+    let b = net("square_requires_a");
     let mut h = Harness::new(&b, &xs(0..3), cfg(3, 1));
     // The joins arrive in one batch, before the first dispatch.
     for (id, name, caps) in [
@@ -433,14 +328,7 @@ fn places_by_capabilities_and_prefers_the_least_specialised() {
 
 #[test]
 fn modules_preferences_pick_the_implementation_per_worker() {
-    let body = Body::Modules {
-        preferences: vec!["gpu".into(), "cpu".into()],
-        modules: vec![
-            module("impl", "cpu_run", Some("cpu")),
-            module("impl", "gpu_run", Some("gpu")),
-        ],
-    };
-    let b = square_net(body, &[], Vec::new());
+    let b = net("square_modules");
     let mut h = Harness::new(&b, &xs(1..9), cfg(2, 2));
     h.answer = Box::new(|def, inputs| match inputs {
         // The gpu implementation answers negated squares, so the results show who ran what.
@@ -466,7 +354,7 @@ fn modules_preferences_pick_the_implementation_per_worker() {
 
 #[test]
 fn a_lost_worker_s_tasks_run_elsewhere_once() {
-    let b = square_net(arith(), &[], Vec::new());
+    let b = net("square");
     let mut h = Harness::new(&b, &xs(0..40), cfg(2, 4));
     h.join(0, "w0", &[]);
     h.join(1, "w1", &[]);
@@ -508,7 +396,7 @@ fn a_lost_worker_s_tasks_run_elsewhere_once() {
 
 #[test]
 fn retry_limit_from_the_config() {
-    let b = square_net(arith(), &[], Vec::new());
+    let b = net("square");
     let mut c = cfg(3, 1);
     c.max_retries = Some(1);
     let mut h = Harness::new(&b, &xs(5..6), c);
@@ -532,7 +420,7 @@ fn retry_limit_from_the_config() {
 
 #[test]
 fn a_crash_is_named_with_its_signal_module_and_transition() {
-    let b = square_net(arith(), &[], Vec::new());
+    let b = net("square");
     let mut c = cfg(1, 1);
     c.max_retries = Some(0);
     let mut h = Harness::new(&b, &xs(5..6), c);
@@ -555,7 +443,7 @@ fn a_crash_is_named_with_its_signal_module_and_transition() {
 
 #[test]
 fn without_workers_a_job_waits_for_restarts_then_names_the_losses() {
-    let b = square_net(arith(), &[], Vec::new());
+    let b = net("square");
     let mut h = Harness::new(&b, &xs(5..6), cfg(1, 1));
     h.join(0, "w0", &[]);
     h.core.set_workers_coming(1);
@@ -583,7 +471,7 @@ fn without_workers_a_job_waits_for_restarts_then_names_the_losses() {
 
 #[test]
 fn a_late_worker_steals_queued_tasks_through_the_core() {
-    let b = square_net(arith(), &[], Vec::new());
+    let b = net("square");
     let mut h = Harness::new(&b, &xs(0..6), cfg(2, 3));
     h.join(0, "w0", &[]);
     assert_eq!(h.workers[&0].queue.len(), 3);
@@ -624,7 +512,7 @@ fn a_late_worker_steals_queued_tasks_through_the_core() {
 
 #[test]
 fn retry_limit_from_the_net_property() {
-    let b = square_net(arith(), &[], vec![prop(MAX_RETRIES_PROPERTY, "0")]);
+    let b = net("square_max_retries_0");
     let mut h = Harness::new(&b, &xs(5..6), cfg(2, 1));
     h.join(0, "w0", &[]);
     h.event(Event::Lost {
@@ -635,7 +523,7 @@ fn retry_limit_from_the_net_property() {
     let e = h.error().to_string();
     assert!(e.contains("maximum_number_of_retries = 0"), "{e}");
     // A property that is not a number is an error naming the transition.
-    let b = square_net(arith(), &[], vec![prop(MAX_RETRIES_PROPERTY, "many")]);
+    let b = net("square_max_retries_many");
     let mut h = Harness::new(&b, &xs(5..6), cfg(1, 1));
     h.join(0, "w0", &[]);
     let e = h.error().to_string();
@@ -645,81 +533,9 @@ fn retry_limit_from_the_net_property() {
     );
 }
 
-/// `xs` -> `search` (module, eureka group "g") -> `found` -> `stop` (expression: puts the
-/// value on `hits` and names group "g" on its eureka port).
-pub(crate) fn eureka_net() -> Bundle {
-    let group = code(
-        "eureka-group",
-        &[("n", Type::Long), ("r", Type::Long)],
-        vec![Instr::Const(0)],
-        vec![Value::string("g")],
-    );
-    let stop_code = code(
-        "expression of stop",
-        &[("r", Type::Long), ("hit", Type::Long), ("e", Type::Any)],
-        vec![
-            Instr::Const(0),
-            Instr::Store(2),
-            Instr::Load(0),
-            Instr::Store(1),
-        ],
-        vec![Value::Set(BTreeSet::from([Value::string("g")]))],
-    );
-    let root = function(
-        "main",
-        vec![
-            port("xs", PortDir::In, Type::Long, Some(0)),
-            port("hits", PortDir::Out, Type::Long, Some(2)),
-        ],
-        Body::Net(Net {
-            places: vec![
-                place("xs", Type::Long),
-                place("found", Type::Long),
-                place("hits", Type::Long),
-            ],
-            transitions: vec![
-                transition(
-                    "search",
-                    1,
-                    vec![conn(ConnectKind::In, 0, 0), conn(ConnectKind::Out, 1, 1)],
-                ),
-                {
-                    let mut t = transition(
-                        "stop",
-                        2,
-                        vec![conn(ConnectKind::In, 0, 1), conn(ConnectKind::Out, 1, 2)],
-                    );
-                    t.eureka_ports = vec![PortId(2)];
-                    t
-                },
-            ],
-        }),
-    );
-    let mut m = module("arith", "square", None);
-    m.eureka_group = Some(CodeId(0));
-    let search = function(
-        "search",
-        vec![
-            port("n", PortDir::In, Type::Long, None),
-            port("r", PortDir::Out, Type::Long, None),
-        ],
-        Body::Module(m),
-    );
-    let stop = function(
-        "stop",
-        vec![
-            port("r", PortDir::In, Type::Long, None),
-            port("hit", PortDir::Out, Type::Long, None),
-            port("e", PortDir::Out, Type::Any, None),
-        ],
-        Body::Expression(CodeId(1)),
-    );
-    bundle(vec![root, search, stop], vec![group, stop_code])
-}
-
 #[test]
 fn eureka_cancels_queued_and_running_tasks() {
-    let b = eureka_net();
+    let b = net("eureka");
     let mut h = Harness::new(&b, &xs(1..6), cfg(1, 2));
     h.join(0, "w0", &[]);
     assert_eq!(h.workers[&0].received.len(), 2);
@@ -756,7 +572,7 @@ fn eureka_cancels_queued_and_running_tasks() {
 
 #[test]
 fn eureka_discards_a_result_that_overtakes_the_cancel() {
-    let b = eureka_net();
+    let b = net("eureka");
     let mut h = Harness::new(&b, &xs(1..3), cfg(1, 2));
     h.join(0, "w0", &[]);
     let tasks: Vec<u64> = h.workers[&0].received.iter().map(|r| r.0).collect();
@@ -787,7 +603,7 @@ fn eureka_discards_a_result_that_overtakes_the_cancel() {
 
 #[test]
 fn a_failing_module_fails_the_job_and_cancels_siblings() {
-    let b = square_net(arith(), &[], Vec::new());
+    let b = net("square");
     let mut h = Harness::new(&b, &xs(0..6), cfg(2, 2));
     h.answer = Box::new(|_, _| Err("division by zero".into()));
     h.join(0, "w0", &[]);
@@ -806,7 +622,7 @@ fn a_failing_module_fails_the_job_and_cancels_siblings() {
 
 #[test]
 fn wrong_number_of_outputs_fails_the_task() {
-    let b = square_net(arith(), &[], Vec::new());
+    let b = net("square");
     let mut h = Harness::new(&b, &xs(0..1), cfg(1, 2));
     h.answer = Box::new(|_, _| Ok(vec![]));
     h.join(0, "w0", &[]);
@@ -820,7 +636,7 @@ fn wrong_number_of_outputs_fails_the_task() {
 
 #[test]
 fn a_task_no_worker_fits_fails_once_the_workers_joined() {
-    let b = square_net(arith(), &["GPU"], Vec::new());
+    let b = net("square_requires_gpu");
     let mut h = Harness::new(&b, &xs(0..2), cfg(2, 2));
     h.join(0, "cpu0", &["CPU", "fast"]);
     assert!(h.finished.is_none(), "another worker may still join");
@@ -839,10 +655,7 @@ fn a_task_no_worker_fits_fails_once_the_workers_joined() {
 
 #[test]
 fn wait_for_output_and_put_token() {
-    let mut b = square_net(arith(), &[], vec![prop("drts.wait_for_output", "true")]);
-    if let Body::Net(n) = &mut b.functions[0].body {
-        n.places[0].put_token = true;
-    }
+    let b = net("square_wait_for_output");
     // Without a control socket nothing could ever put the token.
     let mut h = Harness::new(&b, &[], cfg(1, 2));
     h.join(0, "w0", &[]);
@@ -891,52 +704,9 @@ fn wait_for_output_and_put_token() {
     assert_eq!(sorted_longs(&h.result(), "ys"), vec![49]);
 }
 
-/// A `put_token` place `req` and a transition that answers `${r.value} + 1`.
-pub(crate) fn response_net() -> Bundle {
-    let mut answer = code(
-        "expression of answer",
-        &[("r", Type::Any), ("v", Type::Long)],
-        vec![
-            Instr::LoadPath(0, 0),
-            Instr::Const(0),
-            Instr::Binary(BinOp::Add, OpTy::Long),
-            Instr::Store(1),
-        ],
-        vec![Value::Long(1)],
-    );
-    answer.paths = vec![vec!["value".into()]];
-    let mut req = place("req", Type::Any);
-    req.put_token = true;
-    let root = function(
-        "main",
-        vec![],
-        Body::Net(Net {
-            places: vec![req],
-            transitions: vec![{
-                let mut t = transition("answer", 1, vec![conn(ConnectKind::In, 0, 0)]);
-                t.responses = vec![IrResponse {
-                    port: PortId(1),
-                    to: PortId(0),
-                    span: sp(2),
-                }];
-                t
-            }],
-        }),
-    );
-    let f = function(
-        "answer",
-        vec![
-            port("r", PortDir::In, Type::Any, None),
-            port("v", PortDir::Out, Type::Long, None),
-        ],
-        Body::Expression(CodeId(0)),
-    );
-    bundle(vec![root, f], vec![answer])
-}
-
 #[test]
 fn workflow_response_is_answered() {
-    let b = response_net();
+    let b = net("response");
     let mut c = cfg(0, 1);
     c.control = true;
     let mut h = Harness::new(&b, &[], c);
@@ -962,7 +732,7 @@ fn workflow_response_is_answered() {
 
 #[test]
 fn a_pending_workflow_response_gets_the_job_s_error() {
-    let b = response_net();
+    let b = net("response");
     let mut c = cfg(0, 1);
     c.control = true;
     let mut h = Harness::new(&b, &[], c);
@@ -997,7 +767,7 @@ fn a_pending_workflow_response_gets_the_job_s_error() {
 
 #[test]
 fn cancel_event_cancels_running_tasks() {
-    let b = square_net(arith(), &[], Vec::new());
+    let b = net("square");
     let mut h = Harness::new(&b, &xs(0..4), cfg(1, 2));
     h.join(0, "w0", &[]);
     h.event(Event::Cancel);
@@ -1007,7 +777,7 @@ fn cancel_event_cancels_running_tasks() {
 
 #[test]
 fn queue_stays_bounded_and_tokens_are_not_lost() {
-    let b = square_net(arith(), &[], Vec::new());
+    let b = net("square");
     let mut c = cfg(1, 8);
     c.high_water = 16;
     c.trace = false;
@@ -1029,7 +799,7 @@ fn queue_stays_bounded_and_tokens_are_not_lost() {
 
 #[test]
 fn control_after_the_end_is_answered() {
-    let b = square_net(arith(), &[], Vec::new());
+    let b = net("square");
     let mut h = Harness::new(&b, &xs(0..1), cfg(1, 1));
     h.join(0, "w0", &[]);
     h.run();
@@ -1046,48 +816,6 @@ fn control_after_the_end_is_answered() {
         h.replies,
         vec![(3, Response::Error("the job has ended".into()))]
     );
-}
-
-/// A net with one transition (named after `function`) calling `module.function`: each input
-/// port `p` takes from the root's in port `ps`, each output port `q` goes to the out port
-/// `qs`.
-pub(crate) fn call_net(
-    module_name: &str,
-    function_name: &str,
-    ins: &[(&str, Type)],
-    outs: &[(&str, Type)],
-) -> Bundle {
-    let mut root_ports = Vec::new();
-    let mut places = Vec::new();
-    let mut conns = Vec::new();
-    let mut f_ports = Vec::new();
-    for (k, (name, ty)) in ins.iter().chain(outs).enumerate() {
-        let input = k < ins.len();
-        let dir = if input { PortDir::In } else { PortDir::Out };
-        root_ports.push(port(&format!("{name}s"), dir, ty.clone(), Some(k as u32)));
-        places.push(place(&format!("{name}s"), ty.clone()));
-        f_ports.push(port(name, dir, ty.clone(), None));
-        let kind = if input {
-            ConnectKind::In
-        } else {
-            ConnectKind::Out
-        };
-        conns.push(conn(kind, k as u32, k as u32));
-    }
-    let root = function(
-        "main",
-        root_ports,
-        Body::Net(Net {
-            places,
-            transitions: vec![transition(function_name, 1, conns)],
-        }),
-    );
-    let f = function(
-        function_name,
-        f_ports,
-        Body::Module(module(module_name, function_name, None)),
-    );
-    bundle(vec![root, f], Vec::new())
 }
 
 pub(crate) mod memory_tests;

@@ -8,7 +8,7 @@ use pnet_protocol::{AgentMsg, Hello, Secret, TaskRun, WorkerMsg};
 use pnet_stdlib::Value;
 
 use super::*;
-use crate::core::tests::{arith, square_net, xs};
+use crate::core::tests::{net, xs};
 use crate::sched::SchedConfig;
 
 fn hub(window: u32) -> Hub {
@@ -165,24 +165,10 @@ fn a_job_prefers_workers_not_busy_with_another_job() {
     let mut out = Vec::new();
     h.worker_joined(0, &hello("w0", &[]), 0, &mut out);
     h.worker_joined(1, &hello("w1", &[]), 0, &mut out);
-    let a = h
-        .add_job(
-            "a",
-            square_net(arith(), &[], Vec::new()),
-            &xs(0..1),
-            &mut out,
-        )
-        .unwrap();
+    let a = h.add_job("a", net("square"), &xs(0..1), &mut out).unwrap();
     settle(&mut h, &mut f, &mut out);
     assert_eq!(f.queues[&0].len(), 1, "job a's task on the first worker");
-    let b = h
-        .add_job(
-            "b",
-            square_net(arith(), &[], Vec::new()),
-            &xs(5..6),
-            &mut out,
-        )
-        .unwrap();
+    let b = h.add_job("b", net("square"), &xs(5..6), &mut out).unwrap();
     settle(&mut h, &mut f, &mut out);
     let on = |w: u32, f: &Fakes| -> Vec<JobId> {
         f.queues
@@ -200,21 +186,9 @@ fn two_jobs_share_one_worker_fairly_and_both_finish() {
     let mut f = Fakes::default();
     let mut out = Vec::new();
     h.worker_joined(0, &hello("w0", &[]), 0, &mut out);
-    let a = h
-        .add_job(
-            "a",
-            square_net(arith(), &[], Vec::new()),
-            &xs(0..40),
-            &mut out,
-        )
-        .unwrap();
+    let a = h.add_job("a", net("square"), &xs(0..40), &mut out).unwrap();
     let b = h
-        .add_job(
-            "b",
-            square_net(arith(), &[], Vec::new()),
-            &xs(100..110),
-            &mut out,
-        )
+        .add_job("b", net("square"), &xs(100..110), &mut out)
         .unwrap();
     assert_eq!((a, b), (1, 2));
     settle(&mut h, &mut f, &mut out);
@@ -266,12 +240,7 @@ fn a_task_waits_for_a_fitting_worker_and_a_late_worker_learns_the_modules() {
     let mut out = Vec::new();
     h.worker_joined(0, &hello("cpu", &["CPU"]), 0, &mut out);
     let j = h
-        .add_job(
-            "gpu",
-            square_net(arith(), &["GPU"], Vec::new()),
-            &xs(0..3),
-            &mut out,
-        )
+        .add_job("gpu", net("square_requires_gpu"), &xs(0..3), &mut out)
         .unwrap();
     settle(&mut h, &mut f, &mut out);
     h.set_now(Duration::from_secs(5));
@@ -298,22 +267,8 @@ fn a_removed_worker_s_tasks_run_on_another_and_cancel_ends_one_job() {
     let mut f = Fakes::default();
     let mut out = Vec::new();
     h.worker_joined(0, &hello("w0", &[]), 0, &mut out);
-    let a = h
-        .add_job(
-            "a",
-            square_net(arith(), &[], Vec::new()),
-            &xs(0..4),
-            &mut out,
-        )
-        .unwrap();
-    let b = h
-        .add_job(
-            "b",
-            square_net(arith(), &[], Vec::new()),
-            &xs(0..4),
-            &mut out,
-        )
-        .unwrap();
+    let a = h.add_job("a", net("square"), &xs(0..4), &mut out).unwrap();
+    let b = h.add_job("b", net("square"), &xs(0..4), &mut out).unwrap();
     settle(&mut h, &mut f, &mut out);
     assert_eq!(f.queues[&0].len(), 8);
     assert!(h.cancel_job(b, &mut out));

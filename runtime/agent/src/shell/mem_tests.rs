@@ -17,7 +17,7 @@ use pnet_stdlib::Value;
 
 use super::tests::TempDir;
 use crate::control::{INFO_FILE, JobOutcome, RtClient, RtRequest, RtResponse, SOCKET_FILE};
-use crate::core::tests::memory_tests::memory_net;
+use crate::core::tests::net;
 use crate::{AgentConfig, RuntimeConfig, SchedConfig, serve};
 
 const SEGMENT: u64 = 1 << 20;
@@ -182,7 +182,7 @@ fn clients_and_jobs_use_global_memory_across_hosts() {
     assert!(c.mem_read(&handle, 0, 0).unwrap().is_empty());
 
     // A job gets the bytes into its buffer, adds 1 to each, and puts them back.
-    let bytes = pnet_bundle::format::encode(&memory_net(1000, true)).unwrap();
+    let bytes = pnet_bundle::format::encode(&net("memory_getput_1000")).unwrap();
     let r = c
         .call(
             RtRequest::Submit {

@@ -6,10 +6,10 @@ use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use pnet_stdlib::{Type, Value};
+use pnet_stdlib::Value;
 
 use super::tests::TempDir;
-use crate::core::tests::{arith, call_net, longs, sorted_longs, square_net, xs};
+use crate::core::tests::{longs, net, sorted_longs, xs};
 use crate::{AgentConfig, run_job};
 
 /// The directory with gspc-worker and the example libraries (built once per test run, with
@@ -65,7 +65,7 @@ fn alive(pid: i32) -> bool {
 fn real_workers_run_native_modules_and_are_stopped() {
     let dir = TempDir::new();
     let cfg = config(2, &dir);
-    let r = run_job(&square_net(arith(), &[], Vec::new()), &xs(0..200), &cfg).expect("job");
+    let r = run_job(&net("square"), &xs(0..200), &cfg).expect("job");
     assert_eq!(
         sorted_longs(&r, "ys"),
         (0..200).map(|x| x * x).collect::<Vec<_>>()
@@ -83,12 +83,7 @@ fn real_workers_run_native_modules_and_are_stopped() {
 fn a_failing_native_module_fails_the_job_with_its_message() {
     let dir = TempDir::new();
     let cfg = config(1, &dir);
-    let b = call_net(
-        "arith",
-        "div",
-        &[("a", Type::Long), ("b", Type::Long)],
-        &[("q", Type::Long)],
-    );
+    let b = net("call_div");
     let inputs = vec![
         ("as".to_string(), longs([7])),
         ("bs".to_string(), longs([0])),
@@ -101,12 +96,7 @@ fn a_failing_native_module_fails_the_job_with_its_message() {
     );
     assert!(m.contains("division by zero"), "{m}");
     // A module that does not exist: the worker's message lists where it looked.
-    let b = call_net(
-        "nosuchmodule",
-        "f",
-        &[("a", Type::Long)],
-        &[("q", Type::Long)],
-    );
+    let b = net("call_nosuchmodule");
     let e = run_job(&b, &[("as".to_string(), longs([1]))], &cfg).unwrap_err();
     assert!(e.to_string().contains("nosuchmodule"), "{e}");
 }
@@ -116,12 +106,7 @@ fn a_killed_worker_s_task_runs_on_another() {
     let dir = TempDir::new();
     let mut cfg = config(2, &dir);
     cfg.log = Some(dir.0.join("events.log"));
-    let b = call_net(
-        "arith",
-        "spin",
-        &[("ms", Type::Long)],
-        &[("done", Type::Control)],
-    );
+    let b = net("call_spin");
     let log_path = dir.0.join("events.log");
     let killer = thread::spawn(move || {
         let t = Instant::now();

@@ -12,7 +12,7 @@ use crate::control::{
     JobOutcome, RtClient, RtRequest, RtResponse, SECRET_FILE, SOCKET_FILE, check_private_dir,
     read_secret,
 };
-use crate::core::tests::{arith, square_net, xs};
+use crate::core::tests::{net, xs};
 use crate::{AgentConfig, RuntimeConfig, SchedConfig, serve};
 
 fn start(dir: &TempDir, secret: &Secret) -> std::thread::JoinHandle<crate::control::StopReport> {
@@ -70,7 +70,7 @@ fn refuses_a_wrong_secret_and_serves_the_right_one() {
         )
         .unwrap_err();
     assert!(e.message.starts_with("x.pnet: not a valid bundle"), "{e}");
-    let bytes = pnet_bundle::format::encode(&square_net(arith(), &[], Vec::new())).unwrap();
+    let bytes = pnet_bundle::format::encode(&net("square")).unwrap();
     let r = c.call(
         RtRequest::Submit {
             net: "sq.pnet".into(),

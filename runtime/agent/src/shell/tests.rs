@@ -15,7 +15,7 @@ use pnet_protocol::frame::{read_msg, write_msg};
 use pnet_protocol::{AgentMsg, HEARTBEAT_INTERVAL, Hello, PROTOCOL_VERSION, Secret, WorkerMsg};
 use pnet_stdlib::Value;
 
-use crate::core::tests::{arith, response_net, sorted_longs, square_net, xs};
+use crate::core::tests::{net, sorted_longs, xs};
 use crate::{AgentConfig, AgentError, JobOptions, StartWorkers, run_job, run_job_with};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -232,7 +232,7 @@ fn reports(rx: Workers) -> Vec<Report> {
 #[test]
 fn tcp_workers_run_a_job_with_trace_and_log() {
     let dir = TempDir::new();
-    let b = square_net(arith(), &[], Vec::new());
+    let b = net("square");
     let mut cfg = config();
     cfg.trace = Some(dir.0.join("trace.json"));
     cfg.log = Some(dir.0.join("events.log"));
@@ -275,7 +275,7 @@ fn tcp_workers_run_a_job_with_trace_and_log() {
 #[test]
 fn refuses_a_wrong_secret_and_a_wrong_protocol() {
     let dir = TempDir::new();
-    let b = square_net(arith(), &[], Vec::new());
+    let b = net("square");
     let mut cfg = config();
     cfg.log = Some(dir.0.join("events.log"));
     let (opts, rx) = with_fakes(
@@ -309,7 +309,7 @@ fn refuses_a_wrong_secret_and_a_wrong_protocol() {
 
 #[test]
 fn a_silent_worker_is_lost_and_its_tasks_run_elsewhere() {
-    let b = square_net(arith(), &[], Vec::new());
+    let b = net("square");
     let (opts, rx) = with_fakes(
         vec![
             ("quiet", PROTOCOL_VERSION, Mode::SilentAfter(3)),
@@ -339,7 +339,7 @@ fn a_silent_worker_is_lost_and_its_tasks_run_elsewhere() {
 
 #[test]
 fn a_dropped_connection_s_tasks_run_elsewhere() {
-    let b = square_net(arith(), &[], Vec::new());
+    let b = net("square");
     let (opts, rx) = with_fakes(
         vec![
             ("flaky", PROTOCOL_VERSION, Mode::DropAfter(5)),
@@ -361,7 +361,7 @@ fn a_dropped_connection_s_tasks_run_elsewhere() {
 fn control_socket_put_token_status_and_workflow_response() {
     let dir = TempDir::new();
     let sock = dir.0.join("ctl.sock");
-    let b = response_net();
+    let b = net("response");
     let mut cfg = config();
     cfg.control = Some(sock.clone());
     let job = {
@@ -393,14 +393,7 @@ fn control_socket_put_token_status_and_workflow_response() {
 fn control_cancel_ends_the_job() {
     let dir = TempDir::new();
     let sock = dir.0.join("ctl.sock");
-    let mut b = square_net(
-        arith(),
-        &[],
-        vec![crate::core::tests::prop("drts.wait_for_output", "true")],
-    );
-    if let pnet_bundle::Body::Net(n) = &mut b.functions[0].body {
-        n.places[0].put_token = true;
-    }
+    let b = net("square_wait_for_output");
     let mut cfg = config();
     cfg.control = Some(sock.clone());
     let (opts, rx) = with_fakes(
@@ -427,14 +420,7 @@ fn control_cancel_ends_the_job() {
     assert_eq!(reports(rx)[0].answered, 1);
 
     // Now one that is cancelled while it waits.
-    let mut b = square_net(
-        arith(),
-        &[],
-        vec![crate::core::tests::prop("drts.wait_for_output", "true")],
-    );
-    if let pnet_bundle::Body::Net(n) = &mut b.functions[0].body {
-        n.places[0].put_token = true;
-    }
+    let b = net("square_wait_for_output");
     let (opts, rx) = with_fakes(
         vec![("w", PROTOCOL_VERSION, Mode::Answer)],
         1,
@@ -526,7 +512,7 @@ fn control_socket_in_a_shared_directory_is_refused() {
     std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o777)).unwrap();
     let mut cfg = config();
     cfg.control = Some(dir.0.join("ctl.sock"));
-    let e = run_job(&response_net(), &[], &cfg).unwrap_err();
+    let e = run_job(&net("response"), &[], &cfg).unwrap_err();
     assert_eq!(e.code(), "agent-setup");
     assert!(
         e.to_string()
@@ -539,7 +525,7 @@ fn control_socket_in_a_shared_directory_is_refused() {
         .unwrap()
         .write_all(b"x")
         .unwrap();
-    let e = run_job(&response_net(), &[], &cfg).unwrap_err();
+    let e = run_job(&net("response"), &[], &cfg).unwrap_err();
     assert!(
         e.to_string()
             .ends_with("the file exists and is not a socket"),
@@ -556,10 +542,10 @@ fn nets_without_modules_start_no_workers() {
     );
     assert_eq!(cfg.plan.workers.len(), 2);
     // The worker program does not exist, but no worker is needed.
-    let r = run_job(&response_net(), &[], &cfg).expect("job");
+    let r = run_job(&net("response"), &[], &cfg).expect("job");
     assert!(r.outputs.is_empty());
     cfg.start_workers = StartWorkers::Always;
-    let e = run_job(&response_net(), &[], &cfg).unwrap_err();
+    let e = run_job(&net("response"), &[], &cfg).unwrap_err();
     assert_eq!(e.code(), "agent-setup");
     assert!(
         e.to_string().starts_with("cannot start worker `worker-localhost-0` on `localhost` through the local launcher (/nonexistent/gspc-worker)"),
@@ -581,7 +567,7 @@ fn workers_that_die_before_joining_are_named() {
     std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
     cfg.worker_program = prog;
     let t = std::time::Instant::now();
-    let e = run_job(&square_net(arith(), &[], Vec::new()), &xs(0..3), &cfg).unwrap_err();
+    let e = run_job(&net("square"), &xs(0..3), &cfg).unwrap_err();
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     assert_eq!(e.code(), "agent-no-worker");
     let m = e.to_string();

@@ -1,86 +1,9 @@
 //! Module calls with memory buffers and transfers: the implicit `GPI` requirement, planning
 //! at dispatch, plan errors failing the job with the transition's location, statistics.
 
-use pnet_bundle::{MemoryBuffer, MemoryTransfer, TransferKind};
 use pnet_memory::SegmentInfo;
 
 use super::*;
-
-fn ulong(v: u64) -> Value {
-    Value::ULong(v)
-}
-
-fn local_range(buffer: &str, offset: u64, size: u64) -> Value {
-    Value::Struct(vec![
-        ("buffer".into(), Value::string(buffer)),
-        ("offset".into(), ulong(offset)),
-        ("size".into(), ulong(size)),
-    ])
-}
-
-/// `xs` -> `square(n) -> r` -> `ys`, where `n` is a list of global ranges: the function has a
-/// buffer `buf` of `size` bytes and a `memory-get` of `n` into all of `buf`, and (with `put`)
-/// a `memory-put` of `buf` back to `n`.
-pub(crate) fn memory_net(size: u64, put: bool) -> Bundle {
-    let any = Type::Any;
-    let root = function(
-        "main",
-        vec![
-            port("xs", PortDir::In, any.clone(), Some(0)),
-            port("ys", PortDir::Out, any.clone(), Some(1)),
-        ],
-        Body::Net(Net {
-            places: vec![place("xs", any.clone()), place("ys", any.clone())],
-            transitions: vec![transition(
-                "square",
-                1,
-                vec![conn(ConnectKind::In, 0, 0), conn(ConnectKind::Out, 1, 1)],
-            )],
-        }),
-    );
-    let mut sq = function(
-        "square",
-        vec![
-            port("n", PortDir::In, any.clone(), None),
-            port("r", PortDir::Out, any.clone(), None),
-        ],
-        arith(),
-    );
-    let slots = [("n", any.clone()), ("r", any.clone())];
-    let codes = vec![
-        code("size", &slots, vec![Instr::Const(0)], vec![ulong(size)]),
-        code("global", &slots, vec![Instr::Load(0)], vec![]),
-        code(
-            "local",
-            &slots,
-            vec![Instr::Const(0)],
-            vec![Value::List(vec![local_range("buf", 0, size)])],
-        ),
-    ];
-    sq.memory_buffers.push(MemoryBuffer {
-        name: "buf".into(),
-        read_only: false,
-        size: CodeId(0),
-        alignment: None,
-        span: sp(4),
-    });
-    let kinds: &[TransferKind] = if put {
-        &[TransferKind::Get, TransferKind::Put]
-    } else {
-        &[TransferKind::Get]
-    };
-    for &kind in kinds {
-        sq.memory_transfers.push(MemoryTransfer {
-            kind,
-            global: CodeId(1),
-            local: CodeId(2),
-            allow_empty_ranges: false,
-            not_modified_in_module_call: false,
-            span: sp(3),
-        });
-    }
-    bundle(vec![root, sq], codes)
-}
 
 fn segment(id: u32, size: u64) -> SegmentInfo {
     SegmentInfo {
@@ -106,7 +29,7 @@ fn mem_answer(_: &ModuleDef, _: &[Value]) -> Result<Vec<Value>, String> {
 
 #[test]
 fn memory_calls_need_the_gpi_capability() {
-    let b = memory_net(16, false);
+    let b = net("memory_get_16");
     let mut h = Harness::new(&b, &ranges("0x1", 16), cfg(1, 2));
     // The one planned worker joined: the task cannot be placed.
     h.join(0, "plain", &["CPU"]);
@@ -121,7 +44,7 @@ fn memory_calls_need_the_gpi_capability() {
 
 #[test]
 fn memory_tasks_are_planned_at_dispatch_and_go_to_gpi_workers() {
-    let b = memory_net(100, true);
+    let b = net("memory_getput_100");
     let c = cfg(2, 2);
     let handle = {
         let mut t = c.memory.lock();
@@ -156,7 +79,7 @@ fn memory_tasks_are_planned_at_dispatch_and_go_to_gpi_workers() {
 #[test]
 fn a_plan_error_fails_the_job_with_the_transition_s_location() {
     // The transfer names a handle that was never allocated.
-    let b = memory_net(16, false);
+    let b = net("memory_get_16");
     let c = cfg(1, 2);
     c.memory.lock().add_segment(segment(0, 1 << 20));
     let mut h = Harness::new(&b, &ranges("0xdeadbeef", 16), c);
@@ -184,7 +107,7 @@ fn a_plan_error_fails_the_job_with_the_transition_s_location() {
 #[test]
 fn a_range_of_the_wrong_size_fails_the_job() {
     // A 16-byte buffer, but the global range has 8 bytes.
-    let b = memory_net(16, false);
+    let b = net("memory_get_16");
     let c = cfg(1, 2);
     let handle = {
         let mut t = c.memory.lock();
