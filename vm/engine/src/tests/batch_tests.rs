@@ -5,7 +5,7 @@
 
 use pnet_stdlib::Value;
 
-use super::build;
+use super::parse_net;
 use crate::rng::Rng;
 use crate::{Engine, RunConfig, Step};
 
@@ -15,27 +15,136 @@ fn pick<'a>(rng: &mut Rng, xs: &[&'a str]) -> &'a str {
     xs[rng.below(xs.len())]
 }
 
-/// A random net in the compact format of `tests.rs`: places `p0..p3` of longs.
+/// A transition of a random net: its name, priority, connections (`in a <- p0`), ports
+/// (`inout a : long`), the instructions of its condition and expression (`;`-separated IR
+/// mnemonics), and its function (`None`: its own, with an expression body).
+#[derive(Default)]
+struct Trans {
+    name: String,
+    prio: usize,
+    conns: Vec<String>,
+    ports: Vec<(&'static str, &'static str, &'static str)>,
+    cond: Option<String>,
+    expr: String,
+    function: Option<usize>,
+}
+
+/// Appends `code cID` over the given ports (more names become locals), reading the slots
+/// it loads.
+fn code(out: &mut String, id: usize, name: &str, ports: &[(&str, &str, &str)], instrs: &str) {
+    let instrs: Vec<&str> = instrs.split("; ").filter(|i| !i.is_empty()).collect();
+    let mut slots: Vec<(String, String, &str)> = ports
+        .iter()
+        .map(|(_, n, t)| (n.to_string(), "port".to_string(), *t))
+        .collect();
+    let mut reads: Vec<String> = Vec::new();
+    for i in &instrs {
+        if let Some((op @ ("load" | "store"), n)) = i.split_once(' ') {
+            if !slots.iter().any(|s| s.0 == n) {
+                slots.push((n.to_string(), "local".to_string(), "any"));
+            }
+            if op == "load" && !reads.iter().any(|r| r == n) {
+                reads.push(n.to_string());
+            }
+        }
+    }
+    *out += &format!("\ncode c{id} \"{name}\" : any\n");
+    for (k, (n, kind, t)) in slots.iter().enumerate() {
+        *out += &format!("  slot {k} {kind} {n} : {t}\n");
+    }
+    if !reads.is_empty() {
+        *out += &format!("  reads {}\n", reads.join(" "));
+    }
+    for (k, i) in instrs.iter().enumerate() {
+        *out += &format!("  {k} {i}\n");
+    }
+}
+
+/// The IR text of a net `NAME` with the given ports, places and transitions; its transitions'
+/// functions get the ids from `f + 1` and their codes the ids from `*c`.
+fn net_text(
+    f: usize,
+    name: &str,
+    ports: &str,
+    places: &str,
+    trans: &[Trans],
+    c: &mut usize,
+) -> (String, String) {
+    let mut s = format!("\nfunction f{f} {name}\n{ports}  net\n{places}");
+    let mut funcs = String::new();
+    let mut codes = String::new();
+    let mut next = f + 1;
+    for (i, t) in trans.iter().enumerate() {
+        let fid = t.function.unwrap_or(next);
+        s += &format!(
+            "    transition t{i} {} priority {} -> f{fid}\n",
+            t.name, t.prio
+        );
+        for conn in &t.conns {
+            s += &format!("      {conn}\n");
+        }
+        if let Some(cond) = &t.cond {
+            s += &format!("      condition c{c}\n");
+            code(
+                &mut codes,
+                *c,
+                &format!("condition of {}", t.name),
+                &t.ports,
+                cond,
+            );
+            *c += 1;
+        }
+        if t.function.is_none() {
+            funcs += &format!("\nfunction f{next} {}\n", t.name);
+            for (dir, n, ty) in &t.ports {
+                funcs += &format!("  {dir} {n} : {ty}\n");
+            }
+            funcs += &format!("  expression c{c}\n");
+            code(
+                &mut codes,
+                *c,
+                &format!("expression of {}", t.name),
+                &t.ports,
+                &t.expr,
+            );
+            *c += 1;
+            next += 1;
+        }
+    }
+    (s + &funcs, codes)
+}
+
+/// A random net in the IR text form: places `p0..p3` of longs.
 fn random_net(rng: &mut Rng, tokens: usize) -> String {
-    let mut s = String::from("net main\n");
+    const LONG: &str = "long";
+    let mut places = String::new();
     // Often a loop on p0 with one token and the highest priority (the case that `run_steps`
     // hands to the code runner's loop).
     let hot = rng.below(2) == 0;
     for p in 0..PLACES {
         let n = if hot && p == 0 { 1 } else { rng.below(tokens) };
-        let toks: Vec<String> = (0..n).map(|_| format!("{}L", rng.below(9))).collect();
-        s += &format!("  place p{p} long = {}\n", toks.join(" "));
+        places += &format!("    place p{p} p{p} : long\n");
+        for _ in 0..n {
+            places += &format!("      token {}L\n", rng.below(9));
+        }
     }
     let child = rng.below(4) == 0;
     let n_trans = 1 + rng.below(4);
+    let mut trans: Vec<Trans> = Vec::new();
     for t in 0..n_trans {
         let prio = if hot && t == 0 { 3 } else { rng.below(3) };
-        s += &format!("  trans t{t} prio {prio}\n");
+        let mut tr = Trans {
+            name: format!("t{t}"),
+            prio,
+            ..Trans::default()
+        };
         let a = if hot && t == 0 { 0 } else { rng.below(PLACES) };
         if child && t == 1 {
-            s += &format!("    in x long <- p{a}\n");
-            s += &format!("    out y long -> p{}\n", rng.below(PLACES));
-            s += "    use sub\n";
+            tr.conns.push(format!("in x <- p{a}"));
+            tr.conns.push(format!("out y -> p{}", rng.below(PLACES)));
+            // The child net's function comes after those of the main net's transitions.
+            tr.function = Some(n_trans);
+            trans.push(tr);
             continue;
         }
         match if hot && t == 0 { 0 } else { rng.below(3) } {
@@ -43,91 +152,117 @@ fn random_net(rng: &mut Rng, tokens: usize) -> String {
             // Sometimes failing: a division by zero in the condition or the expression, a
             // value of another type left in the port.
             0 => {
-                s += &format!("    inout a long <-> p{a}\n");
+                tr.conns.push(format!("in a <- p{a}"));
+                tr.conns.push(format!("out a -> p{a}"));
+                tr.ports.push(("inout", "a", LONG));
                 let c = pick(rng, &["0L", "1L", "2L", "3L"]);
-                s += &match rng.below(5) {
+                tr.cond = Some(match rng.below(5) {
                     // A local of the condition, in the slot of a local of the expression.
-                    1 => format!("    cond load a; store u; load u; const {c}; gt\n"),
-                    0 => {
-                        format!("    cond const 12L; load a; const 1L; sub; idiv; const {c}; gt\n")
-                    }
-                    _ => format!("    cond load a; const {c}; gt\n"),
-                };
-                s += pick(
+                    1 => format!("load a; store u; load u; const {c}; gt"),
+                    0 => format!("const 12L; load a; const 1L; sub; int_div; const {c}; gt"),
+                    _ => format!("load a; const {c}; gt"),
+                });
+                tr.expr = pick(
                     rng,
                     &[
-                        "    expr load a; const 1L; sub; store a\n",
-                        "    expr load a; const 1L; sub; store a\n",
-                        "    expr load a; const 1L; sub; store a\n",
-                        "    expr load a; const 1L; sub; store a; const 12L; load a; const 2L; sub; idiv; pop\n",
-                        "    expr load a; const 1L; sub; store a; load a; const 1L; eq; jf 10; const 1; store a\n",
-                        "    expr load a; const 1L; sub; store a; load a; const 3L; ne; jt 10; load w; pop\n",
+                        "load a; const 1L; sub; store a",
+                        "load a; const 1L; sub; store a",
+                        "load a; const 1L; sub; store a",
+                        "load a; const 1L; sub; store a; const 12L; load a; const 2L; sub; int_div; pop",
+                        "load a; const 1L; sub; store a; load a; const 1L; eq; jump_if_false_else_pop -> 10; const 1; store a",
+                        "load a; const 1L; sub; store a; load a; const 3L; ne; jump_if_true_else_pop -> 10; load w; pop",
                     ],
-                );
+                )
+                .to_string();
             }
             // A move, maybe conditional, maybe with a second token (from the same place or
             // another one), a read or a count.
             1 => {
-                s += &format!("    in a long <- p{a}\n");
+                tr.conns.push(format!("in a <- p{a}"));
+                tr.ports.push(("in", "a", LONG));
                 let extra = rng.below(4);
                 match extra {
-                    0 => s += &format!("    in b long <- p{}\n", rng.below(PLACES)),
-                    1 => s += &format!("    read b long <- p{}\n", rng.below(PLACES)),
-                    2 => s += &format!("    count n ulong <- p{}\n", rng.below(PLACES)),
+                    0 => {
+                        tr.conns.push(format!("in b <- p{}", rng.below(PLACES)));
+                        tr.ports.push(("in", "b", LONG));
+                    }
+                    1 => {
+                        tr.conns.push(format!("read b <- p{}", rng.below(PLACES)));
+                        tr.ports.push(("in", "b", LONG));
+                    }
+                    2 => {
+                        tr.conns
+                            .push(format!("number-of-tokens n <- p{}", rng.below(PLACES)));
+                        tr.ports.push(("in", "n", "unsigned long"));
+                    }
                     _ => {}
                 }
-                s += &format!("    out o long -> p{}\n", rng.below(PLACES));
+                tr.conns.push(format!("out o -> p{}", rng.below(PLACES)));
+                tr.ports.push(("out", "o", LONG));
                 if rng.below(2) == 0 {
                     let c = pick(rng, &["2L", "3L", "4L"]);
-                    if extra == 2 && rng.below(2) == 0 {
+                    tr.cond = Some(if extra == 2 && rng.below(2) == 0 {
                         // Over the token and a count of tokens.
-                        s += &format!(
-                            "    cond load a; const {c}; lt; load n; const 3UL; gt; and\n"
-                        );
+                        format!("load a; const {c}; lt; load n; const 3UL; gt; and")
                     } else {
-                        s += &format!("    cond load a; const {c}; lt\n");
-                    }
+                        format!("load a; const {c}; lt")
+                    });
                 }
-                s += pick(
-                    rng,
-                    &[
-                        "    expr load a; store o\n",
-                        "    expr load a; const 1L; add; store o\n",
-                    ],
-                );
+                tr.expr =
+                    pick(rng, &["load a; store o", "load a; const 1L; add; store o"]).to_string();
             }
             // A sink or a source.
             _ => {
+                tr.conns.push(format!("in a <- p{a}"));
+                tr.ports.push(("in", "a", LONG));
                 if rng.below(2) == 0 {
-                    s += &format!("    in a long <- p{a}\n");
-                    s += "    cond load a; const 5L; gt\n";
+                    tr.cond = Some("load a; const 5L; gt".into());
                 } else {
-                    s += &format!("    in a long <- p{a}\n");
-                    s += &format!("    out o long -> p{a}\n");
-                    s += &format!("    out q long -> p{}\n", rng.below(PLACES));
-                    s += "    cond load a; const 1L; lt\n";
-                    s += "    expr load a; const 2L; add; store o; load a; store q\n";
+                    tr.conns.push(format!("out o -> p{a}"));
+                    tr.conns.push(format!("out q -> p{}", rng.below(PLACES)));
+                    tr.ports.push(("out", "o", LONG));
+                    tr.ports.push(("out", "q", LONG));
+                    tr.cond = Some("load a; const 1L; lt".into());
+                    tr.expr = "load a; const 2L; add; store o; load a; store q".into();
                 }
             }
         }
+        trans.push(tr);
     }
+    let mut c = 0;
+    // The child net's function follows those of the main net's transitions.
+    let sub = 1 + trans.iter().filter(|t| t.function.is_none()).count();
+    let (mut s, mut codes) = net_text(0, "main", "", &places, &trans, &mut c);
     if child {
-        s += "net sub\n";
-        s += "  port in x long @a\n";
-        s += "  port out y long @b\n";
-        s += "  place a long\n";
-        s += "  place b long\n";
-        s += "  trans down\n";
-        s += "    inout v long <-> a\n";
-        s += "    cond load v; const 0L; gt\n";
-        s += "    expr load v; const 1L; sub; store v\n";
-        s += "  trans out\n";
-        s += "    in v long <- a\n";
-        s += "    out w long -> b\n";
-        s += "    expr load v; store w\n";
+        let trans = [
+            Trans {
+                name: "down".into(),
+                conns: vec!["in v <- p0".into(), "out v -> p0".into()],
+                ports: vec![("inout", "v", LONG)],
+                cond: Some("load v; const 0L; gt".into()),
+                expr: "load v; const 1L; sub; store v".into(),
+                ..Trans::default()
+            },
+            Trans {
+                name: "out".into(),
+                conns: vec!["in v <- p0".into(), "out w -> p1".into()],
+                ports: vec![("in", "v", LONG), ("out", "w", LONG)],
+                expr: "load v; store w".into(),
+                ..Trans::default()
+            },
+        ];
+        let (t, cs) = net_text(
+            sub,
+            "sub",
+            "  in x : long = p0 a\n  out y : long = p1 b\n",
+            "    place p0 a : long\n    place p1 b : long\n",
+            &trans,
+            &mut c,
+        );
+        s += &t;
+        codes += &cs;
     }
-    s += "end\n";
-    s
+    format!("bundle root f0 main\n{s}{codes}")
 }
 
 fn marking(e: &Engine) -> Vec<Vec<Value>> {
@@ -144,7 +279,7 @@ fn run_steps_is_the_same_as_single_steps() {
     let mut errors: std::collections::BTreeMap<String, u32> = Default::default();
     for net in 0..1500 {
         let text = random_net(&mut rng, 4);
-        let bundle = build(&text);
+        let bundle = parse_net(&text);
         crate::validate(&bundle).unwrap_or_else(|e| panic!("invalid net {net}: {e}\n{text}"));
         let config = RunConfig {
             seed: 1 + net as u64,
@@ -222,7 +357,7 @@ fn resumed_enabling_search_is_the_same_as_a_full_one() {
     let mut steps = 0u64;
     for net in 0..1200 {
         let text = random_net(&mut rng, 16);
-        let bundle = build(&text);
+        let bundle = parse_net(&text);
         let config = RunConfig {
             seed: 7 + net as u64,
             ..RunConfig::default()

@@ -1,13 +1,16 @@
-//! One test per instruction (and the error paths) of the interpreter.
+//! One test per instruction (and the error paths) of the interpreter, on codes in the IR
+//! text form.
 
 use expect_test::expect;
 
-use super::check_code;
+use super::{check_code, code_of};
 
 #[test]
 fn empty_program_is_control() {
     check_code(
-        "",
+        r#"
+code c0 "test" : any
+"#,
         &[],
         expect![[r#"
         value: []
@@ -18,7 +21,18 @@ fn empty_program_is_control() {
 #[test]
 fn const_load_store_dup_pop() {
     check_code(
-        "const 5L; dup; store y; pop; load x",
+        r#"
+code c0 "test" : any
+  slot 0 port x : any
+  slot 1 local y : any
+  const 0 5L
+  reads x
+  0  const       5L
+  1  dup
+  2  store       y
+  3  pop
+  4  load        x
+"#,
         &[("x", Some("1L"))],
         expect![[r#"
             value: 1L
@@ -31,7 +45,12 @@ fn const_load_store_dup_pop() {
 #[test]
 fn load_of_empty_slot_is_an_error() {
     check_code(
-        "load x",
+        r#"
+code c0 "test" : any  @ test:1:1-2
+  slot 0 port x : any
+  reads x
+  0  load        x  @ 1:1-2
+"#,
         &[("x", None)],
         expect![[r#"
         error: ${x} has no value (byte 0)
@@ -43,7 +62,25 @@ fn load_of_empty_slot_is_an_error() {
 #[test]
 fn store_path_creates_root_and_fields() {
     check_code(
-        "const 1L; store s.a.b; const 2; store s.c; const 3; store s.a.b; load s.a",
+        r#"
+code c0 "test" : any
+  slot 0 port s : any
+  const 0 1L
+  const 1 2
+  const 2 3
+  path 0 a b
+  path 1 c
+  path 2 a b
+  path 3 a
+  reads s
+  0  const       1L
+  1  store       s.a.b
+  2  const       2
+  3  store       s.c
+  4  const       3
+  5  store       s path#2
+  6  load        s.a
+"#,
         &[("s", None)],
         expect![[r#"
             value: Struct [b := 3]
@@ -55,7 +92,17 @@ fn store_path_creates_root_and_fields() {
 #[test]
 fn load_path_of_missing_field() {
     check_code(
-        "const 1L; store s.a; load s.b.c",
+        r#"
+code c0 "test" : any  @ test:1:1-2
+  slot 0 port s : any
+  const 0 1L
+  path 0 a
+  path 1 b c
+  reads s
+  0  const       1L  @ 1:1-2
+  1  store       s.a  @ 1:11-12
+  2  load        s.b.c  @ 1:22-23
+"#,
         &[("s", None)],
         expect![[r#"
         error: ${s} has no field `b` (byte 21)
@@ -67,7 +114,14 @@ fn load_path_of_missing_field() {
 #[test]
 fn store_path_through_a_scalar_fails() {
     check_code(
-        "const 1L; store s.a.b",
+        r#"
+code c0 "test" : any  @ test:1:1-2
+  slot 0 port s : any
+  const 0 1L
+  path 0 a b
+  0  const       1L  @ 1:1-2
+  1  store       s.a.b  @ 1:11-12
+"#,
         &[("s", Some("3"))],
         expect![[r#"
         error: type error: cannot assign to field `a` of ${s}: not a struct (byte 10)
@@ -79,7 +133,31 @@ fn store_path_through_a_scalar_fails() {
 #[test]
 fn fast_paths_on_integers() {
     check_code(
-        "load a; load b; lt; store lt; load a; load b; sub; store d; load a; neg; store n; const 9223372036854775807L; const 1L; add",
+        r#"
+code c0 "test" : any
+  slot 0 port a : any
+  slot 1 port b : any
+  slot 2 local lt : any
+  slot 3 local d : any
+  slot 4 local n : any
+  const 0 9223372036854775807L
+  const 1 1L
+  reads a b
+   0  load        a
+   1  load        b
+   2  lt
+   3  store       lt
+   4  load        a
+   5  load        b
+   6  sub
+   7  store       d
+   8  load        a
+   9  neg
+  10  store       n
+  11  const       9223372036854775807L
+  12  const       1L
+  13  add
+"#,
         &[("a", Some("3L")), ("b", Some("5L"))],
         expect![[r#"
             value: -9223372036854775808L
@@ -95,7 +173,14 @@ fn fast_paths_on_integers() {
 #[test]
 fn unsigned_subtraction_below_zero() {
     check_code(
-        "const 1UL; const 2UL; sub",
+        r#"
+code c0 "test" : any  @ test:1:1-2
+  const 0 1UL
+  const 1 2UL
+  0  const       1UL  @ 1:1-2
+  1  const       2UL  @ 1:12-13
+  2  sub  @ 1:23-24
+"#,
         &[],
         expect![[r#"
         error: unsigned subtraction below zero (byte 22)
@@ -106,7 +191,12 @@ fn unsigned_subtraction_below_zero() {
 #[test]
 fn not_on_bool() {
     check_code(
-        "const true; not",
+        r#"
+code c0 "test" : any
+  const 0 true
+  0  const       true
+  1  not
+"#,
         &[],
         expect![[r#"
         value: false
@@ -117,7 +207,15 @@ fn not_on_bool() {
 #[test]
 fn and_short_circuits() {
     // `a && b` with b unbound: false && _ never looks at b.
-    let and = "load a; jf 3; load b";
+    let and = r#"
+code c0 "test" : any  @ test:1:1-2
+  slot 0 port a : any
+  slot 1 port b : any
+  reads a b
+  0  load        a  @ 1:1-2
+  1  jump_if_false_else_pop -> 3  @ 1:9-10
+  2  load        b  @ 1:15-16
+"#;
     check_code(
         and,
         &[("a", Some("false")), ("b", None)],
@@ -149,7 +247,15 @@ fn and_short_circuits() {
 
 #[test]
 fn or_short_circuits() {
-    let or = "load a; jt 3; load b";
+    let or = r#"
+code c0 "test" : any  @ test:1:1-2
+  slot 0 port a : any
+  slot 1 port b : any
+  reads a b
+  0  load        a  @ 1:1-2
+  1  jump_if_true_else_pop -> 3  @ 1:9-10
+  2  load        b  @ 1:15-16
+"#;
     check_code(
         or,
         &[("a", Some("true")), ("b", None)],
@@ -173,7 +279,14 @@ fn or_short_circuits() {
 #[test]
 fn short_circuit_operand_must_be_bool() {
     check_code(
-        "const 1L; jf 3; const true",
+        r#"
+code c0 "test" : any  @ test:1:1-2
+  const 0 1L
+  const 1 true
+  0  const       1L  @ 1:1-2
+  1  jump_if_false_else_pop -> 3  @ 1:11-12
+  2  const       true  @ 1:17-18
+"#,
         &[],
         expect![[r#"
         error: an operand of && is not a bool (byte 10)
@@ -184,7 +297,14 @@ fn short_circuit_operand_must_be_bool() {
 #[test]
 fn jump_skips() {
     check_code(
-        "const 1L; jmp 3; const 2L",
+        r#"
+code c0 "test" : any
+  const 0 1L
+  const 1 2L
+  0  const       1L
+  1  jump        -> 3
+  2  const       2L
+"#,
         &[],
         expect![[r#"
         value: 1L
@@ -195,7 +315,13 @@ fn jump_skips() {
 #[test]
 fn make_shared_wraps() {
     check_code(
-        "const \"x\"; shared cleanup",
+        r#"
+code c0 "test" : any
+  const 0 "x"
+  const 1 "cleanup"
+  0  const       "x"
+  1  make_shared shared_cleanup
+"#,
         &[],
         expect![[r#"
         value: shared_cleanup ("x")
@@ -206,14 +332,22 @@ fn make_shared_wraps() {
 #[test]
 fn stack_underflow_is_an_error_not_a_panic() {
     check_code(
-        "pop",
+        r#"
+code c0 "test" : any  @ test:1:1-2
+  0  pop  @ 1:1-2
+"#,
         &[],
         expect![[r#"
         error: bad bytecode: stack underflow at 0 (byte 0)
     "#]],
     );
     check_code(
-        "const 1L; add",
+        r#"
+code c0 "test" : any  @ test:1:1-2
+  const 0 1L
+  0  const       1L  @ 1:1-2
+  1  add  @ 1:11-12
+"#,
         &[],
         expect![[r#"
         error: bad bytecode: stack underflow at 1 (byte 10)
@@ -223,11 +357,13 @@ fn stack_underflow_is_an_error_not_a_panic() {
 
 #[test]
 fn short_frame_is_an_error() {
-    let code = super::asm(
-        "c",
-        "load x",
-        &[("x".to_string(), pnet_stdlib::Type::Long)],
-        0,
+    let code = code_of(
+        r#"
+code c0 "c" : any
+  slot 0 port x : long
+  reads x
+  0  load        x
+"#,
     );
     let e = crate::eval(&code, &mut []).unwrap_err();
     expect![[r#"bad bytecode: c needs 1 slots, the frame has 0"#]].assert_eq(&e.to_string());
@@ -235,23 +371,47 @@ fn short_frame_is_an_error() {
 
 #[test]
 fn condition_must_be_bool() {
-    let code = super::asm("condition of t", "const 1L", &[], 0);
+    let code = code_of(
+        r#"
+code c0 "condition of t" : any
+  0  const       1L
+"#,
+    );
     let e = Interpreter::new().run_bool(&code, &mut []).unwrap_err();
     expect![[r#"the value of condition of t is not a bool"#]].assert_eq(&e.to_string());
     // An empty program's value is control, not a bool; the stack is left empty either way.
-    let empty = super::asm("condition of u", "", &[], 0);
+    let empty = code_of(
+        r#"
+code c0 "condition of u" : any
+"#,
+    );
     let mut interp = Interpreter::new();
     let e = interp.run_bool(&empty, &mut []).unwrap_err();
     expect![[r#"the value of condition of u is not a bool"#]].assert_eq(&e.to_string());
-    let yes = super::asm("condition of v", "const true", &[], 0);
+    let yes = code_of(
+        r#"
+code c0 "condition of v" : any
+  0  const       true
+"#,
+    );
     assert!(interp.run_bool(&yes, &mut []).unwrap());
 }
 
 /// `run_effect` leaves the same frame as `run` and reports the same errors.
 #[test]
 fn run_effect_matches_run() {
-    let slots = [("x".to_string(), pnet_stdlib::Type::Long)];
-    let code = super::asm("e", "load x; const 2L; add; dup; store x", &slots, 0);
+    let code = code_of(
+        r#"
+code c0 "e" : any
+  slot 0 port x : long
+  reads x
+  0  load        x
+  1  const       2L
+  2  add
+  3  dup
+  4  store       x
+"#,
+    );
     let mut a = vec![Some(pnet_stdlib::Value::Long(40))];
     let mut b = a.clone();
     let mut interp = Interpreter::new();
@@ -272,7 +432,21 @@ use crate::Interpreter;
 #[test]
 fn call_takes_its_arity_from_the_stack() {
     check_code(
-        "load l; const 1L; call stack_push; const 2L; call stack_push; dup; store l; call stack_size",
+        r#"
+code c0 "test" : any
+  slot 0 port l : any
+  const 0 1L
+  const 1 2L
+  reads l
+  0  load        l
+  1  const       1L
+  2  call        stack_push
+  3  const       2L
+  4  call        stack_push
+  5  dup
+  6  store       l
+  7  call        stack_size
+"#,
         &[("l", Some("List()"))],
         expect![[r#"
             value: 2UL
@@ -284,14 +458,34 @@ fn call_takes_its_arity_from_the_stack() {
 #[test]
 fn generic_operators_fall_back_to_the_stdlib() {
     check_code(
-        "const \"a\"; const \"b\"; add; const 7; const 2; mod; pop",
+        r#"
+code c0 "test" : any
+  const 0 "a"
+  const 1 "b"
+  const 2 7
+  const 3 2
+  0  const       "a"
+  1  const       "b"
+  2  add
+  3  const       7
+  4  const       2
+  5  mod
+  6  pop
+"#,
         &[],
         expect![[r#"
         value: "ab"
     "#]],
     );
     check_code(
-        "const 7; const 0; idiv",
+        r#"
+code c0 "test" : any  @ test:1:1-2
+  const 0 7
+  const 1 0
+  0  const       7  @ 1:1-2
+  1  const       0  @ 1:10-11
+  2  int_div  @ 1:19-20
+"#,
         &[],
         expect![[r#"
         error: division by zero (byte 18)

@@ -1,35 +1,10 @@
 //! Memory buffers and transfers of module functions: evaluated when the transition fires.
 
 use expect_test::expect;
-use pnet_bundle::{CodeId, MemoryBuffer, MemoryTransfer, TransferKind};
-use pnet_stdlib::{Type, Value};
+use pnet_stdlib::Value;
 
-use super::{asm, build, show};
+use super::{parse_net, show};
 use crate::{Engine, RunConfig, Step};
-
-const NET: &str = "
-net main
-  place p ulong = 16UL
-  place g long = 7L
-  trans work
-    in n ulong <- p
-    in h long <- g
-    module mymod compute
-end
-";
-
-/// Adds a code over the transition function's ports to the bundle.
-fn add_code(bundle: &mut pnet_bundle::Bundle, src: &str) -> CodeId {
-    let f = &bundle.functions[1];
-    let ports: Vec<(String, Type)> = f
-        .ports
-        .iter()
-        .map(|p| (p.name.clone(), p.ty.clone()))
-        .collect();
-    let offset = NET.find("module").unwrap();
-    bundle.codes.push(asm("memory code", src, &ports, offset));
-    CodeId((bundle.codes.len() - 1) as u32)
-}
 
 fn first_task(bundle: &pnet_bundle::Bundle) -> Result<crate::Task, crate::RunError> {
     let mut engine = Engine::new(bundle, &RunConfig::default())?;
@@ -44,38 +19,63 @@ fn first_task(bundle: &pnet_bundle::Bundle) -> Result<crate::Task, crate::RunErr
 
 #[test]
 fn buffers_and_transfers_are_evaluated_over_the_input_frame() {
-    let mut bundle = build(NET);
-    let size = add_code(&mut bundle, "load n; const 2UL; mul");
-    let align = add_code(&mut bundle, "const 8UL");
-    let small = add_code(&mut bundle, "const 4UL");
-    let global = add_code(&mut bundle, "load h");
-    let local = add_code(&mut bundle, "load n");
-    let span = bundle.functions[1].span;
-    let f = &mut bundle.functions[1];
-    f.memory_buffers.push(MemoryBuffer {
-        name: "buf".into(),
-        read_only: false,
-        size,
-        alignment: Some(align),
-        span,
-    });
-    f.memory_buffers.push(MemoryBuffer {
-        name: "other".into(),
-        read_only: true,
-        size: small,
-        alignment: None,
-        span,
-    });
-    for kind in [TransferKind::Get, TransferKind::Put] {
-        f.memory_transfers.push(MemoryTransfer {
-            kind,
-            global,
-            local,
-            allow_empty_ranges: false,
-            not_modified_in_module_call: false,
-            span,
-        });
-    }
+    let bundle = parse_net(
+        r#"
+bundle root f0 main
+
+function f0 main
+  net
+    place p0 p : unsigned long
+      token 16UL
+    place p1 g : long
+      token 7L
+    transition t0 work priority 0 -> f1 work
+      in n <- p0 p
+      in h <- p1 g
+
+function f1 work
+  in n : unsigned long
+  in h : long
+  memory-buffer buf size c0 alignment c1
+  memory-buffer other size c2 read_only
+  memory-get global c3 local c4
+  memory-put global c3 local c4
+  module mymod "compute ()"
+
+code c0 "memory code" : any
+  slot 0 port n : unsigned long
+  slot 1 port h : long
+  const 0 2UL
+  reads n
+  0  load        n
+  1  const       2UL
+  2  mul
+
+code c1 "memory code" : any
+  slot 0 port n : unsigned long
+  slot 1 port h : long
+  const 0 8UL
+  0  const       8UL
+
+code c2 "memory code" : any
+  slot 0 port n : unsigned long
+  slot 1 port h : long
+  const 0 4UL
+  0  const       4UL
+
+code c3 "memory code" : any
+  slot 0 port n : unsigned long
+  slot 1 port h : long
+  reads h
+  0  load        h
+
+code c4 "memory code" : any
+  slot 0 port n : unsigned long
+  slot 1 port h : long
+  reads n
+  0  load        n
+"#,
+    );
     let t = first_task(&bundle).unwrap();
     let mem = t.memory.expect("memory of a function with buffers");
     assert_eq!(mem.buffers, vec![(32, 8), (4, 1)]);
@@ -92,24 +92,59 @@ fn buffers_and_transfers_are_evaluated_over_the_input_frame() {
 
 #[test]
 fn functions_without_memory_have_none() {
-    let bundle = build(NET);
+    let bundle = parse_net(
+        r#"
+bundle root f0 main
+
+function f0 main
+  net
+    place p0 p : unsigned long
+      token 16UL
+    place p1 g : long
+      token 7L
+    transition t0 work priority 0 -> f1 work
+      in n <- p0 p
+      in h <- p1 g
+
+function f1 work
+  in n : unsigned long
+  in h : long
+  module mymod "compute ()"
+"#,
+    );
     let t = first_task(&bundle).unwrap();
     assert!(t.memory.is_none());
 }
 
 #[test]
 fn a_transfer_without_buffers_is_evaluated() {
-    let mut bundle = build(NET);
-    let global = add_code(&mut bundle, "load n");
-    let span = bundle.functions[1].span;
-    bundle.functions[1].memory_transfers.push(MemoryTransfer {
-        kind: TransferKind::GetPut,
-        global,
-        local: global,
-        allow_empty_ranges: true,
-        not_modified_in_module_call: true,
-        span,
-    });
+    let bundle = parse_net(
+        r#"
+bundle root f0 main
+
+function f0 main
+  net
+    place p0 p : unsigned long
+      token 16UL
+    place p1 g : long
+      token 7L
+    transition t0 work priority 0 -> f1 work
+      in n <- p0 p
+      in h <- p1 g
+
+function f1 work
+  in n : unsigned long
+  in h : long
+  memory-getput global c0 local c0 allow_empty_ranges not_modified_in_module_call
+  module mymod "compute ()"
+
+code c0 "memory code" : any
+  slot 0 port n : unsigned long
+  slot 1 port h : long
+  reads n
+  0  load        n
+"#,
+    );
     let mem = first_task(&bundle).unwrap().memory.expect("memory");
     assert!(mem.buffers.is_empty());
     assert_eq!(mem.transfers, vec![(Value::ULong(16), Value::ULong(16))]);
@@ -117,16 +152,37 @@ fn a_transfer_without_buffers_is_evaluated() {
 
 #[test]
 fn evaluation_errors_carry_the_codes_span() {
-    let mut bundle = build(NET);
-    let bad = add_code(&mut bundle, "load n; const 0UL; idiv");
-    let span = bundle.functions[1].span;
-    bundle.functions[1].memory_buffers.push(MemoryBuffer {
-        name: "buf".into(),
-        read_only: false,
-        size: bad,
-        alignment: None,
-        span,
-    });
+    let bundle = parse_net(
+        r#"
+bundle root f0 main
+file 0 "test.xpnet" lines 0 1 10 33 53 66 86 105 130 134
+
+function f0 main  @ test.xpnet:2:1-2
+  net
+    place p0 p : unsigned long  @ test.xpnet:3:3-4
+      token 16UL
+    place p1 g : long  @ test.xpnet:4:3-4
+      token 7L
+    transition t0 work priority 0 -> f1 work  @ test.xpnet:5:3-4
+      in n <- p0 p  @ 6:5-6
+      in h <- p1 g  @ 7:5-6
+
+function f1 work  @ test.xpnet:5:3-4
+  in n : unsigned long  @ 6:5-6
+  in h : long  @ 7:5-6
+  memory-buffer buf size c0  @ 5:3-4
+  module mymod "compute ()"  @ 8:5-6
+
+code c0 "memory code" : any  @ test.xpnet:8:5-6
+  slot 0 port n : unsigned long
+  slot 1 port h : long
+  const 0 0UL
+  reads n
+  0  load        n  @ 8:5-6
+  1  const       0UL  @ 8:13-14
+  2  int_div  @ 8:24-25
+"#,
+    );
     let e = first_task(&bundle).unwrap_err();
     assert!(e.span.is_some(), "{e:?}");
     expect!["in transition `work` (test.xpnet:5:3): division by zero at test.xpnet:8:24"]
@@ -135,16 +191,35 @@ fn evaluation_errors_carry_the_codes_span() {
 
 #[test]
 fn a_size_that_is_not_an_unsigned_long_is_an_error() {
-    let mut bundle = build(NET);
-    let bad = add_code(&mut bundle, "load h; neg");
-    let span = bundle.functions[1].span;
-    bundle.functions[1].memory_buffers.push(MemoryBuffer {
-        name: "buf".into(),
-        read_only: false,
-        size: bad,
-        alignment: None,
-        span,
-    });
+    let bundle = parse_net(
+        r#"
+bundle root f0 main
+file 0 "test.xpnet" lines 0 1 10 33 53 66 86 105 130 134
+
+function f0 main  @ test.xpnet:2:1-2
+  net
+    place p0 p : unsigned long  @ test.xpnet:3:3-4
+      token 16UL
+    place p1 g : long  @ test.xpnet:4:3-4
+      token 7L
+    transition t0 work priority 0 -> f1 work  @ test.xpnet:5:3-4
+      in n <- p0 p  @ 6:5-6
+      in h <- p1 g  @ 7:5-6
+
+function f1 work  @ test.xpnet:5:3-4
+  in n : unsigned long  @ 6:5-6
+  in h : long  @ 7:5-6
+  memory-buffer buf size c0  @ 5:3-4
+  module mymod "compute ()"  @ 8:5-6
+
+code c0 "memory code" : any  @ test.xpnet:8:5-6
+  slot 0 port n : unsigned long
+  slot 1 port h : long
+  reads h
+  0  load        h  @ 8:5-6
+  1  neg  @ 8:13-14
+"#,
+    );
     let e = first_task(&bundle).unwrap_err();
     expect!["in transition `work` (test.xpnet:5:3): the size of memory buffer `buf` is -7L, not an unsigned long at test.xpnet:8:5"]
         .assert_eq(&e.to_string());

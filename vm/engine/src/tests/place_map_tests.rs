@@ -5,60 +5,165 @@
 use expect_test::expect;
 use pnet_stdlib::Value;
 
-use super::{build, check, run_text, set_scan_cache, show, show_result};
+use super::{parse_net, run_text, set_scan_cache, show, show_result};
 use crate::{Engine, RunConfig, Step};
 
 /// GPI-Space's `share/doc/example/virtual/work_and_wait.xpnet` in small: `dup` puts `n` on
 /// `wait` and on `cnt`, from which `gen` makes `n` work items on `o`; each item starts a
 /// `wait` child that counts `wait` down through its virtual place `num` while it is
 /// positive, and the child that sees it at zero says `done`.
-const WORK_AND_WAIT: &str = "
-net main
-  port in n long @n
-  port out done control @done
-  place n long
-  place cnt long
-  place wait long
-  place o long
-  place done control
-  trans dup
-    in n long <- n
-    out n long -> wait
-    out n long -> cnt
-  trans gen
-    in c long <- cnt
-    out c2 long -> cnt
-    out item long -> o
-    cond load c; const 0L; gt
-    expr load c; store item; load c; const 1L; sub; store c2
-  trans stop
-    in c long <- cnt
-    cond load c; const 0L; le
-  trans wait
-    in object long <- o
-    out done control -> done
-    use waiter
-    map num -> wait
-end
-net waiter
-  port in object long @object
-  port out done control @done
-  port tunnel num long @num
-  place object long
-  place num long virtual
-  place done control
-  trans dec
-    in object long <- object
-    inout num long <-> num
-    cond load num; const 0L; gt
-    expr load num; const 1L; sub; store num
-  trans done
-    in num long <- num
-    out done control -> done
-    cond load num; const 0L; le
-    expr const []; store done
-end
-";
+const WORK_AND_WAIT: &str = r#"
+bundle root f0 main
+
+function f0 main
+  in n : long = p0 n
+  out done : control = p4 done
+  net
+    place p0 n : long
+    place p1 cnt : long
+    place p2 wait : long
+    place p3 o : long
+    place p4 done : control
+    transition t0 dup priority 0 -> f1 dup
+      in n <- p0 n
+      out n -> p2 wait
+      out n -> p1 cnt
+    transition t1 gen priority 0 -> f2 gen
+      in c <- p1 cnt
+      out c2 -> p1 cnt
+      out item -> p3 o
+      condition c1
+    transition t2 stop priority 0 -> f3 stop
+      in c <- p1 cnt
+      condition c3
+    transition t3 wait priority 0 -> f5 waiter
+      in object <- p3 o
+      out done -> p4 done
+      place-map p1 num -> p2 wait
+
+function f1 dup
+  inout n : long
+  expression c0
+
+function f2 gen
+  in c : long
+  out c2 : long
+  out item : long
+  expression c2
+
+function f3 stop
+  in c : long
+  expression c4
+
+function f4 wait
+  in object : long
+  out done : control
+  expression c5
+
+function f5 waiter
+  in object : long = p0 object
+  out done : control = p2 done
+  tunnel num : long = p1 num
+  net
+    place p0 object : long
+    place p1 num : long virtual
+    place p2 done : control
+    transition t0 dec priority 0 -> f6 dec
+      in object <- p0 object
+      in num <- p1 num
+      out num -> p1 num
+      condition c6
+    transition t1 done priority 0 -> f7 done
+      in num <- p1 num
+      out done -> p2 done
+      condition c8
+
+function f6 dec
+  in object : long
+  inout num : long
+  expression c7
+
+function f7 done
+  in num : long
+  out done : control
+  expression c9
+
+code c0 "expression of dup" : any
+  slot 0 port n : long
+
+code c1 "condition of gen" : any
+  slot 0 port c : long
+  slot 1 port c2 : long
+  slot 2 port item : long
+  const 0 0L
+  reads c
+  0  load        c
+  1  const       0L
+  2  gt
+
+code c2 "expression of gen" : any
+  slot 0 port c : long
+  slot 1 port c2 : long
+  slot 2 port item : long
+  const 0 1L
+  reads c
+  0  load        c
+  1  store       item
+  2  load        c
+  3  const       1L
+  4  sub
+  5  store       c2
+
+code c3 "condition of stop" : any
+  slot 0 port c : long
+  const 0 0L
+  reads c
+  0  load        c
+  1  const       0L
+  2  le
+
+code c4 "expression of stop" : any
+  slot 0 port c : long
+
+code c5 "expression of wait" : any
+  slot 0 port object : long
+  slot 1 port done : control
+
+code c6 "condition of dec" : any
+  slot 0 port object : long
+  slot 1 port num : long
+  const 0 0L
+  reads num
+  0  load        num
+  1  const       0L
+  2  gt
+
+code c7 "expression of dec" : any
+  slot 0 port object : long
+  slot 1 port num : long
+  const 0 1L
+  reads num
+  0  load        num
+  1  const       1L
+  2  sub
+  3  store       num
+
+code c8 "condition of done" : any
+  slot 0 port num : long
+  slot 1 port done : control
+  const 0 0L
+  reads num
+  0  load        num
+  1  const       0L
+  2  le
+
+code c9 "expression of done" : any
+  slot 0 port num : long
+  slot 1 port done : control
+  const 0 []
+  0  const       []
+  1  store       done
+"#;
 
 #[test]
 fn virtual_place_is_the_parents_place() {
@@ -87,160 +192,52 @@ fn virtual_place_is_the_parents_place() {
 }
 
 #[test]
-fn tokens_a_child_puts_on_its_virtual_place_wake_the_parent() {
-    // The child puts on `v` (the parent's `pool`); the parent's `collect` (which reads no
-    // other place) must be re-examined to move them out.
-    check(
-        "
-net main
-  port out r long @r
-  place start long = 1L 2L
-  place pool long
-  place r long
-  trans spawn
-    in x long <- start
-    use child
-    map v -> pool
-  trans collect
-    in x long <- pool
-    out x long -> r
-    expr load x; const 10L; mul; store x
-end
-net child
-  port in x long @a
-  place a long
-  place v long virtual
-  trans give
-    in x long <- a
-    out x long -> v
-end
-",
-        &[],
-        expect![[r#"
-            r: 10L 20L
-            firings: 6
-        "#]],
-    );
-}
-
-#[test]
-fn a_childs_takes_change_the_parents_token_count() {
-    // `empty` sees the number of tokens on `real` (three at first); only the child's takes
-    // from its virtual place bring it to zero.
-    check(
-        "
-net main
-  port out done ulong @done
-  port out sum long @sum
-  place real long = 1L 2L 3L
-  place go control = []
-  place key control = []
-  place done ulong
-  place sum long
-  trans drain
-    in g control <- go
-    out s long -> sum
-    use child
-    map v -> real
-  trans empty
-    count n ulong <- real
-    in k control <- key
-    out n ulong -> done
-    cond load n; const 0UL; eq
-end
-net child
-  port in g control @g
-  port out s long @acc
-  place g control
-  place v long virtual
-  place acc long = 0L
-  trans add
-    in x long <- v
-    inout s long <-> acc
-    expr load s; load x; add; store s
-end
-",
-        &[],
-        expect![[r#"
-            done: 0UL
-            sum: 6L
-            firings: 5
-        "#]],
-    );
-}
-
-#[test]
-fn nested_place_maps_reach_the_outermost_place() {
-    // `grand` maps its `w` to `child`'s `v`, itself mapped to `main`'s `real`: both see the
-    // tokens of `real`, which stay there when the children end. Initial tokens declared on
-    // a mapped place are not added (the place is the parent's, as in pnetv).
-    check(
-        "
-net main
-  port out r long @real
-  place real long = 1L 5L
-  place t control = []
-  trans go
-    in s control <- t
-    use child
-    map v -> real
-end
-net child
-  port in s control @s
-  place s control
-  place v long virtual = 100L
-  trans go2
-    in s control <- s
-    use grand
-    map w -> v
-end
-net grand
-  port in s control @s
-  place s control
-  place w long virtual
-  trans inc
-    in x long <- w
-    out x long -> w
-    cond load x; const 10L; lt
-    expr load x; const 1L; add; store x
-end
-",
-        &[],
-        expect![[r#"
-            r: 10L 10L
-            firings: 16
-        "#]],
-    );
-}
-
-#[test]
 fn an_out_port_on_a_mapped_place_leaves_its_tokens_at_home() {
     // The child's out port `y` is bound to its virtual place: its tokens already are on
     // `real` and are not put out a second time through `call`'s connection.
     let r = run_text(
-        "
-net main
-  port out real long @real
-  port out copy long @copy
-  place p long = 7L
-  place real long
-  place copy long
-  trans call
-    in x long <- p
-    out y long -> copy
-    use child
-    map v -> real
-end
-net child
-  port in x long @a
-  port out y long @v
-  place a long
-  place v long virtual
-  trans put
-    in x long <- a
-    out x long -> v
-end
-",
+        r#"
+bundle root f0 main
+
+function f0 main
+  out real : long = p1 real
+  out copy : long = p2 copy
+  net
+    place p0 p : long
+      token 7L
+    place p1 real : long
+    place p2 copy : long
+    transition t0 call priority 0 -> f2 child
+      in x <- p0 p
+      out y -> p2 copy
+      place-map p1 v -> p1 real
+
+function f1 call
+  in x : long
+  out y : long
+  expression c0
+
+function f2 child
+  in x : long = p0 a
+  out y : long = p1 v
+  net
+    place p0 a : long
+    place p1 v : long virtual
+    transition t0 put priority 0 -> f3 put
+      in x <- p0 a
+      out x -> p1 v
+
+function f3 put
+  inout x : long
+  expression c1
+
+code c0 "expression of call" : any
+  slot 0 port x : long
+  slot 1 port y : long
+
+code c1 "expression of put" : any
+  slot 0 port x : long
+"#,
         &[],
         &RunConfig::default(),
     )
@@ -257,51 +254,93 @@ end
 
 /// A child that stays alive while its module call `slow` runs, and takes what appears on
 /// its virtual place `v` (the parent's `real`).
-const WAKE: &str = "
-net main
-  port out r long @r
-  place start control = []
-  place start2 control = []
-  place real long
-  place r long
-  place seen ulong
-  place key control put_token
-  trans go
-    in s control <- start
-    out r long -> r
-    use child
-    map v -> real
-  trans feed
-    in s control <- start2
-    out x long -> real
-    module m feed
-  trans look
-    count n ulong <- real
-    in k control <- key
-    out n ulong -> seen
-end
-net child
-  port in s control @s
-  port out r long @res
-  place s control
-  place hold control = []
-  place held control
-  place v long virtual
-  place res long
-  trans slow
-    in h control <- hold
-    out h control -> held
-    module m slow
-  trans take
-    in x long <- v
-    out x long -> res
-    expr load x; const 1L; add; store x
-end
-";
+const WAKE: &str = r#"
+bundle root f0 main
+
+function f0 main
+  out r : long = p3 r
+  net
+    place p0 start : control
+      token []
+    place p1 start2 : control
+      token []
+    place p2 real : long
+    place p3 r : long
+    place p4 seen : unsigned long
+    place p5 key : control put_token
+    transition t0 go priority 0 -> f4 child
+      in s <- p0 start
+      out r -> p3 r
+      place-map p3 v -> p2 real
+    transition t1 feed priority 0 -> f2 feed
+      in s <- p1 start2
+      out x -> p2 real
+    transition t2 look priority 0 -> f3 look
+      number-of-tokens n <- p2 real
+      in k <- p5 key
+      out n -> p4 seen
+
+function f1 go
+  in s : control
+  out r : long
+  expression c0
+
+function f2 feed
+  in s : control
+  out x : long
+  module m "feed ()"
+
+function f3 look
+  inout n : unsigned long
+  in k : control
+  expression c1
+
+function f4 child
+  in s : control = p0 s
+  out r : long = p4 res
+  net
+    place p0 s : control
+    place p1 hold : control
+      token []
+    place p2 held : control
+    place p3 v : long virtual
+    place p4 res : long
+    transition t0 slow priority 0 -> f5 slow
+      in h <- p1 hold
+      out h -> p2 held
+    transition t1 take priority 0 -> f6 take
+      in x <- p3 v
+      out x -> p4 res
+
+function f5 slow
+  inout h : control
+  module m "slow ()"
+
+function f6 take
+  inout x : long
+  expression c2
+
+code c0 "expression of go" : any
+  slot 0 port s : control
+  slot 1 port r : long
+
+code c1 "expression of look" : any
+  slot 0 port n : unsigned long
+  slot 1 port k : control
+
+code c2 "expression of take" : any
+  slot 0 port x : long
+  const 0 1L
+  reads x
+  0  load        x
+  1  const       1L
+  2  add
+  3  store       x
+"#;
 
 #[test]
 fn a_parents_put_wakes_the_child_and_in_flight_tokens_count() {
-    let bundle = build(WAKE);
+    let bundle = parse_net(WAKE);
     crate::validate(&bundle).expect("valid");
     let mut e = Engine::new(&bundle, &RunConfig::default()).expect("engine");
     // Start the child and hand out both module calls.
@@ -344,33 +383,58 @@ fn a_parents_put_wakes_the_child_and_in_flight_tokens_count() {
 fn number_of_tokens_counts_tokens_a_child_took_for_a_module_call() {
     // The child's module call `eat` takes a token from its virtual place: while it runs,
     // the parent's `number-of-tokens` of the real place still counts it.
-    let text = "
-net main
-  port out seen ulong @seen
-  place real long = 1L 2L
-  place go control = []
-  place key control put_token
-  place seen ulong
-  trans call
-    in g control <- go
-    use child
-    map v -> real
-  trans look
-    count n ulong <- real
-    in k control <- key
-    out n ulong -> seen
-end
-net child
-  port in g control @g
-  place g control
-  place v long virtual
-  trans eat
-    in g control <- g
-    in x long <- v
-    module m eat
-end
-";
-    let bundle = build(text);
+    let text = r#"
+bundle root f0 main
+
+function f0 main
+  out seen : unsigned long = p3 seen
+  net
+    place p0 real : long
+      token 1L
+      token 2L
+    place p1 go : control
+      token []
+    place p2 key : control put_token
+    place p3 seen : unsigned long
+    transition t0 call priority 0 -> f3 child
+      in g <- p1 go
+      place-map p1 v -> p0 real
+    transition t1 look priority 0 -> f2 look
+      number-of-tokens n <- p0 real
+      in k <- p2 key
+      out n -> p3 seen
+
+function f1 call
+  in g : control
+  expression c0
+
+function f2 look
+  inout n : unsigned long
+  in k : control
+  expression c1
+
+function f3 child
+  in g : control = p0 g
+  net
+    place p0 g : control
+    place p1 v : long virtual
+    transition t0 eat priority 0 -> f4 eat
+      in g <- p0 g
+      in x <- p1 v
+
+function f4 eat
+  in g : control
+  in x : long
+  module m "eat ()"
+
+code c0 "expression of call" : any
+  slot 0 port g : control
+
+code c1 "expression of look" : any
+  slot 0 port n : unsigned long
+  slot 1 port k : control
+"#;
+    let bundle = parse_net(text);
     crate::validate(&bundle).expect("valid");
     let mut e = Engine::new(&bundle, &RunConfig::default()).expect("engine");
     let mut task = None;
@@ -405,30 +469,55 @@ fn a_mapped_place_the_child_leaves_alone_keeps_its_tokens() {
     // A run with a place-map whose child never touches its virtual place behaves as one
     // without (the parent's tokens are untouched and listed as left).
     let r = run_text(
-        "
-net main
-  port out q long @q
-  place p long = 1L
-  place real long = 5L
-  place q long
-  trans call
-    in x long <- p
-    out y long -> q
-    use child
-    map v -> real
-end
-net child
-  port in x long @a
-  port out y long @b
-  place a long
-  place b long
-  place v long virtual
-  trans inc
-    in x long <- a
-    out x long -> b
-    expr load x; const 1L; add; store x
-end
-",
+        r#"
+bundle root f0 main
+
+function f0 main
+  out q : long = p2 q
+  net
+    place p0 p : long
+      token 1L
+    place p1 real : long
+      token 5L
+    place p2 q : long
+    transition t0 call priority 0 -> f2 child
+      in x <- p0 p
+      out y -> p2 q
+      place-map p2 v -> p1 real
+
+function f1 call
+  in x : long
+  out y : long
+  expression c0
+
+function f2 child
+  in x : long = p0 a
+  out y : long = p1 b
+  net
+    place p0 a : long
+    place p1 b : long
+    place p2 v : long virtual
+    transition t0 inc priority 0 -> f3 inc
+      in x <- p0 a
+      out x -> p1 b
+
+function f3 inc
+  inout x : long
+  expression c1
+
+code c0 "expression of call" : any
+  slot 0 port x : long
+  slot 1 port y : long
+
+code c1 "expression of inc" : any
+  slot 0 port x : long
+  const 0 1L
+  reads x
+  0  load        x
+  1  const       1L
+  2  add
+  3  store       x
+"#,
         &[],
         &RunConfig::default(),
     );
@@ -449,101 +538,65 @@ fn bundle_place(bundle: &pnet_bundle::Bundle, name: &str) -> pnet_bundle::PlaceI
 }
 
 #[test]
-fn two_virtual_places_on_one_place_are_a_clear_error() {
-    check(
-        "
-net main
-  place p control = []
-  place real long = 1L
-  trans call
-    in x control <- p
-    use child
-    map a -> real
-    map b -> real
-end
-net child
-  port in x control @x
-  place x control
-  place a long virtual
-  place b long virtual
-  trans move
-    in v long <- a
-    out v long -> b
-end
-",
-        &[],
-        expect![[r#"
-            error: in transition `call` (test.xpnet:5:3): bad bundle: place-map: virtual places `a` and `b` of the child net are both place `real`; the engine maps at most one place of a child net to a place
-        "#]],
-    );
-}
-
-#[test]
 fn the_ending_counts_a_place_children_consume_from() {
     // `main` only reads `real`, but the child consumes from it through its virtual place:
     // a token left there is work not done (not a constant of `connect-read`).
     let r = run_text(
-        "
-net main
-  place p control = []
-  place real long = 1L 2L
-  place key control put_token
-  trans peek
-    read x long <- real
-    in k control <- key
-  trans call
-    in x control <- p
-    use child
-    map v -> real
-end
-net child
-  port in x control @x
-  place x control
-  place v long virtual
-  trans eat
-    in x control <- x
-    in y long <- v
-end
-",
+        r#"
+bundle root f0 main
+
+function f0 main
+  net
+    place p0 p : control
+      token []
+    place p1 real : long
+      token 1L
+      token 2L
+    place p2 key : control put_token
+    transition t0 peek priority 0 -> f1 peek
+      read x <- p1 real
+      in k <- p2 key
+    transition t1 call priority 0 -> f3 child
+      in x <- p0 p
+      place-map p1 v -> p1 real
+
+function f1 peek
+  in x : long
+  in k : control
+  expression c0
+
+function f2 call
+  in x : control
+  expression c1
+
+function f3 child
+  in x : control = p0 x
+  net
+    place p0 x : control
+    place p1 v : long virtual
+    transition t0 eat priority 0 -> f4 eat
+      in x <- p0 x
+      in y <- p1 v
+
+function f4 eat
+  in x : control
+  in y : long
+  expression c2
+
+code c0 "expression of peek" : any
+  slot 0 port x : long
+  slot 1 port k : control
+
+code c1 "expression of call" : any
+  slot 0 port x : control
+
+code c2 "expression of eat" : any
+  slot 0 port x : control
+  slot 1 port y : long
+"#,
         &[],
         &RunConfig::default(),
     )
     .expect("runs");
     assert_eq!(r.ending.tokens_left, vec![("real".to_string(), 1)]);
-}
-
-#[test]
-fn a_child_taking_from_a_mapped_generator_place_refills_it_at_home() {
-    check(
-        "
-net main
-  port out got long @got
-  place go control = []
-  place ids long generator
-  place got long
-  trans call
-    in g control <- go
-    out got long -> got
-    use child
-    map v -> ids
-end
-net child
-  port in g control @g
-  port out got long @got
-  place g control
-  place turns control = [] [] []
-  place v long virtual
-  place got long
-  trans take
-    in t control <- turns
-    in x long <- v
-    out x long -> got
-end
-",
-        &[],
-        expect![[r#"
-            got: 0L 1L 2L
-            firings: 4
-        "#]],
-    );
 }
