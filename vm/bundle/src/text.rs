@@ -60,7 +60,9 @@
 //!
 //! # The bytecode listing
 //!
-//! [`bytecode_listing`] and `Display for Code` are for people only (names, no tables).
+//! [`bytecode_listing`] and `Display for Code` are for people only (names, no tables); an
+//! instruction is printed as in the text form (`slot#N`, `const#N`, `path#N` where a name,
+//! a literal or a field path would not say which one is meant).
 
 mod print;
 mod read;
@@ -73,7 +75,7 @@ use pnet_stdlib::{BinOp, UnOp};
 pub use read::parse;
 pub use syntax::TextError;
 
-use crate::bytecode::{Code, Instr, OpTy, SlotKind};
+use crate::bytecode::{Code, OpTy, SlotKind};
 use crate::ir::{Bundle, SourceSpan};
 
 fn op_ty_name(t: OpTy) -> Option<&'static str> {
@@ -122,76 +124,6 @@ pub fn binary_mnemonic(op: BinOp) -> &'static str {
     }
 }
 
-fn with_ty(name: &str, t: OpTy) -> String {
-    match op_ty_name(t) {
-        Some(t) => format!("{name}.{t}"),
-        None => name.to_string(),
-    }
-}
-
-impl Code {
-    fn slot_name(&self, s: u16) -> String {
-        match self.slots.get(usize::from(s)) {
-            Some(slot) => slot.name.clone(),
-            None => format!("slot#{s}"),
-        }
-    }
-
-    fn const_text(&self, c: u32) -> String {
-        match self.consts.get(c as usize) {
-            Some(v) => v.to_string(),
-            None => format!("const#{c}"),
-        }
-    }
-
-    fn path_text(&self, s: u16, p: u32) -> String {
-        match self.paths.get(p as usize) {
-            Some(path) => {
-                let mut t = self.slot_name(s);
-                for f in path {
-                    t.push('.');
-                    t.push_str(f);
-                }
-                t
-            }
-            None => format!("{}.path#{p}", self.slot_name(s)),
-        }
-    }
-
-    /// One instruction as `mnemonic operands`.
-    pub fn instr_text(&self, i: &Instr) -> String {
-        let (m, arg) = match *i {
-            Instr::Const(c) => ("const".to_string(), self.const_text(c)),
-            Instr::Load(s) => ("load".to_string(), self.slot_name(s)),
-            Instr::LoadPath(s, p) => ("load".to_string(), self.path_text(s, p)),
-            Instr::Store(s) => ("store".to_string(), self.slot_name(s)),
-            Instr::StorePath(s, p) => ("store".to_string(), self.path_text(s, p)),
-            Instr::Dup => ("dup".to_string(), String::new()),
-            Instr::Pop => ("pop".to_string(), String::new()),
-            Instr::Unary(op, t) => (with_ty(unary_mnemonic(op), t), String::new()),
-            Instr::Binary(op, t) => (with_ty(binary_mnemonic(op), t), String::new()),
-            Instr::Call(f) => ("call".to_string(), f.name().to_string()),
-            Instr::MakeShared(c) => {
-                let place = match self.consts.get(c as usize) {
-                    Some(pnet_stdlib::Value::String(s)) => format!("shared_{s}"),
-                    _ => self.const_text(c),
-                };
-                ("make_shared".to_string(), place)
-            }
-            Instr::Jump(t) => ("jump".to_string(), format!("-> {t}")),
-            Instr::JumpIfFalseElsePop(t) => {
-                ("jump_if_false_else_pop".to_string(), format!("-> {t}"))
-            }
-            Instr::JumpIfTrueElsePop(t) => ("jump_if_true_else_pop".to_string(), format!("-> {t}")),
-        };
-        if arg.is_empty() {
-            m
-        } else {
-            format!("{m:<11} {arg}")
-        }
-    }
-}
-
 impl Display for Code {
     /// ```text
     /// code "expression of t" : long
@@ -216,13 +148,15 @@ impl Display for Code {
             };
             writeln!(f, "  slot {i} {kind} {} : {}", slot.name, slot.ty)?;
         }
+        // The operands as the IR text form prints them (one printer: `print::Names`).
+        let names = print::Names::new(self);
         if !self.reads.is_empty() {
-            let names: Vec<String> = self.reads.iter().map(|&s| self.slot_name(s)).collect();
-            writeln!(f, "  reads {}", names.join(", "))?;
+            let reads: Vec<String> = self.reads.iter().map(|&s| names.slot(s)).collect();
+            writeln!(f, "  reads {}", reads.join(", "))?;
         }
         let width = self.instrs.len().saturating_sub(1).to_string().len();
         for (i, instr) in self.instrs.iter().enumerate() {
-            writeln!(f, "  {i:>width$}  {}", self.instr_text(instr))?;
+            writeln!(f, "  {i:>width$}  {}", names.instr(instr))?;
         }
         Ok(())
     }
@@ -265,7 +199,7 @@ mod tests {
     use pnet_stdlib::{Builtin, Type, Value};
 
     use super::*;
-    use crate::bytecode::Slot;
+    use crate::bytecode::{Instr, Slot};
     use crate::ir::*;
 
     fn span(start: u32) -> SourceSpan {
@@ -358,7 +292,7 @@ mod tests {
               18  jump        -> 19
               19  load        slot#9
               20  const       const#7
-              21  load        n.path#5
+              21  load        n path#5
         "#]]
         .assert_eq(&code().to_string());
     }
@@ -677,7 +611,7 @@ mod tests {
               18  jump        -> 19
               19  load        slot#9
               20  const       const#7
-              21  load        n.path#5
+              21  load        n path#5
 
             c1: net.xpnet:1
             code "condition of step" : long

@@ -444,7 +444,7 @@ impl<'a> Names<'a> {
     }
 
     /// A slot operand: its name when that names it, else `slot#N`.
-    fn slot(&self, s: u16) -> String {
+    pub(super) fn slot(&self, s: u16) -> String {
         match self.code.slots.get(usize::from(s)) {
             Some(slot)
                 if is_word(&slot.name)
@@ -494,8 +494,9 @@ impl<'a> Names<'a> {
         }
     }
 
-    /// One instruction of the text form, as `mnemonic operands`.
-    fn instr(&self, i: &Instr) -> String {
+    /// One instruction of the text form, as `mnemonic operands` (also the bytecode
+    /// listing's, `Display for Code`).
+    pub(super) fn instr(&self, i: &Instr) -> String {
         let (m, arg) = match *i {
             Instr::Const(c) => ("const".to_string(), self.constant(c)),
             Instr::Load(s) => ("load".to_string(), self.slot(s)),
