@@ -1,11 +1,14 @@
-//! Hand-written cases: exact errors and spans, fallbacks, struct fields, locals.
+//! Hand-written cases: exact errors and spans, fallbacks, struct fields, locals. The codes are
+//! written in the IR text form (`pnet_bundle::text`): a `code c0` block, read in a bundle of
+//! one function whose source file `t` has one line (so `@ 1:21-26` is bytes 20..25).
 
-use pnet_bundle::{Code, Instr, OpTy, Slot, SlotKind, SourceFileId, SourceSpan};
+use pnet_bundle::{Code, SourceFileId, SourceSpan};
 use pnet_jit::Jit;
-use pnet_stdlib::{BinOp, EvalError, StructType, Type, Value};
+use pnet_stdlib::{EvalError, Type, Value};
 use pnet_vm::{Interpreter, RunErrorKind};
 use std::sync::Arc;
 
+/// The location `@ 1:{10i+1}-{10i+6}`: bytes `10i..10i+5` of the file.
 fn span(i: u32) -> SourceSpan {
     SourceSpan {
         file: SourceFileId(0),
@@ -14,25 +17,19 @@ fn span(i: u32) -> SourceSpan {
     }
 }
 
-fn code(instrs: Vec<Instr>, consts: Vec<Value>, slots: Vec<(&str, Type)>) -> Code {
-    Code {
-        name: "expression of t".into(),
-        spans: (0..instrs.len() as u32).map(span).collect(),
-        instrs,
-        consts,
-        paths: vec![vec!["x".into()], vec!["y".into()]],
-        slots: slots
-            .into_iter()
-            .map(|(n, ty)| Slot {
-                name: n.into(),
-                kind: SlotKind::Port,
-                ty,
-            })
-            .collect(),
-        reads: Vec::new(),
-        result: Type::Any,
-        span: span(99),
-    }
+/// Reads `code c0 "expression of t" : any` followed by `body` (slots and instructions);
+/// `struct` lines at the start of `body` go to the bundle's struct table.
+fn code(body: &str) -> Code {
+    let (structs, body): (Vec<&str>, Vec<&str>) =
+        body.lines().partition(|l| l.starts_with("struct "));
+    let text = format!(
+        "bundle root f0 t\nfile 0 \"t\" lines 0\n{}\nfunction f0 t\n  expression c0\n\n\
+         code c0 \"expression of t\" : any\n{}\n",
+        structs.join("\n"),
+        body.join("\n")
+    );
+    let mut bundle = pnet_bundle::text::parse(&text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    bundle.codes.swap_remove(0)
 }
 
 /// Runs through the JIT (which must not fall back) and the interpreter; they must agree.
@@ -53,21 +50,28 @@ fn both(
     (got, fj)
 }
 
-fn longs() -> Vec<(&'static str, Type)> {
-    vec![("a", Type::Long), ("b", Type::Long)]
+/// `${a} OP ${b}` over two longs.
+fn longs(op: &str) -> Code {
+    code(&format!(
+        "  slot 0 port a : long
+  slot 1 port b : long
+  0  load a
+  1  load b
+  2  {op}.long  @ 1:21-26"
+    ))
+}
+
+/// `FUNCTION (${a})` over one slot of type `ty`.
+fn call(f: pnet_stdlib::Builtin, ty: &Type) -> Code {
+    code(&format!(
+        "  slot 0 port a : {ty}\n  0  load a\n  1  call {}",
+        f.name()
+    ))
 }
 
 #[test]
 fn division_by_zero_has_the_span_of_the_division() {
-    let c = code(
-        vec![
-            Instr::Load(0),
-            Instr::Load(1),
-            Instr::Binary(BinOp::IntDiv, OpTy::Long),
-        ],
-        vec![],
-        longs(),
-    );
+    let c = longs("int_div");
     let (r, _) = both(&c, &[Some(Value::Long(5)), Some(Value::Long(0))]);
     let e = r.unwrap_err();
     assert_eq!(e.kind, RunErrorKind::Eval(EvalError::DivisionByZero));
@@ -79,24 +83,18 @@ fn division_by_zero_has_the_span_of_the_division() {
 #[test]
 fn unsigned_underflow_and_casts_fail_like_the_interpreter() {
     let c = code(
-        vec![
-            Instr::Load(0),
-            Instr::Load(1),
-            Instr::Binary(BinOp::Sub, OpTy::UInt),
-        ],
-        vec![],
-        vec![("a", Type::UInt), ("b", Type::UInt)],
+        "  slot 0 port a : unsigned int
+  slot 1 port b : unsigned int
+  0  load a
+  1  load b
+  2  sub.uint",
     );
     let (r, _) = both(&c, &[Some(Value::UInt(1)), Some(Value::UInt(2))]);
     assert_eq!(
         r.unwrap_err().kind,
         RunErrorKind::Eval(EvalError::UnsignedUnderflow)
     );
-    let c = code(
-        vec![Instr::Load(0), Instr::Call(pnet_stdlib::Builtin::ToInt)],
-        vec![],
-        vec![("d", Type::Double)],
-    );
+    let c = call(pnet_stdlib::Builtin::ToInt, &Type::Double);
     let (r, _) = both(&c, &[Some(Value::Double(3e9))]);
     assert_eq!(
         r.unwrap_err().kind,
@@ -129,25 +127,14 @@ fn integer_casts_wrap_like_the_interpreter() {
             _ => Type::ULong,
         };
         for f in [ToInt, ToLong, ToUInt, ToULong] {
-            let c = code(
-                vec![Instr::Load(0), Instr::Call(f)],
-                vec![],
-                vec![("a", ty.clone())],
-            );
+            let c = call(f, &ty);
             let (r, _) = both(&c, &[Some(v.clone())]);
             let want = pnet_stdlib::builtins::cast(f, &v).unwrap();
             assert_eq!(r.unwrap(), want, "{f:?} {v}");
         }
     }
     // The spec's examples.
-    let one = |f, v: Value, ty| {
-        let c = code(
-            vec![Instr::Load(0), Instr::Call(f)],
-            vec![],
-            vec![("a", ty)],
-        );
-        both(&c, &[Some(v)]).0.unwrap()
-    };
+    let one = |f, v: Value, ty| both(&call(f, &ty), &[Some(v)]).0.unwrap();
     assert_eq!(
         one(ToInt, Value::UInt(4127196168), Type::UInt),
         Value::Int(-167771128)
@@ -161,11 +148,7 @@ fn integer_casts_wrap_like_the_interpreter() {
         Value::Long(-9212451597928518423)
     );
     // Float-to-integer casts out of range stay errors.
-    let c = code(
-        vec![Instr::Load(0), Instr::Call(ToUInt)],
-        vec![],
-        vec![("d", Type::Double)],
-    );
+    let c = call(ToUInt, &Type::Double);
     let (r, _) = both(&c, &[Some(Value::Double(-1.0))]);
     assert_eq!(
         r.unwrap_err().kind,
@@ -175,15 +158,7 @@ fn integer_casts_wrap_like_the_interpreter() {
 
 #[test]
 fn a_mistyped_or_empty_input_falls_back_without_changes() {
-    let c = code(
-        vec![
-            Instr::Load(0),
-            Instr::Load(1),
-            Instr::Binary(BinOp::Lt, OpTy::Long),
-        ],
-        vec![],
-        longs(),
-    );
+    let c = longs("lt");
     let mut jit = Jit::new().unwrap();
     let id = jit.compile(&[&c])[0].unwrap();
     for f in [
@@ -198,32 +173,29 @@ fn a_mistyped_or_empty_input_falls_back_without_changes() {
 
 #[test]
 fn locals_are_written_back_and_unbound_locals_fail() {
-    // ${z} := ${a} + 1L; ${z} * ${z}     (z is local slot 2)
-    let mut slots = longs();
-    slots.push(("z", Type::Long));
-    let c = code(
-        vec![
-            Instr::Load(0),
-            Instr::Const(0),
-            Instr::Binary(BinOp::Add, OpTy::Long),
-            Instr::Store(2),
-            Instr::Load(2),
-            Instr::Load(2),
-            Instr::Binary(BinOp::Mul, OpTy::Long),
-        ],
-        vec![Value::Long(1)],
-        slots.clone(),
-    );
+    // ${z} := ${a} + 1L; ${z} * ${z}     (z is slot 2)
+    let slots = "  slot 0 port a : long
+  slot 1 port b : long
+  slot 2 port z : long";
+    let c = code(&format!(
+        "{slots}
+  0  load a
+  1  const 1L
+  2  add.long
+  3  store z
+  4  load z
+  5  load z
+  6  mul.long"
+    ));
     let (r, f) = both(&c, &[Some(Value::Long(4)), Some(Value::Long(0)), None]);
     assert_eq!(r.unwrap(), Value::Long(25));
     assert_eq!(f[2], Some(Value::Long(5)));
-    let c = code(vec![Instr::Load(2)], vec![], slots);
-    let c = Code {
-        instrs: vec![Instr::Load(2), Instr::Const(0), Instr::Store(2)],
-        spans: (0..3).map(span).collect(),
-        consts: vec![Value::Long(1)],
-        ..c
-    };
+    let c = code(&format!(
+        "{slots}
+  0  load z  @ 1:1-6
+  1  const 1L
+  2  store z"
+    ));
     let (r, _) = both(&c, &[Some(Value::Long(4)), Some(Value::Long(0)), None]);
     let e = r.unwrap_err();
     assert_eq!(e.kind, RunErrorKind::Unbound("z".into()));
@@ -232,25 +204,19 @@ fn locals_are_written_back_and_unbound_locals_fail() {
 
 #[test]
 fn struct_fields_are_loaded_and_assigned_in_registers() {
-    let point = Type::Struct(Arc::new(StructType {
-        name: Arc::from("p"),
-        fields: vec![(Arc::from("x"), Type::ULong), (Arc::from("y"), Type::ULong)],
-    }));
     // ${p.x} := ${p.x} div 2UL; ${p.y} := ${p.y} + 1UL
     let c = code(
-        vec![
-            Instr::LoadPath(0, 0),
-            Instr::Const(0),
-            Instr::Binary(BinOp::IntDiv, OpTy::ULong),
-            Instr::StorePath(0, 0),
-            Instr::LoadPath(0, 1),
-            Instr::Const(1),
-            Instr::Binary(BinOp::Add, OpTy::ULong),
-            Instr::Dup,
-            Instr::StorePath(0, 1),
-        ],
-        vec![Value::ULong(2), Value::ULong(1)],
-        vec![("p", point)],
+        "struct p { x: unsigned long, y: unsigned long }
+  slot 0 port p : p
+  0  load p.x
+  1  const 2UL
+  2  int_div.ulong
+  3  store p.x
+  4  load p.y
+  5  const 1UL
+  6  add.ulong
+  7  dup
+  8  store p.y",
     );
     let mut jit = Jit::new().unwrap();
     let id = jit.compile(&[&c])[0].unwrap();
@@ -275,23 +241,17 @@ fn struct_fields_are_loaded_and_assigned_in_registers() {
 #[test]
 fn direct_code_reads_and_writes_the_frame_itself() {
     let step = code(
-        vec![
-            Instr::Load(0),
-            Instr::Const(0),
-            Instr::Binary(BinOp::Sub, OpTy::Long),
-            Instr::Store(0),
-        ],
-        vec![Value::Long(1)],
-        vec![("n", Type::Long)],
+        "  slot 0 port n : long
+  0  load n
+  1  const 1L
+  2  sub.long
+  3  store n",
     );
     let cond = code(
-        vec![
-            Instr::Load(0),
-            Instr::Const(0),
-            Instr::Binary(BinOp::Gt, OpTy::Long),
-        ],
-        vec![Value::Long(0)],
-        vec![("n", Type::Long)],
+        "  slot 0 port n : long
+  0  load n
+  1  const 0L
+  2  gt.long",
     );
     let mut jit = Jit::new().unwrap();
     assert!(jit.direct());
@@ -338,37 +298,37 @@ fn direct_code_reads_and_writes_the_frame_itself() {
 #[test]
 fn direct_code_writes_every_scalar_type() {
     let cases = [
-        (Type::Bool, OpTy::Bool, Value::Bool(true)),
-        (Type::Int, OpTy::Int, Value::Int(-7)),
-        (Type::Long, OpTy::Long, Value::Long(i64::MIN)),
-        (Type::UInt, OpTy::UInt, Value::UInt(u32::MAX)),
-        (Type::ULong, OpTy::ULong, Value::ULong(u64::MAX - 3)),
-        (Type::Float, OpTy::Float, Value::Float(-2.5)),
-        (Type::Double, OpTy::Double, Value::Double(1e300)),
-        (Type::Char, OpTy::Char, Value::Char(-5)),
+        (Type::Bool, Value::Bool(true)),
+        (Type::Int, Value::Int(-7)),
+        (Type::Long, Value::Long(i64::MIN)),
+        (Type::UInt, Value::UInt(u32::MAX)),
+        (Type::ULong, Value::ULong(u64::MAX - 3)),
+        (Type::Float, Value::Float(-2.5)),
+        (Type::Double, Value::Double(1e300)),
+        (Type::Char, Value::Char(-5)),
     ];
-    for (ty, _, v) in &cases {
+    for (ty, v) in &cases {
         // ${z} := ${a}; ${z}        (a: slot 0, z: slot 1)
-        let c = code(
-            vec![Instr::Load(0), Instr::Store(1), Instr::Load(1)],
-            vec![],
-            vec![("a", ty.clone()), ("z", ty.clone())],
-        );
+        let c = code(&format!(
+            "  slot 0 port a : {ty}
+  slot 1 port z : {ty}
+  0  load a
+  1  store z
+  2  load z"
+        ));
         let (r, f) = both(&c, &[Some(v.clone()), None]);
         assert_eq!(r.unwrap(), *v);
         assert_eq!(f, vec![Some(v.clone()), Some(v.clone())]);
     }
     // ${z} := 5L; ${a} div 0L: z is written back although the division fails.
     let c = code(
-        vec![
-            Instr::Const(0),
-            Instr::Store(1),
-            Instr::Load(0),
-            Instr::Const(1),
-            Instr::Binary(BinOp::IntDiv, OpTy::Long),
-        ],
-        vec![Value::Long(5), Value::Long(0)],
-        vec![("a", Type::Long), ("z", Type::Long)],
+        "  slot 0 port a : long
+  slot 1 port z : long
+  0  const 5L
+  1  store z
+  2  load a
+  3  const 0L
+  4  int_div.long  @ 1:41-46",
     );
     let (r, f) = both(&c, &[Some(Value::Long(9)), None]);
     assert_eq!(r.unwrap_err().span, Some(span(4)));
@@ -381,34 +341,36 @@ fn direct_code_writes_every_scalar_type() {
 #[test]
 fn constant_divisors_compile_to_multiplications() {
     let mut jit = Jit::new().unwrap();
-    for (ty, op_ty, d) in [
-        (Type::Long, OpTy::Long, Value::Long(7)),
-        (Type::Long, OpTy::Long, Value::Long(-1000)),
-        (Type::Long, OpTy::Long, Value::Long(i64::MIN)),
-        (Type::Int, OpTy::Int, Value::Int(1000)),
-        (Type::UInt, OpTy::UInt, Value::UInt(7)),
-        (Type::ULong, OpTy::ULong, Value::ULong(1000)),
-        (Type::ULong, OpTy::ULong, Value::ULong(u64::MAX)),
+    // The divisor as the IR text writes it (`i64::MIN` has no literal: postcard bytes).
+    for (ty, op_ty, d, text) in [
+        (Type::Long, "long", Value::Long(7), "7L"),
+        (Type::Long, "long", Value::Long(-1000), "-1000L"),
+        (
+            Type::Long,
+            "long",
+            Value::Long(i64::MIN),
+            "postcard(03ffffffffffffffffff01)",
+        ),
+        (Type::Int, "int", Value::Int(1000), "1000"),
+        (Type::UInt, "uint", Value::UInt(7), "7U"),
+        (Type::ULong, "ulong", Value::ULong(1000), "1000UL"),
+        (
+            Type::ULong,
+            "ulong",
+            Value::ULong(u64::MAX),
+            "18446744073709551615UL",
+        ),
     ] {
-        for op in [BinOp::IntDiv, BinOp::Mod] {
-            let c = code(
-                vec![Instr::Load(0), Instr::Const(0), Instr::Binary(op, op_ty)],
-                vec![d.clone()],
-                vec![("a", ty.clone())],
-            );
+        for op in ["int_div", "mod"] {
+            let c = code(&format!(
+                "  slot 0 port a : {ty}\n  0  load a\n  1  const {text}\n  2  {op}.{op_ty}"
+            ));
+            assert_eq!(c.consts, [d.clone()]);
             let asm = jit.machine_code(&c).expect("compiled");
             assert!(!divides(&asm), "{op:?} by {d}:\n{asm}");
         }
     }
-    let c = code(
-        vec![
-            Instr::Load(0),
-            Instr::Load(1),
-            Instr::Binary(BinOp::IntDiv, OpTy::Long),
-        ],
-        vec![],
-        longs(),
-    );
+    let c = longs("int_div");
     let asm = jit.machine_code(&c).expect("compiled");
     assert!(divides(&asm), "{asm}");
 }
@@ -440,12 +402,7 @@ fn floor_ceil_and_round_leave_integers_unchanged() {
         (Type::ULong, Value::ULong(u64::MAX)),
     ] {
         for f in [Floor, Ceil, Round] {
-            let c = code(
-                vec![Instr::Load(0), Instr::Call(f)],
-                vec![],
-                vec![("a", ty.clone())],
-            );
-            let (r, _) = both(&c, &[Some(v.clone())]);
+            let (r, _) = both(&call(f, &ty), &[Some(v.clone())]);
             assert_eq!(r.unwrap(), v, "{f:?} ({v})");
         }
     }
@@ -458,56 +415,61 @@ fn bitsets_with_elements_up_to_the_largest_unsigned_long_agree() {
         BitsetAnd, BitsetCount, BitsetDelete, BitsetFromHex, BitsetInsert, BitsetIsElement,
         BitsetOr, BitsetToHex, BitsetXor,
     };
-    let slots = || vec![("bs", Type::Bitset), ("e", Type::ULong), ("f", Type::ULong)];
+    let slots = "  slot 0 port bs : bitset
+  slot 1 port e : unsigned long
+  slot 2 port f : unsigned long";
     let edges = [0, 63, 64, (1u64 << 32) - 1, 1 << 63, u64::MAX];
     let start = Bitset::from_elements([1, 64 * 70_000, u64::MAX - 64]);
     // bs := bitset_insert (bitset_insert (bs, e), f); bitset_count (bs)
-    let insert = code(
-        vec![
-            Instr::Load(0),
-            Instr::Load(1),
-            Instr::Call(BitsetInsert),
-            Instr::Load(2),
-            Instr::Call(BitsetInsert),
-            Instr::Store(0),
-            Instr::Load(0),
-            Instr::Call(BitsetCount),
-        ],
-        vec![],
-        slots(),
-    );
+    let insert = code(&format!(
+        "{slots}
+  0  load bs
+  1  load e
+  2  call {}
+  3  load f
+  4  call {}
+  5  store bs
+  6  load bs
+  7  call {}",
+        BitsetInsert.name(),
+        BitsetInsert.name(),
+        BitsetCount.name()
+    ));
     // bitset_tohex (bitset_delete (bitset_insert (bs, e), f))
-    let hex = code(
-        vec![
-            Instr::Load(0),
-            Instr::Load(1),
-            Instr::Call(BitsetInsert),
-            Instr::Load(2),
-            Instr::Call(BitsetDelete),
-            Instr::Call(BitsetToHex),
-        ],
-        vec![],
-        slots(),
-    );
+    let hex = code(&format!(
+        "{slots}
+  0  load bs
+  1  load e
+  2  call {}
+  3  load f
+  4  call {}
+  5  call {}",
+        BitsetInsert.name(),
+        BitsetDelete.name(),
+        BitsetToHex.name()
+    ));
     // bitset_is_element (bitset_xor (bitset_fromhex (bitset_tohex (bs)), bitset_or (bs,
     // bitset_and (bs, bs))), e)
-    let ops = code(
-        vec![
-            Instr::Load(0),
-            Instr::Call(BitsetToHex),
-            Instr::Call(BitsetFromHex),
-            Instr::Load(0),
-            Instr::Load(0),
-            Instr::Load(0),
-            Instr::Call(BitsetAnd),
-            Instr::Call(BitsetOr),
-            Instr::Call(BitsetXor),
-            Instr::Load(1),
-            Instr::Call(BitsetIsElement),
-        ],
-        vec![],
-        slots(),
-    );
+    let ops = code(&format!(
+        "{slots}
+  0  load bs
+  1  call {}
+  2  call {}
+  3  load bs
+  4  load bs
+  5  load bs
+  6  call {}
+  7  call {}
+  8  call {}
+  9  load e
+  10 call {}",
+        BitsetToHex.name(),
+        BitsetFromHex.name(),
+        BitsetAnd.name(),
+        BitsetOr.name(),
+        BitsetXor.name(),
+        BitsetIsElement.name()
+    ));
     for &e in &edges {
         for &f in &edges {
             let frame = [
