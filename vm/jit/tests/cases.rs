@@ -365,7 +365,7 @@ fn constant_divisors_compile_to_multiplications() {
             let c = code(&format!(
                 "  slot 0 port a : {ty}\n  0  load a\n  1  const {text}\n  2  {op}.{op_ty}"
             ));
-            assert_eq!(c.consts, [d.clone()]);
+            assert_eq!(c.consts, std::slice::from_ref(&d));
             let asm = jit.machine_code(&c).expect("compiled");
             assert!(!divides(&asm), "{op:?} by {d}:\n{asm}");
         }
