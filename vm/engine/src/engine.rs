@@ -56,6 +56,7 @@ mod program;
 mod state;
 
 use enabling::*;
+pub use enabling::{Binding, distinct_tokens, next_combination};
 use firing::*;
 use program::*;
 use state::*;
@@ -470,6 +471,17 @@ impl<'b> Engine<'b> {
         self.st.tasks.len()
     }
 
+    /// Every binding that enables `transition` of the root net now, in the order the engine's
+    /// binding search meets them (see [`Binding`]): the enumeration a state-space explorer
+    /// follows where the engine takes the first.
+    pub fn bindings(&mut self, transition: TransitionId) -> Result<Vec<Binding>, RunError> {
+        let t = transition.index();
+        if t >= self.prog.net(self.st.instance(ROOT).func).trans.len() {
+            return Err(input_error(format!("no transition {t} in the root net")));
+        }
+        self.st.bindings(&self.prog, ROOT, t)
+    }
+
     pub fn stats(&self) -> &Stats {
         &self.st.stats
     }
@@ -629,6 +641,102 @@ pub fn generator_value(ty: &Type, n: u128) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `match` takes `x` from `a` and `y` from `b` under `x == y`, and `z` from `c`.
+    const CROSS: &str = "bundle root f0 main
+
+function f0 main
+  net
+    place p0 a : long
+      token 1L
+      token 2L
+      token 3L
+    place p1 b : long
+      token 3L
+      token 1L
+      token 9L
+    place p2 c : long
+      token 10L
+      token 20L
+    place p3 r : long
+    transition t0 match priority 0 -> f1 match
+      in x <- p0 a
+      in y <- p1 b
+      in z <- p2 c
+      out x -> p3 r
+      condition c0
+
+function f1 match
+  inout x : long
+  in y : long
+  in z : long
+  expression c1
+
+code c0 \"condition of match\" : any
+  slot 0 port x : long
+  slot 1 port y : long
+  slot 2 port z : long
+  reads x y
+  0  load        x
+  1  load        y
+  2  eq
+
+code c1 \"expression of match\" : any
+  slot 0 port x : long
+  slot 1 port y : long
+  slot 2 port z : long
+";
+
+    #[test]
+    fn bindings_enumerates_every_enabling_binding_in_search_order() {
+        let bundle = pnet_bundle::text::parse(CROSS).expect("the net reads");
+        let mut e = Engine::new(&bundle, &RunConfig::default()).expect("engine");
+        let t = TransitionId::from(0usize);
+        let shown: Vec<String> = e
+            .bindings(t)
+            .expect("bindings")
+            .iter()
+            .map(|b| {
+                let takes: Vec<String> =
+                    b.takes.iter().map(|(_, j, v)| format!("{v}@{j}")).collect();
+                takes.join(" ")
+            })
+            .collect();
+        expect_test::expect![[r#"
+            [
+                "1L@0 1L@1 10L@0",
+                "1L@0 1L@1 20L@1",
+                "3L@2 3L@0 10L@0",
+                "3L@2 3L@0 20L@1",
+            ]
+        "#]]
+        .assert_debug_eq(&shown);
+        // The engine fires the first of them.
+        assert!(matches!(e.step(), Ok(Step::Fired)));
+        let left = e.bindings(t).expect("bindings");
+        let left: Vec<&Value> = left
+            .iter()
+            .flat_map(|b| b.takes.iter().map(|t| &t.2))
+            .collect();
+        assert_eq!(left, [&Value::Long(3), &Value::Long(3), &Value::Long(20)]);
+        assert!(e.bindings(TransitionId::from(1usize)).is_err());
+    }
+
+    #[test]
+    fn combinations_run_in_token_order_with_distinct_tokens_per_place() {
+        let mut idx = [0u32; 2];
+        let mut seen = Vec::new();
+        loop {
+            if distinct_tokens(&idx, |_, _| true) {
+                seen.push(idx);
+            }
+            if !next_combination(&mut idx, |_| 3) {
+                break;
+            }
+        }
+        assert_eq!(seen, [[0, 1], [0, 2], [1, 0], [1, 2], [2, 0], [2, 1]]);
+        assert_eq!(idx, [0, 0]);
+    }
 
     #[test]
     fn generator_values() {

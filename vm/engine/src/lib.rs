@@ -19,7 +19,8 @@ mod tests;
 
 pub use ending::{Ending, unfed_in_ports};
 pub use engine::{
-    Engine, RunConfig, RunResult, Stats, Step, Task, TaskId, TaskMemory, generator_value, run,
+    Binding, Engine, RunConfig, RunResult, Stats, Step, Task, TaskId, TaskMemory, distinct_tokens,
+    generator_value, next_combination, run,
 };
 pub use error::{RunError, RunErrorData, RunErrorKind};
 pub use hook::{CodeRunner, CodeRunnerFactory, Loop, LoopCodes, LoopEnd, RunnerCodes, drive_loop};

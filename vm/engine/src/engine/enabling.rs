@@ -167,9 +167,7 @@ pub(super) fn enabled(
     loop {
         // Distinct tokens for takes from the same place.
         let distinct = !info.multi
-            || (0..e.len()).all(|a| {
-                (0..a).all(|b| info.takes[e[a]].place != info.takes[e[b]].place || idx[a] != idx[b])
-            });
+            || distinct_tokens(idx, |a, b| info.takes[e[a]].place == info.takes[e[b]].place);
         if distinct {
             for (k, &ti) in e.iter().enumerate() {
                 let tk = info.takes[ti];
@@ -193,17 +191,125 @@ pub(super) fn enabled(
             }
         }
         // Next combination (the last enumerated take varies fastest).
-        let mut k = e.len();
+        if !next_combination(idx, |k| inst.marking[info.takes[e[k]].place].len()) {
+            return Ok(false);
+        }
+    }
+}
+
+/// Whether the combination `idx` (per take, the index of its token on its place) takes
+/// distinct tokens: two takes from the same place (`same_place(a, b)`, `b < a`) use different
+/// indices. The rule of the engine's binding search and of the explorer's enumeration.
+#[inline]
+pub fn distinct_tokens(idx: &[u32], same_place: impl Fn(usize, usize) -> bool) -> bool {
+    (0..idx.len()).all(|a| (0..a).all(|b| !same_place(a, b) || idx[a] != idx[b]))
+}
+
+/// Advances `idx` to the next combination of token indices, the last take varying fastest
+/// (token order: the combination the engine binds first is the first one a search meets);
+/// `len(k)`: the number of tokens take `k` chooses from. `false` after the last combination
+/// (`idx` is then all zeros again).
+#[inline]
+pub fn next_combination(idx: &mut [u32], len: impl Fn(usize) -> usize) -> bool {
+    let mut k = idx.len();
+    loop {
+        if k == 0 {
+            return false;
+        }
+        k -= 1;
+        idx[k] += 1;
+        if (idx[k] as usize) < len(k) {
+            return true;
+        }
+        idx[k] = 0;
+    }
+}
+
+/// A binding of a transition: per take (in connection order), the port, the token's index
+/// on its place and the token.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Binding {
+    pub takes: Vec<(PortId, usize, Value)>,
+}
+
+impl State {
+    /// Every binding of transition `t` of instance `i` that enables it, in the order the
+    /// binding search meets them (token order, the last take varying fastest): distinct
+    /// tokens for takes from one place, the condition (with the `number-of-tokens` ports)
+    /// holds. Empty for a dead transition. The places must hold their own tokens (no lent
+    /// place-map tokens: the root, or a child that borrows none).
+    pub(super) fn bindings(
+        &mut self,
+        prog: &Program,
+        i: u32,
+        t: usize,
+    ) -> Result<Vec<Binding>, RunError> {
+        let inst = self.instances[i as usize].as_ref().expect("live instance");
+        let info = &prog.net(inst.func).trans[t];
+        let mut out = Vec::new();
+        if info.dead
+            || info
+                .takes
+                .iter()
+                .any(|tk| inst.marking[tk.place].is_empty())
+        {
+            return Ok(out);
+        }
+        let cond = info.condition.map(|c| (c, &prog.bundle.codes[c]));
+        let mut eval = Eval {
+            interp: &mut self.interp,
+            runner: &mut self.runner,
+        };
+        let frame = &mut self.frame;
+        let mut idx = vec![0u32; info.takes.len()];
         loop {
-            if k == 0 {
-                return Ok(false);
+            if distinct_tokens(&idx, |a, b| info.takes[a].place == info.takes[b].place) {
+                let holds = match cond {
+                    None => true,
+                    Some((c, code)) => {
+                        crate::interp::reset_frame(frame, code.slots.len());
+                        for &(port, p) in &info.counts {
+                            let n = inst.marking[p].len() as u64 + inst.in_flight[p];
+                            if let Some(s) = frame.get_mut(port.index()) {
+                                *s = Some(Value::ULong(n));
+                            }
+                        }
+                        for (k, tk) in info.takes.iter().enumerate() {
+                            if let Some(s) = frame.get_mut(tk.port.index()) {
+                                crate::interp::set_clone(
+                                    s,
+                                    inst.marking[tk.place].get(idx[k] as usize),
+                                );
+                            }
+                        }
+                        let id = pnet_bundle::CodeId::from(c);
+                        eval.run_bool(id, code, frame)
+                            .map_err(|e| prog.context_in(e, inst.func, t))?
+                    }
+                };
+                if holds {
+                    out.push(Binding {
+                        takes: info
+                            .takes
+                            .iter()
+                            .zip(&idx)
+                            .map(|(tk, &j)| {
+                                (
+                                    tk.port,
+                                    j as usize,
+                                    inst.marking[tk.place]
+                                        .get(j as usize)
+                                        .cloned()
+                                        .expect("token"),
+                                )
+                            })
+                            .collect(),
+                    });
+                }
             }
-            k -= 1;
-            idx[k] += 1;
-            if (idx[k] as usize) < inst.marking[info.takes[e[k]].place].len() {
-                break;
+            if !next_combination(&mut idx, |k| inst.marking[info.takes[k].place].len()) {
+                return Ok(out);
             }
-            idx[k] = 0;
         }
     }
 }
