@@ -176,7 +176,7 @@ pub fn topology_string(data: &[u8]) {
     };
     let (topology, diagnostics) = pnet_topology::parse_topology(text);
     for d in &diagnostics {
-        std::hint::black_box(d.render("--topology", text));
+        std::hint::black_box(d.render_short("--topology", text));
     }
     if pnet_topology::has_errors(&diagnostics) {
         return;
@@ -196,7 +196,7 @@ pub fn dds_topology(data: &[u8]) {
     let (topology, diagnostics) = pnet_dds::parse_bytes(data, &pnet_dds::ParseOptions::default());
     let text = String::from_utf8_lossy(data);
     for d in &diagnostics {
-        std::hint::black_box(d.render("topology.xml", &text));
+        std::hint::black_box(d.render_short("topology.xml", &text));
     }
     let Some(topology) = topology else {
         return;

@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use crate::{Diagnostic, GeneratedModule, SUPPORT_HEADER, SUPPORT_HEADER_NAME, shell_words};
+use crate::{
+    Diagnostic, GeneratedModule, SUPPORT_HEADER, SUPPORT_HEADER_NAME, diagnostic, shell_words,
+};
 
 /// How to build modules.
 #[derive(Clone, Debug, Default)]
@@ -63,11 +65,7 @@ impl BuildOptions {
 }
 
 fn io_error(what: String) -> Diagnostic {
-    Diagnostic {
-        code: "cxx-io",
-        message: what,
-        location: "pnetc".to_string(),
-    }
+    diagnostic("cxx-io", what, "pnetc")
 }
 
 /// Quotes a word for a makefile recipe (make's `$`, then the shell).
@@ -199,24 +197,24 @@ pub fn build(
             match cmd.spawn() {
                 Ok(child) => running.push((m, tmp, child)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    diags.push(Diagnostic {
-                        code: "cxx-compiler-missing",
-                        message: format!(
+                    diags.push(diagnostic(
+                        "cxx-compiler-missing",
+                        format!(
                             "cannot build module `{}`: the C++ compiler `{}` was not found \
                              (install g++, or name the compiler with CXX=...)",
                             m.name, compiler[0]
                         ),
-                        location: m.location.clone(),
-                    });
+                        m.location.clone(),
+                    ));
                 }
-                Err(e) => diags.push(Diagnostic {
-                    code: "cxx-compiler-missing",
-                    message: format!(
+                Err(e) => diags.push(diagnostic(
+                    "cxx-compiler-missing",
+                    format!(
                         "cannot build module `{}`: cannot run the C++ compiler `{}`: {e}",
                         m.name, compiler[0]
                     ),
-                    location: m.location.clone(),
-                }),
+                    m.location.clone(),
+                )),
             }
             let _ = lib;
         }
@@ -241,18 +239,17 @@ pub fn build(
                         Some(c) => format!("exit status {c}"),
                         None => "killed by a signal".to_string(),
                     };
-                    diags.push(Diagnostic {
-                        code: "cxx-compile-failed",
-                        message: format!(
+                    diags.push(diagnostic(
+                        "cxx-compile-failed",
+                        format!(
                             "module `{}` does not compile ({} failed, {status}):\n{}{}",
                             m.name,
                             compiler[0],
                             stdout,
                             stderr.trim_end()
                         ),
-                        location: first_error_location(&stderr)
-                            .unwrap_or_else(|| m.location.clone()),
-                    });
+                        first_error_location(&stderr).unwrap_or_else(|| m.location.clone()),
+                    ));
                 }
                 Err(e) => diags.push(io_error(format!("cannot wait for the C++ compiler: {e}"))),
             }

@@ -9,7 +9,6 @@
 //! ```
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use pnet_bundle::{Body, Bundle, Function, Module, PortDir, SourceSpan};
@@ -27,25 +26,20 @@ pub const SUPPORT_HEADER: &str = include_str!("../include/pnet_cxx.hpp");
 /// The support header's file name.
 pub const SUPPORT_HEADER_NAME: &str = "pnet_cxx.hpp";
 
-/// A problem found while generating or building modules: a stable code, a message and where.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Diagnostic {
-    /// A stable code: `cxx-compiler-missing`, `cxx-compile-failed`, `cxx-unknown-port`,
-    /// `cxx-bad-signature`, `cxx-duplicate-function`, `cxx-io`.
-    pub code: &'static str,
-    pub message: String,
-    /// `file:line:col` (of the module in the net, or of the compiler's first error).
-    pub location: String,
-}
+/// A problem found while generating or building modules: the shared diagnostic, an error
+/// with a stable code (`cxx-compiler-missing`, `cxx-compile-failed`, `cxx-unknown-port`,
+/// `cxx-bad-signature`, `cxx-duplicate-function`, `cxx-io`), a message and a textual
+/// [`Diagnostic::location`] (`file:line:col` of the module in the net, or of the compiler's
+/// first error). `Display` gives `location: error[code]: message`.
+pub use pnet_diagnostics::Diagnostic;
 
-impl fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: error[{}]: {}",
-            self.location, self.code, self.message
-        )
-    }
+/// The error `code` with `message` at `location` (see [`Diagnostic`]).
+pub fn diagnostic(
+    code: &'static str,
+    message: impl Into<String>,
+    location: impl Into<String>,
+) -> Diagnostic {
+    Diagnostic::error(code, message).with_location(location)
 }
 
 /// The generated code of one module.
@@ -116,16 +110,12 @@ pub fn generate_with_sources(
                                     Some(t) => format!(" for target `{t}`"),
                                     None => String::new(),
                                 };
-                                diags.push(Diagnostic {
-                                    code: "cxx-duplicate-function",
-                                    message: format!(
+                                diags.push(diagnostic("cxx-duplicate-function", format!(
                                         "module `{}` has two different functions `{}`{target} (the other is at {})",
                                         m.name,
                                         m.signature.function,
                                         bundle.location(om.span)
-                                    ),
-                                    location: bundle.location(m.span),
-                                });
+                                    ), bundle.location(m.span)));
                             }
                         }
                     }
@@ -611,14 +601,10 @@ fn generate_module(
                     }
                     None => {
                         ok = false;
-                        diags.push(Diagnostic {
-                            code: "cxx-unknown-port",
-                            message: format!(
+                        diags.push(diagnostic("cxx-unknown-port", format!(
                                 "the signature of `{name}.{}` names `{a}`, which is not a port or memory buffer of the function",
                                 sig.function
-                            ),
-                            location: bundle.location(m.span),
-                        });
+                            ), bundle.location(m.span)));
                     }
                 },
             }
@@ -639,14 +625,10 @@ fn generate_module(
                 }
                 _ => {
                     ok = false;
-                    diags.push(Diagnostic {
-                        code: "cxx-bad-signature",
-                        message: format!(
+                    diags.push(diagnostic("cxx-bad-signature", format!(
                             "the signature of `{name}.{}` returns `{r}`, which is not an out port of the function",
                             sig.function
-                        ),
-                        location: bundle.location(m.span),
-                    });
+                        ), bundle.location(m.span)));
                     None
                 }
             },

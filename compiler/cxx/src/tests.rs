@@ -211,7 +211,7 @@ fn a_signature_naming_a_missing_port_is_a_diagnostic() {
     let err = generate_with_sources(&b, &|_| Some(net.to_string())).expect_err("diagnostic");
     assert_eq!(err.len(), 1);
     assert_eq!(err[0].code, "cxx-unknown-port");
-    assert_eq!(err[0].location, "t.xpnet:4:3");
+    assert_eq!(err[0].location.as_deref(), Some("t.xpnet:4:3"));
     assert!(err[0].message.contains("`zz`"), "{}", err[0].message);
 }
 

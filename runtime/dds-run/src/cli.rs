@@ -206,7 +206,11 @@ fn parse_args(prog: &str, argv: &[String]) -> Result<Option<Args>, String> {
 /// Prints diagnostics as `origin:line:col: severity[code]: message`, at most 50 errors and
 /// 50 warnings, then how many more.
 fn print_diagnostics(origin: &str, text: &str, diagnostics: &[Diagnostic]) {
-    eprint!("{}", pnet_topology::render_all(origin, text, diagnostics));
+    let file = pnet_diagnostics::RenderFile { name: origin, text };
+    eprint!(
+        "{}",
+        pnet_diagnostics::render::render_short(&file, diagnostics)
+    );
 }
 
 /// The worker plan from `--topology` and `--nodefile` (as gspc-run makes it).

@@ -252,7 +252,7 @@ pub fn place(
                 checks.push(None);
                 errors.push(PlaceError {
                     path: String::new(),
-                    diagnostic: Diagnostic::error(
+                    diagnostic: Diagnostic::error_at(
                         "dds-place-bad-requirement",
                         r.span.clone(),
                         format!("requirement `{}` ({}): {msg}", r.name, kind_name(r.kind)),
@@ -265,7 +265,7 @@ pub fn place(
         return Err(errors);
     }
     if expanded.tasks.len() > slots.len() {
-        let mut d = Diagnostic::error(
+        let mut d = Diagnostic::error_at(
             "dds-place-too-few-slots",
             topology.main.span.clone(),
             format!(
@@ -275,8 +275,8 @@ pub fn place(
                 if slots.len() == 1 { "" } else { "s" }
             ),
         )
-        .note("every task needs a worker of its own");
-        d = d.note(format!(
+        .with_note("every task needs a worker of its own");
+        d = d.with_note(format!(
             "start more workers, e.g. with `--topology worker:{}` (workers per host) or more hosts in the nodefile",
             expanded.tasks.len()
         ));
@@ -631,7 +631,7 @@ fn explain<'c>(
                     Check::GroupName(_) => "worker classes",
                     _ => "capabilities",
                 };
-                let mut d = Diagnostic::error(
+                let mut d = Diagnostic::error_at(
                     "dds-place-unsatisfiable",
                     span_of(r),
                     format!(
@@ -639,11 +639,11 @@ fn explain<'c>(
                         describe_req(topology, r)
                     ),
                 )
-                .note(format!("the workers' {kind}: {}", offered.join(", ")));
+                .with_note(format!("the workers' {kind}: {}", offered.join(", ")));
                 if matches!(check, Check::Gpu(_)) {
-                    d = d.note("a `gpu` requirement needs workers with the capability `GPU`, e.g. `--topology \"worker:4 gpu+GPU:2\"`");
+                    d = d.with_note("a `gpu` requirement needs workers with the capability `GPU`, e.g. `--topology \"worker:4 gpu+GPU:2\"`");
                 } else if matches!(check, Check::Custom(_)) {
-                    d = d.note("a `custom` requirement names a capability the worker must have, e.g. `--topology \"worker+NAME:4\"`");
+                    d = d.with_note("a `custom` requirement names a capability the worker must have, e.g. `--topology \"worker+NAME:4\"`");
                 }
                 return PlaceError {
                     path: unit.path.clone(),
@@ -675,7 +675,7 @@ fn explain<'c>(
         {
             return PlaceError {
                 path: unit.path.clone(),
-                diagnostic: Diagnostic::error(
+                diagnostic: Diagnostic::error_at(
                     "dds-place-maxinstances",
                     span_of(r),
                     format!(
@@ -684,7 +684,7 @@ fn explain<'c>(
                         roomy.join(", ")
                     ),
                 )
-                .note(workers_note),
+                .with_note(workers_note),
             };
         }
     }
@@ -703,7 +703,7 @@ fn explain<'c>(
         all.dedup();
         all.into_iter().map(|r| describe_req(topology, r)).collect()
     };
-    let mut d = Diagnostic::error(
+    let mut d = Diagnostic::error_at(
         "dds-place-full",
         unit.span.clone(),
         format!(
@@ -715,9 +715,9 @@ fn explain<'c>(
             }
         ),
     )
-    .note(workers_note);
+    .with_note(workers_note);
     if needs.iter().any(|n| n.gpus > 1) {
-        d = d.note("a `gpu` requirement N reserves N workers with the capability `GPU`");
+        d = d.with_note("a `gpu` requirement N reserves N workers with the capability `GPU`");
     }
     PlaceError {
         path: unit.path.clone(),
@@ -860,7 +860,7 @@ mod tests {
             "{d}"
         );
         assert_eq!(d.notes[0], "the workers' hosts: xnode1x, other");
-        assert_eq!(d.span, topo.requirements[0].span);
+        assert_eq!(d.range(), topo.requirements[0].span);
     }
 
     #[test]
@@ -1089,7 +1089,7 @@ mod tests {
             e[1].diagnostic.message,
             "requirement `n` (maxinstances): the value `many` of a `maxinstances` requirement is not a number (0 to 4294967295)"
         );
-        assert_eq!(e[1].diagnostic.span, topo.requirements[r2].span);
+        assert_eq!(e[1].diagnostic.range(), topo.requirements[r2].span);
         let _ = r3;
     }
 

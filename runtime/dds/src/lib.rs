@@ -5,8 +5,9 @@
 //! Expanded`. [`model`] holds the declarations with their spans (names resolved to indices);
 //! the runner (`pnet-dds-run`) reads [`Topology`] and [`Expanded`] and nothing else.
 //!
-//! Diagnostics are [`pnet_topology::Diagnostic`]s (stable code, severity, message, byte span
-//! into the text given to [`parse()`], notes).
+//! Diagnostics are [`pnet_diagnostics::Diagnostic`]s (stable code, severity, message, a
+//! primary span whose [`Diagnostic::range`] is the byte range in the text given to
+//! [`parse()`], notes).
 //!
 //! # Processing
 //!
@@ -72,7 +73,7 @@ pub use expand::{
 };
 pub use model::*;
 pub use parse::{ParseOptions, parse};
-pub use pnet_topology::{Diagnostic, Severity};
+pub use pnet_diagnostics::{Diagnostic, Severity};
 pub use report::{Diff, DiffEntry, diff, write_expansion_json, write_expansion_text};
 
 /// The most task instances a topology may expand to (DDS's largest test has half a million).
@@ -107,7 +108,7 @@ pub fn parse_bytes(bytes: &[u8], options: &ParseOptions) -> (Option<Topology>, V
             let at = e.valid_up_to();
             (
                 None,
-                vec![Diagnostic::error(
+                vec![Diagnostic::error_at(
                     "dds-xml",
                     at..at + e.error_len().unwrap_or(0),
                     "the file is not UTF-8".to_string(),

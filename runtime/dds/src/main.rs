@@ -1,14 +1,12 @@
 //! `gspc-topology`: validate, expand, count and compare DDS topology files.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use codespan_reporting::term::termcolor::{ColorChoice, StandardStream};
-use pnet_dds::{Diagnostic, ParseOptions, Severity, Topology};
-use pnet_syntax::render::{RenderFile, render_to_writer};
-use pnet_syntax::{FileId, Span};
+use clap::{Args, Parser, Subcommand};
+use pnet_dds::{Diagnostic, ParseOptions, Topology};
+use pnet_diagnostics::render::render_to_stderr;
+use pnet_diagnostics::{ColorMode, LineIndex, RenderFile};
 use serde_json::{Value, json};
 
 /// Validate, expand, count and compare DDS topology files (FairRootGroup/DDS's XML).
@@ -93,15 +91,8 @@ struct Common {
     #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
     vars: Vec<(String, String)>,
     /// Colours in diagnostics.
-    #[arg(long, value_enum, default_value_t = Color::Auto)]
-    color: Color,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum Color {
-    Auto,
-    Always,
-    Never,
+    #[arg(long, value_enum, default_value_t = ColorMode::Auto)]
+    color: ColorMode,
 }
 
 fn parse_var(s: &str) -> Result<(String, String), String> {
@@ -121,7 +112,7 @@ struct Loaded {
 
 impl Loaded {
     fn valid(&self) -> bool {
-        self.topology.is_some() && !pnet_topology::has_errors(&self.diagnostics)
+        self.topology.is_some() && !pnet_diagnostics::has_errors(&self.diagnostics)
     }
 }
 
@@ -141,7 +132,7 @@ fn load(path: &Path, options: &ParseOptions) -> Loaded {
             origin,
             text: String::new(),
             topology: None,
-            diagnostics: vec![Diagnostic::error(
+            diagnostics: vec![Diagnostic::error_at(
                 "dds-read",
                 0..0,
                 format!("cannot read the file: {e}"),
@@ -152,61 +143,26 @@ fn load(path: &Path, options: &ParseOptions) -> Loaded {
 
 /// Renders the diagnostics of a file to standard error (the compiler's renderer: long lines
 /// as windows, at most 50 errors and 50 warnings per file).
-fn render(loaded: &Loaded, color: Color) {
+fn render(loaded: &Loaded, color: ColorMode) {
     if loaded.diagnostics.is_empty() {
         return;
     }
-    let choice = match color {
-        Color::Always => ColorChoice::Always,
-        Color::Never => ColorChoice::Never,
-        Color::Auto => {
-            if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
-                ColorChoice::Auto
-            } else {
-                ColorChoice::Never
-            }
-        }
+    let file = RenderFile {
+        name: &loaded.origin,
+        text: &loaded.text,
     };
-    let mut stream = StandardStream::stderr(choice);
-    let _ = render_to_writer(
-        &[RenderFile {
-            name: &loaded.origin,
-            text: &loaded.text,
-        }],
-        &converted(&loaded.diagnostics),
-        &mut stream,
-    );
-}
-
-/// Topology diagnostics as the compiler's, in file 0 (spans are clamped by the renderer).
-fn converted(diagnostics: &[Diagnostic]) -> Vec<pnet_syntax::Diagnostic> {
-    diagnostics
-        .iter()
-        .map(|d| {
-            let span = Span::new(
-                FileId(0),
-                u32::try_from(d.span.start).unwrap_or(u32::MAX),
-                u32::try_from(d.span.end).unwrap_or(u32::MAX),
-            );
-            let c = match d.severity {
-                Severity::Error => pnet_syntax::Diagnostic::error(d.code, d.message.clone()),
-                Severity::Warning => pnet_syntax::Diagnostic::warning(d.code, d.message.clone()),
-            };
-            let mut c = c.with_primary(span, "");
-            c.notes = d.notes.clone();
-            c
-        })
-        .collect()
+    render_to_stderr(&[file], &loaded.diagnostics, color);
 }
 
 fn diagnostics_json(loaded: &Loaded) -> Value {
-    let lines = pnet_topology::LineIndex::new(&loaded.text);
+    let lines = LineIndex::new(&loaded.text);
     let list: Vec<Value> = loaded
         .diagnostics
         .iter()
         .map(|d| {
-            let (line, column) = lines.line_col(&loaded.text, d.span.start);
-            let (end_line, end_column) = lines.line_col(&loaded.text, d.span.end);
+            let span = d.range();
+            let (line, column) = lines.line_col(&loaded.text, span.start);
+            let (end_line, end_column) = lines.line_col(&loaded.text, span.end);
             json!({
                 "code": d.code,
                 "severity": d.severity.to_string(),
@@ -216,8 +172,8 @@ fn diagnostics_json(loaded: &Loaded) -> Value {
                 "column": column,
                 "end_line": end_line,
                 "end_column": end_column,
-                "start": d.span.start,
-                "end": d.span.end,
+                "start": span.start,
+                "end": span.end,
                 "notes": d.notes,
             })
         })

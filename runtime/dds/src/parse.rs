@@ -80,12 +80,12 @@ pub fn parse(text: &str, options: &ParseOptions) -> (Option<Topology>, Vec<Diagn
             .find(|(n, _, _)| n == name)
             .map_or(0..0, |(_, _, s)| s.clone());
         diags.push(
-            Diagnostic::error(
+            Diagnostic::error_at(
                 "dds-var-cycle",
                 span,
                 format!("variable `{name}` refers to itself (directly or through other variables) or its value grows beyond 1 MiB"),
             )
-            .note("a variable's value may use other variables, but not in a cycle"),
+            .with_note("a variable's value may use other variables, but not in a cycle"),
         );
     }
     if !bad.is_empty() {
@@ -93,7 +93,7 @@ pub fn parse(text: &str, options: &ParseOptions) -> (Option<Topology>, Vec<Diagn
     }
     let sub = subst::substitute(text, &resolved);
     if sub.too_large {
-        diags.push(Diagnostic::error(
+        diags.push(Diagnostic::error_at(
             "dds-too-large",
             0..0,
             format!(
@@ -128,7 +128,7 @@ fn finish(
     diags: Vec<Diagnostic>,
 ) -> (Option<Topology>, Vec<Diagnostic>) {
     let diags = sorted(diags);
-    if pnet_topology::has_errors(&diags) {
+    if pnet_diagnostics::has_errors(&diags) {
         (None, diags)
     } else {
         (topology, diags)
@@ -136,7 +136,7 @@ fn finish(
 }
 
 fn sorted(mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
-    diags.sort_by_key(|d| d.span.start);
+    diags.sort_by_key(|d| d.range().start);
     diags
 }
 
@@ -198,13 +198,13 @@ fn char_span(text: &str, at: usize) -> Range<usize> {
 fn xml_error(text: &str, e: &roxmltree::Error, map: &SourceMap, substituted: bool) -> Diagnostic {
     let pos = e.pos();
     let at = offset_of(text, pos.row, pos.col);
-    let mut d = Diagnostic::error(
+    let mut d = Diagnostic::error_at(
         "dds-xml",
         map.map(char_span(text, at)),
         format!("not well-formed XML: {e}"),
     );
     if substituted {
-        d = d.note("the error is in the text after ${var} substitution");
+        d = d.with_note("the error is in the text after ${var} substitution");
     }
     d
 }
@@ -300,17 +300,17 @@ impl<'m> Checker<'m> {
     }
 
     fn error(&mut self, code: &'static str, r: Range<usize>, msg: String, notes: &[String]) {
-        let mut d = Diagnostic::error(code, self.span(r), msg);
+        let mut d = Diagnostic::error_at(code, self.span(r), msg);
         for n in notes {
-            d = d.note(n.clone());
+            d = d.with_note(n.clone());
         }
         self.diags.push(d);
     }
 
     fn warning(&mut self, code: &'static str, r: Range<usize>, msg: String, notes: &[String]) {
-        let mut d = Diagnostic::warning(code, self.span(r), msg);
+        let mut d = Diagnostic::warning_at(code, self.span(r), msg);
         for n in notes {
-            d = d.note(n.clone());
+            d = d.with_note(n.clone());
         }
         self.diags.push(d);
     }

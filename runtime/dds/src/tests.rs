@@ -25,7 +25,7 @@ const TASK: &str = "<decltask name=\"a\"><exe>run-a</exe></decltask>";
 fn diags(text: &str, options: &ParseOptions) -> Vec<(&'static str, String)> {
     let (_, d) = parse(text, options);
     d.iter()
-        .map(|d| (d.code, text.get(d.span.clone()).unwrap_or("?").to_string()))
+        .map(|d| (d.code, text.get(d.range()).unwrap_or("?").to_string()))
         .collect()
 }
 
@@ -79,11 +79,11 @@ fn xml_errors_have_a_position() {
     assert_eq!(d.len(), 1);
     assert_eq!(d[0].0, "dds-xml");
     let (_, diags) = parse(text, &opts());
-    let (line, _) = pnet_topology::line_col(text, diags[0].span.start);
+    let (line, _) = pnet_diagnostics::line_col(text, diags[0].range().start);
     assert_eq!(line, 3);
     let (_, d) = parse_bytes(b"<topology \xff/>", &opts());
     assert_eq!(d[0].code, "dds-xml");
-    assert_eq!(d[0].span, 10..11);
+    assert_eq!(d[0].range(), 10..11);
 }
 
 #[test]
@@ -586,10 +586,10 @@ proptest! {
         let o = ParseOptions { vars: Vec::new(), substitute };
         let (t, d) = parse(&text, &o);
         for d in &d {
-            prop_assert!(d.span.start <= d.span.end && d.span.end <= text.len(), "{d:?}");
-            prop_assert!(text.is_char_boundary(d.span.start) && text.is_char_boundary(d.span.end), "{d:?}");
+            prop_assert!(d.range().start <= d.range().end && d.range().end <= text.len(), "{d:?}");
+            prop_assert!(text.is_char_boundary(d.range().start) && text.is_char_boundary(d.range().end), "{d:?}");
         }
-        prop_assert_eq!(t.is_some(), !pnet_topology::has_errors(&d));
+        prop_assert_eq!(t.is_some(), !pnet_diagnostics::has_errors(&d));
         if let Some(t) = t {
             let c = count(&t);
             if c.tasks < 100_000 {

@@ -1,46 +1,20 @@
 //! The worker plan from `--topology` and `--nodefile`, with their diagnostics rendered like
 //! the compiler's (codespan-reporting), and the launcher from `--launcher`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use pnet_driver::ColorMode;
-use pnet_driver::render::render_diagnostics;
+use pnet_diagnostics::render::render_to_stderr;
+use pnet_diagnostics::{ColorMode, Diagnostic, RenderFile};
 use pnet_launch::Launcher;
-use pnet_sema::LoadedFile;
-use pnet_syntax::{FileId, Span};
-use pnet_topology::{Plan, Severity};
+use pnet_topology::Plan;
 
 use crate::usage_error;
 
 /// Renders topology or nodefile diagnostics against their text, named `origin`.
-fn render(origin: &str, text: &str, diagnostics: &[pnet_topology::Diagnostic]) {
-    let file = LoadedFile {
-        id: FileId(0),
-        path: PathBuf::from(origin),
-        text: Arc::from(text),
-    };
-    let converted: Vec<pnet_syntax::Diagnostic> = diagnostics
-        .iter()
-        .map(|d| {
-            let span = Span {
-                file: FileId(0),
-                start: d.span.start as u32,
-                end: d.span.end as u32,
-            };
-            let mut c = match d.severity {
-                Severity::Error => pnet_syntax::Diagnostic::error(d.code, d.message.clone()),
-                Severity::Warning => pnet_syntax::Diagnostic::warning(d.code, d.message.clone()),
-            }
-            .with_primary(span, "");
-            for n in &d.notes {
-                c = c.with_note(n.clone());
-            }
-            c
-        })
-        .collect();
-    render_diagnostics(&[file], &converted, ColorMode::Auto);
+fn render(origin: &str, text: &str, diagnostics: &[Diagnostic]) {
+    let file = RenderFile { name: origin, text };
+    render_to_stderr(&[file], diagnostics, ColorMode::Auto);
 }
 
 /// Parses the topology (default: one worker per core, each with `default_shm` bytes of

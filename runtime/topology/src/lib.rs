@@ -80,213 +80,23 @@ pub use plan::{
     plan_with_limit, worker_count,
 };
 
-use std::fmt;
-use std::ops::Range;
-
-/// How bad a [`Diagnostic`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Severity {
-    /// The input is wrong; do not start anything.
-    Error,
-    /// The input is accepted but probably not what was meant.
-    Warning,
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        })
-    }
-}
-
-/// A problem found in a topology string or a nodefile.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Diagnostic {
-    /// Stable code, e.g. `topology-syntax` (see the table in the crate docs).
-    pub code: &'static str,
-    /// Error or warning.
-    pub severity: Severity,
-    /// One line, lower case, no final period.
-    pub message: String,
-    /// Byte offsets into the parsed text.
-    pub span: Range<usize>,
-    /// Extra help lines.
-    pub notes: Vec<String>,
-}
-
-impl Diagnostic {
-    pub fn error(code: &'static str, span: Range<usize>, message: String) -> Self {
-        Diagnostic {
-            code,
-            severity: Severity::Error,
-            message,
-            span,
-            notes: Vec::new(),
-        }
-    }
-
-    pub fn warning(code: &'static str, span: Range<usize>, message: String) -> Self {
-        Diagnostic {
-            code,
-            severity: Severity::Warning,
-            message,
-            span,
-            notes: Vec::new(),
-        }
-    }
-
-    pub fn note(mut self, note: impl Into<String>) -> Self {
-        self.notes.push(note.into());
-        self
-    }
-
-    /// True for [`Severity::Error`].
-    pub fn is_error(&self) -> bool {
-        self.severity == Severity::Error
-    }
-
-    /// Renders the diagnostic for a terminal: `origin:line:col: error[code]: message`, then
-    /// one `  = note: …` line per note. `origin` is a file name or e.g. `--topology`; `text`
-    /// is the text the span refers to (lines and columns count from 1, columns in characters).
-    pub fn render(&self, origin: &str, text: &str) -> String {
-        let (line, col) = line_col(text, self.span.start);
-        self.render_at(origin, line, col)
-    }
-
-    fn render_at(&self, origin: &str, line: usize, col: usize) -> String {
-        let mut out = format!(
-            "{origin}:{line}:{col}: {}[{}]: {}",
-            self.severity, self.code, self.message
-        );
-        for note in &self.notes {
-            out.push_str("\n  = note: ");
-            out.push_str(note);
-        }
-        out
-    }
-}
-
-impl fmt::Display for Diagnostic {
-    /// The short form `code@start..end: message`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}@{}..{}: {}",
-            self.code, self.span.start, self.span.end, self.message
-        )
-    }
-}
-
-/// At most this many errors, and as many warnings, are rendered by [`render_all`].
-pub const MAX_RENDERED: usize = 50;
-
-/// Renders diagnostics of one text as [`Diagnostic::render`] does, one per line, but at most
-/// [`MAX_RENDERED`] errors and as many warnings, then `... and K more errors`. Linear in the
-/// text and the number of diagnostics (the positions come from one index of line starts).
-pub fn render_all(origin: &str, text: &str, diagnostics: &[Diagnostic]) -> String {
-    let lines = LineIndex::new(text);
-    let mut out = String::new();
-    let (mut errors, mut warnings) = (0, 0);
-    for d in diagnostics {
-        let shown = if d.is_error() {
-            &mut errors
-        } else {
-            &mut warnings
-        };
-        *shown += 1;
-        if *shown > MAX_RENDERED {
-            continue;
-        }
-        let (line, col) = lines.line_col(text, d.span.start);
-        out.push_str(&d.render_at(origin, line, col));
-        out.push('\n');
-    }
-    for (n, what) in [(errors, "errors"), (warnings, "warnings")] {
-        if n > MAX_RENDERED {
-            out.push_str(&format!(
-                "{origin}: ... and {} more {what} (only the first {MAX_RENDERED} are shown)\n",
-                n - MAX_RENDERED
-            ));
-        }
-    }
-    out
-}
-
-/// The starts of a text's lines, for many [`line_col`] look-ups.
-#[derive(Clone, Debug)]
-pub struct LineIndex {
-    starts: Vec<usize>,
-}
-
-impl LineIndex {
-    pub fn new(text: &str) -> LineIndex {
-        LineIndex {
-            starts: std::iter::once(0)
-                .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-                .collect(),
-        }
-    }
-
-    /// As [`line_col`], for the text this index was made from, in time proportional to the
-    /// length of the line.
-    pub fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
-        let mut offset = offset.min(text.len());
-        while !text.is_char_boundary(offset) {
-            offset -= 1;
-        }
-        let line = self.starts.partition_point(|&s| s <= offset);
-        let start = self.starts[line - 1];
-        (line, text[start..offset].chars().count() + 1)
-    }
-}
-
-/// True if any diagnostic is an error.
-pub fn has_errors(diagnostics: &[Diagnostic]) -> bool {
-    diagnostics.iter().any(Diagnostic::is_error)
-}
-
-/// 1-based line and column (in characters) of byte `offset` in `text`; offsets past the end or
-/// inside a character are clamped.
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[line_start..].chars().count() + 1)
-}
+// The diagnostics are the shared ones (`pnet-diagnostics`), of a single text (file 0):
+// `Diagnostic::range` is the byte range in the parsed text.
+pub use pnet_diagnostics::{Diagnostic, Severity, has_errors};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pnet_diagnostics::RenderFile;
+    use pnet_diagnostics::render::{MAX_PER_FILE, render_short};
 
-    #[test]
-    fn line_col_counts_lines_and_characters() {
-        let text = "ab\ncä d\n";
-        assert_eq!(line_col(text, 0), (1, 1));
-        assert_eq!(line_col(text, 3), (2, 1));
-        // byte 6 is after "cä" (ä has two bytes)
-        assert_eq!(line_col(text, 6), (2, 3));
-        // inside ä: clamped to its start
-        assert_eq!(line_col(text, 5), (2, 2));
-        assert_eq!(line_col(text, 100), (3, 1));
-    }
-
-    #[test]
-    fn the_line_index_agrees_with_line_col() {
-        let text = "ab\ncä d\n\nxyz";
-        let index = LineIndex::new(text);
-        for offset in 0..=text.len() + 2 {
-            assert_eq!(
-                index.line_col(text, offset),
-                line_col(text, offset),
-                "{offset}"
-            );
-        }
+    /// A diagnostic as the unit tests show it: `error code@start..end: message`.
+    pub(crate) fn brief(d: &Diagnostic) -> String {
+        let r = d.range();
+        format!(
+            "{} {}@{}..{}: {}",
+            d.severity, d.code, r.start, r.end, d.message
+        )
     }
 
     /// A generated 23 KB topology with thousands of errors and warnings: the rendering is
@@ -305,29 +115,33 @@ mod tests {
         let errors = diagnostics.iter().filter(|d| d.is_error()).count();
         assert_eq!(errors, 2500);
         assert_eq!(diagnostics.len() - errors, 2500 - 3 + 999);
-        let out = render_all("--topology", &text, &diagnostics);
+        let file = RenderFile {
+            name: "--topology",
+            text: &text,
+        };
+        let out = render_short(&file, &diagnostics);
         // Only a sanity bound: it finishes.
         assert!(start.elapsed().as_secs() < 60);
-        assert_eq!(out.matches("error[").count(), MAX_RENDERED);
-        assert_eq!(out.matches("warning[").count(), MAX_RENDERED);
+        assert_eq!(out.matches("error[").count(), MAX_PER_FILE);
+        assert_eq!(out.matches("warning[").count(), MAX_PER_FILE);
         assert!(out.contains("--topology: ... and 2450 more errors (only the first 50"));
         assert!(out.contains("... and 3446 more warnings"), "{out}");
         assert!(out.len() < 30_000, "{} bytes", out.len());
-        // The positions are those `render` gives.
-        let first = diagnostics[0].render("--topology", &text);
+        // The positions are those `render_short` gives.
+        let first = diagnostics[0].render_short("--topology", &text);
         assert!(out.starts_with(&format!("{first}\n")), "{out}");
     }
 
     #[test]
-    fn render_has_origin_position_code_and_notes() {
-        let d = Diagnostic::error("topology-syntax", 3..4, "expected a number".into())
-            .note("write `a:4`");
+    fn diagnostics_have_origin_position_code_and_notes() {
+        let d = Diagnostic::error_at("topology-syntax", 3..4, "expected a number")
+            .with_note("write `a:4`");
         assert_eq!(
-            d.render("--topology", "ab c"),
+            d.render_short("--topology", "ab c"),
             "--topology:1:4: error[topology-syntax]: expected a number\n  = note: write `a:4`"
         );
-        assert_eq!(d.to_string(), "topology-syntax@3..4: expected a number");
+        assert_eq!(brief(&d), "error topology-syntax@3..4: expected a number");
         assert!(has_errors(&[d]));
-        assert!(!has_errors(&[Diagnostic::warning("w", 0..0, "w".into())]));
+        assert!(!has_errors(&[Diagnostic::warning_at("w", 0..0, "w")]));
     }
 }

@@ -31,15 +31,15 @@ pub fn parse_nodefile(text: &str) -> (Vec<String>, Vec<Diagnostic>) {
             continue;
         }
         if let Some(problem) = host_problem(host) {
-            let mut d = Diagnostic::error(
+            let mut d = Diagnostic::error_at(
                 "nodefile-bad-host",
                 span,
                 format!("`{host}` is not a host name: {problem}"),
             );
             if host.contains(char::is_whitespace) {
-                d = d.note("a nodefile has one host a line, without further fields");
+                d = d.with_note("a nodefile has one host a line, without further fields");
             }
-            diagnostics.push(d.note(
+            diagnostics.push(d.with_note(
                 "host names are dot-separated labels of letters, digits and `-` \
                  (RFC 1123), or IP addresses",
             ));
@@ -47,12 +47,12 @@ pub fn parse_nodefile(text: &str) -> (Vec<String>, Vec<Diagnostic>) {
         }
         if let Some((_, first)) = hosts.iter().find(|(h, _)| h.eq_ignore_ascii_case(host)) {
             diagnostics.push(
-                Diagnostic::warning(
+                Diagnostic::warning_at(
                     "nodefile-duplicate-host",
                     span,
                     format!("host `{host}` is listed again; it counts once"),
                 )
-                .note(format!(
+                .with_note(format!(
                     "first listed at bytes {}..{}",
                     first.start, first.end
                 )),
@@ -63,12 +63,12 @@ pub fn parse_nodefile(text: &str) -> (Vec<String>, Vec<Diagnostic>) {
     }
     if hosts.is_empty() && !crate::has_errors(&diagnostics) {
         diagnostics.push(
-            Diagnostic::error(
+            Diagnostic::error_at(
                 "nodefile-empty",
                 0..text.len(),
-                "the nodefile lists no hosts".into(),
+                "the nodefile lists no hosts",
             )
-            .note("write one host a line, e.g. with `hostname > nodefile`"),
+            .with_note("write one host a line, e.g. with `hostname > nodefile`"),
         );
     }
     (hosts.into_iter().map(|(h, _)| h).collect(), diagnostics)
@@ -137,7 +137,7 @@ mod tests {
         let (hosts, diagnostics) = parse_nodefile(text);
         let mut out = format!("hosts: {}\n", hosts.join(" "));
         for d in diagnostics {
-            out.push_str(&format!("{} {d}\n", d.severity));
+            out.push_str(&format!("{}\n", crate::tests::brief(&d)));
         }
         out
     }
@@ -176,7 +176,7 @@ mod tests {
         let long = "a".repeat(64);
         let (_, d) = parse_nodefile(&long);
         assert_eq!(d[0].code, "nodefile-bad-host");
-        assert_eq!(d[0].span, 0..64);
+        assert_eq!(d[0].range(), 0..64);
         let (_, d) = parse_nodefile("host slots=4");
         assert_eq!(
             d[0].notes[0],

@@ -148,7 +148,7 @@ pub fn parse_topology(text: &str) -> (Topology, Vec<Diagnostic>) {
             let first = *seen.entry((key, class.socket)).or_insert(classes.len());
             if let Some(earlier) = classes.get(first) {
                 diagnostics.push(
-                    Diagnostic::warning(
+                    Diagnostic::warning_at(
                         "topology-duplicate-class",
                         class.span.clone(),
                         format!(
@@ -157,7 +157,7 @@ pub fn parse_topology(text: &str) -> (Topology, Vec<Diagnostic>) {
                             &text[earlier.span.clone()]
                         ),
                     )
-                    .note(format!(
+                    .with_note(format!(
                         "the earlier description is at bytes {}..{}; both start workers, \
                          consider adding up their numbers in one description",
                         earlier.span.start, earlier.span.end
@@ -169,12 +169,12 @@ pub fn parse_topology(text: &str) -> (Topology, Vec<Diagnostic>) {
     }
     if !any {
         diagnostics.push(
-            Diagnostic::error(
+            Diagnostic::error_at(
                 "topology-empty",
                 0..text.len(),
-                "the topology describes no workers".into(),
+                "the topology describes no workers",
             )
-            .note("write e.g. `worker:4` for four workers of class `worker` on each host"),
+            .with_note("write e.g. `worker:4` for four workers of class `worker` on each host"),
         );
     }
     (Topology { classes }, diagnostics)
@@ -317,12 +317,12 @@ impl<'a> Parser<'a> {
         let (name, _) = caps.first()?.clone();
         if let (Some(span), 0) = (per_node_span, per_node) {
             self.diagnostics.push(
-                Diagnostic::warning(
+                Diagnostic::warning_at(
                     "topology-zero-workers",
                     span,
                     format!("`{name}` starts no workers: 0 per node"),
                 )
-                .note("leave the description out, or give at least 1 worker per node"),
+                .with_note("leave the description out, or give at least 1 worker per node"),
             );
         }
         if let (Some(port), Some(span)) = (base_port, port_span) {
@@ -331,17 +331,13 @@ impl<'a> Parser<'a> {
             let last = u32::from(port).saturating_add(per_node.saturating_sub(1));
             if port == 0 {
                 self.diagnostics.push(
-                    Diagnostic::error(
-                        "topology-bad-port",
-                        span,
-                        "base port 0 is not a port".into(),
-                    )
-                    .note("leave out `/basePort` to let the system choose the ports"),
+                    Diagnostic::error_at("topology-bad-port", span, "base port 0 is not a port")
+                        .with_note("leave out `/basePort` to let the system choose the ports"),
                 );
             } else if last <= u32::from(u16::MAX) {
                 base_port = Some(port);
             } else {
-                self.diagnostics.push(Diagnostic::error(
+                self.diagnostics.push(Diagnostic::error_at(
                     "topology-bad-port",
                     span,
                     format!(
@@ -386,28 +382,29 @@ impl<'a> Parser<'a> {
                     // unreachable: chunks are never empty
                     (None, false) => ("expected a capability name".to_string(), self.here()),
                 };
-                self.diagnostics
-                    .push(Diagnostic::error("topology-syntax", span, message).note(SHAPE_NOTE));
+                self.diagnostics.push(
+                    Diagnostic::error_at("topology-syntax", span, message).with_note(SHAPE_NOTE),
+                );
             } else if !is_name(word) {
-                let mut d = Diagnostic::error(
+                let mut d = Diagnostic::error_at(
                     "topology-bad-name",
                     span,
                     format!("`{word}` is not a capability name"),
                 )
-                .note("capability names match `[A-Za-z_][A-Za-z0-9_]*`");
+                .with_note("capability names match `[A-Za-z_][A-Za-z0-9_]*`");
                 if word.contains('=') || word.contains('.') || word.contains('-') {
-                    d = d.note("use `_` instead of other punctuation");
+                    d = d.with_note("use `_` instead of other punctuation");
                 }
                 self.diagnostics.push(d);
             } else if let Some((_, first)) = caps.iter().find(|(c, _)| c == word) {
                 let first = first.clone();
                 self.diagnostics.push(
-                    Diagnostic::warning(
+                    Diagnostic::warning_at(
                         "topology-duplicate-capability",
                         span,
                         format!("capability `{word}` is named twice"),
                     )
-                    .note(format!(
+                    .with_note(format!(
                         "first named at bytes {}..{}",
                         first.start, first.end
                     )),
@@ -433,24 +430,24 @@ impl<'a> Parser<'a> {
                 .peek()
                 .map_or_else(|| "nothing".to_string(), |c| format!("`{c}`"));
             self.diagnostics.push(
-                Diagnostic::error(
+                Diagnostic::error_at(
                     "topology-syntax",
                     delimiter_span,
                     format!("expected {what} after `{delimiter}`, found {found}"),
                 )
-                .note(SHAPE_NOTE),
+                .with_note(SHAPE_NOTE),
             );
             return None;
         }
         if !word.bytes().all(|b| b.is_ascii_digit()) {
-            let mut d = Diagnostic::error(
+            let mut d = Diagnostic::error_at(
                 "topology-bad-number",
                 span,
                 format!("`{word}` is not a number: expected {what}"),
             )
-            .note("numbers are written with the decimal digits 0-9 only");
+            .with_note("numbers are written with the decimal digits 0-9 only");
             if let NumberKind::Shm = kind {
-                d = d.note("give the size in bytes, e.g. 1073741824 for 1 GiB");
+                d = d.with_note("give the size in bytes, e.g. 1073741824 for 1 GiB");
             }
             self.diagnostics.push(d);
             return None;
@@ -458,7 +455,7 @@ impl<'a> Parser<'a> {
         match word.parse::<u64>() {
             Ok(n) if n <= kind.max() => Some((n, span)),
             _ => {
-                self.diagnostics.push(Diagnostic::error(
+                self.diagnostics.push(Diagnostic::error_at(
                     "topology-bad-number",
                     span,
                     format!("{what} `{word}` is too large (at most {})", kind.max()),
@@ -472,22 +469,22 @@ impl<'a> Parser<'a> {
     fn unexpected(&mut self) {
         let rest = &self.text[self.pos..];
         let span = self.span(self.pos..self.text.len());
-        let mut d = Diagnostic::error("topology-syntax", span, format!("unexpected `{rest}`"));
+        let mut d = Diagnostic::error_at("topology-syntax", span, format!("unexpected `{rest}`"));
         let seen_colon = self.text[..self.pos].contains(':');
         match rest.chars().next() {
             Some('#') if seen_colon => {
-                d = d.note("the socket goes before `:`, as in `compute#0:4`");
+                d = d.with_note("the socket goes before `:`, as in `compute#0:4`");
             }
-            Some(':') => d = d.note("a description has at most one `:`"),
+            Some(':') => d = d.with_note("a description has at most one `:`"),
             Some('x' | ',' | '/') if !seen_colon => {
-                d = d.note("`x maxNodes`, `,shmBytes` and `/basePort` follow `:perNode`");
+                d = d.with_note("`x maxNodes`, `,shmBytes` and `/basePort` follow `:perNode`");
             }
             Some('x' | ',' | '/') => {
-                d = d.note("the parts after `:` come in the order `perNode x maxNodes,shmBytes/basePort`, each at most once");
+                d = d.with_note("the parts after `:` come in the order `perNode x maxNodes,shmBytes/basePort`, each at most once");
             }
             _ => {}
         }
-        self.diagnostics.push(d.note(SHAPE_NOTE));
+        self.diagnostics.push(d.with_note(SHAPE_NOTE));
         self.pos = self.text.len();
     }
 }
@@ -515,7 +512,7 @@ pub fn check_sockets(topology: &Topology, sockets: u32) -> Vec<Diagnostic> {
                     1 => "1 socket (0)".to_string(),
                     n => format!("{n} sockets (0 to {})", n - 1),
                 };
-                Diagnostic::error(
+                Diagnostic::error_at(
                     "topology-no-such-socket",
                     class.span.clone(),
                     format!(
@@ -523,7 +520,7 @@ pub fn check_sockets(topology: &Topology, sockets: u32) -> Vec<Diagnostic> {
                         class
                     ),
                 )
-                .note("sockets are hwloc packages, numbered from 0 as `lstopo` shows them")
+                .with_note("sockets are hwloc packages, numbered from 0 as `lstopo` shows them")
             })
         })
         .collect()
@@ -559,7 +556,7 @@ mod tests {
             ));
         }
         for d in &diagnostics {
-            out.push_str(&format!("{} {d}\n", d.severity));
+            out.push_str(&format!("{}\n", crate::tests::brief(d)));
         }
         out
     }
@@ -627,7 +624,7 @@ mod tests {
         assert_eq!(t.classes[2].max_nodes, 4);
         let (_, d) = parse_topology("a:2#1");
         assert_eq!(
-            d[0].render("--topology", "a:2#1"),
+            d[0].render_short("--topology", "a:2#1"),
             "--topology:1:4: error[topology-syntax]: unexpected `#1`\n  \
              = note: the socket goes before `:`, as in `compute#0:4`\n  \
              = note: a description is `caps#socket:perNode x maxNodes,shmBytes/basePort` with \
@@ -842,8 +839,8 @@ mod tests {
         let d = check_sockets(&t, 1);
         assert_eq!(d.len(), 1);
         assert_eq!(
-            d[0].to_string(),
-            "topology-no-such-socket@4..9: `b#1:2` is pinned to socket 1, but this machine has \
+            crate::tests::brief(&d[0]),
+            "error topology-no-such-socket@4..9: `b#1:2` is pinned to socket 1, but this machine has \
              1 socket (0)"
         );
         assert!(check_sockets(&t, 2).is_empty());
@@ -852,7 +849,7 @@ mod tests {
         let (t, _) = parse_topology("a#0 b#4000000000");
         let d = check_local_sockets(&t);
         assert_eq!(d.len(), 1);
-        assert_eq!(d[0].span, 4..16);
+        assert_eq!(d[0].range(), 4..16);
     }
 
     #[test]
@@ -914,8 +911,8 @@ mod tests {
         fn never_panics(text in "[ -~\t\néä]{0,40}") {
             let (topology, diagnostics) = parse_topology(&text);
             for d in &diagnostics {
-                prop_assert!(d.span.start <= d.span.end && d.span.end <= text.len());
-                prop_assert!(text.is_char_boundary(d.span.start) && text.is_char_boundary(d.span.end));
+                prop_assert!(d.range().start <= d.range().end && d.range().end <= text.len());
+                prop_assert!(text.is_char_boundary(d.range().start) && text.is_char_boundary(d.range().end));
             }
             // whatever was understood prints canonically and parses back without errors
             if !topology.classes.is_empty() {

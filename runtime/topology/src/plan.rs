@@ -130,7 +130,7 @@ pub fn check_worker_count(topology: &Topology, host_count: usize) -> Vec<Diagnos
     let biggest = topology.classes.iter().max_by_key(|c| c.per_node);
     let span = biggest.map_or(0..0, |c| c.span.clone());
     vec![
-        Diagnostic::error(
+        Diagnostic::error_at(
             "topology-too-many-workers",
             span,
             format!(
@@ -138,7 +138,7 @@ pub fn check_worker_count(topology: &Topology, host_count: usize) -> Vec<Diagnos
                  {MAX_PLANNED_WORKERS}"
             ),
         )
-        .note("`perNode` is the number of workers on EACH host"),
+        .with_note("`perNode` is the number of workers on EACH host"),
     ]
 }
 
@@ -368,7 +368,7 @@ mod tests {
         let d = check_worker_count(&t, 2);
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].code, "topology-too-many-workers");
-        assert_eq!(d[0].span, 8..23);
+        assert_eq!(d[0].range(), 8..23);
         let p = plan_with_limit(&t, &hosts(&["a", "b"]), 5);
         assert_eq!(p.workers.len(), 5);
         assert_eq!(p.workers.len() as u64 + p.omitted, worker_count(&t, 2));

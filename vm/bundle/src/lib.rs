@@ -10,6 +10,8 @@ pub mod format;
 pub mod ir;
 pub mod nesting;
 pub mod result;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod text;
 pub mod validate;
 

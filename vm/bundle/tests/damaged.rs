@@ -7,40 +7,8 @@ mod damage;
 use expect_test::expect;
 use pnet_bundle::format::{self, BUNDLE, BundleError};
 use pnet_bundle::result::{OutputPort, RESULT, RunOutputs};
+use pnet_bundle::testing::{Rng, damage_byte, deep_result, frame, payload};
 use pnet_stdlib::{Type, Value};
-
-/// A container around an arbitrary payload, with the right length and checksum.
-fn frame(magic: &[u8; 8], version: u32, payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(magic);
-    out.extend_from_slice(&version.to_le_bytes());
-    out.extend_from_slice(&crc32fast_hash(payload).to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    out.extend_from_slice(payload);
-    out
-}
-
-/// CRC-32 (IEEE), as the container uses; written out so that the test does not take the
-/// format's word for it.
-fn crc32fast_hash(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
-/// The payload of an encoded file (after the 24-byte header).
-fn payload(file: &[u8]) -> &[u8] {
-    &file[24..]
-}
 
 #[test]
 fn the_test_net_is_well_formed() {
@@ -158,22 +126,6 @@ fn trailing_bytes_after_a_result_file_are_refused() {
     );
 }
 
-/// A small deterministic generator (xorshift), so that a failure reproduces.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// Random changes of one payload byte, with a correct checksum: decoding never panics, and a
 /// bundle it accepts can be listed, located and re-encoded.
 #[test]
@@ -184,13 +136,7 @@ fn random_payload_damage_never_panics() {
     let (mut refused, mut accepted) = (0, 0);
     for _ in 0..3000 {
         let mut p = good.clone();
-        let at = rng.below(p.len());
-        p[at] = match rng.below(4) {
-            0 => p[at] ^ (1 << rng.below(8)),
-            1 => p[at].wrapping_add(1),
-            2 => p[at].wrapping_sub(1),
-            _ => rng.next() as u8,
-        };
+        damage_byte(&mut p, &mut rng);
         match format::decode(&frame(BUNDLE.magic, BUNDLE.version, &p)) {
             Err(_) => refused += 1,
             Ok(b) => {
@@ -208,27 +154,6 @@ fn random_payload_damage_never_panics() {
         refused > 0 && accepted > 0,
         "{refused} refused, {accepted} accepted"
     );
-}
-
-/// A result file whose one token is `List (List (... Control))`, `depth` lists deep, built
-/// byte by byte (a value that deep would overflow the stack when dropped).
-fn deep_result(depth: usize) -> Vec<u8> {
-    let shallow = RunOutputs {
-        net: "n".into(),
-        ports: vec![OutputPort {
-            name: "p".into(),
-            ty: Type::Any,
-            tokens: vec![Value::Control],
-        }],
-    };
-    let mut p = payload(&shallow.encode().unwrap()).to_vec();
-    // The token `Control` (variant 0) is the last byte; `List` is variant 14, then a length.
-    assert_eq!(p.pop(), Some(0));
-    for _ in 0..depth {
-        p.extend_from_slice(&[14, 1]);
-    }
-    p.push(0);
-    frame(RESULT.magic, RESULT.version, &p)
 }
 
 /// Nesting as deep as the literal syntax allows decodes; much deeper is an error, not a

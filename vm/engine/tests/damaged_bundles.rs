@@ -5,6 +5,7 @@
 #[path = "../../bundle/tests/damage/mod.rs"]
 mod damage;
 
+use pnet_bundle::testing::{Rng, damage_byte};
 use pnet_bundle::{Bundle, format};
 use pnet_vm::{Engine, RunConfig, Step};
 
@@ -52,22 +53,6 @@ fn every_broken_reference_is_a_bad_bundle() {
     }
 }
 
-/// A small deterministic generator (xorshift), so that a failure reproduces.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// Random changes of one field (one byte of the encoded bundle: an index, a length, a
 /// constant, a kind, a flag...): the bundle either does not decode, fails the validation, or
 /// runs a few steps without a panic.
@@ -78,13 +63,7 @@ fn random_field_damage_never_panics() {
     let (mut invalid, mut ran) = (0, 0);
     for _ in 0..3000 {
         let mut p = good.clone();
-        let at = rng.below(p.len());
-        p[at] = match rng.below(4) {
-            0 => p[at] ^ (1 << rng.below(8)),
-            1 => p[at].wrapping_add(1),
-            2 => p[at].wrapping_sub(1),
-            _ => rng.next() as u8,
-        };
+        damage_byte(&mut p, &mut rng);
         let Ok(b) = postcard::from_bytes::<Bundle>(&p) else {
             continue;
         };

@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 
 use pnet_bundle::format;
 use pnet_bundle::result::{OutputPort, RunOutputs};
+use pnet_bundle::testing::{Rng, damaged, deep_result};
 use pnet_stdlib::{Type, Value};
 use pnet_tokens::Target;
 
@@ -190,18 +191,7 @@ fn pnetget_refuses_trailing_bytes_and_damaged_files() {
 /// A result file whose token nests 100,000 lists deep: an error, not a stack overflow.
 #[test]
 fn pnetget_refuses_deep_nesting() {
-    let shallow = outputs().encode().unwrap();
-    let mut payload = shallow[24..].to_vec();
-    // The token `Control` (variant 0) is the last byte; `List` is variant 14, then a length.
-    assert_eq!(payload.pop(), Some(0));
-    for _ in 0..100_000 {
-        payload.extend_from_slice(&[14, 1]);
-    }
-    payload.push(0);
-    let mut bytes = shallow[..12].to_vec();
-    bytes.extend_from_slice(&crc32(&payload).to_le_bytes());
-    bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(&payload);
+    let bytes = deep_result(100_000);
     let dir = Scratch::new("deep");
     let bad = dir.file("deep.result", &bytes);
     let e = refused(
@@ -217,53 +207,6 @@ fn pnetget_refuses_deep_nesting() {
             pnet_bundle::nesting::MAX_NESTING
         )
     );
-}
-
-/// A small deterministic generator (xorshift), so that a failure reproduces.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-/// The file with one payload byte changed and the checksum fixed.
-fn damaged(file: &[u8], rng: &mut Rng) -> Vec<u8> {
-    let mut payload = file[24..].to_vec();
-    let at = rng.below(payload.len());
-    payload[at] = match rng.below(3) {
-        0 => payload[at] ^ (1 << rng.below(8)),
-        1 => payload[at].wrapping_add(1),
-        _ => rng.next() as u8,
-    };
-    let mut out = file[..12].to_vec();
-    out.extend_from_slice(&crc32(&payload).to_le_bytes());
-    out.extend_from_slice(&file[16..24]);
-    out.extend_from_slice(&payload);
-    out
-}
-
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }
 
 /// What `pnetput` does with a bundle, in process, over a few thousand random damages; then

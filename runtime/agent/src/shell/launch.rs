@@ -291,7 +291,11 @@ impl Shell<'_> {
             let errors: Vec<pnet_topology::Diagnostic> =
                 diags.into_iter().filter(|d| d.is_error()).collect();
             // At most 50 shown, then "and K more".
-            let text = pnet_topology::render_all("topology", topology, &errors);
+            let file = pnet_diagnostics::RenderFile {
+                name: "topology",
+                text: topology,
+            };
+            let text = pnet_diagnostics::render::render_short(&file, &errors);
             return RtResponse::Error(text.trim_end().to_string());
         }
         let hosts = if hosts.is_empty() {
