@@ -12,7 +12,9 @@ pub enum ColorMode {
     /// Colours when standard error is a terminal and `NO_COLOR` is not set.
     #[default]
     Auto,
+    /// Colours, also into files and pipes.
     Always,
+    /// No colours.
     Never,
 }
 

@@ -141,16 +141,6 @@ pub fn parse_put_arg(s: &str) -> Result<(String, pnet_stdlib::Value), String> {
     crate::parse_put(s)
 }
 
-/// The value of `--color WHEN` (clap value parser).
-pub fn parse_color_arg(s: &str) -> Result<crate::ColorMode, String> {
-    match s {
-        "auto" => Ok(crate::ColorMode::Auto),
-        "always" => Ok(crate::ColorMode::Always),
-        "never" => Ok(crate::ColorMode::Never),
-        _ => Err(format!("unknown value '{s}' (auto, always, never)")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use pnet_driver::ColorMode;
-use pnet_driver::args::{CompilerArgs, parse_color_arg, warnings_listing};
+use pnet_driver::args::{CompilerArgs, warnings_listing};
 use pnet_driver::render_diagnostics;
 use pnet_sema::Options;
 use pnet_stdlib::cli::InputOutput;
@@ -48,8 +48,8 @@ struct Cli {
     /// Print the files the net includes, one per line
     #[arg(long)]
     list_dependencies: bool,
-    /// Colours in diagnostics: auto, always, never
-    #[arg(long, value_name = "WHEN", value_parser = parse_color_arg, default_value = "auto")]
+    /// Colours in diagnostics
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorMode::Auto)]
     color: ColorMode,
     /// List the warnings with their defaults and exit
     #[arg(long)]
