@@ -56,8 +56,9 @@ mod program;
 mod state;
 
 use enabling::*;
-pub use enabling::{Binding, distinct_tokens, next_combination};
+pub use enabling::{Binding, distinct_tokens, for_each_combination, input_frame, next_combination};
 use firing::*;
+pub use firing::{eureka_groups, output_tokens};
 use program::*;
 use state::*;
 

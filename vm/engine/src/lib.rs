@@ -20,7 +20,8 @@ mod tests;
 pub use ending::{Ending, unfed_in_ports};
 pub use engine::{
     Binding, Engine, RunConfig, RunResult, Stats, Step, Task, TaskId, TaskMemory, distinct_tokens,
-    generator_value, next_combination, run,
+    eureka_groups, for_each_combination, generator_value, input_frame, next_combination,
+    output_tokens, run,
 };
 pub use error::{RunError, RunErrorData, RunErrorKind};
 pub use hook::{CodeRunner, CodeRunnerFactory, Loop, LoopCodes, LoopEnd, RunnerCodes, drive_loop};

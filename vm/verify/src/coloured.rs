@@ -210,7 +210,6 @@ struct TInfo {
     condition: Option<usize>,
     /// Per output port of a module: the assumed values (`None`: unknown).
     assumed: Vec<(PortId, Option<Vec<Value>>)>,
-    eureka_ports: Vec<PortId>,
     /// Some input port is connected to no place, or no input connection at all: never fires.
     dead: bool,
 }
@@ -429,7 +428,6 @@ fn build_desc(
             outs: Vec::new(),
             condition: t.condition.map(|c| c.index()),
             assumed: Vec::new(),
-            eureka_ports: t.eureka_ports.clone(),
             dead: false,
         };
         for c in &t.connections {
@@ -1385,60 +1383,53 @@ impl<'m, 'b> Explorer<'m, 'b> {
             .iter()
             .map(|&(port, p)| (port, self.count(st, path, d, p)))
             .collect();
-        let mut idx = vec![0usize; lists.len()];
+        let lens: Vec<usize> = lists.iter().map(|l| l.len()).collect();
         let mut seen: BTreeSet<Vec<Tok>> = BTreeSet::new();
         let mut out = Vec::new();
-        loop {
-            let distinct =
-                (0..at.len()).all(|a| (0..a).all(|b| at[a] != at[b] || idx[a] != idx[b]));
-            if distinct {
-                let vals: Vec<Tok> = lists.iter().zip(&idx).map(|(l, &i)| l[i].clone()).collect();
-                if seen.insert(vals.clone()) {
-                    let has_unknown = vals.iter().any(|v| matches!(v, Tok::Unknown));
-                    let mut exact = true;
-                    let mut on = true;
-                    if let Some(c) = info.condition {
-                        let code = &m.bundle.codes[c];
-                        fill_frame(
-                            &mut self.frame,
-                            code.slots.len().max(f.ports.len()),
-                            &counts,
-                            &info.takes,
-                            &vals,
-                        );
-                        match self.interp.run_bool(code, &mut self.frame) {
-                            Ok(b) => on = b,
-                            Err(e) if has_unknown && is_unbound(&e) => exact = false,
-                            Err(e) => return Err(format!("condition: {e}")),
-                        }
-                    }
-                    if on {
-                        out.push(Binding {
-                            at: at
-                                .iter()
-                                .zip(&idx)
-                                .map(|((o, q), &i)| (o.clone(), *q, i))
-                                .collect(),
-                            vals,
-                            exact,
-                        });
+        let (interp, frame) = (&mut self.interp, &mut self.frame);
+        pnet_vm::for_each_combination(
+            &lens,
+            |a, b| at[a] == at[b],
+            |idx| {
+                let vals: Vec<Tok> = lists
+                    .iter()
+                    .zip(idx)
+                    .map(|(l, &i)| l[i as usize].clone())
+                    .collect();
+                if !seen.insert(vals.clone()) {
+                    return Ok(());
+                }
+                let has_unknown = vals.iter().any(|v| matches!(v, Tok::Unknown));
+                let mut exact = true;
+                if let Some(c) = info.condition {
+                    let code = &m.bundle.codes[c];
+                    fill_frame(
+                        frame,
+                        code.slots.len().max(f.ports.len()),
+                        &counts,
+                        &info.takes,
+                        &vals,
+                    );
+                    match interp.run_bool(code, frame) {
+                        Ok(true) => {}
+                        Ok(false) => return Ok(()),
+                        Err(e) if has_unknown && is_unbound(&e) => exact = false,
+                        Err(e) => return Err(format!("condition: {e}")),
                     }
                 }
-            }
-            // Next combination.
-            let mut k = lists.len();
-            loop {
-                if k == 0 {
-                    return Ok(out);
-                }
-                k -= 1;
-                idx[k] += 1;
-                if idx[k] < lists[k].len() {
-                    break;
-                }
-                idx[k] = 0;
-            }
-        }
+                out.push(Binding {
+                    at: at
+                        .iter()
+                        .zip(idx)
+                        .map(|((o, q), &i)| (o.clone(), *q, i as usize))
+                        .collect(),
+                    vals,
+                    exact,
+                });
+                Ok(())
+            },
+        )?;
+        Ok(out)
     }
 
     /// Whether some transition of the instance at `path` is enabled.
@@ -1583,9 +1574,14 @@ impl<'m, 'b> Explorer<'m, 'b> {
                 let mut outs = Vec::new();
                 match self.interp.run(code, &mut self.frame) {
                     Ok(_) => {
-                        for &p in &info.eureka_ports {
-                            check_eureka(f, p, self.frame.get(p.index()).cloned().flatten())?;
-                        }
+                        let frame = &self.frame;
+                        pnet_vm::eureka_groups(
+                            &m.net(d).transitions[t],
+                            f,
+                            |p| frame.get(p.index()).and_then(|v| v.as_ref()),
+                            &mut Vec::new(),
+                        )
+                        .map_err(|e| e.to_string())?;
                         for &(port, _, _) in &info.outs {
                             match self.frame.get(port.index()).cloned().flatten() {
                                 Some(v) => outs.push((port, Tok::Val(v))),
@@ -1721,39 +1717,19 @@ impl<'m, 'b> Explorer<'m, 'b> {
         tok: Tok,
     ) -> Result<(), String> {
         let (owner, q) = self.resolve(path, d, place);
-        let pty = &f.port(port).ty;
-        let pname = &f.port(port).name;
-        let mismatch = |v: &Value, ty: &dyn std::fmt::Display| {
-            RunError::new(RunErrorKind::TypeMismatch {
-                port: pname.clone(),
-                value: v.to_string(),
-                ty: ty.to_string(),
-            })
-            .to_string()
-        };
         let target = &mut node_mut(&mut st.root, &owner).places[q];
-        match (tok, many) {
-            (Tok::Val(Value::List(xs)), true) => {
+        match tok {
+            Tok::Val(v) => {
                 let place_ty = &self.m.net(d).places[place].ty;
-                for x in xs {
-                    if !x.fits(place_ty) {
-                        return Err(mismatch(&x, place_ty));
-                    }
-                    target.push(Tok::Val(x));
-                }
+                pnet_vm::output_tokens(f.port(port), place_ty, many, v, |x| {
+                    target.push(Tok::Val(x))
+                })
+                .map_err(|e| e.to_string())?;
             }
-            (Tok::Val(v), true) => return Err(mismatch(&v, &"list")),
-            (Tok::Unknown, true) => {
-                self.unknown_many = true;
+            Tok::Unknown => {
+                self.unknown_many |= many;
                 target.push(Tok::Unknown);
             }
-            (Tok::Val(v), false) => {
-                if !v.fits(pty) {
-                    return Err(mismatch(&v, pty));
-                }
-                target.push(Tok::Val(v));
-            }
-            (Tok::Unknown, false) => target.push(Tok::Unknown),
         }
         Ok(())
     }
@@ -1884,27 +1860,6 @@ fn shift(keep: &mut [Vec<usize>], leaf: &[usize]) {
     }
 }
 
-fn check_eureka(f: &Function, p: PortId, v: Option<Value>) -> Result<(), String> {
-    let port = &f.port(p).name;
-    let Some(v) = v else {
-        return Err(RunError::new(RunErrorKind::MissingBinding { port: port.clone() }).to_string());
-    };
-    let ok = match &v {
-        Value::Set(groups) => groups.iter().all(|g| matches!(g, Value::String(_))),
-        _ => false,
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(RunError::new(RunErrorKind::TypeMismatch {
-            port: port.clone(),
-            value: v.to_string(),
-            ty: "set of strings (eureka groups)".into(),
-        })
-        .to_string())
-    }
-}
-
 fn count_tokens(n: &Node) -> u64 {
     let mut s = 0u64;
     for_each_node(n, &mut |x| {
@@ -1955,6 +1910,7 @@ fn is_unbound(e: &RunError) -> bool {
     matches!(e.0.kind, RunErrorKind::Unbound(_))
 }
 
+/// The input frame of a binding: unknown tokens leave their slots unbound.
 fn fill_frame(
     frame: &mut Vec<Option<Value>>,
     n: usize,
@@ -1962,16 +1918,14 @@ fn fill_frame(
     takes: &[(PortId, usize, bool)],
     vals: &[Tok],
 ) {
-    frame.clear();
-    frame.resize(n, None);
-    for (&(port, _, _), v) in takes.iter().zip(vals) {
-        if let (Some(slot), Tok::Val(v)) = (frame.get_mut(port.index()), v) {
-            *slot = Some(v.clone());
-        }
-    }
-    for &(port, c) in counts {
-        if let Some(slot) = frame.get_mut(port.index()) {
-            *slot = Some(Value::ULong(c));
-        }
-    }
+    let known = takes.iter().zip(vals).map(|(tk, v)| {
+        (
+            tk.0,
+            match v {
+                Tok::Val(v) => Some(v),
+                Tok::Unknown => None,
+            },
+        )
+    });
+    pnet_vm::input_frame(frame, n, counts, known);
 }

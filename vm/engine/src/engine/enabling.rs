@@ -225,6 +225,52 @@ pub fn next_combination(idx: &mut [u32], len: impl Fn(usize) -> usize) -> bool {
     }
 }
 
+/// Calls `visit` with every combination of token indices (per take, an index below its
+/// `lens` entry) that takes distinct tokens (`same_place`, see [`distinct_tokens`]), in token
+/// order (see [`next_combination`]). The enumeration of bindings the engine's
+/// [`Engine::bindings`] and the coloured explorer (`pnet-verify`) share; nothing when some
+/// take has no token.
+pub fn for_each_combination<E>(
+    lens: &[usize],
+    same_place: impl Fn(usize, usize) -> bool,
+    mut visit: impl FnMut(&[u32]) -> Result<(), E>,
+) -> Result<(), E> {
+    if lens.contains(&0) {
+        return Ok(());
+    }
+    let mut idx = vec![0u32; lens.len()];
+    loop {
+        if distinct_tokens(&idx, &same_place) {
+            visit(&idx)?;
+        }
+        if !next_combination(&mut idx, |k| lens[k]) {
+            return Ok(());
+        }
+    }
+}
+
+/// Makes `frame` the input frame of a condition or an expression with `n` slots: each take's
+/// token on its port's slot (`None`: the slot stays unbound, as for the explorer's unknown
+/// module outputs) and each `number-of-tokens` port's count.
+pub fn input_frame<'v>(
+    frame: &mut Vec<Option<Value>>,
+    n: usize,
+    counts: &[(PortId, u64)],
+    takes: impl IntoIterator<Item = (PortId, Option<&'v Value>)>,
+) {
+    crate::interp::reset_frame(frame, n);
+    for (port, v) in takes {
+        if let Some(s) = frame.get_mut(port.index()) {
+            crate::interp::set_clone(s, v);
+        }
+    }
+    for &(port, c) in counts {
+        if let Some(s) = frame.get_mut(port.index()) {
+            *s = Some(Value::ULong(c));
+        }
+    }
+}
+
 /// A binding of a transition: per take (in connection order), the port, the token's index
 /// on its place and the token.
 #[derive(Clone, Debug, PartialEq)]
@@ -261,56 +307,53 @@ impl State {
             runner: &mut self.runner,
         };
         let frame = &mut self.frame;
-        let mut idx = vec![0u32; info.takes.len()];
-        loop {
-            if distinct_tokens(&idx, |a, b| info.takes[a].place == info.takes[b].place) {
-                let holds = match cond {
-                    None => true,
-                    Some((c, code)) => {
-                        crate::interp::reset_frame(frame, code.slots.len());
-                        for &(port, p) in &info.counts {
-                            let n = inst.marking[p].len() as u64 + inst.in_flight[p];
-                            if let Some(s) = frame.get_mut(port.index()) {
-                                *s = Some(Value::ULong(n));
-                            }
-                        }
-                        for (k, tk) in info.takes.iter().enumerate() {
-                            if let Some(s) = frame.get_mut(tk.port.index()) {
-                                crate::interp::set_clone(
-                                    s,
-                                    inst.marking[tk.place].get(idx[k] as usize),
-                                );
-                            }
-                        }
-                        let id = pnet_bundle::CodeId::from(c);
-                        eval.run_bool(id, code, frame)
-                            .map_err(|e| prog.context_in(e, inst.func, t))?
-                    }
-                };
-                if holds {
-                    out.push(Binding {
-                        takes: info
-                            .takes
+        let counts: Vec<(PortId, u64)> = info
+            .counts
+            .iter()
+            .map(|&(port, p)| (port, inst.marking[p].len() as u64 + inst.in_flight[p]))
+            .collect();
+        let lens: Vec<usize> = info
+            .takes
+            .iter()
+            .map(|tk| inst.marking[tk.place].len())
+            .collect();
+        for_each_combination(
+            &lens,
+            |a, b| info.takes[a].place == info.takes[b].place,
+            |idx| {
+                let token = |k: usize| inst.marking[info.takes[k].place].get(idx[k] as usize);
+                if let Some((c, code)) = cond {
+                    input_frame(
+                        frame,
+                        code.slots.len(),
+                        &counts,
+                        info.takes
                             .iter()
-                            .zip(&idx)
-                            .map(|(tk, &j)| {
-                                (
-                                    tk.port,
-                                    j as usize,
-                                    inst.marking[tk.place]
-                                        .get(j as usize)
-                                        .cloned()
-                                        .expect("token"),
-                                )
-                            })
-                            .collect(),
-                    });
+                            .enumerate()
+                            .map(|(k, tk)| (tk.port, token(k))),
+                    );
+                    let id = pnet_bundle::CodeId::from(c);
+                    if !eval
+                        .run_bool(id, code, frame)
+                        .map_err(|e| prog.context_in(e, inst.func, t))?
+                    {
+                        return Ok(());
+                    }
                 }
-            }
-            if !next_combination(&mut idx, |k| inst.marking[info.takes[k].place].len()) {
-                return Ok(out);
-            }
-        }
+                out.push(Binding {
+                    takes: info
+                        .takes
+                        .iter()
+                        .enumerate()
+                        .map(|(k, tk)| {
+                            (tk.port, idx[k] as usize, token(k).cloned().expect("token"))
+                        })
+                        .collect(),
+                });
+                Ok(())
+            },
+        )?;
+        Ok(out)
     }
 }
 

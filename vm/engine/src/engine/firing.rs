@@ -637,37 +637,9 @@ impl State {
         port: &pnet_bundle::Port,
         v: Value,
     ) -> Result<(), RunError> {
-        if !fits(&v, &port.ty) {
-            return Err(RunError::new(RunErrorKind::TypeMismatch {
-                port: port.name.clone(),
-                value: v.to_string(),
-                ty: port.ty.to_string(),
-            }));
-        }
-        if o.many {
-            let Value::List(xs) = v else {
-                return Err(RunError::new(RunErrorKind::TypeMismatch {
-                    port: port.name.clone(),
-                    value: v.to_string(),
-                    ty: "list".into(),
-                }));
-            };
-            let func = self.instance(i).func;
-            let pty = &prog.net_ir(func).places[o.place].ty;
-            for x in xs {
-                if !fits(&x, pty) {
-                    return Err(RunError::new(RunErrorKind::TypeMismatch {
-                        port: port.name.clone(),
-                        value: x.to_string(),
-                        ty: pty.to_string(),
-                    }));
-                }
-                self.put(prog, i, o.place, x);
-            }
-        } else {
-            self.put(prog, i, o.place, v);
-        }
-        Ok(())
+        let func = self.instance(i).func;
+        let pty = &prog.net_ir(func).places[o.place].ty;
+        output_tokens(port, pty, o.many, v, |x| self.put(prog, i, o.place, x))
     }
 
     /// Releases the shareds in `self.release` and puts the clean-up values of those that died.
@@ -898,7 +870,50 @@ pub(super) fn response_id(v: Option<&Value>, port: &str) -> Result<String, RunEr
 
 /// The group names on the `connect-eureka` ports of transition `tr` (each value a set of
 /// strings), the port values read through `get`.
-pub(super) fn eureka_groups<'v>(
+/// Puts an output port's value through `put`: an `out` port's value (it must fit the port's
+/// type), an `out-many` port's list element by element (each must fit the place's type,
+/// `place_ty`). The rule of the engine's firing and of the coloured explorer.
+pub fn output_tokens(
+    port: &pnet_bundle::Port,
+    place_ty: &Type,
+    many: bool,
+    v: Value,
+    mut put: impl FnMut(Value),
+) -> Result<(), RunError> {
+    if !fits(&v, &port.ty) {
+        return Err(RunError::new(RunErrorKind::TypeMismatch {
+            port: port.name.clone(),
+            value: v.to_string(),
+            ty: port.ty.to_string(),
+        }));
+    }
+    if many {
+        let Value::List(xs) = v else {
+            return Err(RunError::new(RunErrorKind::TypeMismatch {
+                port: port.name.clone(),
+                value: v.to_string(),
+                ty: "list".into(),
+            }));
+        };
+        for x in xs {
+            if !fits(&x, place_ty) {
+                return Err(RunError::new(RunErrorKind::TypeMismatch {
+                    port: port.name.clone(),
+                    value: x.to_string(),
+                    ty: place_ty.to_string(),
+                }));
+            }
+            put(x);
+        }
+    } else {
+        put(v);
+    }
+    Ok(())
+}
+
+/// Checks the transition's `connect-eureka` ports (each must hold a set of strings) and
+/// appends the groups they name to `out`. The engine's rule, also the explorer's.
+pub fn eureka_groups<'v>(
     tr: &pnet_bundle::Transition,
     tf: &pnet_bundle::Function,
     get: impl Fn(PortId) -> Option<&'v Value>,
