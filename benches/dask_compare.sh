@@ -5,12 +5,12 @@
 #   client.map(noop, range(N)) + gather, timed after the cluster started. Ours:
 #   pnet-agent-bench (a hand-built net feeding N tokens to a transition calling the native
 #   module noop.run on 2 gspc-workers), timed including the workers' start.
-# Usage: runtime/agent/bench/dask_compare.sh [N]   (env: VENV=/tmp/pnet-dask-venv)
+# Usage: benches/dask_compare.sh [N]   (env: VENV=/tmp/pnet-dask-venv)
 # Run it when the machine is quiet.
 set -euo pipefail
 N=${1:-${N:-100000}}
 VENV=${VENV:-/tmp/pnet-dask-venv}
-ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 
 if [ ! -x "$VENV/bin/python" ]; then
@@ -20,7 +20,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 
 echo "building pnet-agent-bench, gspc-worker and libnoop.so (release) ..." >&2
-(cd "$ROOT" && cargo build -q --release -p pnet-agent -p pnet-worker -p pnet-example-noop)
+(cd "$ROOT" && cargo build -q --release -p pnet-benches -p pnet-worker -p pnet-example-noop)
 
 DASK_PY=$(mktemp /tmp/pnet-dask-XXXXXX.py)
 trap 'rm -f "$DASK_PY"' EXIT

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Dask side of the makespan benchmark (runtime/makespan-bench, `gspc-makespan`).
+"""The Dask side of the makespan benchmark (benches/makespan, `gspc-makespan`).
 
 Run by `gspc-makespan` as a child process; it reads one JSON request a line on standard input
 and answers one JSON line on standard output:

@@ -21,7 +21,7 @@ fn build_workers(bench: &Path) {
         "pnet-example-noop",
     ])
     .env("CARGO_TARGET_DIR", target)
-    .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
     if dir.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }

@@ -5,7 +5,7 @@
 //!
 //! Usage: gspc-bench [--jobs N] [--latency-runs N] [--workers N]
 //! Needs `gspc`, `gspc-worker` and `libnoop.so` in this program's folder
-//! (`cargo build --release -p pnet-gspc -p pnet-worker -p pnet-example-noop`).
+//! (`cargo build --release -p pnet-benches -p pnet-gspc -p pnet-worker -p pnet-example-noop`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};

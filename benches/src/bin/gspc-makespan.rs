@@ -30,7 +30,7 @@
 //! Usage: gspc-makespan [--rounds N] [--sets a,b,c] [--no-dask] [--python PY]
 //!                      [--keep-traces DIR]
 //! Needs `gspc-run`, `gspc` and `gspc-worker` in this program's folder
-//! (`cargo build --release -p gspc-run -p pnet-worker -p pnet-gspc -p pnet-makespan-bench`)
+//! (`cargo build --release -p gspc-run -p pnet-worker -p pnet-gspc -p pnet-benches`)
 //! and, for Dask, a Python with `dask[distributed]` (default /tmp/pnet-dask-venv/bin/python).
 
 use std::collections::BTreeMap;
@@ -757,7 +757,7 @@ fn bench(o: &Opts) -> Result<(), String> {
         .parent()
         .map(Path::to_path_buf)
         .ok_or("no folder")?;
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("makespan");
     let tmp = std::env::temp_dir().join(format!("gspc-makespan-{}", std::process::id()));
     private_dir(&tmp)?;
     private_dir(&tmp.join("ctl"))?;

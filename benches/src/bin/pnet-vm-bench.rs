@@ -1,6 +1,6 @@
 //! Benchmarks of the interpreter and the engine, with hand-built bytecode (no compiler).
 //!
-//! `cargo run --release -p pnet-vm --bin pnet-vm-bench [-- quick]`
+//! `cargo run --release -p pnet-benches --bin pnet-vm-bench [-- quick]`
 //!
 //! Prints one line per figure: `name value unit`.
 
