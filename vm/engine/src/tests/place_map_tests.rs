@@ -36,7 +36,7 @@ function f0 main
     transition t2 stop priority 0 -> f3 stop
       in c <- p1 cnt
       condition c3
-    transition t3 wait priority 0 -> f5 waiter
+    transition t3 wait priority 0 -> f4 waiter
       in object <- p3 o
       out done -> p4 done
       place-map p1 num -> p2 wait
@@ -55,12 +55,7 @@ function f3 stop
   in c : long
   expression c4
 
-function f4 wait
-  in object : long
-  out done : control
-  expression c5
-
-function f5 waiter
+function f4 waiter
   in object : long = p0 object
   out done : control = p2 done
   tunnel num : long = p1 num
@@ -68,25 +63,25 @@ function f5 waiter
     place p0 object : long
     place p1 num : long virtual
     place p2 done : control
-    transition t0 dec priority 0 -> f6 dec
+    transition t0 dec priority 0 -> f5 dec
       in object <- p0 object
       in num <- p1 num
       out num -> p1 num
-      condition c6
-    transition t1 done priority 0 -> f7 done
+      condition c5
+    transition t1 done priority 0 -> f6 done
       in num <- p1 num
       out done -> p2 done
-      condition c8
+      condition c7
 
-function f6 dec
+function f5 dec
   in object : long
   inout num : long
-  expression c7
+  expression c6
 
-function f7 done
+function f6 done
   in num : long
   out done : control
-  expression c9
+  expression c8
 
 code c0 "expression of dup" : any
   slot 0 port n : long
@@ -125,11 +120,7 @@ code c3 "condition of stop" : any
 code c4 "expression of stop" : any
   slot 0 port c : long
 
-code c5 "expression of wait" : any
-  slot 0 port object : long
-  slot 1 port done : control
-
-code c6 "condition of dec" : any
+code c5 "condition of dec" : any
   slot 0 port object : long
   slot 1 port num : long
   const 0 0L
@@ -138,7 +129,7 @@ code c6 "condition of dec" : any
   1  const       0L
   2  gt
 
-code c7 "expression of dec" : any
+code c6 "expression of dec" : any
   slot 0 port object : long
   slot 1 port num : long
   const 0 1L
@@ -148,7 +139,7 @@ code c7 "expression of dec" : any
   2  sub
   3  store       num
 
-code c8 "condition of done" : any
+code c7 "condition of done" : any
   slot 0 port num : long
   slot 1 port done : control
   const 0 0L
@@ -157,7 +148,7 @@ code c8 "condition of done" : any
   1  const       0L
   2  le
 
-code c9 "expression of done" : any
+code c8 "expression of done" : any
   slot 0 port num : long
   slot 1 port done : control
   const 0 []
@@ -207,35 +198,26 @@ function f0 main
       token 7L
     place p1 real : long
     place p2 copy : long
-    transition t0 call priority 0 -> f2 child
+    transition t0 call priority 0 -> f1 child
       in x <- p0 p
       out y -> p2 copy
       place-map p1 v -> p1 real
 
-function f1 call
-  in x : long
-  out y : long
-  expression c0
-
-function f2 child
+function f1 child
   in x : long = p0 a
   out y : long = p1 v
   net
     place p0 a : long
     place p1 v : long virtual
-    transition t0 put priority 0 -> f3 put
+    transition t0 put priority 0 -> f2 put
       in x <- p0 a
       out x -> p1 v
 
-function f3 put
+function f2 put
   inout x : long
-  expression c1
+  expression c0
 
-code c0 "expression of call" : any
-  slot 0 port x : long
-  slot 1 port y : long
-
-code c1 "expression of put" : any
+code c0 "expression of put" : any
   slot 0 port x : long
 "#,
         &[],
@@ -268,34 +250,29 @@ function f0 main
     place p3 r : long
     place p4 seen : unsigned long
     place p5 key : control put_token
-    transition t0 go priority 0 -> f4 child
+    transition t0 go priority 0 -> f3 child
       in s <- p0 start
       out r -> p3 r
       place-map p3 v -> p2 real
-    transition t1 feed priority 0 -> f2 feed
+    transition t1 feed priority 0 -> f1 feed
       in s <- p1 start2
       out x -> p2 real
-    transition t2 look priority 0 -> f3 look
+    transition t2 look priority 0 -> f2 look
       number-of-tokens n <- p2 real
       in k <- p5 key
       out n -> p4 seen
 
-function f1 go
-  in s : control
-  out r : long
-  expression c0
-
-function f2 feed
+function f1 feed
   in s : control
   out x : long
   module m "feed ()"
 
-function f3 look
+function f2 look
   inout n : unsigned long
   in k : control
-  expression c1
+  expression c0
 
-function f4 child
+function f3 child
   in s : control = p0 s
   out r : long = p4 res
   net
@@ -305,30 +282,26 @@ function f4 child
     place p2 held : control
     place p3 v : long virtual
     place p4 res : long
-    transition t0 slow priority 0 -> f5 slow
+    transition t0 slow priority 0 -> f4 slow
       in h <- p1 hold
       out h -> p2 held
-    transition t1 take priority 0 -> f6 take
+    transition t1 take priority 0 -> f5 take
       in x <- p3 v
       out x -> p4 res
 
-function f5 slow
+function f4 slow
   inout h : control
   module m "slow ()"
 
-function f6 take
+function f5 take
   inout x : long
-  expression c2
+  expression c1
 
-code c0 "expression of go" : any
-  slot 0 port s : control
-  slot 1 port r : long
-
-code c1 "expression of look" : any
+code c0 "expression of look" : any
   slot 0 port n : unsigned long
   slot 1 port k : control
 
-code c2 "expression of take" : any
+code c1 "expression of take" : any
   slot 0 port x : long
   const 0 1L
   reads x
@@ -396,41 +369,34 @@ function f0 main
       token []
     place p2 key : control put_token
     place p3 seen : unsigned long
-    transition t0 call priority 0 -> f3 child
+    transition t0 call priority 0 -> f2 child
       in g <- p1 go
       place-map p1 v -> p0 real
-    transition t1 look priority 0 -> f2 look
+    transition t1 look priority 0 -> f1 look
       number-of-tokens n <- p0 real
       in k <- p2 key
       out n -> p3 seen
 
-function f1 call
-  in g : control
-  expression c0
-
-function f2 look
+function f1 look
   inout n : unsigned long
   in k : control
-  expression c1
+  expression c0
 
-function f3 child
+function f2 child
   in g : control = p0 g
   net
     place p0 g : control
     place p1 v : long virtual
-    transition t0 eat priority 0 -> f4 eat
+    transition t0 eat priority 0 -> f3 eat
       in g <- p0 g
       in x <- p1 v
 
-function f4 eat
+function f3 eat
   in g : control
   in x : long
   module m "eat ()"
 
-code c0 "expression of call" : any
-  slot 0 port g : control
-
-code c1 "expression of look" : any
+code c0 "expression of look" : any
   slot 0 port n : unsigned long
   slot 1 port k : control
 "#;
@@ -480,36 +446,27 @@ function f0 main
     place p1 real : long
       token 5L
     place p2 q : long
-    transition t0 call priority 0 -> f2 child
+    transition t0 call priority 0 -> f1 child
       in x <- p0 p
       out y -> p2 q
       place-map p2 v -> p1 real
 
-function f1 call
-  in x : long
-  out y : long
-  expression c0
-
-function f2 child
+function f1 child
   in x : long = p0 a
   out y : long = p1 b
   net
     place p0 a : long
     place p1 b : long
     place p2 v : long virtual
-    transition t0 inc priority 0 -> f3 inc
+    transition t0 inc priority 0 -> f2 inc
       in x <- p0 a
       out x -> p1 b
 
-function f3 inc
+function f2 inc
   inout x : long
-  expression c1
+  expression c0
 
-code c0 "expression of call" : any
-  slot 0 port x : long
-  slot 1 port y : long
-
-code c1 "expression of inc" : any
+code c0 "expression of inc" : any
   slot 0 port x : long
   const 0 1L
   reads x
@@ -556,7 +513,7 @@ function f0 main
     transition t0 peek priority 0 -> f1 peek
       read x <- p1 real
       in k <- p2 key
-    transition t1 call priority 0 -> f3 child
+    transition t1 call priority 0 -> f2 child
       in x <- p0 p
       place-map p1 v -> p1 real
 
@@ -565,32 +522,25 @@ function f1 peek
   in k : control
   expression c0
 
-function f2 call
-  in x : control
-  expression c1
-
-function f3 child
+function f2 child
   in x : control = p0 x
   net
     place p0 x : control
     place p1 v : long virtual
-    transition t0 eat priority 0 -> f4 eat
+    transition t0 eat priority 0 -> f3 eat
       in x <- p0 x
       in y <- p1 v
 
-function f4 eat
+function f3 eat
   in x : control
   in y : long
-  expression c2
+  expression c1
 
 code c0 "expression of peek" : any
   slot 0 port x : long
   slot 1 port k : control
 
-code c1 "expression of call" : any
-  slot 0 port x : control
-
-code c2 "expression of eat" : any
+code c1 "expression of eat" : any
   slot 0 port x : control
   slot 1 port y : long
 "#,
