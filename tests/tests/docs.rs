@@ -17,6 +17,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("gspc-run", "--topology"),
     ("gspc", "submit"),
     ("gspc-topology", "validate"),
+    ("gspc-dds", "--nodefile"),
     ("gspc-worker", "--agent"),
     ("gspc-selftest", "--bin-dir"),
     ("pnet-lsp", "--stdio"),

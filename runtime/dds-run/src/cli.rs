@@ -16,46 +16,7 @@ use crate::place::{place, slots_from_plan};
 use crate::report::Outcome;
 use crate::runner::{RunConfig, run_placed};
 
-const USAGE: &str = "\
-gspc-dds: run a DDS topology (FairRootGroup/DDS XML) on the runtime's workers
-
-Usage: gspc-dds [OPTIONS] TOPOLOGY.xml
-
-Every task instance runs as a process of its own on a worker (DDS's slot), started through
-`gspc-property exec` with the DDS_* variables; tasks exchange properties with
-`gspc-property set|get|wait`; tasks whose TaskCrashed/RestartTask trigger allows it are
-restarted; any other crash stops the session.
-
-Options:
-      --var NAME=VALUE     set topology variable NAME (repeatable; replaces its <var> value)
-      --timeout SECS       stop the session after SECS seconds (exit 1)
-      --json               print the report as JSON on stdout
-      --dry-run            print where each task would run, and exit
-
-Workers (the slots):
-      --topology DESC      the workers, GPI-Space's worker description string, e.g.
-                           \"worker:8 gpu+GPU:2\" (default: \"worker:N\" on this host, one
-                           slot per task of the topology, at least one per core); the
-                           class is DDS's group name, the capabilities serve `custom` and `gpu`
-                           requirements
-      --nodefile FILE      hosts, one a line (default: this host)
-      --launcher NAME      local (default), ssh or slurm (srun, inside an allocation)
-      --ssh-option OPT     an option for ssh (repeatable)
-      --listen ADDR        the property server's address (default 127.0.0.1:0, loopback only;
-                           use e.g. 0.0.0.0:0 with ssh or slurm)
-      --advertise HOST:PORT  the address tasks connect to (default: the listen address, or
-                           this host's name when listening on all interfaces)
-      --workdir DIR        put the session folders (task folders, assets, logs) below DIR on
-                           every host (default: the host's temporary folder)
-      --keep-workdir       keep the session folder after a successful run
-
-Output:
-  -v, --verbose            print per-task events on stderr
-      --progress           show a progress line on stderr (default when stderr is a terminal)
-      --no-progress        do not
-  -V, --version            print the version
-  -h, --help               print this help
-
+const AFTER_HELP: &str = "\
 Tasks run `/bin/sh -c EXE` (after sourcing `<env>`) in their folder
 <session>/tasks/<task path>, where the assets are, with stdout and stderr appended to
 stdout.log and stderr.log there. Besides DDS_TASK_ID, DDS_SLOT_ID, DDS_TASK_PATH,
@@ -66,7 +27,106 @@ gspc-property needs (GSPC_PROPERTY_ADDR, GSPC_PROPERTY_TASK, GSPC_PROPERTY_SECRE
 
 Exit status: 0 every task exited with 0; 1 the topology has errors, cannot be placed, a task
 failed or the session timed out; 2 usage errors; 130 interrupted.
-";
+
+Examples:
+  gspc-dds topology.xml --var n=4
+  gspc-dds topology.xml --topology 'worker:8 gpu+GPU:2' --dry-run
+  gspc-dds topology.xml --nodefile hosts --launcher ssh --listen 0.0.0.0:0";
+
+/// gspc-dds: run a DDS topology (FairRootGroup/DDS XML) on the runtime's workers
+///
+/// Every task instance runs as a process of its own on a worker (DDS's slot), started through
+/// `gspc-property exec` with the DDS_* variables; tasks exchange properties with
+/// `gspc-property set|get|wait`; tasks whose TaskCrashed/RestartTask trigger allows it are
+/// restarted; any other crash stops the session.
+#[derive(clap::Parser, Debug)]
+#[command(name = "gspc-dds", version, after_help = AFTER_HELP)]
+struct Cli {
+    /// The topology file
+    #[arg(value_name = "TOPOLOGY.xml")]
+    file: Option<String>,
+    /// Set topology variable NAME (repeatable; replaces its <var> value)
+    #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var)]
+    vars: Vec<(String, String)>,
+    /// Stop the session after SECS seconds (exit 1)
+    #[arg(
+        long,
+        value_name = "SECS",
+        value_parser = parse_timeout,
+        allow_hyphen_values = true
+    )]
+    timeout: Option<Duration>,
+    /// Print the report as JSON on stdout
+    #[arg(long)]
+    json: bool,
+    /// Print where each task would run, and exit
+    #[arg(long)]
+    dry_run: bool,
+    /// The workers, GPI-Space's worker description string, e.g. "worker:8 gpu+GPU:2"
+    /// (default: "worker:N" on this host, one slot per task of the topology, at least one per
+    /// core); the class is DDS's group name, the capabilities serve `custom` and `gpu`
+    /// requirements
+    #[arg(long, value_name = "DESC", help_heading = "Workers (the slots)")]
+    topology: Option<String>,
+    /// Hosts, one a line (default: this host)
+    #[arg(long, value_name = "FILE", help_heading = "Workers (the slots)")]
+    nodefile: Option<PathBuf>,
+    /// local (default), ssh or slurm (srun, inside an allocation)
+    #[arg(long, value_name = "NAME", help_heading = "Workers (the slots)")]
+    launcher: Option<String>,
+    /// An option for ssh (repeatable)
+    #[arg(
+        long = "ssh-option",
+        value_name = "OPT",
+        allow_hyphen_values = true,
+        help_heading = "Workers (the slots)"
+    )]
+    ssh_options: Vec<String>,
+    /// The property server's address (default 127.0.0.1:0, loopback only; use e.g. 0.0.0.0:0
+    /// with ssh or slurm)
+    #[arg(long, value_name = "ADDR", help_heading = "Workers (the slots)")]
+    listen: Option<String>,
+    /// The address tasks connect to (default: the listen address, or this host's name when
+    /// listening on all interfaces)
+    #[arg(long, value_name = "HOST:PORT", help_heading = "Workers (the slots)")]
+    advertise: Option<String>,
+    /// Put the session folders (task folders, assets, logs) below DIR on every host (default:
+    /// the host's temporary folder)
+    #[arg(long, value_name = "DIR", help_heading = "Workers (the slots)")]
+    workdir: Option<PathBuf>,
+    /// Keep the session folder after a successful run
+    #[arg(long, help_heading = "Workers (the slots)")]
+    keep_workdir: bool,
+    /// Print per-task events on stderr
+    #[arg(short = 'v', long, help_heading = "Output")]
+    verbose: bool,
+    /// Show a progress line on stderr (default when stderr is a terminal)
+    #[arg(long, overrides_with = "no_progress", help_heading = "Output")]
+    progress: bool,
+    /// Do not
+    #[arg(long, overrides_with = "progress", help_heading = "Output")]
+    no_progress: bool,
+}
+
+/// The value of `--var NAME=VALUE` (clap value parser).
+fn parse_var(v: &str) -> Result<(String, String), String> {
+    let Some((name, val)) = v.split_once('=') else {
+        return Err(format!("--var: `{v}` is not NAME=VALUE"));
+    };
+    if name.is_empty() {
+        return Err(format!("--var: `{v}` has no name"));
+    }
+    Ok((name.to_string(), val.to_string()))
+}
+
+/// The value of `--timeout SECS` (clap value parser).
+fn parse_timeout(v: &str) -> Result<Duration, String> {
+    v.parse()
+        .ok()
+        .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s < 1e9)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("--timeout: `{v}` is not a positive number of seconds"))
+}
 
 const PROPERTY_USAGE: &str = "\
 gspc-property: DDS properties, from inside a task started by gspc-dds
@@ -126,81 +186,58 @@ struct Args {
     progress: Option<bool>,
 }
 
-/// `Ok(None)`: help or version was printed.
+/// `Ok(None)`: help or version was printed. `Err`: the usage error's message.
 fn parse_args(prog: &str, argv: &[String]) -> Result<Option<Args>, String> {
-    let mut a = Args::default();
-    let mut i = 0;
-    while i < argv.len() {
-        let arg = argv[i].as_str();
-        let (flag, inline) = split_flag(arg);
-        let value = |i: &mut usize| -> Result<String, String> {
-            if let Some(v) = inline {
-                return Ok(v.to_string());
-            }
-            *i += 1;
-            argv.get(*i)
-                .cloned()
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
-        match flag {
-            "-h" | "--help" => {
-                pnet_stdlib::out!("{}", USAGE.replace("gspc-dds", prog));
-                return Ok(None);
-            }
-            "-V" | "--version" => {
-                pnet_stdlib::outln!("{prog} {}", env!("CARGO_PKG_VERSION"));
-                return Ok(None);
-            }
-            "--var" => {
-                let v = value(&mut i)?;
-                let Some((name, val)) = v.split_once('=') else {
-                    return Err(format!("--var: `{v}` is not NAME=VALUE"));
-                };
-                if name.is_empty() {
-                    return Err(format!("--var: `{v}` has no name"));
-                }
-                a.vars.push((name.to_string(), val.to_string()));
-            }
-            "--timeout" => {
-                let v = value(&mut i)?;
-                let secs: f64 = v
-                    .parse()
-                    .ok()
-                    .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s < 1e9)
-                    .ok_or_else(|| {
-                        format!("--timeout: `{v}` is not a positive number of seconds")
-                    })?;
-                a.timeout = Some(Duration::from_secs_f64(secs));
-            }
-            "--json" => a.json = true,
-            "--dry-run" => a.dry_run = true,
-            "--topology" => a.topology = Some(value(&mut i)?),
-            "--nodefile" => a.nodefile = Some(PathBuf::from(value(&mut i)?)),
-            "--launcher" => a.launcher = Some(value(&mut i)?),
-            "--ssh-option" => a.ssh_options.push(value(&mut i)?),
-            "--listen" => a.listen = Some(value(&mut i)?),
-            "--advertise" => a.advertise = Some(value(&mut i)?),
-            "--workdir" => a.workdir = Some(PathBuf::from(value(&mut i)?)),
-            "--keep-workdir" => a.keep_workdir = true,
-            "-v" | "--verbose" => a.verbose = true,
-            "--progress" => a.progress = Some(true),
-            "--no-progress" => a.progress = Some(false),
-            _ if arg.starts_with('-') && arg != "-" => {
-                return Err(format!("unknown option '{arg}'"));
-            }
-            _ => {
-                if a.file.is_some() {
-                    return Err(format!("more than one topology file ('{arg}')"));
-                }
-                a.file = Some(arg.to_string());
-            }
+    use clap::{CommandFactory, FromArgMatches};
+    let os: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
+    pnet_stdlib::cli::generate_if_asked(prog, &os, Cli::command);
+    // clap names commands with 'static strings; this runs once per process.
+    let name: &'static str = Box::leak(prog.to_string().into_boxed_str());
+    let cli = Cli::command()
+        .name(name)
+        .bin_name(name)
+        .override_usage(format!("{prog} [OPTIONS] TOPOLOGY.xml"))
+        .try_get_matches_from(std::iter::once(prog).chain(argv.iter().map(String::as_str)))
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match cli {
+        Ok(c) => c,
+        Err(e) if !e.use_stderr() => {
+            pnet_stdlib::out!("{}", e.render());
+            return Ok(None);
         }
-        i += 1;
-    }
-    if a.file.is_none() {
+        Err(e) => {
+            let text = e.render().to_string();
+            let text = text.trim_end();
+            let text = text.strip_prefix("error: ").unwrap_or(text);
+            // usage_error adds the hint at --help.
+            let text = text.trim_end_matches("For more information, try '--help'.");
+            return Err(text.trim_end().to_string());
+        }
+    };
+    let Some(file) = cli.file else {
         return Err("no topology file given".into());
-    }
-    Ok(Some(a))
+    };
+    Ok(Some(Args {
+        file: Some(file),
+        vars: cli.vars,
+        timeout: cli.timeout,
+        json: cli.json,
+        dry_run: cli.dry_run,
+        topology: cli.topology,
+        nodefile: cli.nodefile,
+        launcher: cli.launcher,
+        ssh_options: cli.ssh_options,
+        listen: cli.listen,
+        advertise: cli.advertise,
+        workdir: cli.workdir,
+        keep_workdir: cli.keep_workdir,
+        verbose: cli.verbose,
+        progress: match (cli.progress, cli.no_progress) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
+    }))
 }
 
 /// Prints diagnostics as `origin:line:col: severity[code]: message`, at most 50 errors and
@@ -667,30 +704,28 @@ mod tests {
         assert_eq!(a.topology.as_deref(), Some("worker:4"));
         assert!(a.verbose && a.json);
         assert_eq!(a.file.as_deref(), Some("t.xml"));
-        assert_eq!(
-            parse_args("gspc-dds", &args(&["--var", "x", "t"])).unwrap_err(),
-            "--var: `x` is not NAME=VALUE"
-        );
-        assert_eq!(
-            parse_args("gspc-dds", &args(&[])).unwrap_err(),
-            "no topology file given"
-        );
-        assert_eq!(
-            parse_args("gspc-dds", &args(&["--timeout", "-1", "t"])).unwrap_err(),
-            "--timeout: `-1` is not a positive number of seconds"
-        );
-        assert_eq!(
-            parse_args("gspc-dds", &args(&["--bogus"])).unwrap_err(),
-            "unknown option '--bogus'"
-        );
-        assert_eq!(
-            parse_args("gspc-dds", &args(&["a", "b"])).unwrap_err(),
-            "more than one topology file ('b')"
-        );
-        assert_eq!(
-            parse_args("gspc-dds", &args(&["--topology"])).unwrap_err(),
-            "--topology needs a value"
-        );
+        let error = |a: &[&str]| parse_args("gspc-dds", &args(a)).unwrap_err();
+        for (a, message) in [
+            (&["--var", "x", "t"][..], "--var: `x` is not NAME=VALUE"),
+            (&[], "no topology file given"),
+            (
+                &["--timeout", "-1", "t"],
+                "--timeout: `-1` is not a positive number of seconds",
+            ),
+            (&["--bogus"], "unexpected argument '--bogus'"),
+            (&["a", "b"], "unexpected argument 'b'"),
+            (
+                &["--topology"],
+                "a value is required for '--topology <DESC>'",
+            ),
+        ] {
+            let e = error(a);
+            assert!(e.contains(message), "{a:?}: {e}");
+        }
+        let a = parse_args("gspc-dds", &args(&["--no-progress", "--progress", "t"]));
+        assert_eq!(a.unwrap().unwrap().progress, Some(true));
+        let a = parse_args("gspc-dds", &args(&["--progress", "--no-progress", "t"]));
+        assert_eq!(a.unwrap().unwrap().progress, Some(false));
     }
 
     #[test]
