@@ -33,28 +33,23 @@ pub fn print_ast(file: &File, source: &str) -> String {
     p.out
 }
 
-/// 1-based line and column (in characters) of byte offsets.
+/// 1-based line and column (in characters) of byte offsets of one source (the shared
+/// [`pnet_diagnostics::LineIndex`] with its text).
 pub(crate) struct LineIndex<'s> {
     src: &'s str,
-    starts: Vec<usize>,
+    index: pnet_diagnostics::LineIndex,
 }
 
 impl<'s> LineIndex<'s> {
     pub(crate) fn new(src: &'s str) -> Self {
-        let mut starts = vec![0];
-        starts.extend(src.match_indices('\n').map(|(i, _)| i + 1));
-        LineIndex { src, starts }
+        LineIndex {
+            src,
+            index: pnet_diagnostics::LineIndex::new(src),
+        }
     }
 
     pub(crate) fn line_col(&self, offset: u32) -> (usize, usize) {
-        let off = (offset as usize).min(self.src.len());
-        let line = self.starts.partition_point(|&s| s <= off).max(1);
-        let start = self.starts[line - 1];
-        let col = match self.src.get(start..off) {
-            Some(s) => s.chars().count() + 1,
-            None => off - start + 1,
-        };
-        (line, col)
+        self.index.line_col(self.src, offset as usize)
     }
 }
 
