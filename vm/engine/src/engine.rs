@@ -60,6 +60,7 @@ pub use enabling::{Binding, distinct_tokens, for_each_combination, input_frame, 
 use firing::*;
 pub use firing::{eureka_groups, output_tokens};
 use program::*;
+pub use program::{Connections, connections, priority_groups};
 use state::*;
 
 /// How to run a job.

@@ -19,9 +19,9 @@ mod tests;
 
 pub use ending::{Ending, unfed_in_ports};
 pub use engine::{
-    Binding, Engine, RunConfig, RunResult, Stats, Step, Task, TaskId, TaskMemory, distinct_tokens,
-    eureka_groups, for_each_combination, generator_value, input_frame, next_combination,
-    output_tokens, run,
+    Binding, Connections, Engine, RunConfig, RunResult, Stats, Step, Task, TaskId, TaskMemory,
+    connections, distinct_tokens, eureka_groups, for_each_combination, generator_value,
+    input_frame, next_combination, output_tokens, priority_groups, run,
 };
 pub use error::{RunError, RunErrorData, RunErrorKind};
 pub use hook::{CodeRunner, CodeRunnerFactory, Loop, LoopCodes, LoopEnd, RunnerCodes, drive_loop};

@@ -86,7 +86,7 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pnet_bundle::{Body, Bundle, ConnectKind, Function, FunctionId, Net, PortId};
+use pnet_bundle::{Body, Bundle, Function, FunctionId, Net, PortId};
 use pnet_stdlib::{Value, type_name};
 use pnet_vm::{Interpreter, RunError, RunErrorKind};
 
@@ -419,47 +419,20 @@ fn build_desc(
             name: format!("{prefix}{}", t.name),
             location: bundle.location(t.span),
         });
-        let mut ti = TInfo {
+        let shape = pnet_vm::connections(bundle, t);
+        trans.push(TInfo {
             gid,
             kind,
             function: t.function,
-            takes: Vec::new(),
-            counts: Vec::new(),
-            outs: Vec::new(),
+            takes: shape.takes,
+            counts: shape.counts,
+            outs: shape.outs,
             condition: t.condition.map(|c| c.index()),
             assumed: Vec::new(),
-            dead: false,
-        };
-        for c in &t.connections {
-            let p = c.place.index();
-            match c.kind {
-                ConnectKind::In => ti.takes.push((c.port, p, true)),
-                ConnectKind::Read => ti.takes.push((c.port, p, false)),
-                ConnectKind::NumberOfTokens => ti.counts.push((c.port, p)),
-                ConnectKind::Out => ti.outs.push((c.port, p, false)),
-                ConnectKind::OutMany => ti.outs.push((c.port, p, true)),
-            }
-        }
-        // No input connection at all: never enabled either (GPI-Space).
-        ti.dead = (ti.takes.is_empty() && ti.counts.is_empty())
-            || tf.ports.iter().enumerate().any(|(pi, port)| {
-                port.dir.is_input()
-                    && !ti.takes.iter().any(|tk| tk.0.index() == pi)
-                    && !ti.counts.iter().any(|c| c.0.index() == pi)
-            });
-        trans.push(ti);
+            dead: shape.dead,
+        });
     }
-    let mut prios: Vec<u16> = net.transitions.iter().map(|t| t.priority).collect();
-    prios.sort_unstable_by(|a, b| b.cmp(a));
-    prios.dedup();
-    let groups = prios
-        .iter()
-        .map(|&p| {
-            (0..net.transitions.len())
-                .filter(|&t| net.transitions[t].priority == p)
-                .collect()
-        })
-        .collect();
+    let groups = pnet_vm::priority_groups(net);
     let consumed = (0..net.places.len())
         .map(|p| {
             trans

@@ -241,11 +241,75 @@ pub(super) fn bundle_uses_shared(bundle: &Bundle) -> bool {
     code || types
 }
 
+/// A transition's connections by role, and whether it can ever fire: the static reading of
+/// a transition the engine and the coloured explorer (`pnet-verify`) share.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Connections {
+    /// `(port, place, consumes)`: the in (consuming) and read connections, in order.
+    pub takes: Vec<(PortId, usize, bool)>,
+    /// `(port, place)`: the `number-of-tokens` connections.
+    pub counts: Vec<(PortId, usize)>,
+    /// `(port, place, out-many)`: the out connections, in order.
+    pub outs: Vec<(PortId, usize, bool)>,
+    /// Some input port is connected to no place, or the transition has no input connection
+    /// at all: it never fires (as in GPI-Space).
+    pub dead: bool,
+}
+
+/// The [`Connections`] of transition `t`.
+pub fn connections(bundle: &Bundle, t: &pnet_bundle::Transition) -> Connections {
+    let f = bundle.function(t.function);
+    let mut c = Connections {
+        takes: Vec::new(),
+        counts: Vec::new(),
+        outs: Vec::new(),
+        dead: false,
+    };
+    for k in &t.connections {
+        let place = k.place.index();
+        match k.kind {
+            ConnectKind::In => c.takes.push((k.port, place, true)),
+            ConnectKind::Read => c.takes.push((k.port, place, false)),
+            ConnectKind::NumberOfTokens => c.counts.push((k.port, place)),
+            ConnectKind::Out => c.outs.push((k.port, place, false)),
+            ConnectKind::OutMany => c.outs.push((k.port, place, true)),
+        }
+    }
+    c.dead = (c.takes.is_empty() && c.counts.is_empty())
+        || f.ports.iter().enumerate().any(|(pi, port)| {
+            port.dir.is_input()
+                && !c.takes.iter().any(|tk| tk.0.index() == pi)
+                && !c.counts.iter().any(|(cp, _)| cp.index() == pi)
+        });
+    c
+}
+
+/// The priority groups of a net, highest priority first: the indices of its transitions.
+/// The engine chooses from the highest group with an enabled transition; so does the
+/// explorer.
+pub fn priority_groups(net: &Net) -> Vec<Vec<usize>> {
+    let mut prios: Vec<u16> = net.transitions.iter().map(|t| t.priority).collect();
+    prios.sort_unstable_by(|a, b| b.cmp(a));
+    prios.dedup();
+    prios
+        .iter()
+        .map(|&p| {
+            (0..net.transitions.len())
+                .filter(|&t| net.transitions[t].priority == p)
+                .collect()
+        })
+        .collect()
+}
+
 impl NetInfo {
     pub(super) fn new(bundle: &Bundle, net: &Net, uses_shared: bool, aliased: &[bool]) -> NetInfo {
-        let mut prios: Vec<u16> = net.transitions.iter().map(|t| t.priority).collect();
-        prios.sort_unstable_by(|a, b| b.cmp(a));
-        prios.dedup();
+        let groups = priority_groups(net);
+        let mut group_of = vec![0; net.transitions.len()];
+        for (g, ts) in groups.iter().enumerate() {
+            for &t in ts {
+                group_of[t] = g;
+            }
+        }
         let mut adj = vec![Vec::new(); net.places.len()];
         let tracks: Vec<bool> = net
             .places
@@ -260,26 +324,28 @@ impl NetInfo {
                 Body::Module(_) | Body::Modules { .. } => Kind::Module,
                 Body::Net(_) => Kind::Child(t.function),
             };
-            let mut takes = Vec::new();
-            let mut counts = Vec::new();
-            let mut outs: Vec<Out> = Vec::new();
-            for c in &t.connections {
-                let place = c.place.index();
-                match c.kind {
-                    ConnectKind::In | ConnectKind::Read => takes.push(Take {
-                        port: c.port,
-                        place,
-                        consume: c.kind == ConnectKind::In,
-                    }),
-                    ConnectKind::NumberOfTokens => counts.push((c.port, place)),
-                    ConnectKind::Out | ConnectKind::OutMany => outs.push(Out {
-                        port: c.port,
-                        place,
-                        many: c.kind == ConnectKind::OutMany,
-                        last: true,
-                    }),
-                }
-            }
+            let shape = connections(bundle, t);
+            let dead = shape.dead;
+            let counts = shape.counts;
+            let takes: Vec<Take> = shape
+                .takes
+                .iter()
+                .map(|&(port, place, consume)| Take {
+                    port,
+                    place,
+                    consume,
+                })
+                .collect();
+            let mut outs: Vec<Out> = shape
+                .outs
+                .iter()
+                .map(|&(port, place, many)| Out {
+                    port,
+                    place,
+                    many,
+                    last: true,
+                })
+                .collect();
             for i in 0..outs.len() {
                 let p = outs[i].port;
                 outs[i].last = !outs[i + 1..].iter().any(|o| o.port == p);
@@ -292,13 +358,6 @@ impl NetInfo {
                 }
             }
             let multi = need.iter().any(|&(_, n)| n > 1);
-            // A transition without input connections is never enabled either (GPI-Space).
-            let dead = (takes.is_empty() && counts.is_empty())
-                || f.ports.iter().enumerate().any(|(pi, port)| {
-                    port.dir.is_input()
-                        && !takes.iter().any(|tk| tk.port.index() == pi)
-                        && !counts.iter().any(|(cp, _)| cp.index() == pi)
-                });
             let condition = t.condition.map(|c| c.index());
             let enumerated = match condition {
                 Some(c) => {
@@ -324,7 +383,7 @@ impl NetInfo {
                     }),
                 }
             }
-            let group = prios.iter().position(|&p| p == t.priority).unwrap_or(0);
+            let group = group_of[ti];
             let plain = !multi
                 && counts.is_empty()
                 && t.eureka_ports.is_empty()
@@ -438,7 +497,7 @@ impl NetInfo {
             adj,
             tracks,
             trans,
-            groups: prios.len().max(1),
+            groups: groups.len().max(1),
         }
     }
 }
