@@ -18,6 +18,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("gspc", "submit"),
     ("gspc-topology", "validate"),
     ("gspc-dds", "--nodefile"),
+    ("gspc-property", "wait"),
     ("gspc-worker", "--agent"),
     ("gspc-selftest", "--bin-dir"),
     ("pnet-lsp", "--stdio"),

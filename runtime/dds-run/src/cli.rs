@@ -128,43 +128,73 @@ fn parse_timeout(v: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("--timeout: `{v}` is not a positive number of seconds"))
 }
 
-const PROPERTY_USAGE: &str = "\
-gspc-property: DDS properties, from inside a task started by gspc-dds
-
-Usage: gspc-property set KEY VALUE
-       gspc-property get KEY
-       gspc-property wait KEY [--timeout SECS]
-       gspc-property exec --connect HOST:PORT --task N [--attempt K]   (started by gspc-dds)
-
-  set    write property KEY (the task must declare it with write or readwrite access): the
-         value reaches every other task that declares it with read access (with
-         scope=\"collection\": only the tasks of the same collection instance); at most 256
-         characters
-  get    print the value of KEY that reached this task (exit 1 if none has yet)
-  wait   wait until a value of KEY has reached this task and print it; --timeout SECS gives
-         up after SECS seconds (exit 1)
-  exec   run one task (the runner starts it; the secret comes on stdin)
-
+const PROPERTY_AFTER_HELP: &str = "\
 The task's environment tells how to reach the runner: GSPC_PROPERTY_ADDR, GSPC_PROPERTY_TASK
 and GSPC_PROPERTY_SECRET_FILE.
 
 Exit status: 0 done; 1 refused (with the reason), no value, timed out or no runner; 2 usage
 errors.
-";
+
+Examples (in a task's <exe>):
+  gspc-property set greeting hello-from-$DDS_TASK_PATH
+  echo \"$(gspc-property wait greeting --timeout 20)\" > out.txt";
+
+/// gspc-property: DDS properties, from inside a task started by gspc-dds
+#[derive(clap::Parser)]
+#[command(
+    name = "gspc-property",
+    version,
+    after_help = PROPERTY_AFTER_HELP,
+    override_usage = "gspc-property set KEY VALUE
+       gspc-property get KEY
+       gspc-property wait KEY [--timeout SECS]
+       gspc-property exec --connect HOST:PORT --task N [--attempt K]   (started by gspc-dds)"
+)]
+struct PropertyCli {
+    #[command(subcommand)]
+    command: PropertyCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum PropertyCommand {
+    /// Write property KEY (the task must declare it with write or readwrite access): the
+    /// value reaches every other task that declares it with read access (with
+    /// scope="collection": only the tasks of the same collection instance); at most 256
+    /// characters
+    Set {
+        #[arg(value_name = "KEY")]
+        key: String,
+        #[arg(value_name = "VALUE", allow_hyphen_values = true)]
+        value: String,
+    },
+    /// Print the value of KEY that reached this task (exit 1 if none has yet)
+    Get {
+        #[arg(value_name = "KEY")]
+        key: String,
+    },
+    /// Wait until a value of KEY has reached this task and print it
+    Wait {
+        #[arg(value_name = "KEY")]
+        key: String,
+        /// Give up after SECS seconds (exit 1)
+        #[arg(long, value_name = "SECS", value_parser = parse_wait_timeout)]
+        timeout: Option<Duration>,
+    },
+    /// Run one task (the DDS runner starts it; the secret comes on stdin)
+    Exec(crate::wrapper::ExecArgs),
+}
+
+/// The value of `wait --timeout SECS` (clap value parser).
+fn parse_wait_timeout(v: &str) -> Result<Duration, String> {
+    match v.parse::<f64>() {
+        Ok(s) if (0.0..1e9).contains(&s) => Ok(Duration::from_secs_f64(s)),
+        _ => Err(format!("--timeout: `{v}` is not a number of seconds")),
+    }
+}
 
 fn usage_error(prog: &str, msg: &str) -> ExitCode {
     eprintln!("{prog}: {msg}\nTry '{prog} --help' for more information.");
     ExitCode::from(2)
-}
-
-/// `--flag=value` or `--flag value`.
-fn split_flag(arg: &str) -> (&str, Option<&str>) {
-    if arg.starts_with("--")
-        && let Some((f, v)) = arg.split_once('=')
-    {
-        return (f, Some(v));
-    }
-    (arg, None)
 }
 
 #[derive(Debug, Default)]
@@ -556,75 +586,16 @@ fn print_placement(
 /// `gspc-property ARGS`: see `gspc-property --help`.
 pub fn property_main(argv: &[String]) -> ExitCode {
     const P: &str = "gspc-property";
-    let Some(cmd) = argv.first() else {
-        return usage_error(P, "no command given (set, get, wait or exec)");
-    };
-    let rest = &argv[1..];
-    match cmd.as_str() {
-        "-h" | "--help" | "help" => {
-            pnet_stdlib::out!("{PROPERTY_USAGE}");
-            ExitCode::SUCCESS
-        }
-        "-V" | "--version" => {
-            pnet_stdlib::outln!("{P} {}", env!("CARGO_PKG_VERSION"));
-            ExitCode::SUCCESS
-        }
-        "exec" => crate::wrapper::exec_main(rest),
-        "set" | "get" | "wait" => {
-            if rest.iter().any(|a| a == "-h" || a == "--help") {
-                pnet_stdlib::out!("{PROPERTY_USAGE}");
-                return ExitCode::SUCCESS;
-            }
-            let mut positional: Vec<&str> = Vec::new();
-            let mut timeout = None;
-            let mut i = 0;
-            while i < rest.len() {
-                let (flag, inline) = split_flag(&rest[i]);
-                if flag == "--timeout" && cmd == "wait" {
-                    let v = match inline {
-                        Some(v) => v.to_string(),
-                        None => {
-                            i += 1;
-                            match rest.get(i) {
-                                Some(v) => v.clone(),
-                                None => return usage_error(P, "--timeout needs a value"),
-                            }
-                        }
-                    };
-                    match v.parse::<f64>() {
-                        Ok(s) if (0.0..1e9).contains(&s) => {
-                            timeout = Some(Duration::from_secs_f64(s));
-                        }
-                        _ => {
-                            return usage_error(
-                                P,
-                                &format!("--timeout: `{v}` is not a number of seconds"),
-                            );
-                        }
-                    }
-                } else if rest[i] == "--" {
-                    positional.extend(rest[i + 1..].iter().map(String::as_str));
-                    break;
-                } else if rest[i].starts_with("--") {
-                    return usage_error(P, &format!("unknown option '{}'", rest[i]));
-                } else {
-                    positional.push(&rest[i]);
-                }
-                i += 1;
-            }
-            let want = if cmd == "set" { 2 } else { 1 };
-            if positional.len() != want {
-                return usage_error(
-                    P,
-                    &format!(
-                        "`{cmd}` takes {}",
-                        if want == 2 { "KEY VALUE" } else { "KEY" }
-                    ),
-                );
-            }
-            property_command(cmd, &positional, timeout)
-        }
-        other => usage_error(P, &format!("unknown command '{other}'")),
+    let cli = pnet_stdlib::parse_args!(
+        PropertyCli,
+        P,
+        std::iter::once(P).chain(argv.iter().map(String::as_str))
+    );
+    match cli.command {
+        PropertyCommand::Set { key, value } => property_command("set", &[&key, &value], None),
+        PropertyCommand::Get { key } => property_command("get", &[&key], None),
+        PropertyCommand::Wait { key, timeout } => property_command("wait", &[&key], timeout),
+        PropertyCommand::Exec(args) => crate::wrapper::exec_main(args),
     }
 }
 

@@ -41,57 +41,23 @@ const TAIL_LINES: usize = 10;
 /// At most this many bytes of stderr are looked at for the tail.
 const TAIL_BYTES: u64 = 4096;
 
-/// The wrapper's options.
-#[derive(Debug, PartialEq, Eq)]
+/// The wrapper's options (`gspc-property exec`, a clap argument group).
+#[derive(Debug, PartialEq, Eq, clap::Args)]
 pub struct ExecArgs {
+    /// The runner's property server
+    #[arg(long, value_name = "HOST:PORT")]
     pub connect: String,
+    /// The task's number
+    #[arg(long, value_name = "N", value_parser = parse_task)]
     pub task: u32,
+    /// The how-many-th start of the task (0: the first)
+    #[arg(long, value_name = "K", default_value_t = 0)]
     pub attempt: u32,
 }
 
-pub fn parse_exec_args(argv: &[String]) -> Result<ExecArgs, String> {
-    let mut connect = None;
-    let mut task = None;
-    let mut attempt = 0u32;
-    let mut i = 0;
-    while i < argv.len() {
-        let (flag, inline) = match argv[i].split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (argv[i].as_str(), None),
-        };
-        let mut value = || -> Result<String, String> {
-            if let Some(v) = inline.clone() {
-                return Ok(v);
-            }
-            i += 1;
-            argv.get(i)
-                .cloned()
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
-        match flag {
-            "--connect" => connect = Some(value()?),
-            "--task" => {
-                let v = value()?;
-                task = Some(
-                    v.parse::<u32>()
-                        .map_err(|_| format!("--task: `{v}` is not a task number"))?,
-                );
-            }
-            "--attempt" => {
-                let v = value()?;
-                attempt = v
-                    .parse::<u32>()
-                    .map_err(|_| format!("--attempt: `{v}` is not a number"))?;
-            }
-            other => return Err(format!("exec: unknown argument `{other}`")),
-        }
-        i += 1;
-    }
-    Ok(ExecArgs {
-        connect: connect.ok_or("exec needs --connect HOST:PORT")?,
-        task: task.ok_or("exec needs --task N")?,
-        attempt,
-    })
+fn parse_task(v: &str) -> Result<u32, String> {
+    v.parse()
+        .map_err(|_| format!("--task: `{v}` is not a task number"))
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
@@ -100,16 +66,7 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 /// Runs `gspc-property exec ARGS`.
-pub fn exec_main(argv: &[String]) -> ExitCode {
-    let args = match parse_exec_args(argv) {
-        Ok(a) => a,
-        Err(m) => {
-            eprintln!(
-                "gspc-property: {m}\n(`gspc-property exec` is started by the DDS runner; see `gspc-property --help`)"
-            );
-            return ExitCode::from(2);
-        }
-    };
+pub fn exec_main(args: ExecArgs) -> ExitCode {
     // A process group of our own (the local launcher gives one already; under sshd we are a
     // session leader and this fails harmlessly), so that stopping reaches the whole task.
     // SAFETY: setpgid has no memory-safety preconditions.
@@ -474,30 +431,32 @@ mod tests {
 
     #[test]
     fn exec_arguments() {
-        let a: Vec<String> = ["--connect", "127.0.0.1:5", "--task=3", "--attempt", "2"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        #[derive(clap::Parser)]
+        struct Exec {
+            #[command(flatten)]
+            args: ExecArgs,
+        }
+        let parse = |a: &[&str]| {
+            <Exec as clap::Parser>::try_parse_from(std::iter::once("exec").chain(a.iter().copied()))
+                .map(|e| e.args)
+                .map_err(|e| e.to_string())
+        };
         assert_eq!(
-            parse_exec_args(&a).unwrap(),
+            parse(&["--connect", "127.0.0.1:5", "--task=3", "--attempt", "2"]).unwrap(),
             ExecArgs {
                 connect: "127.0.0.1:5".into(),
                 task: 3,
                 attempt: 2
             }
         );
-        assert_eq!(
-            parse_exec_args(&["--task".into()]).unwrap_err(),
-            "--task needs a value"
-        );
-        assert_eq!(
-            parse_exec_args(&["--task".into(), "x".into()]).unwrap_err(),
-            "--task: `x` is not a task number"
-        );
-        assert_eq!(
-            parse_exec_args(&["--task".into(), "1".into()]).unwrap_err(),
-            "exec needs --connect HOST:PORT"
-        );
+        for (a, message) in [
+            (&["--task"][..], "a value is required for '--task <N>'"),
+            (&["--task", "x"], "--task: `x` is not a task number"),
+            (&["--task", "1"], "--connect <HOST:PORT>"),
+        ] {
+            let e = parse(a).unwrap_err();
+            assert!(e.contains(message), "{a:?}: {e}");
+        }
     }
 
     #[test]
