@@ -156,6 +156,7 @@ fn run_with(tool: &str, args: &[&OsStr], stdout: Stdio, stderr: Stdio) -> Output
         .current_dir(scratch("cwd"))
         .env_remove("PNET_MODULE_PATH")
         .env_remove("GSPC_STATE_DIR")
+        .env_remove("GSPC_PROPERTY_ADDR")
         .output()
         .unwrap_or_else(|e| panic!("run {tool}: {e}"))
 }
@@ -230,6 +231,8 @@ const TOOLS: &[&str] = &[
     "pnet-lsp",
     "gspc-selftest",
     "gspc-topology",
+    "gspc-dds",
+    "gspc-property",
 ];
 
 #[test]
@@ -521,6 +524,25 @@ fn errors_to_a_full_standard_error_are_no_panic() {
             case("gspc", &["status", "--state-dir", "{no_state}"], FullStderr),
             case("pnetput", &["-l", "{broken}"], FullStderr),
             case("pnetget", &["{broken}"], FullStderr),
+        ],
+    );
+}
+
+/// gspc-dds and gspc-property: arguments that are not UTF-8 are no panic; usage errors are
+/// clean.
+#[test]
+fn dds_tools_take_non_utf8_arguments_cleanly() {
+    check(
+        &Ctx::new("dds"),
+        &[
+            // A topology file of that name does not exist.
+            case("gspc-dds", &["{bad}"], Fails(1, "cannot read")),
+            case("gspc-dds", &["--var", "{bad}", "t.xml"], Usage),
+            case("gspc-dds", &["--bogus"], Usage),
+            // Outside a task (no GSPC_PROPERTY_ADDR): refused, not a usage error.
+            case("gspc-property", &["get", "{bad}"], Exit(1)),
+            case("gspc-property", &["wait", "k", "--timeout", "{bad}"], Usage),
+            case("gspc-property", &["exec", "--task", "1"], Usage),
         ],
     );
 }
