@@ -233,6 +233,7 @@ const TOOLS: &[&str] = &[
     "gspc-topology",
     "gspc-dds",
     "gspc-property",
+    "gspc-worker",
 ];
 
 #[test]

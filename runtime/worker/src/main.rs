@@ -63,13 +63,8 @@ fn main() {
     if let Some(code) = pnet_worker::helper::main_if_helper() {
         std::process::exit(code);
     }
-    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    pnet_stdlib::cli::generate_if_asked(
-        "gspc-worker",
-        argv.get(1..).unwrap_or_default(),
-        <Args as clap::CommandFactory>::command,
-    );
-    let args = Args::parse_from(argv);
+    // Usage errors and --help as every tool's (pnet_stdlib::cli), and --generate=KIND.
+    let args = pnet_stdlib::parse_args!(Args, "gspc-worker");
     let name = args.name.clone();
     let code = match start(args) {
         Ok(outcome) => {
