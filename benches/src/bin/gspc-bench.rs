@@ -123,11 +123,11 @@ fn bench(jobs: usize, runs: usize, workers: u32) -> Result<(), String> {
     let dir = std::env::temp_dir().join(format!("gspc-bench-{}", std::process::id()));
     let net_path = std::env::temp_dir().join(format!("gspc-bench-{}.xpnet", std::process::id()));
     std::fs::write(&net_path, NET).map_err(|e| e.to_string())?;
-    let (bundle, _) = pnet_driver::load_net(
+    let (bundle, _) = pnetc::load_net(
         &net_path,
         NET.as_bytes(),
         &pnet_sema::Options::default(),
-        pnet_driver::ColorMode::Never,
+        pnetc::ColorMode::Never,
     )?;
     let _ = std::fs::remove_file(&net_path);
     let bytes = pnet_bundle::format::encode(&bundle).map_err(|e| e.to_string())?;

@@ -426,11 +426,11 @@ struct Warm {
 
 fn encode(path: &Path) -> Result<Vec<u8>, String> {
     let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (bundle, _) = pnet_driver::load_net(
+    let (bundle, _) = pnetc::load_net(
         path,
         &text,
         &pnet_sema::Options::default(),
-        pnet_driver::ColorMode::Never,
+        pnetc::ColorMode::Never,
     )?;
     pnet_bundle::format::encode(&bundle).map_err(|e| e.to_string())
 }

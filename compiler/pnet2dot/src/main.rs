@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use pnet_bundle::Bundle;
-use pnet_driver::args::CompilerArgs;
-use pnet_driver::{ColorMode, load_net};
+use pnetc::args::CompilerArgs;
+use pnetc::{ColorMode, load_net};
 use pnet2dot::{Options, Sources, Trace};
 
 const AFTER_HELP: &str = "\
@@ -79,7 +79,7 @@ struct Args {
 }
 
 fn parse_args() -> Args {
-    let cli = pnet_stdlib::parse_args!(Cli, "pnet2dot", pnet_driver::args::args_os());
+    let cli = pnet_stdlib::parse_args!(Cli, "pnet2dot", pnetc::args::args_os());
     Args {
         input: cli.io.input().map(Path::to_path_buf),
         output: cli.io.output,

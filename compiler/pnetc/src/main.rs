@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
-use pnet_driver::ColorMode;
-use pnet_driver::args::{CompilerArgs, warnings_listing};
-use pnet_driver::render_diagnostics;
+use pnetc::ColorMode;
+use pnetc::args::{CompilerArgs, warnings_listing};
+use pnetc::render_diagnostics;
 use pnet_sema::Options;
 use pnet_stdlib::cli::InputOutput;
 use pnet_stdlib::{errln, out, outln};
@@ -192,7 +192,7 @@ fn quote_make(s: &str) -> String {
 
 fn main() -> ExitCode {
     pnet_stdlib::cli::exit_quietly_on_broken_pipe();
-    let (argv, make) = take_make_flags(pnet_driver::args::args_os());
+    let (argv, make) = take_make_flags(pnetc::args::args_os());
     let cli = pnet_stdlib::parse_args!(Cli, "pnetc", argv);
     if cli.version {
         outln!(
@@ -400,11 +400,11 @@ fn compile_workload(path: &Path, args: &Args) -> Result<pnet_sema::Output, ExitC
         errln!("pnetc: {msg}");
         ExitCode::from(1)
     };
-    let lowered = pnet_driver::net::lower_workload(path, &text, args.color).map_err(fail)?;
+    let lowered = pnetc::net::lower_workload(path, &text, args.color).map_err(fail)?;
     if args.emit == Some(Emit::Xpnet) {
         out!("{lowered}");
     }
-    let mut out = pnet_driver::net::compile_lowered(path, &lowered, &args.options, args.color)
+    let mut out = pnetc::net::compile_lowered(path, &lowered, &args.options, args.color)
         .map_err(fail)?;
     // Make rules and messages name the workload file, not the generated net.
     if let Some(root) = out.files.first_mut() {

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use pnet_driver::args::parse_put_arg;
+use pnetc::args::parse_put_arg;
 
 use crate::usage_error;
 

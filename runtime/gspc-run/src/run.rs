@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use pnet_bundle::Bundle;
-use pnet_driver::args::{CompilerArgs, parse_put_arg};
-use pnet_driver::{ColorMode, load_net};
+use pnetc::args::{CompilerArgs, parse_put_arg};
+use pnetc::{ColorMode, load_net};
 use pnet_launch::cli::WorkerArgs;
 use pnet_stdlib::Value;
 
@@ -225,7 +225,7 @@ fn parse_alloc(v: &str) -> Result<AllocArg, String> {
 
 fn parse_args(argv: Vec<OsString>) -> Result<Args, ExitCode> {
     let argv = std::iter::once(OsString::from("gspc-run"))
-        .chain(pnet_driver::args::normalize_warning_flags(argv));
+        .chain(pnetc::args::normalize_warning_flags(argv));
     let cli = pnet_stdlib::parse_args!(Cli, "gspc-run", argv);
     let jit = match cli.jit {
         Some(j) => j,

@@ -12,8 +12,8 @@ use std::time::Instant;
 
 use clap::Parser;
 use pnet_bundle::Bundle;
-use pnet_driver::args::{CompilerArgs, parse_put_arg};
-use pnet_driver::{ColorMode, load_net, parse_value};
+use pnetc::args::{CompilerArgs, parse_put_arg};
+use pnetc::{ColorMode, load_net, parse_value};
 use pnet_stdlib::Value;
 use pnet_stdlib::errln;
 use pnet_verify::Reduction;
@@ -201,7 +201,7 @@ fn parse_external(s: &str) -> Result<External, String> {
 }
 
 fn parse_args() -> Args {
-    let cli = pnet_stdlib::parse_args!(Cli, "pnetv", pnet_driver::args::args_os());
+    let cli = pnet_stdlib::parse_args!(Cli, "pnetv", pnetc::args::args_os());
     Args {
         net: cli.net.display().to_string(),
         net_path: cli.net,

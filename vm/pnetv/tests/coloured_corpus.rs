@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use pnet_bundle::Bundle;
-use pnet_driver::{ColorMode, load_net};
+use pnetc::{ColorMode, load_net};
 use pnet_stdlib::Value;
 use pnet_stdlib::literal::parse_literal;
 use pnet_verify::coloured::{ColouredOptions, ColouredResult, Tok, explore_bundle};

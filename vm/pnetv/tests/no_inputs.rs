@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use pnet_driver::{ColorMode, load_net};
+use pnetc::{ColorMode, load_net};
 use pnet_stdlib::Value;
 use pnet_verify::coloured::{ColouredOptions, Tok, explore_bundle};
 

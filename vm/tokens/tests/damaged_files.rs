@@ -102,11 +102,11 @@ fn every_reader_refuses_every_broken_reference() {
     let good = damage::compile();
     let options = pnet_sema::Options::default();
     let load = |bytes: &[u8]| {
-        pnet_driver::load_net(
+        pnetc::load_net(
             Path::new("bad.pnet"),
             bytes,
             &options,
-            pnet_driver::ColorMode::Never,
+            pnetc::ColorMode::Never,
         )
         .map(|(b, _)| b)
     };
