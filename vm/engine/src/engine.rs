@@ -58,7 +58,7 @@ mod state;
 use enabling::*;
 pub use enabling::{Binding, distinct_tokens, for_each_combination, input_frame, next_combination};
 use firing::*;
-pub use firing::{eureka_groups, output_tokens};
+pub use firing::{child_out_place, eureka_groups, out_value, output_tokens};
 use program::*;
 pub use program::{Connections, connections, priority_groups};
 use state::*;

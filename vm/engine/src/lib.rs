@@ -20,8 +20,8 @@ mod tests;
 pub use ending::{Ending, unfed_in_ports};
 pub use engine::{
     Binding, Connections, Engine, RunConfig, RunResult, Stats, Step, Task, TaskId, TaskMemory,
-    connections, distinct_tokens, eureka_groups, for_each_combination, generator_value,
-    input_frame, next_combination, output_tokens, priority_groups, run,
+    child_out_place, connections, distinct_tokens, eureka_groups, for_each_combination,
+    generator_value, input_frame, next_combination, out_value, output_tokens, priority_groups, run,
 };
 pub use error::{RunError, RunErrorData, RunErrorKind};
 pub use hook::{CodeRunner, CodeRunnerFactory, Loop, LoopCodes, LoopEnd, RunnerCodes, drive_loop};

@@ -3,7 +3,17 @@
 //!
 //! # What is modelled
 //!
-//! Semantics explored (the engine, `vm/engine`, is the reference):
+//! Semantics explored (the engine, `vm/engine`, is the reference). The rules themselves are
+//! the engine's code: the static reading of transitions (`pnet_vm::connections`,
+//! `priority_groups`), the enumeration of bindings (`for_each_combination`: distinct tokens
+//! per place, token order), input frames (`input_frame`), out values and their type checks
+//! (`out_value`, `output_tokens`), eureka ports (`eureka_groups`), a child's out places
+//! (`child_out_place`) and generator values (`generator_value`); the differential test
+//! `tests/tests/explorer_vs_engine.rs` checks that engine runs end in the explorer's terminal
+//! states. What is the explorer's own: the state (a canonical instance tree of sorted token lists, with
+//! unknown module outputs), following every binding instead of the first, and the shared
+//! counts recomputed from the marking.
+//!
 //! - **Firing**: every binding of every enabled transition of the highest priority group
 //!   that has one, per net instance (the engine picks an instance with enabled transitions
 //!   at random, then a transition of its highest non-empty group, and takes the first
@@ -1556,15 +1566,9 @@ impl<'m, 'b> Explorer<'m, 'b> {
                         )
                         .map_err(|e| e.to_string())?;
                         for &(port, _, _) in &info.outs {
-                            match self.frame.get(port.index()).cloned().flatten() {
-                                Some(v) => outs.push((port, Tok::Val(v))),
-                                None => {
-                                    return Err(RunError::new(RunErrorKind::MissingBinding {
-                                        port: f.port(port).name.clone(),
-                                    })
-                                    .to_string());
-                                }
-                            }
+                            let v = pnet_vm::out_value(&mut self.frame, port, f.port(port), false)
+                                .map_err(|e| e.to_string())?;
+                            outs.push((port, Tok::Val(v)));
                         }
                     }
                     Err(e) if has_unknown && is_unbound(&e) => {
@@ -1776,14 +1780,7 @@ impl<'m, 'b> Explorer<'m, 'b> {
         let gid = info.gid;
         let fail = |e: String| format!("end of child net `{}`: {e}", self_name(m, gid));
         for &(port, place, many) in &info.outs {
-            let Some(cp) = f.port(port).place else {
-                return Err(fail(
-                    RunError::new(RunErrorKind::MissingBinding {
-                        port: f.port(port).name.clone(),
-                    })
-                    .to_string(),
-                ));
-            };
+            let cp = pnet_vm::child_out_place(f.port(port)).map_err(|e| fail(e.to_string()))?;
             let (up, q) = m.desc(child.desc).loc[cp.index()];
             if up != 0 {
                 // A tunnelled out place: its tokens already live in an ancestor.

@@ -619,10 +619,8 @@ impl State {
             eureka_groups(tr, tf, get, &mut self.eurekas)?;
         }
         for o in &info.outs {
-            let slot = &mut self.frame[o.port.index()];
-            let v = if o.last { slot.take() } else { slot.clone() };
             let port = &tf.ports[o.port.index()];
-            let v = v.ok_or_else(|| missing(&port.name))?;
+            let v = out_value(&mut self.frame, o.port, port, o.last)?;
             self.output(prog, i, o, port, v)?;
         }
         self.release_consumed(prog, i).map(|()| Step::Fired)
@@ -787,7 +785,7 @@ impl State {
         let ctx = |e: RunError| prog.context_in(e, func, t);
         for o in &info.outs {
             let port = &tf.ports[o.port.index()];
-            let cp = port.place.ok_or_else(|| ctx(missing(&port.name)))?;
+            let cp = child_out_place(port).map_err(ctx)?;
             if child.up.iter().any(|&(q, _, _)| q as usize == cp.index()) {
                 // An out port on a mapped place: its tokens already live in an ancestor (as
                 // in pnetv).
@@ -870,6 +868,27 @@ pub(super) fn response_id(v: Option<&Value>, port: &str) -> Result<String, RunEr
 
 /// The group names on the `connect-eureka` ports of transition `tr` (each value a set of
 /// strings), the port values read through `get`.
+/// The value an out connection of an expression takes from the frame its code ran on: the
+/// port's value (moved out of the frame for the port's `last` connection, else a copy), or
+/// the missing-binding error. The engine's rule, also the explorer's.
+#[inline]
+pub fn out_value(
+    frame: &mut [Option<Value>],
+    id: PortId,
+    port: &pnet_bundle::Port,
+    last: bool,
+) -> Result<Value, RunError> {
+    let slot = &mut frame[id.index()];
+    let v = if last { slot.take() } else { slot.clone() };
+    v.ok_or_else(|| missing(&port.name))
+}
+
+/// The place of a child net's function an out port of its transition takes its tokens from
+/// when the child ends (the port's own place), or the missing-binding error.
+pub fn child_out_place(port: &pnet_bundle::Port) -> Result<PlaceId, RunError> {
+    port.place.ok_or_else(|| missing(&port.name))
+}
+
 /// Puts an output port's value through `put`: an `out` port's value (it must fit the port's
 /// type), an `out-many` port's list element by element (each must fit the place's type,
 /// `place_ty`). The rule of the engine's firing and of the coloured explorer.
