@@ -11,6 +11,7 @@ pub mod input;
 pub mod json;
 pub mod literal;
 pub mod ops;
+pub mod suggest;
 pub mod ty;
 pub mod value;
 
