@@ -19,6 +19,19 @@ vim.api.nvim_create_autocmd("FileType", {
         -- "no-unused-field", "unused-field=false", ...
         warnings = { "all" },
       },
+      -- key mappings, for this buffer only (on_attach works in Neovim 0.7 as in 0.9+)
+      on_attach = function(_, bufnr)
+        local function map(keys, fn, desc)
+          vim.keymap.set("n", keys, fn, { buffer = bufnr, silent = true, desc = desc })
+        end
+        map("K", vim.lsp.buf.hover, "pnet: hover")
+        map("gd", vim.lsp.buf.definition, "pnet: go to definition")
+        map("gr", vim.lsp.buf.references, "pnet: references")
+        map("<leader>rn", vim.lsp.buf.rename, "pnet: rename")
+        map("<leader>ca", vim.lsp.buf.code_action, "pnet: code action")
+        map("[d", vim.diagnostic.goto_prev, "previous diagnostic")
+        map("]d", vim.diagnostic.goto_next, "next diagnostic")
+      end,
     }
     if vim.lsp.start then
       vim.lsp.start(config)
