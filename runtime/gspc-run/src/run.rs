@@ -8,10 +8,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use pnet_bundle::Bundle;
-use pnetc::args::{CompilerArgs, parse_put_arg};
-use pnetc::{ColorMode, load_net};
 use pnet_launch::cli::WorkerArgs;
 use pnet_stdlib::Value;
+use pnetc::args::{CompilerArgs, parse_put_arg};
+use pnetc::{ColorMode, load_net};
 
 use crate::{topo, usage_error};
 
@@ -378,6 +378,10 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
             None => inputs.push((port.clone(), vec![v.clone()])),
         }
     }
+    if let Err(msg) = check_inputs(&bundle, &inputs) {
+        pnet_stdlib::errln!("gspc-run: error: bad input: {msg}");
+        return ExitCode::from(1);
+    }
     // In ports that nothing will ever fill (a forgotten -p).
     let given: Vec<String> = (inputs.iter().map(|(p, _)| p.clone()))
         .chain(args.allocs.iter().map(|a| a.port.clone()))
@@ -474,6 +478,53 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
         }
     }
     print_result(result, args.json, args.require_outputs)
+}
+
+/// Checks the `-p` values against the root's in ports before anything starts, with a
+/// suggestion where one is known: the in ports and the nearest name for an unknown port, the
+/// literal to write for a number of another type, the missing field of a struct.
+fn check_inputs(bundle: &Bundle, inputs: &[(String, Vec<Value>)]) -> Result<(), String> {
+    let f = bundle.function(bundle.root);
+    let pnet_bundle::Body::Net(net) = &f.body else {
+        return Ok(());
+    };
+    let ins: Vec<&pnet_bundle::Port> = f.ports.iter().filter(|p| p.dir.is_input()).collect();
+    for (name, values) in inputs {
+        let Some(port) = ins.iter().find(|p| p.name == *name) else {
+            let mut msg = format!("the net has no in port `{name}`");
+            if let Some(near) =
+                pnet_stdlib::suggest::nearest(name, ins.iter().map(|p| p.name.as_str()))
+            {
+                msg.push_str(&format!("; did you mean `{near}`?"));
+            }
+            let listed: Vec<String> = ins
+                .iter()
+                .map(|p| format!("{} ({})", p.name, p.ty))
+                .collect();
+            msg.push_str(&format!(
+                " (its in ports: {})",
+                if listed.is_empty() {
+                    "none".to_string()
+                } else {
+                    listed.join(", ")
+                }
+            ));
+            return Err(msg);
+        };
+        let Some(place) = port.place.and_then(|pl| net.places.get(pl.index())) else {
+            continue;
+        };
+        for v in values {
+            if !v.fits(&place.ty) {
+                let mut msg = format!("value {v} for port `{name}` is not of type {}", place.ty);
+                if let Some(hint) = pnet_stdlib::suggest::mismatch_hint(v, &place.ty) {
+                    msg.push_str(&format!(": {hint}"));
+                }
+                return Err(msg);
+            }
+        }
+    }
+    Ok(())
 }
 
 fn print_result(result: pnet_vm::RunResult, json: bool, require_outputs: bool) -> ExitCode {

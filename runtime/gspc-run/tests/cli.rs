@@ -128,3 +128,37 @@ fn corrupt_bundles_are_refused() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("bundle"), "{}", stderr(&o));
 }
+
+/// A wrong `-p` says how to write it: the literal suffix of the port's type, the nearest in
+/// port and the list of them, the missing field of a struct (issue 22, item 4).
+#[test]
+fn bad_inputs_suggest_the_fix() {
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "countdown/countdown.xpnet",
+            &["-p", "n=100"],
+            "gspc-run: error: bad input: value 100 for port `n` is not of type long: write 100L\n",
+        ),
+        (
+            "collatz/collatz.xpnet",
+            &["-p", "strat=27UL"],
+            "gspc-run: error: bad input: the net has no in port `strat`; did you mean `start`? \
+             (its in ports: start (unsigned long))\n",
+        ),
+        (
+            "points/points.xpnet",
+            &["-p", "points=Struct [x := 1L]", "-p", "scale=10L"],
+            "gspc-run: error: bad input: value Struct [x := 1L] for port `points` is not of \
+             type point: field `y` is missing\n",
+        ),
+    ];
+    for (net, puts, want) in cases {
+        let mut args = vec![example(net)];
+        args.extend(puts.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = gspc_run(&args);
+        assert_eq!(o.status.code(), Some(1), "{net}");
+        assert_eq!(stderr(&o), *want, "{net}");
+        assert_eq!(stdout(&o), "", "{net}");
+    }
+}
