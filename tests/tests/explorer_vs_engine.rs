@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use pnet_bundle::Bundle;
+use pnet_bundle::{Body, Bundle};
 use pnet_stdlib::Value;
 use pnet_stdlib::literal::parse_literal;
 use pnet_tests::{gpispace, gpispace_lib};
@@ -20,10 +20,11 @@ use pnet_vm::{Engine, RunConfig, Step};
 /// Out ports with their tokens as sorted strings (the form both sides are compared in).
 type Outputs = Vec<(String, Vec<String>)>;
 
-fn compile(path: &Path, text: &str) -> Result<Bundle, String> {
+fn compile(path: &Path, text: &str, no_inline: bool) -> Result<Bundle, String> {
     let ex = gpispace().join("share/doc/example");
     let opts = pnet_sema::Options {
         search_paths: vec![gpispace_lib(), ex.clone(), ex.join("sequence")],
+        no_inline,
         ..pnet_sema::Options::default()
     };
     let out = pnet_sema::compile_source(path, text, &opts);
@@ -187,7 +188,7 @@ fn engine_ends_in_a_terminal_state_of_the_explorer_on_the_oracle_cases() {
         }
         let path = gpispace().join(&net);
         let text = std::fs::read_to_string(&path).expect("oracle net");
-        let b = match compile(&path, &text) {
+        let b = match compile(&path, &text, false) {
             Ok(b) => b,
             Err(why) => {
                 println!("skipped {name}: {why}");
@@ -223,8 +224,9 @@ impl Gen {
 
 /// A random net of `long` places, every place an out port of the root. Every transition
 /// consumes a token `a` below 3 and puts only values above `a`, so every run ends. Takes from
-/// the same place, read connections, priorities and conditions over two tokens give the
-/// engine's choices (transition, token order) something to get wrong.
+/// the same place, read connections, priorities, conditions over two tokens and over a
+/// place's `number-of-tokens` give the engine's choices (transition, token order) something
+/// to get wrong.
 fn random_net(g: &mut Gen) -> String {
     let np = 2 + g.below(3) as usize;
     let nt = 1 + g.below(3) as usize;
@@ -241,11 +243,17 @@ fn random_net(g: &mut Gen) -> String {
         s += "    </place>\n";
     }
     for t in 0..nt {
+        if g.below(4) == 0 {
+            s += &child_transition(t, g.below(np as u64), g.below(np as u64));
+            continue;
+        }
         let a = g.below(np as u64);
         let two = g.below(2) == 0;
         let b = g.below(np as u64);
         let b_read = g.below(2) == 0;
         let nout = g.below(3);
+        // A `number-of-tokens` port on some place, read by the condition.
+        let count = (g.below(3) == 0).then(|| g.below(np as u64));
         let priority = if g.below(3) == 0 {
             format!(" priority=\"{}\"", g.below(2))
         } else {
@@ -255,6 +263,9 @@ fn random_net(g: &mut Gen) -> String {
         s += "        <in name=\"a\" type=\"long\"/>\n";
         if two {
             s += "        <in name=\"b\" type=\"long\"/>\n";
+        }
+        if count.is_some() {
+            s += "        <in name=\"n\" type=\"unsigned long\"/>\n";
         }
         let mut exprs = Vec::new();
         for k in 0..nout {
@@ -275,11 +286,18 @@ fn random_net(g: &mut Gen) -> String {
             (true, 1) => "${a} :lt: 3L :and: ${b} :lt: 2L",
             _ => "${a} :lt: 3L",
         };
+        let cond = match count {
+            Some(_) => format!("{cond} :and: ${{n}} :lt: 3UL"),
+            None => cond.to_string(),
+        };
         s += &format!("        <condition>{cond}</condition>\n      </defun>\n");
         s += &format!("      <connect-in port=\"a\" place=\"p{a}\"/>\n");
         if two {
             let kind = if b_read { "read" } else { "in" };
             s += &format!("      <connect-{kind} port=\"b\" place=\"p{b}\"/>\n");
+        }
+        if let Some(c) = count {
+            s += &format!("      <connect-number-of-tokens port=\"n\" place=\"p{c}\"/>\n");
         }
         for k in 0..nout {
             s += &format!(
@@ -293,26 +311,68 @@ fn random_net(g: &mut Gen) -> String {
     s
 }
 
+/// A transition whose body is a net (kept as a child net when not inlined): it takes a token
+/// `a` from `p{from}`, its child adds 1 while `a` is below 3, and the child's result (none
+/// when `a` was 3 or more) goes to `p{to}`.
+fn child_transition(t: usize, from: u64, to: u64) -> String {
+    format!(
+        r#"    <transition name="t{t}">
+      <defun>
+        <in name="a" type="long" place="ca"/>
+        <out name="x" type="long" place="cx"/>
+        <net>
+          <place name="ca" type="long"/>
+          <place name="cx" type="long"/>
+          <transition name="inc">
+            <defun>
+              <in name="a" type="long"/>
+              <out name="x" type="long"/>
+              <expression>${{x}} := ${{a}} + 1L</expression>
+              <condition>${{a}} :lt: 3L</condition>
+            </defun>
+            <connect-in port="a" place="ca"/>
+            <connect-out port="x" place="cx"/>
+          </transition>
+        </net>
+      </defun>
+      <connect-in port="a" place="p{from}"/>
+      <connect-out port="x" place="p{to}"/>
+    </transition>
+"#
+    )
+}
+
 #[test]
 fn engine_ends_in_a_terminal_state_of_the_explorer_on_random_nets() {
     let mut g = Gen(0x9e37_79b9_7f4a_7c15);
-    let (mut compared, mut several, mut failures) = (0, 0, Vec::new());
+    let (mut compared, mut several, mut children, mut failures) = (0, 0, 0, Vec::new());
     for n in 0..300 {
         let text = random_net(&mut g);
         let name = format!("random net {n}");
-        let b = compile(Path::new("random.xpnet"), &text)
+        // Every other net keeps its child nets (the engine's child instances, the
+        // explorer's instance tree).
+        let b = compile(Path::new("random.xpnet"), &text, n % 2 == 1)
             .unwrap_or_else(|e| panic!("{name}:\n{text}\n{e}"));
+        let child_nets = b
+            .functions
+            .iter()
+            .filter(|f| matches!(f.body, Body::Net(_)))
+            .count();
         match compare(&name, &b, &[], 3) {
             Ok(Some(ends)) => {
                 compared += 1;
+                children += usize::from(child_nets > 1);
                 several += usize::from(ends > 1);
             }
             Ok(None) => {}
             Err(e) => failures.push(format!("{e}\n{text}")),
         }
     }
-    println!("random nets compared: {compared}, {several} with several terminal states");
+    println!(
+        "random nets compared: {compared}, {several} with several terminal states, {children} with child nets"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(compared >= 250, "only {compared} random nets compared");
     assert!(several >= 20, "only {several} nets with a choice");
+    assert!(children >= 50, "only {children} nets with child nets");
 }
