@@ -138,7 +138,11 @@ fn compare(
     Ok(Some(ends.len()))
 }
 
-fn oracle_cases() -> Vec<(String, String, Vec<(String, Vec<Value>)>, Option<String>)> {
+/// Job inputs: per in port, its tokens.
+type Inputs = Vec<(String, Vec<Value>)>;
+
+/// Per ORACLE case: name, net (relative to the corpus), inputs, what it needs.
+fn oracle_cases() -> Vec<(String, String, Inputs, Option<String>)> {
     let text = std::fs::read_to_string(gpispace().join("ORACLE.toml")).expect("ORACLE.toml");
     let doc: toml::Table = text.parse().expect("ORACLE.toml parses");
     doc["case"]
