@@ -45,7 +45,7 @@ fn contains(s: Span, file: FileId, offset: u32) -> bool {
     s.file == file && s.start <= offset && offset <= s.end
 }
 
-fn kind_word(k: SymbolKind) -> &'static str {
+pub(crate) fn kind_word(k: SymbolKind) -> &'static str {
     match k {
         SymbolKind::Place => "place",
         SymbolKind::Port => "port",
@@ -76,7 +76,7 @@ fn describe_type(ty: &Type) -> String {
     }
 }
 
-fn loc_of(a: &Analysis, l: Located, span: Span) -> Option<Loc> {
+pub(crate) fn loc_of(a: &Analysis, l: Located, span: Span) -> Option<Loc> {
     Some(Loc {
         path: a.path_of(l.ws, span.file)?.to_path_buf(),
         start: span.start,
@@ -85,7 +85,7 @@ fn loc_of(a: &Analysis, l: Located, span: Span) -> Option<Loc> {
 }
 
 /// The reference or declaration under the cursor, in the first workspace that has one.
-fn item_at(a: &Analysis, path: &Path, offset: u32) -> Option<(Located, Item)> {
+pub(crate) fn item_at(a: &Analysis, path: &Path, offset: u32) -> Option<(Located, Item)> {
     for l in a.locate(path) {
         let facts = a.facts(l.ws);
         if let Some(r) = facts
@@ -107,14 +107,14 @@ fn item_at(a: &Analysis, path: &Path, offset: u32) -> Option<(Located, Item)> {
     None
 }
 
-enum Item {
+pub(crate) enum Item {
     Ref(Reference),
     Sym(Symbol),
 }
 
 /// The `${a.b.c}` reference around `offset`: the path up to and including the segment under
 /// the cursor.
-fn dollar_path_at(text: &str, offset: usize) -> Option<Vec<String>> {
+pub(crate) fn dollar_path_at(text: &str, offset: usize) -> Option<Vec<String>> {
     let before = &text[..offset.min(text.len())];
     let open = before.rfind("${")?;
     if before[open..].contains('}') {
@@ -150,7 +150,7 @@ fn word_at(text: &str, offset: usize) -> &str {
     &text[s..e]
 }
 
-fn path_type(scope: &Scope, path: &[String]) -> Option<Type> {
+pub(crate) fn path_type(scope: &Scope, path: &[String]) -> Option<Type> {
     let port = scope.ports.iter().find(|p| Some(&p.name) == path.first())?;
     let mut ty = port.ty.clone()?;
     for seg in &path[1..] {

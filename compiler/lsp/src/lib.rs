@@ -7,4 +7,5 @@ pub mod analysis;
 pub mod features;
 pub mod generate;
 pub mod line_index;
+pub mod rename;
 pub mod server;

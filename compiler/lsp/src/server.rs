@@ -13,7 +13,8 @@ use lsp_types::notification::{
     DidOpenTextDocument, DidSaveTextDocument, Notification as _, PublishDiagnostics,
 };
 use lsp_types::request::{
-    Completion, DocumentSymbolRequest, GotoDefinition, HoverRequest, References, Request as _,
+    Completion, DocumentSymbolRequest, GotoDefinition, HoverRequest, PrepareRenameRequest,
+    References, Rename, Request as _,
 };
 use lsp_types::{
     CompletionOptions, CompletionResponse, DiagnosticRelatedInformation, DiagnosticSeverity,
@@ -45,6 +46,10 @@ pub fn capabilities() -> ServerCapabilities {
         definition_provider: Some(OneOf::Left(true)),
         references_provider: Some(OneOf::Left(true)),
         document_symbol_provider: Some(OneOf::Left(true)),
+        rename_provider: Some(OneOf::Right(lsp_types::RenameOptions {
+            prepare_provider: Some(true),
+            work_done_progress_options: Default::default(),
+        })),
         completion_provider: Some(CompletionOptions {
             trigger_characters: Some(vec!["{".into(), ".".into(), "\"".into()]),
             ..CompletionOptions::default()
@@ -333,6 +338,44 @@ impl Server {
                 to_json(Some(DocumentSymbolResponse::Nested(
                     features::document_symbols(a, &path),
                 )))
+            }
+            PrepareRenameRequest::METHOD => {
+                let p: lsp_types::TextDocumentPositionParams =
+                    serde_json::from_value(req.params).map_err(bad)?;
+                let path = uri_to_path(&p.text_document.uri);
+                let Some(off) = features::offset_in(a, &path, p.position) else {
+                    return Ok(serde_json::Value::Null);
+                };
+                let r = crate::rename::prepare(a, &path, off).map(|((s, e), placeholder)| {
+                    lsp_types::PrepareRenameResponse::RangeWithPlaceholder {
+                        range: features::range_in(a, &path, s, e),
+                        placeholder,
+                    }
+                });
+                to_json(r)
+            }
+            Rename::METHOD => {
+                let p: lsp_types::RenameParams = serde_json::from_value(req.params).map_err(bad)?;
+                let path = uri_to_path(&p.text_document_position.text_document.uri);
+                let Some(off) = features::offset_in(a, &path, p.text_document_position.position)
+                else {
+                    return Ok(serde_json::Value::Null);
+                };
+                let locs = crate::rename::rename(a, &path, off, &p.new_name)
+                    .map_err(|e| (ErrorCode::RequestFailed, e))?;
+                // lsp-types' `WorkspaceEdit::changes` is keyed by `Uri`
+                #[allow(clippy::mutable_key_type)]
+                let mut changes: std::collections::HashMap<
+                    Uri,
+                    Vec<lsp_types::TextEdit>,
+                > = std::collections::HashMap::new();
+                for l in self.locations(locs) {
+                    changes
+                        .entry(l.uri)
+                        .or_default()
+                        .push(lsp_types::TextEdit::new(l.range, p.new_name.clone()));
+                }
+                to_json(lsp_types::WorkspaceEdit::new(changes))
             }
             m => Err((
                 ErrorCode::MethodNotFound,

@@ -1,0 +1,214 @@
+//! End-to-end, against the real binary: rename (and prepareRename), workspace symbols,
+//! signature help, code actions, on the corpus's `sum` nets (three files that include each
+//! other).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Client, errors, pos_of, sum_dir, uri};
+use serde_json::{Value, json};
+
+/// The (line, character) of a byte offset (ASCII texts).
+fn offset_of(text: &str, line: u64, character: u64) -> usize {
+    let start: usize = text
+        .split_inclusive('\n')
+        .take(line as usize)
+        .map(str::len)
+        .sum();
+    start + character as usize
+}
+
+/// Applies the edits of a `WorkspaceEdit` (its `changes`) for one file to its text.
+fn apply(text: &str, edit: &Value, path: &Path) -> String {
+    let mut edits: Vec<(usize, usize, String)> = edit["changes"][uri(path)]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|e| {
+            let r = &e["range"];
+            let s = offset_of(
+                text,
+                r["start"]["line"].as_u64().unwrap(),
+                r["start"]["character"].as_u64().unwrap(),
+            );
+            let t = offset_of(
+                text,
+                r["end"]["line"].as_u64().unwrap(),
+                r["end"]["character"].as_u64().unwrap(),
+            );
+            (s, t, e["newText"].as_str().unwrap().to_string())
+        })
+        .collect();
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+    let mut out = text.to_string();
+    for (s, t, n) in edits {
+        out.replace_range(s..t, &n);
+    }
+    out
+}
+
+fn edited_files(edit: &Value) -> Vec<String> {
+    let mut v: Vec<String> = edit["changes"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, e)| {
+            format!(
+                "{} x{}",
+                k.rsplit('/').next().unwrap(),
+                e.as_array().unwrap().len()
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+struct Sum {
+    c: Client,
+    files: Vec<(PathBuf, String)>,
+}
+
+/// The three `sum` files, open.
+fn open_sum() -> Sum {
+    let dir = sum_dir();
+    let mut c = Client::start(json!({}));
+    let mut files = Vec::new();
+    for f in ["sum_expr_many.xpnet", "sum_expr.xpnet", "pair.xpnet"] {
+        let path = dir.join(f);
+        let text = std::fs::read_to_string(&path).unwrap();
+        c.open(&path, &text);
+        assert_eq!(errors(&c.diagnostics(&path, 1)), Vec::<&Value>::new());
+        files.push((path, text));
+    }
+    Sum { c, files }
+}
+
+impl Sum {
+    fn rename(&mut self, file: usize, needle: &str, delta: usize, new_name: &str) -> Value {
+        let (path, text) = &self.files[file];
+        let (l, ch) = pos_of(text, needle, delta);
+        let mut params = Client::at(path, l, ch);
+        params["newName"] = json!(new_name);
+        self.c.request("textDocument/rename", params)
+    }
+
+    /// Applies a rename to the open buffers (version 2) and returns the new texts, checking
+    /// that every file is still free of errors.
+    fn apply_and_check(&mut self, edit: &Value, version: i32) -> Vec<String> {
+        let mut out = Vec::new();
+        for (path, text) in &self.files {
+            let new = apply(text, edit, path);
+            self.c.change_full(path, version, &new);
+            out.push(new);
+        }
+        for (path, _) in &self.files {
+            let d = self.c.diagnostics(path, version);
+            assert_eq!(
+                errors(&d),
+                Vec::<&Value>::new(),
+                "{}: {d:?}",
+                path.display()
+            );
+        }
+        out
+    }
+}
+
+#[test]
+fn rename_a_place_within_the_file() {
+    let mut s = open_sum();
+    // prepareRename on the place's declaration: its name
+    let (path, text) = s.files[0].clone();
+    let (l, ch) = pos_of(&text, "<place name=\"p\"", 13);
+    let r =
+        s.c.request("textDocument/prepareRename", Client::at(&path, l, ch));
+    assert_eq!(r["placeholder"], json!("p"), "{r}");
+    assert_eq!(
+        r["range"],
+        json!({"start": {"line": l, "character": ch}, "end": {"line": l, "character": ch + 1}})
+    );
+    // nothing to rename on the `<net>` tag
+    let (nl, nc) = pos_of(&text, "<net>", 2);
+    let r =
+        s.c.request("textDocument/prepareRename", Client::at(&path, nl, nc));
+    assert_eq!(r, Value::Null);
+
+    let edit = s.rename(0, "<place name=\"p\"", 13, "pairs");
+    assert_eq!(edited_files(&edit), ["sum_expr_many.xpnet x3"], "{edit}");
+    let texts = s.apply_and_check(&edit, 2);
+    assert!(texts[0].contains("<place name=\"pairs\" type=\"pair\"/>"));
+    assert!(texts[0].contains("<in name=\"p\" type=\"pair\" place=\"pairs\"/>"));
+    assert!(texts[0].contains("<connect-in port=\"p\" place=\"pairs\"/>"));
+    s.c.shutdown();
+}
+
+#[test]
+fn rename_a_port_across_included_files_and_in_expressions() {
+    let mut s = open_sum();
+    // from its use in the expression of sum_expr.xpnet
+    let edit = s.rename(1, "${p.x}", 2, "q");
+    assert_eq!(
+        edited_files(&edit),
+        ["sum_expr.xpnet x3", "sum_expr_many.xpnet x1"],
+        "{edit}"
+    );
+    let texts = s.apply_and_check(&edit, 2);
+    assert!(texts[1].contains("${s} := ${q.x} + ${q.y}"), "{}", texts[1]);
+    assert!(texts[1].contains("<in name=\"q\" type=\"pair\"/>"));
+    assert!(texts[0].contains("<connect-in port=\"q\" place=\"p\"/>"));
+    // the same from the connection: the same edits
+    let again = s.rename(0, "<connect-in port=\"p\"", 18, "q");
+    assert_eq!(edited_files(&again), edited_files(&edit));
+    // not a name
+    let mut params = Client::at(&s.files[1].0, 0, 0);
+    let (l, ch) = pos_of(&s.files[1].1, "${p.x}", 2);
+    params = json!({"textDocument": params["textDocument"], "position": {"line": l, "character": ch},
+                    "newName": "1x"});
+    let r = s.c.request_raw("textDocument/rename", params);
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a valid name"),
+        "{r}"
+    );
+    s.c.shutdown();
+}
+
+#[test]
+fn rename_a_field_and_a_struct() {
+    let mut s = open_sum();
+    // the field x: its declaration in pair.xpnet and `${p.x}` in sum_expr.xpnet
+    let edit = s.rename(1, "${p.x}", 4, "first");
+    assert_eq!(
+        edited_files(&edit),
+        ["pair.xpnet x1", "sum_expr.xpnet x1"],
+        "{edit}"
+    );
+    // from the declaration: the same
+    let from_decl = s.rename(2, "name=\"x\"", 6, "first");
+    assert_eq!(from_decl, edit);
+    let texts = s.apply_and_check(&edit, 2);
+    assert!(texts[1].contains("${s} := ${p.first} + ${p.y}"));
+    assert!(texts[2].contains("<field name=\"first\" type=\"long\"/>"));
+    s.c.shutdown();
+
+    // the struct: its definition and every `type="pair"`
+    let mut s = open_sum();
+    let edit = s.rename(2, "name=\"pair\"", 6, "couple");
+    assert_eq!(
+        edited_files(&edit),
+        [
+            "pair.xpnet x1",
+            "sum_expr.xpnet x1",
+            "sum_expr_many.xpnet x2"
+        ],
+        "{edit}"
+    );
+    let texts = s.apply_and_check(&edit, 2);
+    assert!(texts[0].contains("<place name=\"p\" type=\"couple\"/>"));
+    s.c.shutdown();
+}
