@@ -116,6 +116,12 @@ impl Diagnostic {
         self
     }
 
+    /// Adds each of `notes` (an `Option` adds none or one: a suggestion when one is known).
+    pub fn with_notes<N: Into<String>>(mut self, notes: impl IntoIterator<Item = N>) -> Diagnostic {
+        self.notes.extend(notes.into_iter().map(Into::into));
+        self
+    }
+
     /// Sets the textual [`Diagnostic::location`].
     pub fn with_location(mut self, location: impl Into<String>) -> Diagnostic {
         self.location = Some(location.into());

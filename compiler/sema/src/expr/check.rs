@@ -463,7 +463,8 @@ impl<'a> Checker<'a> {
                         ),
                     )
                     .with_primary(value.span, format!("this is `{}`", type_name(&value.ty)))
-                    .with_secondary(tspan, format!("expects `{}`", type_name(&declared))),
+                    .with_secondary(tspan, format!("expects `{}`", type_name(&declared)))
+                    .with_notes(literal_help(&value, &declared)),
                 );
             }
             i as u16
@@ -482,7 +483,8 @@ impl<'a> Checker<'a> {
                             ),
                         )
                         .with_primary(value.span, format!("this is `{}`", type_name(&value.ty)))
-                        .with_note("a local variable keeps the type of its first assignment"),
+                        .with_note("a local variable keeps the type of its first assignment")
+                        .with_notes(literal_help(&value, &old)),
                     );
                 }
             } else if let Some(ty) = self.with_field(&old, target, 1, &value) {
@@ -569,7 +571,8 @@ impl<'a> Checker<'a> {
                             type_name(&value.ty)
                         ),
                     )
-                    .with_primary(value.span, format!("this is `{}`", type_name(&value.ty))),
+                    .with_primary(value.span, format!("this is `{}`", type_name(&value.ty)))
+                    .with_notes(literal_help(value, ty)),
                 );
             }
             return Some(ty.clone());
@@ -673,6 +676,14 @@ impl<'a> Checker<'a> {
                     d = d
                         .with_secondary(a.span, format!("this is `{}`", type_name(&a.ty)))
                         .with_secondary(b.span, format!("this is `{}`", type_name(&b.ty)));
+                    // One constant operand of another numeric type: its literal in the type
+                    // of the other (`${n} + 1` with a long `n`: `1L`).
+                    let help = match (a.as_const(), b.as_const()) {
+                        (None, Some(_)) => literal_help(&b, &a.ty),
+                        (Some(_), None) => literal_help(&a, &b.ty),
+                        _ => None,
+                    };
+                    d = d.with_notes(help);
                 }
                 self.diags.push(d);
                 return Node::poison(span);
@@ -774,6 +785,21 @@ impl<'a> Checker<'a> {
             err.to_string(),
         );
     }
+}
+
+/// `help: write `100L`` when `value` is a constant number that `ty` can hold (the literal
+/// with the suffix of `ty`); for a constant of another kind, what
+/// [`pnet_stdlib::suggest::mismatch_hint`] knows (a struct's missing field).
+fn literal_help(value: &Node, ty: &Type) -> Option<String> {
+    value_help(value.as_const()?, ty)
+}
+
+/// [`literal_help`] for a value.
+pub(crate) fn value_help(v: &Value, ty: &Type) -> Option<String> {
+    if let Some(w) = pnet_stdlib::suggest::number_as(v, ty) {
+        return Some(format!("help: write `{w}`"));
+    }
+    pnet_stdlib::suggest::mismatch_hint(v, ty).map(|h| format!("help: {h}"))
 }
 
 /// Elements the parser accepts as literals (it reports the others): literals, collection

@@ -33,7 +33,7 @@ use pnet_syntax::expr::Expr;
 
 pub use types::{anonymous_struct, anonymous_struct_name, common_type, compatible, has_any};
 
-use check::{Checker, NodeKind, uncovered};
+use check::{Checker, NodeKind, uncovered, value_help};
 use emit::{Emitter, source_span};
 use types::type_name;
 
@@ -202,7 +202,7 @@ pub fn eval_const(expr: &Expr, expected: &Type) -> Result<Value, Vec<Diagnostic>
     if checker.diags.iter().any(Diagnostic::is_error) || matches!(node.kind, NodeKind::Poison) {
         return Err(checker.diags);
     }
-    let mismatch = |found: &str, span| {
+    let mismatch = |found: &str, span, help: Option<String>| {
         vec![
             Diagnostic::error(
                 "type_mismatch",
@@ -211,11 +211,13 @@ pub fn eval_const(expr: &Expr, expected: &Type) -> Result<Value, Vec<Diagnostic>
                     type_name(expected)
                 ),
             )
-            .with_primary(span, format!("this is `{found}`")),
+            .with_primary(span, format!("this is `{found}`"))
+            .with_notes(help),
         ]
     };
     if !compatible(&node.ty, expected) {
-        return Err(mismatch(&type_name(&node.ty), node.span));
+        let help = node.as_const().and_then(|v| value_help(v, expected));
+        return Err(mismatch(&type_name(&node.ty), node.span, help));
     }
     let value = eval::eval(&node, checker.locals.len()).map_err(|(err, span)| {
         vec![
@@ -227,7 +229,8 @@ pub fn eval_const(expr: &Expr, expected: &Type) -> Result<Value, Vec<Diagnostic>
         ]
     })?;
     if !value.fits(expected) {
-        return Err(mismatch(&type_name(&value.ty()), node.span));
+        let help = value_help(&value, expected);
+        return Err(mismatch(&type_name(&value.ty()), node.span, help));
     }
     Ok(value)
 }

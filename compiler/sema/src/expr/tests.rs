@@ -71,6 +71,9 @@ fn render_diags(src: &str, diags: &[Diagnostic]) -> String {
             let at = src.get(l.span.range()).unwrap_or("?");
             let _ = write!(out, " [`{at}`: {}]", l.message);
         }
+        for n in d.notes.iter().filter(|n| n.starts_with("help: ")) {
+            let _ = write!(out, " ({n})");
+        }
         out.push('\n');
     }
     out
@@ -513,7 +516,7 @@ fn literals_and_collections() {
                 error[non_literal_element] `${l}`: elements of `List`, `Set`, `Map` and `Struct` literals must be literals
             Set {1 + ${l}}
                 error[non_literal_element] `1 + ${l}`: elements of `List`, `Set`, `Map` and `Struct` literals must be literals
-                error[type_error] `1 + ${l}`: operands of `+` must have the same type, found `int` and `long` [`1`: this is `int`] [`${l}`: this is `long`]
+                error[type_error] `1 + ${l}`: operands of `+` must have the same type, found `int` and `long` [`1`: this is `int`] [`${l}`: this is `long`] (help: write `1L`)
             Map [${l} -> 1]
                 error[non_literal_element] `${l}`: elements of `List`, `Set`, `Map` and `Struct` literals must be literals
             Struct [a := ${l}]
@@ -576,9 +579,9 @@ fn locals() {
         "${x} := 1L; ${x} := 2",
         "",
         expect![[r#"
-        int
-        error[type_mismatch] `2`: variable `x` has type `long`, but the assigned value has type `int`
-    "#]],
+            int
+            error[type_mismatch] `2`: variable `x` has type `long`, but the assigned value has type `int` (help: write `2L`)
+        "#]],
     );
     check(
         "${x} + 1",
@@ -614,9 +617,9 @@ fn locals() {
         "${z.a} := 1; ${z.a} := 2L",
         "",
         expect![[r#"
-        long
-        error[type_mismatch] `2L`: `${z.a}` has type `int`, but the assigned value has type `long`
-    "#]],
+            long
+            error[type_mismatch] `2L`: `${z.a}` has type `int`, but the assigned value has type `long` (help: write `2`)
+        "#]],
     );
     check(
         "${z.a} := 1; ${z.a.b} := 2L",
@@ -652,9 +655,9 @@ fn locals() {
         "${x} := 1L",
         "in x: int",
         expect![[r#"
-        long
-        error[type_mismatch] `1L`: `${x}` has type `int`, but the assigned value has type `long` [`x`: expects `int`]
-    "#]],
+            long
+            error[type_mismatch] `1L`: `${x}` has type `int`, but the assigned value has type `long` [`x`: expects `int`] (help: write `1`)
+        "#]],
     );
 }
 
@@ -746,10 +749,10 @@ fn expression_mode() {
         "${p.x} := 1",
         "out p: point",
         expect![[r#"
-        int
-        error[type_mismatch] `1`: `${p.x}` has type `long`, but the assigned value has type `int` [`p.x`: expects `long`]
-        error[missing_binding] `${p.x} := 1`: field `p.y` of output port `p` is never assigned
-    "#]],
+            int
+            error[type_mismatch] `1`: `${p.x}` has type `long`, but the assigned value has type `int` [`p.x`: expects `long`] (help: write `1L`)
+            error[missing_binding] `${p.x} := 1`: field `p.y` of output port `p` is never assigned
+        "#]],
     );
     check(
         "${p.z} := 1L; ${p} := Struct [x := 1L, y := 2L]",
@@ -770,9 +773,9 @@ fn expression_mode() {
         "${p} := Struct [y := 1L, x := 2L]",
         "out p: point",
         expect![[r#"
-        struct{y: long, x: long}
-        error[type_mismatch] `Struct [y := 1L, x := 2L]`: `${p}` has type `point`, but the assigned value has type `struct{y: long, x: long}` [`p`: expects `point`]
-    "#]],
+            struct{y: long, x: long}
+            error[type_mismatch] `Struct [y := 1L, x := 2L]`: `${p}` has type `point`, but the assigned value has type `struct{y: long, x: long}` [`p`: expects `point`] (help: write the fields in the order x, y)
+        "#]],
     );
     check(
         "${ln.from} := ${a}; ${ln.to.x} := 1L; ${ln.to.y} := 2L",
@@ -1100,7 +1103,7 @@ fn token_values() {
         expect![[r#"
             1L : long  =  1L
             1 : long
-                error[type_mismatch] `1`: this token value has type `int`, but the place has type `long`
+                error[type_mismatch] `1`: this token value has type `int`, but the place has type `long` (help: write `1L`)
             -5 : int  =  -5
             [] : control  =  []
              : control  =  []
@@ -1108,17 +1111,17 @@ fn token_values() {
                 error[type_mismatch] ``: this token value has type `control`, but the place has type `long`
             Struct [x := 1L, y := 2L] : point  =  Struct [x := 1L, y := 2L]
             Struct [x := 1L] : point
-                error[type_mismatch] `Struct [x := 1L]`: this token value has type `struct{x: long}`, but the place has type `point`
+                error[type_mismatch] `Struct [x := 1L]`: this token value has type `struct{x: long}`, but the place has type `point` (help: field `y` is missing)
             Struct [x := 1L, y := 2] : point
-                error[type_mismatch] `Struct [x := 1L, y := 2]`: this token value has type `struct{x: long, y: int}`, but the place has type `point`
+                error[type_mismatch] `Struct [x := 1L, y := 2]`: this token value has type `struct{x: long, y: int}`, but the place has type `point` (help: field `y` is not of type long: write 2L)
             Struct [y := 1L, x := 2L] : point
-                error[type_mismatch] `Struct [y := 1L, x := 2L]`: this token value has type `struct{y: long, x: long}`, but the place has type `point`
+                error[type_mismatch] `Struct [y := 1L, x := 2L]`: this token value has type `struct{y: long, x: long}`, but the place has type `point` (help: write the fields in the order x, y)
             Struct [from := Struct [x := 1L, y := 2L], to := Struct [x := 3L, y := 4L]] : line  =  Struct [from := Struct [x := 1L, y := 2L], to := Struct [x := 3L, y := 4L]]
             List () : list  =  List ()
             List () : longs  =  List ()
             List (1L, 2L) : longs  =  List (1L, 2L)
             List (1, 2) : longs
-                error[type_mismatch] `List (1, 2)`: this token value has type `list<int>`, but the place has type `list<long>`
+                error[type_mismatch] `List (1, 2)`: this token value has type `list<int>`, but the place has type `list<long>` (help: element 1 is not of type long: write 1L)
             List (1, 2L) : list  =  List (1, 2L)
             Set {3, 1, 2, 1} : set  =  Set {1, 2, 3}
             Map [1 -> "a", 2 -> "b"] : map  =  Map [1 -> "a", 2 -> "b"]
@@ -1327,21 +1330,21 @@ fn lowering() {
         "in a: long, out r: long",
         Expression,
         expect![[r#"
-        code "test" : long
-          slot 0 port a : long
-          slot 1 port r : long
-          slot 2 local %0 : long
-          reads a
-          0  const       2L
-          1  dup
-          2  store       a
-          3  store       %0
-          4  load        a
-          5  load        %0
-          6  int_pow.long
-          7  dup
-          8  store       r
-    "#]],
+            code "test" : long
+              slot 0 port a : long
+              slot 1 port r : long
+              slot 2 local %0 : long
+              reads a
+              0  const       2L
+              1  dup
+              2  store       a
+              3  store       %0
+              4  load        a
+              5  load        %0
+              6  int_pow.long
+              7  dup
+              8  store       r
+        "#]],
     );
     listing(
         "${d} ** 2.0 + 1.0; ${d} ** 2.0",
