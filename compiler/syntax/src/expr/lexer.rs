@@ -308,13 +308,22 @@ pub fn tokenize<'a>(
             Err(()) => {
                 let c = slice.chars().next().unwrap_or(' ');
                 stray.push(s);
-                diags.push(
+                // A lone `=`: an assignment (or a comparison) written as in other languages.
+                let d = if c == '=' {
+                    Diagnostic::error(
+                        "unexpected_character",
+                        "unexpected character `=`: use `:=` to assign",
+                    )
+                    .with_primary(span(s, e), "not an operator")
+                    .with_note("help: `:=` assigns (`${x} := 1L`), `==` compares")
+                } else {
                     Diagnostic::error(
                         "unexpected_character",
                         format!("unexpected character `{c}`"),
                     )
-                    .with_primary(span(s, e), "not part of any token"),
-                );
+                    .with_primary(span(s, e), "not part of any token")
+                };
+                diags.push(d);
                 continue;
             }
             Ok(t) => t,

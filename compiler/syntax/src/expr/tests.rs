@@ -366,6 +366,12 @@ fn errors() {
         invalid_reference@21..24: unterminated reference"#]],
     );
     check(
+        "${acc} = ${acc} + 1L",
+        expect![[r#"
+        <error>
+        unexpected_character@7..8: unexpected character `=`: use `:=` to assign"#]],
+    );
+    check(
         "1 @ 2",
         expect![[r#"
         <error>
@@ -459,6 +465,7 @@ fn error_notes_say_what_was_expected() {
     };
     expect!["expected an expression"].assert_eq(&notes("1 +"));
     expect!["expected `)`"].assert_eq(&notes("(1 2)"));
+    expect!["help: `:=` assigns (`${x} := 1L`), `==` compares"].assert_eq(&notes("${a} = 1L"));
     expect!["expected one of an operator, `->`"].assert_eq(&notes("Map [1 2]"));
 }
 
