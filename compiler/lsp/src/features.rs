@@ -585,3 +585,73 @@ pub fn offset_in(a: &Analysis, path: &Path, pos: Position) -> Option<u32> {
     let d = a.docs.get(path)?;
     Some(d.index.offset(&d.text, pos))
 }
+
+fn lsp_kind(k: SymbolKind) -> LspKind {
+    match k {
+        SymbolKind::Place => LspKind::VARIABLE,
+        SymbolKind::Port => LspKind::FIELD,
+        SymbolKind::Struct => LspKind::STRUCT,
+        SymbolKind::Field => LspKind::FIELD,
+        SymbolKind::Template => LspKind::CLASS,
+        SymbolKind::Specialize => LspKind::FUNCTION,
+        SymbolKind::Transition => LspKind::EVENT,
+        SymbolKind::Defun => LspKind::FUNCTION,
+        SymbolKind::File => LspKind::FILE,
+    }
+}
+
+/// Whether `query`'s characters appear in `name` in order (ignoring case), as editors
+/// filter workspace symbols.
+fn fuzzy_match(name: &str, query: &str) -> bool {
+    let mut chars = name.chars().map(|c| c.to_ascii_lowercase());
+    query
+        .chars()
+        .map(|c| c.to_ascii_lowercase())
+        .all(|q| chars.any(|c| c == q))
+}
+
+/// A declaration found by [`workspace_symbols`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkspaceSymbol {
+    pub name: String,
+    pub kind: LspKind,
+    /// What it is (`place`, `struct`, ...), and in which file.
+    pub container: String,
+    pub loc: Loc,
+}
+
+/// The declarations of every open document's workspace (its included files too) whose name
+/// matches `query`, each once, sorted by name then file.
+pub fn workspace_symbols(a: &Analysis, query: &str) -> Vec<WorkspaceSymbol> {
+    let mut out: Vec<WorkspaceSymbol> = Vec::new();
+    let paths: Vec<PathBuf> = a.docs.keys().cloned().collect();
+    for p in paths {
+        for l in a.locate(&p) {
+            for s in &a.facts(l.ws).symbols {
+                if s.kind == SymbolKind::File || s.name.is_empty() || !fuzzy_match(&s.name, query) {
+                    continue;
+                }
+                let Some(loc) = loc_of(a, l, s.span) else {
+                    continue;
+                };
+                if out.iter().any(|w| w.loc == loc) {
+                    continue;
+                }
+                let file = loc
+                    .path
+                    .file_name()
+                    .map_or(String::new(), |f| f.to_string_lossy().into_owned());
+                out.push(WorkspaceSymbol {
+                    name: s.name.clone(),
+                    kind: lsp_kind(s.kind),
+                    container: format!("{} in {file}", kind_word(s.kind)),
+                    loc,
+                });
+            }
+        }
+    }
+    out.sort_by(|x, y| {
+        (&x.name, &x.loc.path, x.loc.start).cmp(&(&y.name, &y.loc.path, y.loc.start))
+    });
+    out
+}

@@ -14,7 +14,7 @@ use lsp_types::notification::{
 };
 use lsp_types::request::{
     Completion, DocumentSymbolRequest, GotoDefinition, HoverRequest, PrepareRenameRequest,
-    References, Rename, Request as _,
+    References, Rename, Request as _, WorkspaceSymbolRequest,
 };
 use lsp_types::{
     CompletionOptions, CompletionResponse, DiagnosticRelatedInformation, DiagnosticSeverity,
@@ -46,6 +46,7 @@ pub fn capabilities() -> ServerCapabilities {
         definition_provider: Some(OneOf::Left(true)),
         references_provider: Some(OneOf::Left(true)),
         document_symbol_provider: Some(OneOf::Left(true)),
+        workspace_symbol_provider: Some(OneOf::Left(true)),
         rename_provider: Some(OneOf::Right(lsp_types::RenameOptions {
             prepare_provider: Some(true),
             work_done_progress_options: Default::default(),
@@ -376,6 +377,27 @@ impl Server {
                         .push(lsp_types::TextEdit::new(l.range, p.new_name.clone()));
                 }
                 to_json(lsp_types::WorkspaceEdit::new(changes))
+            }
+            WorkspaceSymbolRequest::METHOD => {
+                let p: lsp_types::WorkspaceSymbolParams =
+                    serde_json::from_value(req.params).map_err(bad)?;
+                #[allow(deprecated)]
+                let syms: Vec<lsp_types::SymbolInformation> =
+                    features::workspace_symbols(a, &p.query)
+                        .into_iter()
+                        .map(|w| lsp_types::SymbolInformation {
+                            name: w.name,
+                            kind: w.kind,
+                            tags: None,
+                            deprecated: None,
+                            location: Location {
+                                uri: path_to_uri(&w.loc.path),
+                                range: features::range_in(a, &w.loc.path, w.loc.start, w.loc.end),
+                            },
+                            container_name: Some(w.container),
+                        })
+                        .collect();
+                to_json(Some(lsp_types::WorkspaceSymbolResponse::Flat(syms)))
             }
             m => Err((
                 ErrorCode::MethodNotFound,

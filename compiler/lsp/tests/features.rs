@@ -212,3 +212,65 @@ fn rename_a_field_and_a_struct() {
     assert!(texts[0].contains("<place name=\"p\" type=\"couple\"/>"));
     s.c.shutdown();
 }
+
+#[test]
+fn workspace_symbols_of_every_open_net_and_its_includes() {
+    let dir = sum_dir();
+    let mut c = Client::start(json!({}));
+    let path = dir.join("sum_expr_many.xpnet");
+    c.open(&path, &std::fs::read_to_string(&path).unwrap());
+    c.diagnostics(&path, 1);
+    let r = c.request("workspace/symbol", json!({"query": "pa"}));
+    let got: Vec<String> = r
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            format!(
+                "{} ({}) {}:{}",
+                s["name"].as_str().unwrap(),
+                s["containerName"].as_str().unwrap(),
+                s["location"]["uri"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap(),
+                s["location"]["range"]["start"]["line"]
+            )
+        })
+        .collect();
+    // the struct of the included pair.xpnet, found through the open net; `pa` is a
+    // subsequence of `sum_ex(p)r_m(a)ny` too
+    assert_eq!(
+        got,
+        [
+            "pair (struct in pair.xpnet) pair.xpnet:4",
+            "sum_expr_many (defun in sum_expr_many.xpnet) sum_expr_many.xpnet:3"
+        ],
+        "{r}"
+    );
+    // a fuzzy query, case-insensitive: `sum` (transition) and `sum_expr_many` (defun), `s`
+    // (port and place), ...
+    let r = c.request("workspace/symbol", json!({"query": "SUM"}));
+    let names: Vec<&str> = r
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"sum") && names.contains(&"sum_expr_many"),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"p"), "{names:?}");
+    // an empty query: everything, each declaration once
+    let r = c.request("workspace/symbol", json!({"query": ""}));
+    let all = r.as_array().unwrap();
+    let places = all
+        .iter()
+        .filter(|s| s["containerName"].as_str().unwrap().starts_with("place "))
+        .count();
+    assert_eq!(places, 2, "{r}");
+    c.shutdown();
+}
