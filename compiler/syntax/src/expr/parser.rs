@@ -335,9 +335,14 @@ impl<'a> Ctx<'a> {
     }
 
     pub(crate) fn unknown_function(&self, f: Ident, call: bool, l: usize, r: usize) -> Expr {
+        let builtins = pnet_stdlib::Builtin::ALL.iter().map(|b| b.name());
         let d = if call {
             Diagnostic::error("unknown_function", format!("unknown function `{}`", f.name))
                 .with_primary(f.span, "not a built-in function")
+                .with_notes(
+                    pnet_stdlib::suggest::nearest(&f.name, builtins)
+                        .map(|b| format!("help: did you mean the built-in `{b}`?")),
+                )
         } else {
             Diagnostic::error("unknown_function", format!("unknown name `{}`", f.name))
                 .with_primary(f.span, "not a built-in function, constant or keyword")

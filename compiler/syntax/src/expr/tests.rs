@@ -465,6 +465,8 @@ fn error_notes_say_what_was_expected() {
     };
     expect!["expected an expression"].assert_eq(&notes("1 +"));
     expect!["expected `)`"].assert_eq(&notes("(1 2)"));
+    expect!["help: did you mean the built-in `max`?"].assert_eq(&notes("maxx (1L, 2L)"));
+    expect![""].assert_eq(&notes("frobnicate (1L)"));
     expect!["help: `:=` assigns (`${x} := 1L`), `==` compares"].assert_eq(&notes("${a} = 1L"));
     expect!["expected one of an operator, `->`"].assert_eq(&notes("Map [1 2]"));
 }
