@@ -655,3 +655,63 @@ pub fn workspace_symbols(a: &Analysis, query: &str) -> Vec<WorkspaceSymbol> {
     });
     out
 }
+
+/// The built-in call around `offset` in an expression: the function, and which argument the
+/// cursor is in (0-based).
+pub fn call_at(text: &str, offset: usize) -> Option<(Builtin, usize)> {
+    let before = &text[..offset.min(text.len())];
+    // the expression's text only: back to the end of its element's start tag
+    let start = before.rfind('>').map_or(0, |i| i + 1);
+    let b = before.as_bytes();
+    let mut depth = 0usize;
+    let mut commas = 0usize;
+    let mut i = before.len();
+    while i > start {
+        i -= 1;
+        match b[i] {
+            b')' => depth += 1,
+            b'(' if depth > 0 => depth -= 1,
+            b'(' => {
+                let name = before[..i].trim_end();
+                let word_start = name
+                    .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .map_or(0, |j| j + 1);
+                match Builtin::from_name(&name[word_start..]) {
+                    Some(f) => return Some((f, commas)),
+                    // a parenthesised sub-expression: the call may be further out
+                    None => commas = 0,
+                }
+            }
+            b',' if depth == 0 => commas += 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The byte ranges of the parameters in a built-in's signature (`max (T, T) -> T, ...`).
+pub fn parameter_ranges(signature: &str) -> Vec<(u32, u32)> {
+    let Some(open) = signature.find('(') else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut s = open + 1;
+    for (i, c) in signature.char_indices().skip(open + 1) {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            ',' | ')' if depth == 0 => {
+                let part = &signature[s..i];
+                let lead = part.len() - part.trim_start().len();
+                out.push(((s + lead) as u32, (s + lead + part.trim().len()) as u32));
+                s = i + 1;
+                if c == ')' {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}

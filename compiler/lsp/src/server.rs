@@ -14,7 +14,7 @@ use lsp_types::notification::{
 };
 use lsp_types::request::{
     Completion, DocumentSymbolRequest, GotoDefinition, HoverRequest, PrepareRenameRequest,
-    References, Rename, Request as _, WorkspaceSymbolRequest,
+    References, Rename, Request as _, SignatureHelpRequest, WorkspaceSymbolRequest,
 };
 use lsp_types::{
     CompletionOptions, CompletionResponse, DiagnosticRelatedInformation, DiagnosticSeverity,
@@ -46,6 +46,11 @@ pub fn capabilities() -> ServerCapabilities {
         definition_provider: Some(OneOf::Left(true)),
         references_provider: Some(OneOf::Left(true)),
         document_symbol_provider: Some(OneOf::Left(true)),
+        signature_help_provider: Some(lsp_types::SignatureHelpOptions {
+            trigger_characters: Some(vec!["(".into(), ",".into()]),
+            retrigger_characters: None,
+            work_done_progress_options: Default::default(),
+        }),
         workspace_symbol_provider: Some(OneOf::Left(true)),
         rename_provider: Some(OneOf::Right(lsp_types::RenameOptions {
             prepare_provider: Some(true),
@@ -398,6 +403,42 @@ impl Server {
                         })
                         .collect();
                 to_json(Some(lsp_types::WorkspaceSymbolResponse::Flat(syms)))
+            }
+            SignatureHelpRequest::METHOD => {
+                let p: lsp_types::SignatureHelpParams =
+                    serde_json::from_value(req.params).map_err(bad)?;
+                let path = uri_to_path(&p.text_document_position_params.text_document.uri);
+                let pos = p.text_document_position_params.position;
+                let (Some(off), Some(doc)) =
+                    (features::offset_in(a, &path, pos), a.docs.get(&path))
+                else {
+                    return Ok(serde_json::Value::Null);
+                };
+                let help = features::call_at(&doc.text, off as usize).map(|(f, arg)| {
+                    let label = f.signature().to_string();
+                    let params: Vec<lsp_types::ParameterInformation> =
+                        features::parameter_ranges(&label)
+                            .into_iter()
+                            .map(|(s, e)| lsp_types::ParameterInformation {
+                                label: lsp_types::ParameterLabel::LabelOffsets([s, e]),
+                                documentation: None,
+                            })
+                            .collect();
+                    let active = (arg < params.len()).then_some(arg as u32);
+                    lsp_types::SignatureHelp {
+                        signatures: vec![lsp_types::SignatureInformation {
+                            label,
+                            documentation: Some(lsp_types::Documentation::String(
+                                "built-in function".into(),
+                            )),
+                            parameters: Some(params),
+                            active_parameter: active,
+                        }],
+                        active_signature: Some(0),
+                        active_parameter: active,
+                    }
+                });
+                to_json(help)
             }
             m => Err((
                 ErrorCode::MethodNotFound,

@@ -274,3 +274,60 @@ fn workspace_symbols_of_every_open_net_and_its_includes() {
     assert_eq!(places, 2, "{r}");
     c.shutdown();
 }
+
+#[test]
+fn signature_help_for_built_in_functions() {
+    let dir = sum_dir();
+    let path = dir.join("sum_expr.xpnet");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "${p.x} + ${p.y}",
+        "max (${p.x}, (${p.y} + 1L)) + map_size ()",
+    );
+    let mut c = Client::start(json!({}));
+    c.open(&path, &text);
+    c.diagnostics(&path, 1);
+    let help = |c: &mut Client, needle: &str, delta: usize| {
+        let (l, ch) = pos_of(&text, needle, delta);
+        c.request("textDocument/signatureHelp", Client::at(&path, l, ch))
+    };
+    // in the first argument of max
+    let h = help(&mut c, "${p.x}", 0);
+    let sig = &h["signatures"][0];
+    assert_eq!(
+        sig["label"],
+        json!("max (T, T) -> T, T a number type"),
+        "{h}"
+    );
+    assert_eq!(
+        sig["parameters"],
+        json!([{"label": [5, 6]}, {"label": [8, 9]}])
+    );
+    assert_eq!(h["activeParameter"], json!(0));
+    // in the second, inside a parenthesised sum
+    let h = help(&mut c, "+ 1L", 0);
+    assert_eq!(h["activeParameter"], json!(1), "{h}");
+    assert!(
+        h["signatures"][0]["label"]
+            .as_str()
+            .unwrap()
+            .starts_with("max")
+    );
+    // map_size (map) -> unsigned long
+    let h = help(&mut c, "map_size ()", 10);
+    assert_eq!(
+        h["signatures"][0]["label"],
+        json!("map_size (map) -> unsigned long"),
+        "{h}"
+    );
+    // parameters with commas inside angle brackets
+    let sig = "map_assign (map<K, V>, K, V) -> map<K, V>";
+    let params: Vec<&str> = pnet_lsp::features::parameter_ranges(sig)
+        .into_iter()
+        .map(|(s, e)| &sig[s as usize..e as usize])
+        .collect();
+    assert_eq!(params, ["map<K, V>", "K", "V"]);
+    // outside any call: nothing
+    let h = help(&mut c, "${s} :=", 1);
+    assert_eq!(h, Value::Null);
+    c.shutdown();
+}
