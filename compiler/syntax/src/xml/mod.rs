@@ -4,6 +4,7 @@
 pub mod ast;
 mod parser;
 mod print;
+mod recover;
 #[cfg(test)]
 mod tests;
 

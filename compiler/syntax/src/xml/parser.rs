@@ -7,6 +7,7 @@
 use roxmltree::{Document, Node, ParsingOptions};
 
 use super::ast::*;
+use super::recover;
 use crate::span::MappedText;
 use crate::{Diagnostic, FileId, Span};
 
@@ -14,29 +15,40 @@ use crate::{Diagnostic, FileId, Span};
 const MAX_DEPTH: usize = 256;
 
 pub(super) fn parse(file: FileId, text: &str) -> (File, Vec<Diagnostic>) {
-    let mut p = Parser {
-        file,
-        src: text,
-        diags: Vec::new(),
-        depth: 0,
-    };
-    let opts = ParsingOptions {
+    let opts = || ParsingOptions {
         allow_dtd: false,
         ..ParsingOptions::default()
     };
-    let root = match Document::parse_with_options(text, opts) {
-        Ok(doc) => p.root(doc.root_element()),
-        Err(e) => {
-            p.xml_error(&e);
-            None
+    let err = match Document::parse_with_options(text, opts()) {
+        Ok(doc) => {
+            let mut p = Parser::new(file, text, None);
+            let root = p.root(doc.root_element());
+            return (File { file, root }, p.diags);
         }
+        Err(e) => e,
     };
-    (File { file, root }, p.diags)
+    // Malformed: read the repaired text (see `recover.rs`), the damage reported; if even that
+    // is rejected, the first error of the file and no root.
+    if let Some(mut fix) = recover::repair(file, text) {
+        let diags = std::mem::take(&mut fix.diags);
+        if let Ok(doc) = Document::parse_with_options(&fix.text, opts()) {
+            let mut p = Parser::new(file, &fix.text, Some(&fix));
+            p.diags = diags;
+            let root = p.root(doc.root_element());
+            return (File { file, root }, p.diags);
+        }
+    }
+    let mut p = Parser::new(file, text, None);
+    p.xml_error(&err);
+    (File { file, root: None }, p.diags)
 }
 
 struct Parser<'s> {
     file: FileId,
+    /// The text roxmltree read: the file's, or its repair.
     src: &'s str,
+    /// The repair read instead of the file, mapping offsets back to the file.
+    fix: Option<&'s recover::Repaired>,
     diags: Vec<Diagnostic>,
     depth: usize,
 }
@@ -52,10 +64,55 @@ fn is_namespace_attr(a: &roxmltree::Attribute) -> bool {
 }
 
 impl<'s> Parser<'s> {
+    fn new(file: FileId, src: &'s str, fix: Option<&'s recover::Repaired>) -> Self {
+        Parser {
+            file,
+            src,
+            fix,
+            diags: Vec::new(),
+            depth: 0,
+        }
+    }
+
     // ----------------------------------------------------------------- spans & diagnostics
 
+    /// The file offset of an offset of the text read.
+    fn orig(&self, off: usize) -> usize {
+        self.fix.map_or(off, |f| f.orig(off))
+    }
+
     fn span(&self, start: usize, end: usize) -> Span {
+        let (start, end) = (self.orig(start), self.orig(end));
         Span::new(self.file, start as u32, end as u32)
+    }
+
+    /// The mapped text of `b`, its offsets mapped back to the file.
+    /// With a repair, blanked bytes are left out of the text.
+    fn finish(&self, mut b: Builder) -> MappedText {
+        let Some(fix) = self.fix else {
+            return b.finish(self.file);
+        };
+        let mut map: Vec<(u32, u32)> = Vec::with_capacity(b.map.len());
+        for &(t, f) in &b.map {
+            let f = fix.orig(f as usize) as u32;
+            if map.last().is_none_or(|&(_, lf)| lf < f) {
+                map.push((t, f));
+            }
+        }
+        b.map = map;
+        let t = b.finish(self.file);
+        let mut out = Builder::default();
+        for (i, c) in t.text.char_indices() {
+            let f = t.file_offset(i as u32) as usize;
+            if !fix.blanked(f) {
+                out.mark(f);
+                out.text.push(c);
+            }
+        }
+        if out.map.is_empty() {
+            out.mark(t.file_offset(0) as usize);
+        }
+        out.finish(self.file)
     }
 
     fn node_span(&self, n: Node) -> Span {
@@ -250,7 +307,7 @@ impl<'s> Parser<'s> {
                 .unwrap_or_else(|| n.range().start);
             b.mark(at);
         }
-        b.finish(self.file)
+        self.finish(b)
     }
 
     /// The text of an `<expression>` (`sep` = `;`) or `<condition>` (`sep` = `&&`, the same
@@ -340,7 +397,7 @@ impl<'s> Parser<'s> {
         for c in n.children().filter(|c| c.is_element()) {
             self.unexpected_element(c, n);
         }
-        b.finish(self.file)
+        self.finish(b)
     }
 
     /// An attribute value as a mapped text (for `eureka-group="..."`).
@@ -361,7 +418,7 @@ impl<'s> Parser<'s> {
         if b.map.is_empty() {
             b.mark(r.start);
         }
-        Some(b.finish(self.file))
+        Some(self.finish(b))
     }
 
     /// The trimmed text content as a name (`property` values, `preferences/target`).

@@ -625,30 +625,36 @@ fn malformed_xml_positions() {
     check(
         "<defun>\n  <net>\n  </defun>\n",
         expect![[r#"
-        <no root>
-        error[xml_syntax] 3:3-3:3: malformed XML: expected 'net' tag, not 'defun'
-    "#]],
+            defun @1:1
+              net @2:3
+            error[xml_syntax] 2:4-2:7: malformed XML: `<net>` is not closed before `</defun>`
+        "#]],
     );
     check(
         "<defun name=\"a\" name=\"b\"/>",
         expect![[r#"
-            <no root>
-            error[xml_syntax] 1:17-1:17: malformed XML: attribute 'name' is already defined
+            defun a @1:1
+              <no body>
+            error[xml_syntax] 1:17-1:25: malformed XML: a second attribute `name`
+            error[missing_body] 1:2-1:7: a `defun` needs a body: `expression`, `module`, `modules` or `net`
         "#]],
     );
     check(
         "<defun>\n  <expression>a &foo; b</expression>\n</defun>",
         expect![[r#"
-        <no root>
-        error[xml_syntax] 2:17-2:17: malformed XML: unknown entity reference 'foo'
-    "#]],
+            defun @1:1
+              expression `a &foo; b` @2:15
+            error[xml_syntax] 2:17-2:18: malformed XML: an unknown entity reference `&foo;` (write `&amp;` for `&`)
+        "#]],
     );
     check(
         "<defun>",
         expect![[r#"
-        <no root>
-        error[xml_syntax] 1:8-1:8: malformed XML: the root node was opened but never closed
-    "#]],
+            defun @1:1
+              <no body>
+            error[xml_syntax] 1:2-1:7: malformed XML: `<defun>` is never closed
+            error[missing_body] 1:2-1:7: a `defun` needs a body: `expression`, `module`, `modules` or `net`
+        "#]],
     );
     check(
         "",
@@ -660,16 +666,21 @@ fn malformed_xml_positions() {
     check(
         "<!-- ä ö -->\n<defun>ä<</defun>",
         expect![[r#"
-        <no root>
-        error[xml_syntax] 2:10-2:10: malformed XML: invalid name token
-    "#]],
+            defun @2:1
+              <no body>
+            error[xml_syntax] 2:9-2:10: malformed XML: a stray `<` (write `&lt;`)
+            warning[unexpected-element] 2:8-2:10: unexpected text in `defun`
+            error[missing_body] 2:2-2:7: a `defun` needs a body: `expression`, `module`, `modules` or `net`
+        "#]],
     );
     check(
         "<!DOCTYPE defun [<!ENTITY e \"x\">]><defun/>",
         expect![[r#"
-        <no root>
-        error[xml_syntax] 1:1-1:1: malformed XML: XML with DTD detected
-    "#]],
+            defun @1:35
+              <no body>
+            error[xml_syntax] 1:1-1:35: malformed XML: a document type declaration is not supported
+            error[missing_body] 1:36-1:41: a `defun` needs a body: `expression`, `module`, `modules` or `net`
+        "#]],
     );
 }
 
@@ -824,7 +835,8 @@ fn mapping_of_attribute_texts_and_empty_texts() {
 }
 
 /// Checks that every character of every mapped text comes from where the map says: the same
-/// character, an entity or character reference, or a `\r` normalized to `\n`.
+/// character, an entity or character reference, a `\r` normalized to `\n`, or the separator
+/// joining two pieces of an expression or condition (at the end of the first piece).
 fn check_mapping(path: &str, src: &str, t: &MappedText) {
     assert!(
         t.map.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1),
@@ -837,7 +849,9 @@ fn check_mapping(path: &str, src: &str, t: &MappedText) {
         let ok = raw.starts_with(c)
             || raw.starts_with('&')
             || (c == '\n' && raw.starts_with('\r'))
-            || (c == ' ' && raw.starts_with(['\n', '\t', '\r']));
+            || (c == ' ' && raw.starts_with(['\n', '\t', '\r']))
+            // the `;`/`&&` joining the pieces of an expression/condition: where a piece ends
+            || (matches!(c, ';' | '&') && raw.starts_with(['<', ']']));
         assert!(
             ok,
             "{path}: text offset {i} ({c:?}) maps to file offset {f} ({:?})",
@@ -1073,4 +1087,172 @@ fn expression_and_condition_pieces_are_joined() {
         "${a} < 2"  =>  (< ${a} 2)
         "${x} := 1 ;${y} := 2;${z} := 3"  =>  (seq (:= ${x} 1) (:= ${y} 2) (:= ${z} 3))"#]]
     .assert_eq(&out.join("\n"));
+}
+
+// ------------------------------------------------------------------ error tolerance
+
+/// A net to damage: places `a`, `b`, transitions `t`, `u`.
+const TOLERANT_NET: &str = r#"<defun name="n">
+  <net>
+    <place name="a" type="long"/>
+    <place name="b" type="long"/>
+    <transition name="t">
+      <defun>
+        <in name="x" type="long"/>
+        <out name="y" type="long"/>
+        <expression>${y} := ${x} + 1</expression>
+      </defun>
+      <connect-in port="x" place="a"/>
+      <connect-out port="y" place="b"/>
+    </transition>
+    <transition name="u">
+      <defun><in name="x" type="long"/><expression/></defun>
+      <connect-in port="x" place="b"/>
+    </transition>
+  </net>
+</defun>
+"#;
+
+/// What survives of a damaged net: the root's name, the places, the transitions (each with
+/// its ports and connections), and the diagnostics as `code `text at the span``.
+fn survivors(src: &str) -> String {
+    let (file, diags) = parse_file(FileId(0), src);
+    let mut out = String::new();
+    match &file.root {
+        Some(Root::Defun(d)) => {
+            let name = d.name.as_ref().map_or("?", |n| n.text.as_str());
+            out.push_str(&format!("defun {name}"));
+            if let Some(DefunBody::Net(net)) = &d.body {
+                let places: Vec<_> = net.places.iter().map(|p| p.name.text.as_str()).collect();
+                out.push_str(&format!("; places {}", places.join(" ")));
+                for t in &net.transitions {
+                    out.push_str(&format!("; transition {}", t.name.text));
+                    if let Some(TransitionBody::Defun(d)) = &t.body {
+                        for p in &d.ports {
+                            out.push_str(&format!(" {}", p.name.text));
+                        }
+                    }
+                    out.push_str(&format!(" ({} connections)", t.connections.len()));
+                }
+            }
+        }
+        Some(_) => out.push_str("another root"),
+        None => out.push_str("<no root>"),
+    }
+    out.push('\n');
+    for d in &diags {
+        let s = d.primary_span().expect("a primary span");
+        let (start, end) = (s.start as usize, s.end as usize);
+        assert!(start <= end && end <= src.len(), "{d:?}");
+        out.push_str(&format!(
+            "  {} `{}`: {}\n",
+            d.code,
+            &src[start..end],
+            d.message
+        ));
+    }
+    out
+}
+
+#[test]
+fn damaged_nets_keep_the_rest_of_the_tree() {
+    let u = "    <transition name=\"u\">";
+    let a = "    <place name=\"a\" type=\"long\"/>";
+    let net_end = "  </net>";
+    // (what, the text replaced, its replacement)
+    let cases: &[(&str, &str, String)] = &[
+        ("half-typed tag", u, format!("    <tran\n{u}")),
+        (
+            "half-typed attribute",
+            u,
+            format!("    <place name=\"c\" type=\n{u}"),
+        ),
+        (
+            "unclosed attribute value",
+            u,
+            format!("    <place name=\"c\" type=\"long/>\n{u}"),
+        ),
+        (
+            "missing `>`",
+            u,
+            format!("    <place name=\"c\" type=\"long\"\n{u}"),
+        ),
+        (
+            "missing `/>`",
+            u,
+            format!("    <place name=\"c\" type=\"long\"/\n{u}"),
+        ),
+        ("stray `<`", "${x} + 1", "${x} < 1".into()),
+        ("stray `&`", "${x} + 1", "${x} & 1".into()),
+        ("stray `<` between elements", a, format!("{a} <")),
+        (
+            "unclosed elements at the end",
+            "  </net>\n</defun>\n",
+            "    <transition name=\"v\">\n      <use name=\"w\"/>\n".into(),
+        ),
+        (
+            "a closing tag of an outer element",
+            net_end,
+            format!("    <place name=\"c\" type=\"long\">\n{net_end}"),
+        ),
+        (
+            "a closing tag of no open element",
+            "</expression>",
+            "</expression></place>".into(),
+        ),
+        ("half-typed closing tag", "</expression>", "</expr".into()),
+        ("a second attribute", a, a.replace("/>", " name=\"z\"/>")),
+        (
+            "a second root",
+            "</net>\n</defun>\n",
+            "</net>\n</defun>\n<defun/>".into(),
+        ),
+    ];
+    let mut out = String::new();
+    for (what, from, to) in cases {
+        assert!(TOLERANT_NET.contains(from), "{what}");
+        let src = TOLERANT_NET.replacen(from, to, 1);
+        out.push_str(&format!("{what}: {}", survivors(&src)));
+    }
+    expect![[r#"
+        half-typed tag: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `<tran`: malformed XML: a start tag without `>` in `<tran`
+        half-typed attribute: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `<place name="c" type=`: malformed XML: an attribute without a quoted value in `<place`
+          missing_attribute `place`: element `place` needs the attribute `type`
+        unclosed attribute value: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `<place name="c" type="long/>`: malformed XML: an unclosed attribute value in `<place`
+          missing_attribute `place`: element `place` needs the attribute `type`
+        missing `>`: defun n; places a b c; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `<place name="c" type="long"`: malformed XML: a start tag without `>` in `<place`
+        missing `/>`: defun n; places a b c; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `<place name="c" type="long"/`: malformed XML: a `/` without `>` in `<place`
+        stray `<`: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `<`: malformed XML: a stray `<` (write `&lt;`)
+        stray `&`: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `&`: malformed XML: a stray `&` (write `&amp;`)
+        stray `<` between elements: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `<`: malformed XML: a stray `<` (write `&lt;`)
+          unexpected-element `<`: unexpected text in `net`
+        unclosed elements at the end: defun n; places a b; transition t x y (2 connections); transition u x (1 connections); transition v (0 connections)
+          xml_syntax `transition`: malformed XML: `<transition>` is never closed
+          xml_syntax `net`: malformed XML: `<net>` is never closed
+          xml_syntax `defun`: malformed XML: `<defun>` is never closed
+        a closing tag of an outer element: defun n; places a b c; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `place`: malformed XML: `<place>` is not closed before `</net>`
+        a closing tag of no open element: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `</place>`: malformed XML: a closing tag `</place>` in `<defun>`, which it does not close
+        half-typed closing tag: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `</expr`: malformed XML: an unfinished closing tag `</expr`
+        a second attribute: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `name="z"`: malformed XML: a second attribute `name`
+        a second root: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `<defun/>`: malformed XML: content after the root element
+    "#]]
+    .assert_eq(&out);
+    // The undamaged net, for comparison: no diagnostic.
+    expect![[r#"
+        defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
+    "#]]
+    .assert_eq(&survivors(TOLERANT_NET));
 }
