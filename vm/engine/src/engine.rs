@@ -615,6 +615,17 @@ pub(crate) fn fits(v: &Value, ty: &Type) -> bool {
     }
 }
 
+/// The `n`-th value of generator place `place`, or the run-time error when its type runs
+/// out. The engine's refill of a generator place, also the coloured explorer's.
+pub fn generated(place: &pnet_bundle::Place, n: u128) -> Result<Value, RunError> {
+    generator_value(&place.ty, n).ok_or_else(|| {
+        RunError::new(RunErrorKind::GeneratorExhausted {
+            place: place.name.clone(),
+            ty: pnet_stdlib::type_name(&place.ty),
+        })
+    })
+}
+
 /// The `n`-th value of a generator place of type `ty`, or `None` when the type runs out (also
 /// used by pnetv's coloured explorer, which must generate the same values).
 pub fn generator_value(ty: &Type, n: u128) -> Option<Value> {

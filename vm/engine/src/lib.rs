@@ -20,7 +20,7 @@ mod tests;
 pub use ending::{Ending, unfed_in_ports};
 pub use engine::{
     Binding, Connections, Engine, RunConfig, RunResult, Stats, Step, Task, TaskId, TaskMemory,
-    child_out_place, connections, distinct_tokens, eureka_groups, for_each_combination,
+    child_out_place, connections, distinct_tokens, eureka_groups, for_each_combination, generated,
     generator_value, input_frame, next_combination, out_value, output_tokens, priority_groups, run,
 };
 pub use error::{RunError, RunErrorData, RunErrorKind};

@@ -8,7 +8,7 @@
 //! `priority_groups`), the enumeration of bindings (`for_each_combination`: distinct tokens
 //! per place, token order), input frames (`input_frame`), out values and their type checks
 //! (`out_value`, `output_tokens`), eureka ports (`eureka_groups`), a child's out places
-//! (`child_out_place`) and generator values (`generator_value`); the differential test
+//! (`child_out_place`) and generator refills (`generated`); the differential test
 //! `tests/tests/explorer_vs_engine.rs` checks that engine runs end in the explorer's terminal
 //! states. What is the explorer's own: the state (a canonical instance tree of sorted token lists, with
 //! unknown module outputs), following every binding instead of the first, and the shared
@@ -97,11 +97,11 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 
 use pnet_bundle::{Body, Bundle, Function, FunctionId, Net, PortId};
-use pnet_stdlib::{Value, type_name};
+use pnet_stdlib::Value;
 use pnet_vm::{Interpreter, RunError, RunErrorKind};
 
 use crate::report::{Report, Trace, TransitionInfo, Verdict};
-use support::{collect_shareds, generator_value, live_shareds, may_hold_shared};
+use support::{collect_shareds, live_shareds, may_hold_shared};
 
 /// A token: a value or an abstracted module output.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -753,14 +753,7 @@ impl<'m, 'b> Explorer<'m, 'b> {
     }
 
     fn generate(&self, net: &Net, p: usize, k: u128) -> Result<Value, String> {
-        let place = &net.places[p];
-        generator_value(&place.ty, k).ok_or_else(|| {
-            RunError::new(RunErrorKind::GeneratorExhausted {
-                place: place.name.clone(),
-                ty: type_name(&place.ty),
-            })
-            .to_string()
-        })
+        pnet_vm::generated(&net.places[p], k).map_err(|e| e.to_string())
     }
 
     fn run(

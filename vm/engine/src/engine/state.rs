@@ -407,12 +407,7 @@ impl State {
             .places
             .get(p)
             .expect("validated place");
-        let v = generator_value(&place.ty, n).ok_or_else(|| {
-            RunError::new(RunErrorKind::GeneratorExhausted {
-                place: place.name.clone(),
-                ty: pnet_stdlib::type_name(&place.ty),
-            })
-        })?;
+        let v = generated(place, n)?;
         inst.gen_next[p] = n + 1;
         self.put(prog, i, p, v);
         Ok(())

@@ -1,11 +1,9 @@
-//! Small helpers of the coloured explorer that mirror the engine's run-time rules: generator
-//! values and the reference counting of `shared_P` values (by value identity).
+//! Small helpers of the coloured explorer: the reference counting of `shared_P` values (by
+//! value identity), recomputed from the marking.
 
 use std::collections::BTreeSet;
 
 use pnet_stdlib::Value;
-
-pub(crate) use pnet_vm::generator_value;
 
 /// Appends the outermost shareds inside `v` to `out`.
 pub(crate) fn collect_shareds(v: &Value, out: &mut Vec<Value>) {
@@ -45,6 +43,7 @@ pub(crate) use pnet_vm::{may_hold_shared, mentions_shared};
 mod tests {
     use super::*;
     use pnet_stdlib::Type;
+    use pnet_vm::generator_value;
     use std::sync::Arc;
 
     fn shared(place: &str, v: Value) -> Value {
