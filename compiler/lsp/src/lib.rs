@@ -3,6 +3,7 @@
 //! [`analysis`] holds the state (database, open buffers, one workspace per open document),
 //! [`features`] answers requests from the facts sema records, [`server`] speaks the protocol.
 
+pub mod actions;
 pub mod analysis;
 pub mod features;
 pub mod generate;

@@ -13,8 +13,9 @@ use lsp_types::notification::{
     DidOpenTextDocument, DidSaveTextDocument, Notification as _, PublishDiagnostics,
 };
 use lsp_types::request::{
-    Completion, DocumentSymbolRequest, GotoDefinition, HoverRequest, PrepareRenameRequest,
-    References, Rename, Request as _, SignatureHelpRequest, WorkspaceSymbolRequest,
+    CodeActionRequest, Completion, DocumentSymbolRequest, GotoDefinition, HoverRequest,
+    PrepareRenameRequest, References, Rename, Request as _, SignatureHelpRequest,
+    WorkspaceSymbolRequest,
 };
 use lsp_types::{
     CompletionOptions, CompletionResponse, DiagnosticRelatedInformation, DiagnosticSeverity,
@@ -51,6 +52,12 @@ pub fn capabilities() -> ServerCapabilities {
             retrigger_characters: None,
             work_done_progress_options: Default::default(),
         }),
+        code_action_provider: Some(lsp_types::CodeActionProviderCapability::Options(
+            lsp_types::CodeActionOptions {
+                code_action_kinds: Some(vec![lsp_types::CodeActionKind::QUICKFIX]),
+                ..Default::default()
+            },
+        )),
         workspace_symbol_provider: Some(OneOf::Left(true)),
         rename_provider: Some(OneOf::Right(lsp_types::RenameOptions {
             prepare_provider: Some(true),
@@ -439,6 +446,50 @@ impl Server {
                     }
                 });
                 to_json(help)
+            }
+            CodeActionRequest::METHOD => {
+                let p: lsp_types::CodeActionParams =
+                    serde_json::from_value(req.params).map_err(bad)?;
+                let uri = p.text_document.uri;
+                let path = uri_to_path(&uri);
+                let mut actions = Vec::new();
+                for d in &p.context.diagnostics {
+                    let Some(NumberOrString::String(code)) = &d.code else {
+                        continue;
+                    };
+                    let (Some(s), Some(e)) = (
+                        features::offset_in(a, &path, d.range.start),
+                        features::offset_in(a, &path, d.range.end),
+                    ) else {
+                        continue;
+                    };
+                    for fix in crate::actions::quick_fixes(a, &path, code, s, e) {
+                        let edits = fix
+                            .edits
+                            .iter()
+                            .map(|r| {
+                                lsp_types::TextEdit::new(
+                                    features::range_in(a, &path, r.start, r.end),
+                                    r.text.clone(),
+                                )
+                            })
+                            .collect();
+                        // lsp-types' `WorkspaceEdit::changes` is keyed by `Uri`
+                        #[allow(clippy::mutable_key_type)]
+                        let changes = std::collections::HashMap::from([(uri.clone(), edits)]);
+                        actions.push(lsp_types::CodeActionOrCommand::CodeAction(
+                            lsp_types::CodeAction {
+                                title: fix.title,
+                                kind: Some(lsp_types::CodeActionKind::QUICKFIX),
+                                diagnostics: Some(vec![d.clone()]),
+                                edit: Some(lsp_types::WorkspaceEdit::new(changes)),
+                                is_preferred: Some(fix.preferred),
+                                ..Default::default()
+                            },
+                        ));
+                    }
+                }
+                to_json(Some(actions))
             }
             m => Err((
                 ErrorCode::MethodNotFound,

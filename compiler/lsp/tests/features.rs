@@ -331,3 +331,116 @@ fn signature_help_for_built_in_functions() {
     assert_eq!(h, Value::Null);
     c.shutdown();
 }
+
+/// The code actions for every diagnostic of `path` (version `version`), applied one by one
+/// to `text` by title.
+fn code_actions(c: &mut Client, path: &Path, version: i32) -> Vec<Value> {
+    let diags = c.diagnostics(path, version);
+    let mut out = Vec::new();
+    for d in diags {
+        let r = c.request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": uri(path)}, "range": d["range"],
+                   "context": {"diagnostics": [d]}}),
+        );
+        out.extend(r.as_array().unwrap().iter().cloned());
+    }
+    out
+}
+
+fn action<'a>(actions: &'a [Value], title: &str) -> &'a Value {
+    actions
+        .iter()
+        .find(|a| a["title"] == json!(title))
+        .unwrap_or_else(|| panic!("no action `{title}` in {actions:?}"))
+}
+
+#[test]
+fn quick_fix_replaces_equals_by_assignment() {
+    let dir = sum_dir();
+    let path = dir.join("sum_expr.xpnet");
+    let good = std::fs::read_to_string(&path).unwrap();
+    let text = good.replace("${s} :=", "${s} =");
+    let mut c = Client::start(json!({}));
+    c.open(&path, &text);
+    let actions = code_actions(&mut c, &path, 1);
+    let a = action(&actions, "Replace `=` by `:=`");
+    assert_eq!(a["kind"], json!("quickfix"));
+    assert_eq!(a["isPreferred"], json!(true));
+    assert_eq!(a["diagnostics"][0]["code"], json!("unexpected_character"));
+    let fixed = apply(&text, &a["edit"], &path);
+    assert_eq!(fixed, good);
+    c.change_full(&path, 2, &fixed);
+    assert_eq!(errors(&c.diagnostics(&path, 2)), Vec::<&Value>::new());
+    // `==` is a comparison: no such fix
+    let cmp = good.replace("${s} := ${p.x} + ${p.y}", "${s} := ${p.x} == ${p.y}");
+    c.change_full(&path, 3, &cmp);
+    let actions = code_actions(&mut c, &path, 3);
+    assert!(
+        actions
+            .iter()
+            .all(|a| a["title"] != json!("Replace `=` by `:=`")),
+        "{actions:?}"
+    );
+    c.shutdown();
+}
+
+#[test]
+fn quick_fixes_for_an_unknown_place_nearest_name_and_declaration() {
+    let dir = sum_dir();
+    let path = dir.join("sum_expr_many.xpnet");
+    let good = std::fs::read_to_string(&path).unwrap();
+    let mut c = Client::start(json!({}));
+    // a misspelled place in a connection: `ps` for `p`; and `s` for `sum_out`, undeclared
+    let text = good
+        .replace(
+            "<connect-in port=\"p\" place=\"p\"/>",
+            "<connect-in port=\"p\" place=\"ps\"/>",
+        )
+        .replace(
+            "<out name=\"s\" type=\"long\" place=\"s\"/>",
+            "<out name=\"s\" type=\"long\" place=\"total\"/>",
+        );
+    c.open(&path, &text);
+    let actions = code_actions(&mut c, &path, 1);
+    let titles: Vec<&str> = actions
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert!(titles.contains(&"Change to `p`"), "{titles:?}");
+    assert!(titles.contains(&"Change to `s`"), "{titles:?}");
+    // the connection's port is a `pair`: the new place too
+    assert!(
+        titles.contains(&"Declare place `ps` of type `pair`"),
+        "{titles:?}"
+    );
+    // the port's own type for `place=` of a port
+    assert!(
+        titles.contains(&"Declare place `total` of type `long`"),
+        "{titles:?}"
+    );
+    // `ps` -> `p`: the net is as before
+    let fixed = apply(&text, &action(&actions, "Change to `p`")["edit"], &path);
+    assert!(fixed.contains("<connect-in port=\"p\" place=\"p\"/>"));
+    // declaring `total` after the last place, indented as it
+    let declared = apply(
+        &fixed,
+        &action(&actions, "Declare place `total` of type `long`")["edit"],
+        &path,
+    );
+    assert!(
+        declared.contains(
+            "<place name=\"s\" type=\"long\"/>\n    <place name=\"total\" type=\"long\"/>"
+        ),
+        "{declared}"
+    );
+    c.change_full(&path, 2, &declared);
+    let d = c.diagnostics(&path, 2);
+    assert!(
+        errors(&d)
+            .iter()
+            .all(|e| e["code"] != json!("unknown_place")),
+        "{d:?}"
+    );
+    c.shutdown();
+}
