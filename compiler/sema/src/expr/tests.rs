@@ -1338,9 +1338,9 @@ fn lowering() {
               0  const       2L
               1  dup
               2  store       a
-              3  store       %0
+              3  store       slot#2
               4  load        a
-              5  load        %0
+              5  load        slot#2
               6  int_pow.long
               7  dup
               8  store       r
