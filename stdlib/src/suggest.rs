@@ -36,8 +36,8 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// The candidate nearest to `name` by [`edit_distance`], if it is near enough to be a likely
-/// misspelling: at most one edit for names of up to four characters, and at most a third of
-/// the longer name's length otherwise (`limt` → `limit`, `maxx` → `max`, `plce` → `place`;
+/// misspelling: at most one edit for names of up to four characters, at most a third of the
+/// longer name's length otherwise, and never more than half of it (`limt` → `limit`, `maxx` → `max`, `plce` → `place`;
 /// `a` is not a misspelling of `b`). A candidate equal to `name` is not suggested; ties go to
 /// the first candidate; an ASCII case difference alone always counts as near.
 pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
@@ -53,7 +53,8 @@ pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         };
         let longer = name.chars().count().max(c.chars().count());
         let limit = if longer <= 4 { 1 } else { longer / 3 };
-        if d <= limit && best.is_none_or(|(b, _)| d < b) {
+        // Half of the longer name at most: `p` is not a misspelling of `v`.
+        if d <= limit && 2 * d <= longer && best.is_none_or(|(b, _)| d < b) {
             best = Some((d, c));
         }
     }
@@ -228,7 +229,8 @@ mod tests {
         let ports = ["limit", "start", "n"];
         assert_eq!(nearest("limt", ports), Some("limit"));
         assert_eq!(nearest("strat", ports), Some("start"));
-        assert_eq!(nearest("m", ports), Some("n"));
+        assert_eq!(nearest("m", ports), None);
+        assert_eq!(nearest("nn", ports), Some("n"));
         assert_eq!(nearest("limit", ports), None);
         assert_eq!(nearest("xyz", ports), None);
         assert_eq!(nearest("maxx", ["min", "max", "abs"]), Some("max"));

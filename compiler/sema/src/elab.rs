@@ -93,6 +93,7 @@ pub fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
         checks: Vec::new(),
         struct_depth: 0,
         struct_depth_reported: false,
+        misnamed: Vec::new(),
     };
     let files = inputs
         .iter()
@@ -134,6 +135,10 @@ struct Elab<'a> {
     /// [`MAX_STRUCT_DEPTH`]; whether `struct_too_deep` was reported (once is enough).
     struct_depth: usize,
     struct_depth_reported: bool,
+    /// Transitions with an unknown name in their connections, and places an unknown place
+    /// name probably meant: no "not connected" or "independent" warning follows for them
+    /// (the unknown name is the one error to fix).
+    misnamed: Vec<SourceSpan>,
 }
 
 /// A module function seen so far, to find duplicates.
@@ -874,7 +879,11 @@ impl<'a> Elab<'a> {
                 ty.span,
                 "no built-in or struct type of this name is in scope",
             )
-            .with_note("the type is treated as opaque: any value is accepted");
+            .with_note("the type is treated as opaque: any value is accepted")
+            .with_notes(did_you_mean(
+                n,
+                type_names(scope).iter().map(String::as_str),
+            ));
         self.diags.push((d, None));
         Type::Any
     }
@@ -1437,16 +1446,23 @@ impl<'a> Elab<'a> {
                             }
                             bindings.push((PortId::from(idx), i, o, PlaceId::from(pi)));
                         }
-                        None => self.error(
-                            Diagnostic::error(
-                                "unknown_place",
-                                format!(
-                                    "port `{}` is bound to the unknown place `{}`",
-                                    ports[idx].name, place.text
-                                ),
+                        None => {
+                            self.meant_place(&place.text, &net.places);
+                            self.error(
+                                Diagnostic::error(
+                                    "unknown_place",
+                                    format!(
+                                        "port `{}` is bound to the unknown place `{}`",
+                                        ports[idx].name, place.text
+                                    ),
+                                )
+                                .with_primary(place.span, "no such place in this defun's net")
+                                .with_notes(did_you_mean(
+                                    &place.text,
+                                    net.places.iter().map(|p| p.name.as_str()),
+                                )),
                             )
-                            .with_primary(place.span, "no such place in this defun's net"),
-                        ),
+                        }
                     }
                 }
                 let mut used = vec![false; net.places.len()];
@@ -1462,6 +1478,7 @@ impl<'a> Elab<'a> {
                         used[m.1.index()] = true;
                     }
                     if conns.is_empty()
+                        && !self.misnamed.contains(&t.span)
                         && maps.is_empty()
                         && t.responses.is_empty()
                         && t.eureka_ports.is_empty()
@@ -1479,7 +1496,11 @@ impl<'a> Elab<'a> {
                 }
                 for (pi, p) in net.places.iter().enumerate() {
                     // An unconnected `shared_sink` place is not independent (GPI-Space).
-                    if !used[pi] && !p.is_virtual && !p.shared_sink {
+                    if !used[pi]
+                        && !p.is_virtual
+                        && !p.shared_sink
+                        && !self.misnamed.contains(&p.span)
+                    {
                         let span = Span::new(FileId(p.span.file.0), p.span.start, p.span.end);
                         self.warn(
                             &ctx,
@@ -1860,7 +1881,14 @@ impl<'a> Elab<'a> {
                         "unknown_template",
                         format!("unknown template `{}`", s.use_.text),
                     )
-                    .with_primary(s.use_.span, "no template of this name is in scope"),
+                    .with_primary(s.use_.span, "no template of this name is in scope")
+                    .with_notes(did_you_mean(
+                        &s.use_.text,
+                        templates
+                            .iter()
+                            .map(|t| t.name.as_str())
+                            .chain(template_names(ctx.fns.as_ref())),
+                    )),
                 );
             }
             let mut subst = (*ctx.subst).clone();
@@ -1916,7 +1944,12 @@ impl<'a> Elab<'a> {
                             "unknown_type",
                             format!("template `{}` defines no struct `{}`", t.name, g.text),
                         )
-                        .with_primary(g.span, "nothing to get"),
+                        .with_primary(g.span, "nothing to get")
+                        .with_notes(did_you_mean(
+                            &g.text,
+                            defs.iter()
+                                .map(|d| subst.get(&d.name.text).unwrap_or(&d.name.text).as_str()),
+                        )),
                     ),
                 }
             }
@@ -2209,9 +2242,20 @@ impl<'a> Elab<'a> {
             .with_primary(
                 name.span,
                 "no specialization or template of this name is in scope",
-            ),
+            )
+            .with_notes(did_you_mean(&name.text, function_names(ctx.fns.as_ref()))),
         );
         None
+    }
+
+    /// Records the place an unknown place name `name` probably meant (see `misnamed`).
+    fn meant_place(&mut self, name: &str, places: &[pnet_bundle::Place]) {
+        if let Some(near) =
+            pnet_stdlib::suggest::nearest(name, places.iter().map(|p| p.name.as_str()))
+            && let Some(p) = places.iter().find(|p| p.name == near)
+        {
+            self.misnamed.push(p.span);
+        }
     }
 
     fn transition(
@@ -2362,10 +2406,24 @@ impl<'a> Elab<'a> {
                         t.name.text, port_name.text
                     ),
                 };
+                let help = match port {
+                    Some(_) => None,
+                    None => did_you_mean(
+                        &port_name.text,
+                        f.ports
+                            .iter()
+                            .filter(|p| {
+                                (!want_in || p.dir.is_input()) && (!want_out || p.dir.is_output())
+                            })
+                            .map(|p| p.name.as_str()),
+                    ),
+                };
                 self.error(
                     Diagnostic::error("unknown_port", msg)
-                        .with_primary(port_name.span, format!("`{kind_name}` needs {what} port")),
+                        .with_primary(port_name.span, format!("`{kind_name}` needs {what} port"))
+                        .with_notes(help),
                 );
+                self.misnamed.push(sspan(t.span));
                 continue;
             };
             let port = f.port(pid);
@@ -2399,7 +2457,14 @@ impl<'a> Elab<'a> {
                                     t.name.text, to.text
                                 ),
                             )
-                            .with_primary(to.span, "`to` must name an input port"),
+                            .with_primary(to.span, "`to` must name an input port")
+                            .with_notes(did_you_mean(
+                                &to.text,
+                                f.ports
+                                    .iter()
+                                    .filter(|p| p.dir.is_input())
+                                    .map(|p| p.name.as_str()),
+                            )),
                         ),
                     }
                     continue;
@@ -2443,8 +2508,14 @@ impl<'a> Elab<'a> {
                         "unknown_place",
                         format!("unknown place `{}`", place_name.text),
                     )
-                    .with_primary(place_name.span, "no place of this name in the net"),
+                    .with_primary(place_name.span, "no place of this name in the net")
+                    .with_notes(did_you_mean(
+                        &place_name.text,
+                        net.places.iter().map(|p| p.name.as_str()),
+                    )),
                 );
+                self.misnamed.push(sspan(t.span));
+                self.meant_place(&place_name.text, &net.places);
                 continue;
             };
             let place_id = PlaceId::from(pl);
@@ -2578,7 +2649,9 @@ impl<'a> Elab<'a> {
                 });
             }
         }
-        for (i, p) in f.ports.iter().enumerate() {
+        // After an unknown port or place name, the one error to fix is that name.
+        let misnamed = self.misnamed.contains(&sspan(t.span));
+        for (i, p) in f.ports.iter().enumerate().filter(|_| !misnamed) {
             if p.dir.is_input() && !in_connected[i] {
                 self.warn(
                     ctx,
@@ -2645,7 +2718,11 @@ impl<'a> Elab<'a> {
             if real.is_none() {
                 self.error(
                     Diagnostic::error("unknown_place", format!("unknown place `{}`", pm.real.text))
-                        .with_primary(pm.real.span, "no place of this name in the net"),
+                        .with_primary(pm.real.span, "no place of this name in the net")
+                        .with_notes(did_you_mean(
+                            &pm.real.text,
+                            net.places.iter().map(|p| p.name.as_str()),
+                        )),
                 );
             }
             let virt = child_places
@@ -2663,7 +2740,14 @@ impl<'a> Elab<'a> {
                     .with_primary(
                         pm.virtual_.span,
                         "no place of this name in the transition's net",
-                    ),
+                    )
+                    .with_notes(match &f.body {
+                        Body::Net(cn) => did_you_mean(
+                            &pm.virtual_.text,
+                            cn.places.iter().map(|p| p.name.as_str()),
+                        ),
+                        _ => None,
+                    }),
                 );
             }
             if let (Some(v), Some(r), Body::Net(cn)) = (virt, real, &f.body) {
@@ -2791,6 +2875,66 @@ impl<'a> Elab<'a> {
             span: sspan(t.span),
         });
     }
+}
+
+/// `help: did you mean `NAME`?` for the nearest of `candidates`, if one is near.
+fn did_you_mean<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<String> {
+    pnet_stdlib::suggest::did_you_mean(name, candidates).map(|s| format!("help: {s}"))
+}
+
+/// The built-in type names and the struct names in `scope` (innermost first).
+fn type_names(scope: &Rc<StructScope<'_>>) -> Vec<String> {
+    let mut names: Vec<String> = [
+        "control",
+        "bool",
+        "int",
+        "long",
+        "unsigned int",
+        "unsigned long",
+        "float",
+        "double",
+        "char",
+        "string",
+        "bitset",
+        "bytearray",
+        "bigint",
+        "list",
+        "set",
+        "map",
+        "stack",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut s = Some(scope.clone());
+    while let Some(sc) = s {
+        names.extend(sc.entries.iter().map(|e| e.name.clone()));
+        s = sc.parent.clone();
+    }
+    names
+}
+
+/// The names of the templates in scope (innermost first).
+fn template_names<'s>(scope: Option<&'s Rc<FnScope<'_>>>) -> Vec<&'s str> {
+    let mut names = Vec::new();
+    let mut s = scope;
+    while let Some(sc) = s {
+        names.extend(sc.templates.iter().map(|t| t.name.as_str()));
+        s = sc.parent.as_ref();
+    }
+    names
+}
+
+/// The names of the specializations and templates in scope (innermost first).
+fn function_names<'s>(scope: Option<&'s Rc<FnScope<'_>>>) -> Vec<&'s str> {
+    let mut names = Vec::new();
+    let mut s = scope;
+    while let Some(sc) = s {
+        names.extend(sc.specializes.iter().map(|t| t.name.as_str()));
+        names.extend(sc.templates.iter().map(|t| t.name.as_str()));
+        s = sc.parent.as_ref();
+    }
+    names
 }
 
 fn find_struct<'a>(

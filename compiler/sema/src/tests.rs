@@ -380,7 +380,6 @@ fn connections_and_types() {
 </transition>"#,
         ),
         expect![[r#"
-            warning port-not-connected @4:19: input port `x` of transition `t` is not connected
             unknown_place @7:29: unknown place `nowhere`
             unknown_port @7:57: transition `t` has no port `nope`
             unknown_port @7:92: port `y` of transition `t` is not an input port, as `connect-in` needs
@@ -1797,5 +1796,57 @@ fn a_memory_buffer_may_be_the_module_result() {
   <module name="m" function="b at (k, b)"><code>return b;</code></module>
 </defun>"#,
         expect![[r#""#]],
+    );
+}
+
+/// Unknown names come with the nearest known one (issue 22, item 4), and a connection to an
+/// unknown place reports only that place: its port is not also "not connected" (item 6).
+#[test]
+fn unknown_names_suggest_the_nearest() {
+    check_notes(
+        r#"<defun name="top">
+  <struct name="range"><field name="lo" type="long"/><field name="hi" type="long"/></struct>
+  <in name="limit" type="long" place="limit"/>
+  <out name="res" type="long" place="rse"/>
+  <net>
+    <place name="limit" type="long"/>
+    <place name="res" type="rnage"/>
+    <transition name="t">
+      <defun>
+        <in name="x" type="long"/>
+        <out name="y" type="long"/>
+        <expression>${y} := ${x}</expression>
+      </defun>
+      <connect-in port="xx" place="limit"/>
+      <connect-out port="y" place="rse"/>
+    </transition>
+    <transition name="u">
+      <use name="identty"/>
+    </transition>
+    <template name="identity">
+      <template-parameter type="T"/>
+      <defun><in name="x" type="T"/><out name="y" type="T"/><expression>${y} := ${x}</expression></defun>
+    </template>
+    <specialize name="id_long" use="identiy">
+      <type-map replace="T" with="long"/>
+    </specialize>
+  </net>
+</defun>"#,
+        &Options::default(),
+        expect![[r#"
+            unknown_place @4:38: port `res` is bound to the unknown place `rse`
+              = help: did you mean `res`?
+            warning unknown-type @7:29: unknown type `rnage`
+              = the type is treated as opaque: any value is accepted
+              = help: did you mean `range`?
+            unknown_port @14:25: transition `t` has no port `xx`
+              = help: did you mean `x`?
+            unknown_place @15:36: unknown place `rse`
+              = help: did you mean `res`?
+            unknown_function @18:18: unknown function `identty`
+              = help: did you mean `identity`?
+            unknown_template @24:37: unknown template `identiy`
+              = help: did you mean `identity`?
+        "#]],
     );
 }
