@@ -164,6 +164,30 @@ impl<'a> Checker<'a> {
             .push(Diagnostic::error(code, message).with_primary(span, label));
     }
 
+    /// `unknown_field` for `field` of `path` (of type `ty`), with the nearest field's name.
+    fn unknown_field(&mut self, path: &[Ident], ty: &Type, field: &Ident) {
+        let help = match ty {
+            Type::Struct(s) => {
+                pnet_stdlib::suggest::nearest(&field.name, s.fields.iter().map(|(n, _)| &**n))
+                    .map(|n| format!("help: did you mean `{n}`?"))
+            }
+            _ => None,
+        };
+        self.diags.push(
+            Diagnostic::error(
+                "unknown_field",
+                format!(
+                    "`{}` (type `{}`) has no field `{}`",
+                    ref_text(path),
+                    type_name(ty),
+                    field.name
+                ),
+            )
+            .with_primary(field.span, "no such field")
+            .with_notes(help),
+        );
+    }
+
     fn port_index(&self, name: &str) -> Option<usize> {
         self.ports.iter().position(|p| p.name == name)
     }
@@ -365,11 +389,18 @@ impl<'a> Checker<'a> {
                 "not a port, and not assigned before"
             };
             let msg = format!("unknown variable `{}`: {why}", root.name);
-            self.error(
-                "unknown_variable",
-                msg,
-                root.span,
-                "read before any assignment",
+            let names = self
+                .ports
+                .iter()
+                .map(|p| p.name.as_str())
+                .chain(self.locals.iter().map(|l| l.name.as_str()))
+                .filter(|n| !n.starts_with('%'));
+            let help = pnet_stdlib::suggest::nearest(&root.name, names)
+                .map(|n| format!("help: did you mean `${{{n}}}`?"));
+            self.diags.push(
+                Diagnostic::error("unknown_variable", msg)
+                    .with_primary(root.span, "read before any assignment")
+                    .with_notes(help),
             );
             return Node::poison(span);
         };
@@ -390,17 +421,7 @@ impl<'a> Checker<'a> {
                     return Node::poison(span);
                 }
                 Field::Missing => {
-                    self.error(
-                        "unknown_field",
-                        format!(
-                            "`{}` (type `{}`) has no field `{}`",
-                            ref_text(&path[..k]),
-                            type_name(&ty),
-                            field.name
-                        ),
-                        field.span,
-                        "no such field",
-                    );
+                    self.unknown_field(&path[..k], &ty, field);
                     return Node::poison(span);
                 }
             }
@@ -538,17 +559,7 @@ impl<'a> Checker<'a> {
                     return None;
                 }
                 Field::Missing => {
-                    self.error(
-                        "unknown_field",
-                        format!(
-                            "`{}` (type `{}`) has no field `{}`",
-                            ref_text(&target[..k]),
-                            type_name(&ty),
-                            field.name
-                        ),
-                        field.span,
-                        "no such field",
-                    );
+                    self.unknown_field(&target[..k], &ty, field);
                     return None;
                 }
             }

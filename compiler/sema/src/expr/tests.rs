@@ -1994,3 +1994,19 @@ fn containers_of_mixed_elements_type_as_the_union() {
         "#]],
     );
 }
+
+/// Unknown variables and fields name the nearest port, variable or field (issue 22, item 4).
+#[test]
+fn unknown_names_suggest_the_nearest() {
+    check_mode(
+        "${acc} := ${limt} + ${p.yy}; ${total} := ${acc} + ${ac}",
+        "in limit: long, in p: point, out total: long",
+        Mode::Expression,
+        expect![[r#"
+            any
+            error[unknown_variable] `limt`: unknown variable `limt`: not a port, and not assigned before (help: did you mean `${limit}`?)
+            error[unknown_field] `yy`: `${p}` (type `point`) has no field `yy` (help: did you mean `y`?)
+            error[unknown_variable] `ac`: unknown variable `ac`: not a port, and not assigned before (help: did you mean `${acc}`?)
+        "#]],
+    );
+}
