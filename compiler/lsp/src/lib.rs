@@ -10,3 +10,4 @@ pub mod generate;
 pub mod line_index;
 pub mod rename;
 pub mod server;
+pub mod tokens;

@@ -14,8 +14,8 @@ use lsp_types::notification::{
 };
 use lsp_types::request::{
     CodeActionRequest, Completion, DocumentSymbolRequest, GotoDefinition, HoverRequest,
-    PrepareRenameRequest, References, Rename, Request as _, SignatureHelpRequest,
-    WorkspaceSymbolRequest,
+    InlayHintRequest, PrepareRenameRequest, References, Rename, Request as _,
+    SemanticTokensFullRequest, SignatureHelpRequest, WorkspaceSymbolRequest,
 };
 use lsp_types::{
     CompletionOptions, CompletionResponse, DiagnosticRelatedInformation, DiagnosticSeverity,
@@ -58,6 +58,20 @@ pub fn capabilities() -> ServerCapabilities {
                 ..Default::default()
             },
         )),
+        semantic_tokens_provider: Some(
+            lsp_types::SemanticTokensServerCapabilities::SemanticTokensOptions(
+                lsp_types::SemanticTokensOptions {
+                    legend: lsp_types::SemanticTokensLegend {
+                        token_types: crate::tokens::LEGEND.to_vec(),
+                        token_modifiers: Vec::new(),
+                    },
+                    full: Some(lsp_types::SemanticTokensFullOptions::Bool(true)),
+                    range: None,
+                    work_done_progress_options: Default::default(),
+                },
+            ),
+        ),
+        inlay_hint_provider: Some(OneOf::Left(true)),
         workspace_symbol_provider: Some(OneOf::Left(true)),
         rename_provider: Some(OneOf::Right(lsp_types::RenameOptions {
             prepare_provider: Some(true),
@@ -490,6 +504,42 @@ impl Server {
                     }
                 }
                 to_json(Some(actions))
+            }
+            SemanticTokensFullRequest::METHOD => {
+                let p: lsp_types::SemanticTokensParams =
+                    serde_json::from_value(req.params).map_err(bad)?;
+                let path = uri_to_path(&p.text_document.uri);
+                to_json(Some(lsp_types::SemanticTokensResult::Tokens(
+                    lsp_types::SemanticTokens {
+                        result_id: None,
+                        data: crate::tokens::semantic_tokens(a, &path),
+                    },
+                )))
+            }
+            InlayHintRequest::METHOD => {
+                let p: lsp_types::InlayHintParams =
+                    serde_json::from_value(req.params).map_err(bad)?;
+                let path = uri_to_path(&p.text_document.uri);
+                let (Some(s), Some(e)) = (
+                    features::offset_in(a, &path, p.range.start),
+                    features::offset_in(a, &path, p.range.end),
+                ) else {
+                    return Ok(serde_json::Value::Null);
+                };
+                let hints: Vec<lsp_types::InlayHint> = crate::tokens::inlay_hints(a, &path, s, e)
+                    .into_iter()
+                    .map(|(at, label)| lsp_types::InlayHint {
+                        position: features::range_in(a, &path, at, at).start,
+                        label: lsp_types::InlayHintLabel::String(label),
+                        kind: Some(lsp_types::InlayHintKind::TYPE),
+                        text_edits: None,
+                        tooltip: None,
+                        padding_left: None,
+                        padding_right: None,
+                        data: None,
+                    })
+                    .collect();
+                to_json(Some(hints))
             }
             m => Err((
                 ErrorCode::MethodNotFound,

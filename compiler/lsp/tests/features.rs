@@ -444,3 +444,86 @@ fn quick_fixes_for_an_unknown_place_nearest_name_and_declaration() {
     );
     c.shutdown();
 }
+
+#[test]
+fn semantic_tokens_and_inlay_hints_inside_expressions() {
+    let dir = sum_dir();
+    let path = dir.join("sum_expr.xpnet");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "${s} := ${p.x} + ${p.y}",
+        "${s} := max (${p.x}, 1L) + 2L;\n    if true then ${s} := \"a\" else 0L endif",
+    );
+    let mut c = Client::start(json!({}));
+    c.open(&path, &text);
+    c.diagnostics(&path, 1);
+    let r = c.request(
+        "textDocument/semanticTokens/full",
+        json!({"textDocument": {"uri": uri(&path)}}),
+    );
+    let data: Vec<u64> = r["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let legend = [
+        "keyword", "operator", "variable", "number", "string", "function",
+    ];
+    let lines: Vec<&str> = text.lines().collect();
+    let (mut line, mut col) = (0u64, 0u64);
+    let mut got = Vec::new();
+    for t in data.chunks(5) {
+        if t[0] > 0 {
+            col = 0;
+        }
+        line += t[0];
+        col += t[1];
+        let s = &lines[line as usize][col as usize..(col + t[2]) as usize];
+        got.push(format!("{s}:{}", legend[t[3] as usize]));
+    }
+    assert_eq!(
+        got,
+        [
+            "${s}:variable",
+            ":=:operator",
+            "max:function",
+            "${p.x}:variable",
+            "1L:number",
+            "+:operator",
+            "2L:number",
+            "true:keyword",
+            "${s}:variable",
+            ":=:operator",
+            "\"a\":string",
+            "0L:number",
+        ]
+    );
+
+    // inlay hints: the type after each reference
+    let r = c.request(
+        "textDocument/inlayHint",
+        json!({"textDocument": {"uri": uri(&path)},
+               "range": {"start": {"line": 0, "character": 0}, "end": {"line": 99, "character": 0}}}),
+    );
+    let hints: Vec<String> = r
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let p = &h["position"];
+            let (l, ch) = (
+                p["line"].as_u64().unwrap(),
+                p["character"].as_u64().unwrap(),
+            );
+            let before = &lines[l as usize][..ch as usize];
+            format!(
+                "{}{}",
+                &before[before.rfind("${").unwrap()..],
+                h["label"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(hints, ["${s}: long", "${p.x}: long", "${s}: long"]);
+    assert!(r.as_array().unwrap().iter().all(|h| h["kind"] == json!(1)));
+    c.shutdown();
+}
