@@ -13,7 +13,7 @@ use std::path::Path;
 use pnet_bundle::{Body, Bundle};
 use pnet_stdlib::Value;
 use pnet_stdlib::literal::parse_literal;
-use pnet_tests::{gpispace, gpispace_lib};
+use pnet_tests::{gpispace, gpispace_lib, oracle};
 use pnet_verify::coloured::{ColouredOptions, EndOutputs, Tok, explore_bundle};
 use pnet_vm::{Engine, RunConfig, Step};
 
@@ -143,44 +143,28 @@ type Inputs = Vec<(String, Vec<Value>)>;
 
 /// Per ORACLE case: name, net (relative to the corpus), inputs, what it needs.
 fn oracle_cases() -> Vec<(String, String, Inputs, Option<String>)> {
-    let text = std::fs::read_to_string(gpispace().join("ORACLE.toml")).expect("ORACLE.toml");
-    let doc: toml::Table = text.parse().expect("ORACLE.toml parses");
-    doc["case"]
-        .as_array()
-        .expect("[[case]]")
-        .iter()
+    oracle::cases()
+        .into_iter()
         .map(|c| {
             let inputs = c
-                .get("inputs")
-                .and_then(|t| t.as_table())
-                .map(|t| {
-                    t.iter()
-                        .map(|(port, vs)| {
-                            let vs = vs
-                                .as_array()
-                                .into_iter()
-                                .flatten()
-                                .filter_map(|s| s.as_str())
-                                .map(|s| parse_literal(s).expect("oracle literal"))
-                                .collect();
-                            (port.clone(), vs)
-                        })
-                        .collect()
+                .inputs
+                .into_iter()
+                .map(|(port, vs)| {
+                    let vs = vs
+                        .iter()
+                        .map(|s| parse_literal(s).expect("oracle literal"))
+                        .collect();
+                    (port, vs)
                 })
-                .unwrap_or_default();
-            (
-                c["name"].as_str().unwrap().to_string(),
-                c["net"].as_str().unwrap().to_string(),
-                inputs,
-                c.get("needs").and_then(|n| n.as_str()).map(str::to_string),
-            )
+                .collect();
+            (c.name, c.net, inputs, c.needs)
         })
         .collect()
 }
 
 #[test]
 fn engine_ends_in_a_terminal_state_of_the_explorer_on_the_oracle_cases() {
-    if !gpispace().join("ORACLE.toml").exists() {
+    if !oracle::available() {
         println!("skipped: ../shared (the ORACLE cases) is absent");
         return;
     }

@@ -12,65 +12,8 @@ use std::process::Command;
 
 use pnet_stdlib::Value;
 use pnet_stdlib::literal::parse_literal;
+use pnet_tests::oracle::{self, Case, cases};
 use pnet_tests::{bin, gpispace, gpispace_lib};
-
-struct Case {
-    name: String,
-    net: String,
-    inputs: Vec<(String, Vec<String>)>,
-    outputs: BTreeMap<String, Vec<String>>,
-    token_count: BTreeMap<String, usize>,
-    rule: Option<String>,
-    exact: bool,
-    needs: Option<String>,
-    steps: Vec<String>,
-}
-
-fn strings(v: &toml::Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn cases() -> Vec<Case> {
-    let text = std::fs::read_to_string(gpispace().join("ORACLE.toml")).expect("ORACLE.toml");
-    let doc: toml::Table = text.parse().expect("ORACLE.toml parses");
-    let table = |c: &toml::Value, key: &str| -> Vec<(String, toml::Value)> {
-        c.get(key)
-            .and_then(|t| t.as_table())
-            .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-            .unwrap_or_default()
-    };
-    doc["case"]
-        .as_array()
-        .expect("[[case]]")
-        .iter()
-        .map(|c| Case {
-            name: c["name"].as_str().unwrap().to_string(),
-            net: c["net"].as_str().unwrap().to_string(),
-            inputs: table(c, "inputs")
-                .into_iter()
-                .map(|(k, v)| (k, strings(&v)))
-                .collect(),
-            outputs: table(c, "outputs")
-                .into_iter()
-                .map(|(k, v)| (k, strings(&v)))
-                .collect(),
-            token_count: table(c, "token_count")
-                .into_iter()
-                .map(|(k, v)| (k, v.as_integer().unwrap() as usize))
-                .collect(),
-            rule: c.get("rule").and_then(|r| r.as_str()).map(str::to_string),
-            exact: c.get("exact").and_then(|e| e.as_bool()).unwrap_or(true),
-            needs: c.get("needs").and_then(|n| n.as_str()).map(str::to_string),
-            steps: c.get("steps").map(strings).unwrap_or_default(),
-        })
-        .collect()
-}
 
 fn parse(lit: &str) -> Value {
     parse_literal(lit).unwrap_or_else(|e| panic!("oracle literal {lit:?} does not parse: {e:?}"))
@@ -302,6 +245,10 @@ fn show(vs: &[Value]) -> String {
 
 #[test]
 fn oracle_cases_pass() {
+    if !oracle::available() {
+        println!("skipped: ../shared (the ORACLE cases) is absent");
+        return;
+    }
     let all = cases();
     assert!(all.len() >= 35, "ORACLE.toml has {} cases", all.len());
     let work: PathBuf = std::env::temp_dir().join(format!("pnet-oracle-{}", std::process::id()));

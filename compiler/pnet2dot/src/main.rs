@@ -9,9 +9,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use pnet_bundle::Bundle;
+use pnet2dot::{Options, Sources, Trace};
 use pnetc::args::CompilerArgs;
 use pnetc::{ColorMode, load_net};
-use pnet2dot::{Options, Sources, Trace};
 
 const AFTER_HELP: &str = "\
 Drawing: places are ellipses, transitions boxes (rounded: expression, filled: module call,

@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
-use pnetc::ColorMode;
-use pnetc::args::{CompilerArgs, warnings_listing};
-use pnetc::render_diagnostics;
 use pnet_sema::Options;
 use pnet_stdlib::cli::InputOutput;
 use pnet_stdlib::{errln, out, outln};
+use pnetc::ColorMode;
+use pnetc::args::{CompilerArgs, warnings_listing};
+use pnetc::render_diagnostics;
 
 const AFTER_HELP: &str = "\
 Make-style dependency options (as GCC's):
@@ -404,8 +404,8 @@ fn compile_workload(path: &Path, args: &Args) -> Result<pnet_sema::Output, ExitC
     if args.emit == Some(Emit::Xpnet) {
         out!("{lowered}");
     }
-    let mut out = pnetc::net::compile_lowered(path, &lowered, &args.options, args.color)
-        .map_err(fail)?;
+    let mut out =
+        pnetc::net::compile_lowered(path, &lowered, &args.options, args.color).map_err(fail)?;
     // Make rules and messages name the workload file, not the generated net.
     if let Some(root) = out.files.first_mut() {
         root.path = path.to_path_buf();

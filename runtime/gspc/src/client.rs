@@ -11,9 +11,9 @@ use pnet_agent::control::{
     JobOutcome, JobSummary, RtClient, RtError, RtRequest, RtResponse, RuntimeStatus, StopReport,
     WorkerRef,
 };
+use pnet_stdlib::Value;
 use pnetc::args::{CompilerArgs, parse_number, parse_put_arg};
 use pnetc::{ColorMode, load_net, parse_put};
-use pnet_stdlib::Value;
 
 use crate::{default_state_dir, fail, topo, usage_error};
 
@@ -311,9 +311,8 @@ fn command(cmd: &str) -> clap::Command {
 
 fn parse(cmd: &str, argv: &[OsString]) -> Result<Args, ExitCode> {
     let prog = format!("gspc {cmd}");
-    let argv = std::iter::once(OsString::from(&prog)).chain(
-        pnetc::args::normalize_warning_flags(argv.iter().cloned()),
-    );
+    let argv = std::iter::once(OsString::from(&prog))
+        .chain(pnetc::args::normalize_warning_flags(argv.iter().cloned()));
     let matches = command(cmd)
         .try_get_matches_from(argv)
         .and_then(|m| ClientCli::from_arg_matches(&m).map(|c| (m, c)));

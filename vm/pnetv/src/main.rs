@@ -12,14 +12,14 @@ use std::time::Instant;
 
 use clap::Parser;
 use pnet_bundle::Bundle;
-use pnetc::args::{CompilerArgs, parse_put_arg};
-use pnetc::{ColorMode, load_net, parse_value};
 use pnet_stdlib::Value;
 use pnet_stdlib::errln;
 use pnet_verify::Reduction;
 use pnet_verify::coloured::{ColouredOptions, ColouredResult, explore_bundle};
 use pnet_verify::pt::{PtAnalysis, analyse_pt};
 use pnet_verify::report::Report;
+use pnetc::args::{CompilerArgs, parse_put_arg};
+use pnetc::{ColorMode, load_net, parse_value};
 
 const AFTER_HELP: &str = "\
 Exit codes: 0 verified (complete, no deadlock, bounded); 1 input or analysis error; 2 usage;

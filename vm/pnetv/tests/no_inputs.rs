@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use pnetc::{ColorMode, load_net};
 use pnet_stdlib::Value;
 use pnet_verify::coloured::{ColouredOptions, Tok, explore_bundle};
+use pnetc::{ColorMode, load_net};
 
 /// A root net with an in port `i` feeding `copy` to out port `o`; `src` (no connection but
 /// an out), `gated` (a condition, no input) and `counted` (only a number-of-tokens input,
