@@ -224,7 +224,7 @@ impl<'a> Checker<'a> {
                 let a = self.check(a);
                 self.unary(*op, a, e.span)
             }
-            ExprKind::Binary(op, a, b) => self.check_binary(*op, a, b, e.span),
+            ExprKind::Binary(op, a, b) => self.check_binary(*op, e.op_text(*op), a, b, e.span),
             ExprKind::Call(f, args) => {
                 let args: Vec<Node> = args.iter().map(|a| self.check(a)).collect();
                 self.call(*f, args, e.span)
@@ -658,7 +658,8 @@ impl<'a> Checker<'a> {
         Node::poison(span)
     }
 
-    fn check_binary(&mut self, op: BinOp, a: &Expr, b: &Expr, span: Span) -> Node {
+    /// `written`: the operator as written (`:eq:` or `==`), which messages quote.
+    fn check_binary(&mut self, op: BinOp, written: &str, a: &Expr, b: &Expr, span: Span) -> Node {
         // Right-associative operators evaluate their right operand first.
         let right_first = matches!(op, BinOp::Pow | BinOp::IntPow);
         let (a, b) = if right_first {
@@ -681,8 +682,15 @@ impl<'a> Checker<'a> {
         let ty = match typed {
             Ok(t) => t,
             Err(err) => {
-                let mut d = Diagnostic::error("type_error", err.message.clone())
-                    .with_primary(span, err.message);
+                // The stdlib quotes the operator's symbol; the user may have written its word.
+                let message = if written == op.symbol() {
+                    err.message
+                } else {
+                    err.message
+                        .replace(&format!("`{}`", op.symbol()), &format!("`{written}`"))
+                };
+                let mut d =
+                    Diagnostic::error("type_error", message.clone()).with_primary(span, message);
                 if a.ty != b.ty {
                     d = d
                         .with_secondary(a.span, format!("this is `{}`", type_name(&a.ty)))

@@ -2010,3 +2010,19 @@ fn unknown_names_suggest_the_nearest() {
         "#]],
     );
 }
+
+/// Type errors quote the operator as written: `:eq:` stays `:eq:` (issue 22, item 4).
+#[test]
+fn type_errors_quote_the_operator_as_written() {
+    types(
+        &["${l} :eq: ${s}", "${l} == ${s}", "${b} :and: ${l}"],
+        expect![[r#"
+        ${l} :eq: ${s}
+            error[type_error] `${l} :eq: ${s}`: operands of `:eq:` must have the same type, found `long` and `string` [`${l}`: this is `long`] [`${s}`: this is `string`]
+        ${l} == ${s}
+            error[type_error] `${l} == ${s}`: operands of `==` must have the same type, found `long` and `string` [`${l}`: this is `long`] [`${s}`: this is `string`]
+        ${b} :and: ${l}
+            error[type_error] `${b} :and: ${l}`: operands of `:and:` must have the same type, found `bool` and `long` [`${b}`: this is `bool`] [`${l}`: this is `long`]
+    "#]],
+    );
+}

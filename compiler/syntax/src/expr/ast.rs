@@ -14,6 +14,34 @@ pub struct Ident {
 pub struct Expr {
     pub kind: ExprKind,
     pub span: Span,
+    /// For a `Binary` node: its operator was written in its word form (`:eq:`, `:lt:`,
+    /// `:and:`, ...), which messages quote as written (see [`word_form`]).
+    pub word_op: bool,
+}
+
+/// The word form of a binary operator (`:eq:` for `==`), if it has one.
+pub fn word_form(op: BinOp) -> Option<&'static str> {
+    Some(match op {
+        BinOp::Or => ":or:",
+        BinOp::And => ":and:",
+        BinOp::Lt => ":lt:",
+        BinOp::Le => ":le:",
+        BinOp::Gt => ":gt:",
+        BinOp::Ge => ":ge:",
+        BinOp::Eq => ":eq:",
+        BinOp::Ne => ":ne:",
+        _ => return None,
+    })
+}
+
+impl Expr {
+    /// How the operator of this `Binary` node was written: its word form or its symbol.
+    pub fn op_text(&self, op: BinOp) -> &'static str {
+        match word_form(op) {
+            Some(w) if self.word_op => w,
+            _ => op.symbol(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -51,7 +79,11 @@ pub enum ExprKind {
 
 impl Expr {
     pub fn new(kind: ExprKind, span: Span) -> Expr {
-        Expr { kind, span }
+        Expr {
+            kind,
+            span,
+            word_op: false,
+        }
     }
 
     /// Visits this expression and every subexpression, parents before children.

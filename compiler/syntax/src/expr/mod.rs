@@ -10,7 +10,7 @@ pub mod printer;
 #[cfg(test)]
 mod tests;
 
-pub use ast::{Expr, ExprKind, Ident};
+pub use ast::{Expr, ExprKind, Ident, word_form};
 pub use parser::MAX_EXPR_DEPTH;
 pub use printer::{to_sexpr, to_source};
 

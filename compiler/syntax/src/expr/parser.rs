@@ -163,7 +163,19 @@ impl<'a> Ctx<'a> {
     }
 
     pub(crate) fn binary(&self, op: BinOp, a: Expr, b: Expr, l: usize, r: usize) -> Expr {
-        self.node(ExprKind::Binary(op, Box::new(a), Box::new(b)), l, r)
+        // The word form (`:eq:`) is the only spelling starting with `:` (between the
+        // operands, after any closing parentheses).
+        let word_op = crate::expr::ast::word_form(op).is_some() && {
+            let text = self.text.text.as_str();
+            let from = self.text_offset(a.span.end).min(text.len());
+            let to = self.text_offset(b.span.start).clamp(from, text.len());
+            let gap = text.get(from..to).unwrap_or("");
+            gap.trim_start_matches(|c: char| c.is_whitespace() || c == ')')
+                .starts_with(':')
+        };
+        let mut e = self.node(ExprKind::Binary(op, Box::new(a), Box::new(b)), l, r);
+        e.word_op = word_op && matches!(e.kind, ExprKind::Binary(..));
+        e
     }
 
     pub(crate) fn assign(&self, target: Expr, value: Expr, l: usize, r: usize) -> Expr {

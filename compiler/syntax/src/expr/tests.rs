@@ -926,3 +926,25 @@ mod round_trip {
         }
     }
 }
+
+/// A binary operator written in its word form is marked so, for messages that quote it as
+/// written (issue 22, item 4).
+#[test]
+fn word_operators_are_marked() {
+    let written = |src: &str| {
+        let (e, diags) = parse_str(src);
+        assert!(diags.is_empty(), "{src}: {diags:?}");
+        let mut ops = Vec::new();
+        e.walk(&mut |x| {
+            if let ExprKind::Binary(op, ..) = &x.kind {
+                ops.push(x.op_text(*op));
+            }
+        });
+        ops.join(" ")
+    };
+    assert_eq!(written("${a} :eq: 1"), ":eq:");
+    assert_eq!(written("${a} == 1"), "==");
+    assert_eq!(written("(${a} + 1) :lt: ( 2)"), ":lt: +");
+    assert_eq!(written("${a} :and: ${b} || ${c} :ne: 1"), "|| :and: :ne:");
+    assert_eq!(written("${a} &&/* : */${b}"), "&&");
+}
