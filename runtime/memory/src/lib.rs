@@ -53,6 +53,8 @@ mod segment;
 pub mod server;
 mod sys;
 mod table;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 mod transfer;
 
 pub use pnet_protocol::memory::{BufferSpec, Copy, MemoryTask, SegmentInfo};
