@@ -78,6 +78,14 @@ fn the_control_socket_serves_its_owner() {
         assert!(t.elapsed() < Duration::from_secs(10), "no control socket");
         std::thread::sleep(Duration::from_millis(10));
     }
+    // A value of another type is refused with the literal to write (issue 22, item 1).
+    let o = client(&["put-token", "extra=2"], &sock);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        stderr(&o).contains("value 2 for place `extra` is not of type long: write 2L"),
+        "{}",
+        stderr(&o)
+    );
     let o = client(&["put-token", "extra=2L"], &sock);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     // The token makes `add` fire.

@@ -267,9 +267,12 @@ impl<'b> Engine<'b> {
             .filter(|p| net.place(*p).put_token)
             .ok_or_else(|| input_error(format!("no put_token place `{place}`")))?;
         if !fits(&value, &net.place(p).ty) {
+            let ty = &net.place(p).ty;
+            let hint = pnet_stdlib::suggest::mismatch_hint(&value, ty)
+                .map(|h| format!(": {h}"))
+                .unwrap_or_default();
             return Err(input_error(format!(
-                "value {value} for place `{place}` is not of type {}",
-                net.place(p).ty
+                "value {value} for place `{place}` is not of type {ty}{hint}"
             )));
         }
         self.st.put(&self.prog, ROOT, p.index(), value);
