@@ -96,7 +96,13 @@ pub fn parse_warning(s: &str) -> Result<(String, bool), String> {
         .iter()
         .find(|(w, _)| *w == name || w.replace('_', "-") == name.replace('_', "-"));
     let Some((canonical, _)) = known else {
-        return Err(format!("unknown warning '{name}' (see --list-warnings)"));
+        let dashed = name.replace('_', "-");
+        let near = pnet_stdlib::suggest::nearest(&dashed, pnet_sema::WARNINGS.iter().map(|w| w.0))
+            .map(|w| format!("; did you mean '{w}'?"))
+            .unwrap_or_default();
+        return Err(format!(
+            "unknown warning '{name}'{near} (see --list-warnings)"
+        ));
     };
     Ok((canonical.to_string(), value))
 }
@@ -190,6 +196,13 @@ mod tests {
         let e = parse(&["--Wno-such-warning"]).err().unwrap();
         assert!(
             e.to_string().contains("unknown warning 'no-such-warning'"),
+            "{e}"
+        );
+        // A misspelled name gets the nearest one (issue 22, item 4).
+        let e = parse(&["--Windependent-plce"]).err().unwrap();
+        assert!(
+            e.to_string()
+                .contains("unknown warning 'independent-plce'; did you mean 'independent-place'?"),
             "{e}"
         );
         let e = parse(&["--Wall=maybe"]).err().unwrap();
