@@ -6,7 +6,8 @@
 //! damage and repairs it in place:
 //! - a start tag that does not end (`<tran`, `<place name="x" type=`, an unclosed attribute
 //!   value, a missing `>`): its complete attributes are kept as an empty element
-//!   (`<place name="x"/>`), or, without one, the tag is blanked; the scan resumes at the next
+//!   (`<place name="x"/>`), or, without one, the tag is blanked; the root's start tag is kept
+//!   as a start tag (`<defun name="x">`), its content after it; the scan resumes at the next
 //!   `<`;
 //! - a closing tag of an element further down the stack closes the elements above it
 //!   implicitly; a closing tag of no open element is blanked; a half-typed closing tag
@@ -131,9 +132,10 @@ enum TagEnd {
 }
 
 fn is_name_start(c: u8) -> bool {
-    c.is_ascii_alphabetic() || c == b'_' || c == b':' || c >= 0x80
+    c.is_ascii_alphabetic() || c == b'_' || c >= 0x80
 }
 
+/// A name character but `:` (names are `name` or `prefix:name`).
 fn is_name_char(c: u8) -> bool {
     is_name_start(c) || c.is_ascii_digit() || c == b'-' || c == b'.'
 }
@@ -188,11 +190,37 @@ impl Fixer<'_> {
             .map_or(self.b.len(), |p| from + p)
     }
 
-    fn name_end(&self, mut i: usize) -> usize {
-        while i < self.b.len() && is_name_char(self.b[i]) {
-            i += 1;
+    /// The end of the name at `i` (`i` if none): `name` or `prefix:name`.
+    fn name_end(&self, i: usize) -> usize {
+        let ncname = |mut j: usize| {
+            if j < self.b.len() && is_name_start(self.b[j]) {
+                while j < self.b.len() && is_name_char(self.b[j]) {
+                    j += 1;
+                }
+            }
+            j
+        };
+        let e = ncname(i);
+        if e > i && self.b.get(e) == Some(&b':') {
+            let e2 = ncname(e + 1);
+            if e2 > e + 1 {
+                return e2;
+            }
         }
-        i
+        e
+    }
+
+    /// Whether an element name starts at `i`: a name not followed by `:`, its prefix (if
+    /// any) declared somewhere in the file.
+    fn element_name_at(&self, i: usize) -> bool {
+        let e = self.name_end(i);
+        if e == i || self.b.get(e) == Some(&b':') {
+            return false;
+        }
+        match self.src[i..e].split_once(':') {
+            Some((prefix, _)) => self.src.contains(&format!("xmlns:{prefix}")),
+            None => true,
+        }
     }
 
     fn skip_space(&self, mut i: usize) -> usize {
@@ -252,7 +280,27 @@ impl Fixer<'_> {
                     i += 1;
                     continue;
                 }
+                if self.src[i..].starts_with("!--") {
+                    // A comment without its `<`.
+                    let end = self.find(i + 3, "-->").map_or(n, |e| e + 3);
+                    self.damage(i, end, "a comment without `<`".into(), "ignored");
+                    self.blank(i, end);
+                    i = end;
+                    continue;
+                }
                 let end = self.next_lt(i);
+                if !self.root_done && self.element_name_at(i) && self.b[i..end].contains(&b'>') {
+                    // Before the root, `name ...>`: the root's start tag without its `<`.
+                    self.damage(
+                        i,
+                        i,
+                        "a start tag without `<`".into(),
+                        "read as a start tag",
+                    );
+                    self.insert(i, "<".into());
+                    i = self.start_tag(i, i);
+                    continue;
+                }
                 self.outside_root(i, end, "text outside the root element");
                 i = end;
             } else if c == b'&' {
@@ -265,6 +313,17 @@ impl Fixer<'_> {
                         i += 1;
                     }
                 }
+            } else if c == b']' && self.src[i..].starts_with("]]>") {
+                // `]]>` is not allowed in character data: its `>` becomes `&gt;`.
+                self.damage(
+                    i,
+                    i + 3,
+                    "`]]>` outside a CDATA section".into(),
+                    "read as text",
+                );
+                self.out[i + 2] = b'&';
+                self.insert(i + 3, "gt;".into());
+                i += 3;
             } else {
                 i += 1;
             }
@@ -296,8 +355,14 @@ impl Fixer<'_> {
         let n = self.b.len();
         let rest = &self.src[i..];
         if rest.starts_with("<!--") {
-            return match self.find(i + 4, "-->") {
-                Some(e) => e + 3,
+            return match self.find(i + 4, "--") {
+                Some(e) if self.b.get(e + 2) == Some(&b'>') => e + 3,
+                Some(e) => {
+                    // A `--` ends a comment: the `>` is missing.
+                    self.damage(i, e + 2, "a comment's `--` without `>`".into(), "ignored");
+                    self.blank(i, e + 2);
+                    e + 2
+                }
                 None => {
                     self.damage(i, n, "an unclosed comment".into(), "ignored");
                     self.blank(i, n);
@@ -349,8 +414,8 @@ impl Fixer<'_> {
         if rest.starts_with("</") {
             return self.close_tag(i);
         }
-        if self.b.get(i + 1).is_some_and(|&c| is_name_start(c)) {
-            return self.start_tag(i);
+        if self.element_name_at(i + 1) {
+            return self.start_tag(i, i + 1);
         }
         // A stray `<`.
         if self.stack.is_empty() {
@@ -363,14 +428,14 @@ impl Fixer<'_> {
         i + 1
     }
 
-    fn start_tag(&mut self, i: usize) -> usize {
+    /// A start tag at `i` whose name starts at `ns` (`i + 1`, or `i` when its `<` is missing).
+    fn start_tag(&mut self, i: usize, ns: usize) -> usize {
         let n = self.b.len();
         if self.stack.is_empty() && self.root_done {
             let end = self.next_lt(i + 1);
             self.outside_root(i, end, "a second root element");
             return end;
         }
-        let ns = i + 1;
         let ne = self.name_end(ns);
         let mut j = ne;
         let mut good = ne;
@@ -452,7 +517,18 @@ impl Fixer<'_> {
             }
             TagEnd::Broken(f, what) => {
                 let resume = self.next_lt(f);
-                if good > ne {
+                if self.stack.is_empty() {
+                    // The root: what follows is its content.
+                    let msg = format!("{what} in `<{name}`");
+                    self.damage(i, resume, msg, "read as a start tag");
+                    self.blank(good, resume);
+                    self.insert(good, ">".into());
+                    self.stack.push(Open {
+                        name,
+                        start: ns,
+                        end: ne,
+                    });
+                } else if good > ne {
                     // Keep the complete attributes as an empty element.
                     let msg = format!("{what} in `<{name}`");
                     self.damage(i, resume, msg, "read as an empty element");
@@ -488,13 +564,18 @@ impl Fixer<'_> {
             return end;
         }
         let found = self.stack.iter().rposition(|o| o.name == name).or_else(|| {
-            // A half-typed closing tag closes the innermost element it is a prefix of.
+            // A half-typed closing tag closes the innermost element if it starts its name.
             let top = self.stack.len() - 1;
-            (!well_formed && self.stack[top].name.starts_with(name)).then_some(top)
+            (!well_formed && !name.is_empty() && self.stack[top].name.starts_with(name))
+                .then_some(top)
         });
         let Some(k) = found else {
             let top = &self.stack[self.stack.len() - 1].name;
-            let msg = format!("a closing tag `</{name}>` in `<{top}>`, which it does not close");
+            let msg = if well_formed {
+                format!("a closing tag `</{name}>` in `<{top}>`, which it does not close")
+            } else {
+                format!("an unfinished closing tag `</{name}` in `<{top}>`")
+            };
             self.damage(i, end, msg, "ignored");
             self.blank(i, end);
             return end;

@@ -1256,3 +1256,95 @@ fn damaged_nets_keep_the_rest_of_the_tree() {
     "#]]
     .assert_eq(&survivors(TOLERANT_NET));
 }
+/// Every corpus file, parsed: (path, text, its places and transitions).
+fn corpus_nets() -> Vec<(String, String, (usize, usize))> {
+    corpus_files()
+        .into_iter()
+        .filter_map(|(path, text)| {
+            let (file, diags) = parse_file(FileId(0), &text);
+            assert!(diags.iter().all(|d| d.code != "xml_syntax"), "{path}");
+            let counts = net_counts(&file)?;
+            Some((path, text, counts))
+        })
+        .collect()
+}
+
+/// The number of places and transitions of a defun root's net.
+fn net_counts(file: &File) -> Option<(usize, usize)> {
+    match &file.root {
+        Some(Root::Defun(d)) => match &d.body {
+            Some(DefunBody::Net(n)) => Some((n.places.len(), n.transitions.len())),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[test]
+fn deleting_a_markup_character_keeps_a_root() {
+    // Every 11th byte of every corpus net, if it is markup (`<`, `>`, `"`, `/`, `=`).
+    let (mut broken, mut rooted) = (0, 0);
+    let mut lost = Vec::new();
+    for (path, text, _) in corpus_nets() {
+        for at in (0..text.len()).step_by(11) {
+            if !matches!(text.as_bytes()[at], b'<' | b'>' | b'"' | b'/' | b'=') {
+                continue;
+            }
+            let damaged = format!("{}{}", &text[..at], &text[at + 1..]);
+            let (file, diags) = parse_file(FileId(0), &damaged);
+            if diags.iter().any(|d| d.code == "xml_syntax") {
+                broken += 1;
+                if file.root.is_some() {
+                    rooted += 1;
+                } else {
+                    lost.push(format!("{path}@{at}"));
+                }
+            }
+        }
+    }
+    assert!(broken > 1000, "{broken}");
+    assert_eq!(rooted, broken, "{lost:?}");
+}
+
+#[test]
+fn a_half_typed_tag_before_any_place_or_transition_keeps_them_all() {
+    let typed = [
+        "<tran",
+        "<place name=\"x\" type=",
+        "<place name=\"x",
+        "<connect-in port=\"p\" place=\"",
+        "</",
+        "<",
+        "&",
+    ];
+    let mut n = 0;
+    for (path, text, counts) in corpus_nets() {
+        let lines: Vec<usize> = text
+            .match_indices('\n')
+            .map(|(i, _)| i + 1)
+            .filter(|&i| {
+                let rest = text[i..].trim_start();
+                rest.starts_with("<place") || rest.starts_with("<transition")
+            })
+            .collect();
+        for (k, at) in lines.into_iter().enumerate() {
+            let t = typed[k % typed.len()];
+            let damaged = format!("{}{t}\n{}", &text[..at], &text[at..]);
+            let (file, diags) = parse_file(FileId(0), &damaged);
+            let xml: Vec<_> = diags.iter().filter(|d| d.code == "xml_syntax").collect();
+            assert_eq!(xml.len(), 1, "{path}: `{t}` at {at}: {diags:?}");
+            let s = xml[0].primary_span().expect("a span");
+            assert!(
+                s.start as usize >= at && s.end as usize <= at + t.len(),
+                "{path}: `{t}` at {at}: {s:?}"
+            );
+            assert_eq!(
+                net_counts(&file),
+                Some(counts),
+                "{path}: `{t}` at {at}: {diags:?}"
+            );
+            n += 1;
+        }
+    }
+    assert!(n > 100, "{n}");
+}
