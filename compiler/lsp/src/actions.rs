@@ -59,8 +59,104 @@ pub fn nearest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Vec
     v.into_iter().take(3).map(|(_, c)| c).collect()
 }
 
-/// The quick fixes for the diagnostic `code` at `start..end` of the open document `path`.
-pub fn quick_fixes(a: &Analysis, path: &Path, code: &str, start: u32, end: u32) -> Vec<Fix> {
+/// The first `` `...` `` in `s`.
+fn backticked(s: &str) -> Option<&str> {
+    let a = s.find('`')? + 1;
+    let len = s[a..].find('`')?;
+    Some(&s[a..a + len])
+}
+
+fn is_word(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// The fixes the diagnostic's own `help:` notes spell out (in `message`, as the server
+/// sends them: `note: help: did you mean `x`?`, `note: help: write `1L``).
+fn help_fixes(text: &str, message: &str, start: u32, end: u32) -> Vec<Fix> {
+    let range = &text[start as usize..end as usize];
+    let mut out = Vec::new();
+    for line in message.lines() {
+        let Some(help) = line.trim_start_matches("note: ").strip_prefix("help: ") else {
+            continue;
+        };
+        if let Some(rest) = help.strip_prefix("did you mean")
+            && let Some(name) = backticked(rest)
+            && is_word(range)
+        {
+            // `${a}` offered for the name inside `${aa}`
+            let name = name
+                .strip_prefix("${")
+                .and_then(|n| n.strip_suffix('}'))
+                .unwrap_or(name);
+            out.push(Fix {
+                title: format!("Change to `{name}`"),
+                edits: vec![Replace {
+                    start,
+                    end,
+                    text: name.to_string(),
+                }],
+                preferred: true,
+            });
+        }
+        if let Some(rest) = help.strip_prefix("write ")
+            && let Some(lit) = backticked(rest)
+            && let Some(fix) = literal_fix(text, start, end, lit)
+        {
+            out.push(fix);
+        }
+    }
+    out
+}
+
+/// "Write `1L`": the one number literal in `start..end` that `lit` spells with a suffix.
+fn literal_fix(text: &str, start: u32, end: u32, lit: &str) -> Option<Fix> {
+    let b = text.as_bytes();
+    let (s, e) = (start as usize, end as usize);
+    let unsigned = lit.strip_prefix('-').unwrap_or(lit);
+    let mut found = Vec::new();
+    let mut i = s;
+    while i < e {
+        let starts_number = b[i].is_ascii_digit()
+            && (i == 0
+                || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.'));
+        if !starts_number {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < e && (b[j].is_ascii_alphanumeric() || b[j] == b'.' || b[j] == b'_') {
+            j += 1;
+        }
+        let word = &text[i..j];
+        if unsigned.len() > word.len() && unsigned.starts_with(word) {
+            found.push((i, j));
+        }
+        i = j;
+    }
+    let [(i, j)] = found[..] else {
+        return None;
+    };
+    Some(Fix {
+        title: format!("Write `{lit}`"),
+        edits: vec![Replace {
+            start: i as u32,
+            end: j as u32,
+            text: unsigned.to_string(),
+        }],
+        preferred: true,
+    })
+}
+
+/// The quick fixes for the diagnostic `code` (with `message`, whose `help:` notes may
+/// spell a fix) at `start..end` of the open document `path`.
+pub fn quick_fixes(
+    a: &Analysis,
+    path: &Path,
+    code: &str,
+    message: &str,
+    start: u32,
+    end: u32,
+) -> Vec<Fix> {
     let Some(doc) = a.docs.get(path) else {
         return Vec::new();
     };
@@ -69,7 +165,7 @@ pub fn quick_fixes(a: &Analysis, path: &Path, code: &str, start: u32, end: u32) 
     if s > e || !text.is_char_boundary(s) || !text.is_char_boundary(e) {
         return Vec::new();
     }
-    let mut out = Vec::new();
+    let mut out = help_fixes(text, message, start, end);
     match code {
         "unexpected_character" if &text[s..e] == "=" => {
             let prev = text[..s].trim_end().chars().last();
@@ -115,7 +211,15 @@ pub fn quick_fixes(a: &Analysis, path: &Path, code: &str, start: u32, end: u32) 
         }
         _ => {}
     }
-    out
+    // the same fix from a help note and from the scope: once, preferred if either is
+    let mut unique: Vec<Fix> = Vec::new();
+    for f in out {
+        match unique.iter_mut().find(|u| u.edits == f.edits) {
+            Some(u) => u.preferred |= f.preferred,
+            None => unique.push(f),
+        }
+    }
+    unique
 }
 
 /// The value of attribute `name` in the tag around `offset`.

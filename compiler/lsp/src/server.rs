@@ -477,7 +477,7 @@ impl Server {
                     ) else {
                         continue;
                     };
-                    for fix in crate::actions::quick_fixes(a, &path, code, s, e) {
+                    for fix in crate::actions::quick_fixes(a, &path, code, &d.message, s, e) {
                         let edits = fix
                             .edits
                             .iter()

@@ -529,3 +529,57 @@ fn semantic_tokens_and_inlay_hints_inside_expressions() {
     assert!(r.as_array().unwrap().iter().all(|h| h["kind"] == json!(1)));
     c.shutdown();
 }
+
+#[test]
+fn quick_fixes_from_the_help_notes_of_diagnostics() {
+    let dir = sum_dir();
+    // a buffer beside pair.xpnet (never written to disk)
+    let path = dir.join("help_fixes_unsaved.xpnet");
+    let net = |e: &str| {
+        format!(
+            "<defun name=\"n\">\n  <include-structs href=\"pair.xpnet\"/>\n  <in name=\"a\" type=\"long\"/>\n  <in name=\"p\" type=\"pair\"/>\n  <out name=\"b\" type=\"long\"/>\n  <expression>{e}</expression>\n</defun>\n"
+        )
+    };
+    let mut c = Client::start(json!({}));
+    // an unknown function: the built-in it resembles
+    let text = net("${b} := maxx (${a}, 2L)");
+    c.open(&path, &text);
+    let actions = code_actions(&mut c, &path, 1);
+    let fixed = apply(&text, &action(&actions, "Change to `max`")["edit"], &path);
+    assert_eq!(fixed, net("${b} := max (${a}, 2L)"));
+
+    // a literal without its suffix (in an operand and in an assignment), an unknown field,
+    // an unknown variable
+    let text = net("${b} := ${a} + 1; ${b} := ${p.xx}; ${b} := ${aa}; ${b} := 2");
+    c.change_full(&path, 2, &text);
+    let actions = code_actions(&mut c, &path, 2);
+    let mut titles: Vec<&str> = actions
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    titles.sort();
+    assert_eq!(
+        titles,
+        ["Change to `a`", "Change to `x`", "Write `1L`", "Write `2L`"],
+        "{actions:?}"
+    );
+    // all of them together: a clean net
+    let mut fixed = text.clone();
+    let mut edit = json!({"changes": {uri(&path): []}});
+    for a in &actions {
+        for e in a["edit"]["changes"][uri(&path)].as_array().unwrap() {
+            edit["changes"][uri(&path)]
+                .as_array_mut()
+                .unwrap()
+                .push(e.clone());
+        }
+    }
+    fixed = apply(&fixed, &edit, &path);
+    assert_eq!(
+        fixed,
+        net("${b} := ${a} + 1L; ${b} := ${p.x}; ${b} := ${a}; ${b} := 2L")
+    );
+    c.change_full(&path, 3, &fixed);
+    assert_eq!(errors(&c.diagnostics(&path, 3)), Vec::<&Value>::new());
+    c.shutdown();
+}
