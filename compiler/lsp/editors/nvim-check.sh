@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Checks the documented Neovim configuration (editors/pnet.lua) against the built server:
 # opens a net with an error in nvim --headless and waits for pnet-lsp's diagnostics; then,
-# in a second net, presses the documented `K` (hover) and `gd` (definition) on a connection's
-# place and checks the hover's text and the jump.
+# in a second net, presses the documented mappings and checks what they did: `K` (hover) and
+# `gd` (definition) on a connection's place, `<leader>rn` (rename, the prompt answered),
+# `]d` and `<leader>ca` (a quick fix, the first one chosen) on a misspelled place; and asks
+# for signature help and workspace symbols.
 # usage: editors/nvim-check.sh [path/to/pnet-lsp]   (exits 0 on success; 77 if no nvim)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -87,6 +89,57 @@ vim.api.nvim_feedkeys("gd", "x", false)
 vim.wait(20000, function() return vim.api.nvim_win_get_cursor(0)[1] ~= before end, 50)
 local pos = vim.api.nvim_win_get_cursor(0)
 out:write(string.format("gd: %d:%d\n", pos[1], pos[2]))
+
+-- the prompts of rename and code action, answered as a user would
+vim.ui.input = function(_, on_confirm) on_confirm("total") end
+vim.ui.select = function(items, _, on_choice) on_choice(items[1], 1) end
+local function find(s)
+  for i, l in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
+    if l:find(s, 1, true) then return i end
+  end
+end
+local function line(i) return vim.api.nvim_buf_get_lines(buf, i - 1, i, false)[1] end
+local function float_text()
+  local text = "none"
+  vim.wait(20000, function()
+    local w = floats()[1]
+    if w then
+      text = table.concat(vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(w), 0, -1, false), " ")
+      return true
+    end
+    return false
+  end, 50)
+  for _, w in ipairs(floats()) do vim.api.nvim_win_close(w, true) end
+  return text
+end
+-- <leader>rn on the declaration (where gd left the cursor): `counter` becomes `total`
+vim.api.nvim_feedkeys("\\rn", "x", false)
+vim.wait(20000, function() return find('place="total"') ~= nil end, 50)
+out:write("rn: " .. line(3):gsub("^%s+", "") .. " " .. (line(find('place="total"') or 1)):gsub("^%s+", "") .. "\n")
+-- a misspelled place: ]d jumps to it, <leader>ca's first fix (the nearest name) repairs it
+local row = find('place="total"')
+vim.api.nvim_buf_set_lines(buf, row - 1, row, false, { (line(row):gsub('place="total"', 'place="totl"')) })
+vim.wait(20000, function()
+  return #vim.diagnostic.get(buf, { severity = vim.diagnostic.severity.ERROR }) > 0
+end, 50)
+vim.api.nvim_win_set_cursor(0, { 1, 0 })
+vim.api.nvim_feedkeys("]d", "x", false)
+out:write(string.format("]d: %d\n", vim.api.nvim_win_get_cursor(0)[1]))
+vim.api.nvim_feedkeys("\\ca", "x", false)
+vim.wait(20000, function() return line(row):find('place="total"', 1, true) ~= nil end, 50)
+out:write("ca: " .. line(row):gsub("^%s+", "") .. "\n")
+-- signature help in a call of a built-in
+local er = find("<expression>")
+vim.api.nvim_buf_set_lines(buf, er - 1, er, false, { "        <expression>max (${a}, </expression>" })
+vim.api.nvim_win_set_cursor(0, { er, #"        <expression>max (${a}, " })
+for _, w in ipairs(floats()) do vim.api.nvim_win_close(w, true) end -- ]d's float
+vim.lsp.buf.signature_help()
+out:write("sig: " .. float_text() .. "\n")
+-- workspace symbols, into the quickfix list
+vim.lsp.buf.workspace_symbol("total")
+vim.wait(20000, function() return #vim.fn.getqflist() > 0 end, 50)
+local qf = vim.fn.getqflist()[1]
+out:write(string.format("ws: %d %s\n", qf and qf.lnum or 0, qf and qf.text or "none"))
 out:close()
 vim.cmd("qa!")
 LUA
@@ -97,4 +150,13 @@ grep -q "^3:.*pnet.*type" "$tmp/out.txt" || { echo "nvim-check: no diagnostic"; 
 # K: the hover of the place; gd: the cursor on the place's declaration (line 3, its name)
 grep -q "^K: .*place counter: long" "$tmp/out.txt" || { echo "nvim-check: K did not hover"; exit 1; }
 grep -q "^gd: 3:17$" "$tmp/out.txt" || { echo "nvim-check: gd did not jump"; exit 1; }
+# <leader>rn renamed the place and its connection; ]d went to the misspelled place (line 9),
+# <leader>ca fixed it; signature help and workspace symbols answered
+grep -q '^rn: <place name="total" type="long"/> <connect-in port="a" place="total"/>$' "$tmp/out.txt" \
+  || { echo "nvim-check: <leader>rn did not rename"; exit 1; }
+grep -q "^\]d: 9$" "$tmp/out.txt" || { echo "nvim-check: ]d did not jump"; exit 1; }
+grep -q '^ca: <connect-in port="a" place="total"/>$' "$tmp/out.txt" \
+  || { echo "nvim-check: <leader>ca did not fix"; exit 1; }
+grep -q "^sig: max (T, T) -> T" "$tmp/out.txt" || { echo "nvim-check: no signature help"; exit 1; }
+grep -q "^ws: 3 .*total" "$tmp/out.txt" || { echo "nvim-check: no workspace symbol"; exit 1; }
 echo "nvim-check: ok"

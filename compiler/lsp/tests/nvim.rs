@@ -1,11 +1,12 @@
 //! The documented Neovim configuration (`editors/pnet.lua`) driven headless against this
 //! build of the server by `editors/nvim-check.sh`: diagnostics arrive, and the documented
-//! mappings `K` (hover) and `gd` (definition) answer.
+//! mappings answer: `K` (hover), `gd` (definition), `<leader>rn` (rename), `]d` and
+//! `<leader>ca` (a quick fix); signature help and workspace symbols too.
 
 use std::process::Command;
 
 #[test]
-fn neovim_mappings_hover_and_jump_to_the_definition() {
+fn neovim_mappings_hover_jump_rename_and_fix() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/editors/nvim-check.sh");
     let out = Command::new("bash")
         .arg(script)
@@ -25,5 +26,19 @@ fn neovim_mappings_hover_and_jump_to_the_definition() {
     );
     assert!(stdout.contains("K: place counter: long"), "{stdout}");
     assert!(stdout.lines().any(|l| l == "gd: 3:17"), "{stdout}");
+    // <leader>rn, ]d, <leader>ca, signature help, workspace symbols
+    assert!(
+        stdout.contains(
+            "rn: <place name=\"total\" type=\"long\"/> <connect-in port=\"a\" place=\"total\"/>"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.lines().any(|l| l == "]d: 9"), "{stdout}");
+    assert!(
+        stdout.contains("ca: <connect-in port=\"a\" place=\"total\"/>"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("sig: max (T, T) -> T"), "{stdout}");
+    assert!(stdout.contains("ws: 3 [Variable] total"), "{stdout}");
     assert!(stdout.contains("nvim-check: ok"), "{stdout}");
 }
