@@ -583,3 +583,55 @@ fn quick_fixes_from_the_help_notes_of_diagnostics() {
     assert_eq!(errors(&c.diagnostics(&path, 3)), Vec::<&Value>::new());
     c.shutdown();
 }
+
+#[test]
+fn rename_a_template_and_a_specialization() {
+    let examples = sum_dir().parent().unwrap().to_path_buf();
+    let dir = examples.join("parallel_inorder");
+    let mut c = Client::start(json!({"searchPaths": [examples]}));
+    let mut files = Vec::new();
+    for f in ["n_of_m.xpnet", "work.xpnet"] {
+        let path = dir.join(f);
+        let text = std::fs::read_to_string(&path).unwrap();
+        c.open(&path, &text);
+        files.push((path, text));
+    }
+    let before: Vec<usize> = files
+        .iter()
+        .map(|(p, _)| errors(&c.latest_diagnostics(p)).len())
+        .collect();
+    assert_eq!(before[0], 0, "n_of_m.xpnet is a clean net");
+    let mut rename = |c: &mut Client, file: usize, needle: &str, delta: usize, to: &str| {
+        let (path, text) = &files[file];
+        let (l, ch) = pos_of(text, needle, delta);
+        let mut params = Client::at(path, l, ch);
+        params["newName"] = json!(to);
+        c.request("textDocument/rename", params)
+    };
+    // the template, from the specialization that uses it: its name in work.xpnet too
+    let edit = rename(&mut c, 0, "use=\"work_n_of_m\"", 6, "work_template");
+    assert_eq!(
+        edited_files(&edit),
+        ["n_of_m.xpnet x1", "work.xpnet x1"],
+        "{edit}"
+    );
+    // the specialization, from the transition's `use`: its declaration too
+    let edit2 = rename(&mut c, 0, "<use name=\"work_config\"", 12, "work_spec");
+    assert_eq!(edited_files(&edit2), ["n_of_m.xpnet x2"], "{edit2}");
+    for (i, (path, text)) in files.iter().enumerate() {
+        let new = apply(&apply(text, &edit, path), &edit2, path);
+        if i == 0 {
+            assert!(new.contains("<specialize name=\"work_spec\" use=\"work_template\">"));
+            assert!(new.contains("<use name=\"work_spec\"/>"));
+        } else {
+            assert!(new.contains("<template name=\"work_template\">"));
+        }
+        c.change_full(path, 2, &new);
+    }
+    let after: Vec<usize> = files
+        .iter()
+        .map(|(p, _)| errors(&c.latest_diagnostics(p)).len())
+        .collect();
+    assert_eq!(after, before);
+    c.shutdown();
+}
