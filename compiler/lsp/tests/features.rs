@@ -601,7 +601,7 @@ fn rename_a_template_and_a_specialization() {
         .map(|(p, _)| errors(&c.latest_diagnostics(p)).len())
         .collect();
     assert_eq!(before[0], 0, "n_of_m.xpnet is a clean net");
-    let mut rename = |c: &mut Client, file: usize, needle: &str, delta: usize, to: &str| {
+    let rename = |c: &mut Client, file: usize, needle: &str, delta: usize, to: &str| {
         let (path, text) = &files[file];
         let (l, ch) = pos_of(text, needle, delta);
         let mut params = Client::at(path, l, ch);
