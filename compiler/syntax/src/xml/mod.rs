@@ -1,5 +1,6 @@
 //! The xpnet XML front end (roxmltree): a file's text to an AST with spans. Parsing never
-//! fails: malformed XML gives a diagnostic and whatever could be understood (possibly no root).
+//! fails: malformed XML is repaired (`recover.rs`: a half-typed tag keeps the rest of the
+//! tree) with a diagnostic at each damage; only if even the repair is rejected, no root.
 
 pub mod ast;
 mod parser;
@@ -13,8 +14,10 @@ pub use print::print_ast;
 
 use crate::{Diagnostic, FileId};
 
-/// Parses an xpnet file. Never fails: malformed XML gives a diagnostic and a `File` whose
-/// root may be `None`; unknown elements and attributes are warnings (`unexpected-element`).
+/// Parses an xpnet file. Never fails: malformed XML gives an `xml_syntax` error at each
+/// damage and the tree of the repaired text (a `File` whose root is `None` only when the text
+/// cannot be repaired, e.g. it has no element); unknown elements and attributes are warnings
+/// (`unexpected-element`).
 ///
 /// Error codes: `xml_syntax`, `unknown_root`, `missing_attribute`, `invalid_bool`,
 /// `missing_body`, `multiple_bodies`, `duplicate_element` (a second `size`, `code`, ...),

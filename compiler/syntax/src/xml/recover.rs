@@ -174,6 +174,7 @@ impl Fixer<'_> {
     }
 
     fn insert(&mut self, at: usize, s: String) {
+        debug_assert!(self.ins.last().is_none_or(|&(last, _)| last <= at));
         self.ins.push((at, s));
     }
 
@@ -397,7 +398,7 @@ impl Fixer<'_> {
         if rest.starts_with("<!") {
             // A DTD (`<!DOCTYPE ... [ ... ]>`) or other declaration.
             let gt = self.find(i, ">").unwrap_or(n);
-            let bracket = self.find(i, "[").filter(|&p| p < gt);
+            let bracket = self.src[i..gt].find('[');
             let end = match bracket {
                 Some(_) => self.find(i, "]>").map_or(n, |p| p + 2),
                 None => (gt + 1).min(n),
