@@ -1,4 +1,8 @@
-//! Byte offsets <-> LSP positions (line, UTF-16 column).
+//! Byte offsets <-> LSP positions (line, UTF-16 column), both ways.
+//!
+//! Not `pnet_diagnostics::LineIndex`: that one maps an offset to a 1-based line and a column
+//! in characters (for rendering), keeps its line starts private and has no way back from a
+//! position to an offset; the protocol needs UTF-16 columns and the reverse mapping.
 
 use lsp_types::{Position, Range};
 

@@ -453,7 +453,7 @@ fn semantic_tokens_and_inlay_hints_inside_expressions() {
     let path = dir.join("sum_expr.xpnet");
     let text = std::fs::read_to_string(&path).unwrap().replace(
         "${s} := ${p.x} + ${p.y}",
-        "${s} := max (${p.x}, 1L) + 2L;\n    if true then ${s} := \"a\" else 0L endif",
+        "${s} := max (${p.x}, 1L) + 2L;\n    ${s} := \"a\"; true :or: false",
     );
     let mut c = Client::start(json!({}));
     c.open(&path, &text);
@@ -493,11 +493,12 @@ fn semantic_tokens_and_inlay_hints_inside_expressions() {
             "1L:number",
             "+:operator",
             "2L:number",
-            "true:keyword",
             "${s}:variable",
             ":=:operator",
             "\"a\":string",
-            "0L:number",
+            "true:keyword",
+            ":or::operator",
+            "false:keyword",
         ]
     );
 
