@@ -3,13 +3,14 @@
 use serde::{Deserialize, Serialize};
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use num_bigint::BigInt;
 use num_traits::{FromPrimitive, Signed, ToPrimitive};
 
 use crate::ops::{FRACTIONAL, NUMBERS, SIGNED, in_kinds, kind_error, kind_name, lang_cmp};
 use crate::value::{Bitset, MAX_VALUE_DEPTH};
-use crate::{EvalError, Type, TypeError, Value};
+use crate::{EvalError, Shared, Type, TypeError, Value};
 
 /// A built-in function of the expression language.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -654,7 +655,6 @@ impl Builtin {
     }
 }
 
-/// The math functions on a double (arguments already checked).
 /// An element may go into a container only if the result nests at most
 /// [`MAX_VALUE_DEPTH`] levels (a loop that keeps wrapping a list in a list fails with a
 /// message instead of building a value no walk can handle).
@@ -667,6 +667,17 @@ fn nestable(name: &str, v: &Value) -> Result<(), EvalError> {
     Ok(())
 }
 
+/// `shared_P (v)`: wraps `v` for reference counting on the cleanup place `place` (one level
+/// deeper, so it is checked like a container's element).
+pub fn make_shared(place: Arc<str>, value: Value) -> Result<Value, EvalError> {
+    if value.deeper_than(MAX_VALUE_DEPTH - 1) {
+        // The name is built only for the message.
+        nestable(&format!("shared_{place}"), &value)?;
+    }
+    Ok(Value::Shared(Box::new(Shared { place, value })))
+}
+
+/// The math functions on a double (arguments already checked).
 fn math(f: Builtin, x: f64) -> f64 {
     match f {
         Builtin::Floor => x.floor(),

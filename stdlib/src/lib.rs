@@ -15,7 +15,7 @@ pub mod suggest;
 pub mod ty;
 pub mod value;
 
-pub use builtins::Builtin;
+pub use builtins::{Builtin, make_shared};
 pub use error::{EvalError, TypeError};
 pub use ops::{BinOp, UnOp};
 pub use ty::{StructType, Type, type_name};

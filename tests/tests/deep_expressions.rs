@@ -350,18 +350,44 @@ fn deeply_nested_properties_are_safe_on_a_2_mib_stack() {
 /// JIT, on a 2 MiB stack (it used to build a value whose drop or print overflowed the stack).
 #[test]
 fn a_value_that_nests_in_a_loop_stops_with_an_error() {
+    nests_in_a_loop(
+        "list",
+        "List ()",
+        "stack_push (List (), ${l})",
+        "stack_push: the result would nest deeper than 200 levels",
+        "",
+    );
+}
+
+/// The same with `shared_P` wrapping a value in a value (it did not check the depth).
+#[test]
+fn a_shared_value_that_nests_in_a_loop_stops_with_an_error() {
+    nests_in_a_loop(
+        "shared_cleanup",
+        "shared_cleanup (0L)",
+        "shared_cleanup (${l})",
+        "shared_cleanup: the result would nest deeper than 200 levels",
+        r#"<place name="cleanup" type="shared_cleanup" shared_sink="true"/>"#,
+    );
+}
+
+/// Runs a loop that sets the `l` token (of type `ty`, first `first`) to `step` 100,000
+/// times, interpreted and with the JIT, and expects the run to stop with `message`; `extra`
+/// are more places of the net.
+fn nests_in_a_loop(ty: &str, first: &str, step: &str, message: &'static str, extra: &str) {
     let text = r#"<defun name="wrap">
   <in name="n" type="long" place="a"/>
-  <out name="r" type="list" place="b"/>
+  <out name="r" type="TY" place="b"/>
   <net>
     <place name="a" type="long"/>
-    <place name="l" type="list"><token><value>List ()</value></token></place>
-    <place name="b" type="list"/>
+    <place name="l" type="TY"><token><value>FIRST</value></token></place>
+    <place name="b" type="TY"/>
+    EXTRA
     <transition name="wrap">
       <defun>
         <inout name="n" type="long"/>
-        <inout name="l" type="list"/>
-        <expression>${l} := stack_push (List (), ${l}); ${n} := ${n} - 1L</expression>
+        <inout name="l" type="TY"/>
+        <expression>${l} := STEP; ${n} := ${n} - 1L</expression>
         <condition>${n} :gt: 0L</condition>
       </defun>
       <connect-inout port="n" place="a"/>
@@ -370,8 +396,8 @@ fn a_value_that_nests_in_a_loop_stops_with_an_error() {
     <transition name="done">
       <defun>
         <in name="n" type="long"/>
-        <in name="l" type="list"/>
-        <out name="r" type="list"/>
+        <in name="l" type="TY"/>
+        <out name="r" type="TY"/>
         <expression>${r} := ${l}</expression>
         <condition>${n} :eq: 0L</condition>
       </defun>
@@ -380,12 +406,17 @@ fn a_value_that_nests_in_a_loop_stops_with_an_error() {
       <connect-out port="r" place="b"/>
     </transition>
   </net>
-</defun>"#;
+</defun>"#
+        .replace("TY", ty)
+        .replace("FIRST", first)
+        .replace("STEP", step)
+        .replace("EXTRA", extra);
     for jit in [false, true] {
+        let text = text.clone();
         on_small_stack(move || {
             let out = pnet_sema::compile_source(
                 Path::new("wrap.xpnet"),
-                text,
+                &text,
                 &pnet_sema::Options::default(),
             );
             assert!(!out.has_errors(), "{:?}", out.diagnostics);
@@ -407,10 +438,7 @@ fn a_value_that_nests_in_a_loop_stops_with_an_error() {
                 }
             };
             let msg = err.to_string();
-            assert!(
-                msg.contains("stack_push: the result would nest deeper than 200 levels"),
-                "{msg}"
-            );
+            assert!(msg.contains(message), "{msg}");
         });
     }
 }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use pnet_bundle::{Code, Instr};
 use pnet_stdlib::ops::{eval_binary, eval_unary};
-use pnet_stdlib::{BinOp, EvalError, Shared, UnOp, Value};
+use pnet_stdlib::value::MAX_VALUE_DEPTH;
+use pnet_stdlib::{BinOp, EvalError, UnOp, Value, make_shared};
 
 use crate::error::{RunError, RunErrorKind};
 use crate::tokens::Tokens;
@@ -140,13 +141,8 @@ impl Interpreter {
                     let path = path(code, p).map_err(fail)?;
                     let root = slot_mut(code, frame, s).map_err(fail)?;
                     let root = root.get_or_insert_with(|| Value::Struct(Vec::new()));
-                    store_path(root, path, v).map_err(|k| {
-                        fail(RunErrorKind::Eval(EvalError::TypeMismatch(format!(
-                            "cannot assign to field `{}` of ${{{}}}: not a struct",
-                            path[k],
-                            reference(code, s, &path[..k])
-                        ))))
-                    })?;
+                    assign_field(code, s, root, path, v)
+                        .map_err(|e| fail(RunErrorKind::Eval(e)))?;
                 }
                 Instr::Dup => {
                     let v = stack.last().ok_or_else(underflow)?.clone();
@@ -206,7 +202,7 @@ impl Interpreter {
                         }
                     };
                     let v = stack.pop().ok_or_else(underflow)?;
-                    stack.push(Value::Shared(Box::new(Shared { place, value: v })));
+                    stack.push(make_shared(place, v).map_err(|e| fail(RunErrorKind::Eval(e)))?);
                 }
                 Instr::Jump(t) => pc = t as usize,
                 Instr::JumpIfFalseElsePop(t) | Instr::JumpIfTrueElsePop(t) => {
@@ -529,14 +525,16 @@ fn path(code: &Code, p: u32) -> Result<&[String], RunErrorKind> {
         .ok_or_else(|| RunErrorKind::BadCode(format!("no path {p}")))
 }
 
-fn slot_name(code: &Code, s: u16) -> String {
+/// A slot's name in messages (`slot N` when the code has no such slot).
+pub fn slot_name(code: &Code, s: u16) -> String {
     code.slots
         .get(s as usize)
         .map(|s| s.name.clone())
         .unwrap_or_else(|| format!("slot {s}"))
 }
 
-fn reference(code: &Code, s: u16, path: &[String]) -> String {
+/// `name.a.b`: a slot and a field path, as messages show a reference.
+pub fn reference(code: &Code, s: u16, path: &[String]) -> String {
     let mut r = slot_name(code, s);
     for f in path {
         r.push('.');
@@ -545,21 +543,40 @@ fn reference(code: &Code, s: u16, path: &[String]) -> String {
     r
 }
 
-fn field_of<'v>(v: &'v Value, name: &str) -> Option<&'v Value> {
+/// The field `name` of a struct value.
+pub fn field_of<'v>(v: &'v Value, name: &str) -> Option<&'v Value> {
     match v {
         Value::Struct(fields) => fields.iter().find(|(n, _)| &**n == name).map(|(_, v)| v),
         _ => None,
     }
 }
 
-/// Assigns `v` at `path` inside `root`, creating fields (as empty structs on the way).
-/// Fails with the index of the path element whose parent is not a struct. The interpreter's
-/// and the JIT's (`pnet-jit`'s runtime) assignment to a field path.
-pub fn store_path(root: &mut Value, path: &[String], v: Value) -> Result<(), usize> {
+/// Assigns `v` at `path` inside `root` (the value of slot `slot` of `code`), creating fields
+/// (as empty structs on the way): the interpreter's and the JIT's (`pnet-jit`'s runtime)
+/// assignment to a field path. Fails when a parent on the path is not a struct, or when the
+/// result would nest deeper than [`MAX_VALUE_DEPTH`] levels (a loop that keeps assigning a
+/// struct to its own field would otherwise build a value no walk can handle).
+pub fn assign_field(
+    code: &Code,
+    slot: u16,
+    root: &mut Value,
+    path: &[String],
+    v: Value,
+) -> Result<(), EvalError> {
+    if v.deeper_than(MAX_VALUE_DEPTH.saturating_sub(path.len())) {
+        return Err(EvalError::Other(format!(
+            "cannot assign to ${{{}}}: the result would nest deeper than {MAX_VALUE_DEPTH} levels",
+            reference(code, slot, path)
+        )));
+    }
     let mut cur = root;
     for (k, name) in path.iter().enumerate() {
         let Value::Struct(fields) = cur else {
-            return Err(k);
+            return Err(EvalError::TypeMismatch(format!(
+                "cannot assign to field `{}` of ${{{}}}: not a struct",
+                path[k],
+                reference(code, slot, &path[..k])
+            )));
         };
         let i = match fields.iter().position(|(n, _)| &**n == name.as_str()) {
             Some(i) => i,

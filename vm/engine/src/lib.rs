@@ -25,7 +25,9 @@ pub use engine::{
 };
 pub use error::{RunError, RunErrorData, RunErrorKind};
 pub use hook::{CodeRunner, CodeRunnerFactory, Loop, LoopCodes, LoopEnd, RunnerCodes, drive_loop};
-pub use interp::{Interpreter, condition_value, eval, store_path};
+pub use interp::{
+    Interpreter, assign_field, condition_value, eval, field_of, reference, slot_name,
+};
 pub use rng::DEFAULT_SEED;
 pub use shared::{may_hold_shared, mentions_shared};
 pub use validate::validate;

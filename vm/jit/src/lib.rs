@@ -698,7 +698,7 @@ fn error(c: &Compiled, status: i32, code: &Code, buf: &[u64]) -> RunError {
     let fault = rt::ErrRecord::fault(record).or_else(take_fault);
     let kind = match fault {
         Some(Fault::Kind(k)) => k,
-        Some(Fault::Unbound(s)) => RunErrorKind::Unbound(rt::slot_name(code, s)),
+        Some(Fault::Unbound(s)) => RunErrorKind::Unbound(pnet_vm::slot_name(code, s)),
         None => RunErrorKind::BadCode(format!("jit: error {status} without a cause")),
     };
     RunError::with_span(kind, code.spans.get(pc).copied().unwrap_or(code.span))
@@ -734,7 +734,7 @@ fn load_fields(c: &Compiled, code: &Code, frame: &[Option<Value>], buf: &mut [u6
     for (f, word) in c.plan.fields.iter().zip(&mut buf[c.words.fields..]) {
         let mut v = frame.get(usize::from(f.slot))?.as_ref()?;
         for name in code.paths.get(f.paths[0] as usize)? {
-            v = rt::field_of(v, name)?;
+            v = pnet_vm::field_of(v, name)?;
         }
         *word = bits_of(f.ty, v)?;
     }

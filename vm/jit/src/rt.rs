@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use pnet_bundle::Code;
 use pnet_stdlib::ops::{eval_binary, eval_unary};
-use pnet_stdlib::{BinOp, Builtin, EvalError, Shared, UnOp, Value};
-use pnet_vm::{RunErrorKind, store_path};
+use pnet_stdlib::{BinOp, Builtin, EvalError, UnOp, Value, make_shared};
+use pnet_vm::{RunErrorKind, assign_field, field_of, reference};
 
 use crate::types::Nt;
 
@@ -225,13 +225,7 @@ pub(crate) extern "C" fn h_store_path(pos: u32, slot: u32, path: u32) -> i32 {
         );
         let root = rt.frame.get_mut(slot as usize).ok_or_else(|| bad("slot"))?;
         let root = root.get_or_insert_with(|| Value::Struct(Vec::new()));
-        store_path(root, path, v).map_err(|k| {
-            eval_err(EvalError::TypeMismatch(format!(
-                "cannot assign to field `{}` of ${{{}}}: not a struct",
-                path[k],
-                reference(&code, slot as u16, &path[..k])
-            )))
-        })
+        assign_field(&code, slot as u16, root, path, v).map_err(eval_err)
     })
 }
 
@@ -270,7 +264,8 @@ pub(crate) extern "C" fn h_shared(pos: u32, i: u32) -> i32 {
             rt.stack.get_mut(pos as usize).ok_or_else(|| bad("stack"))?,
             Value::Control,
         );
-        put(rt, pos, Value::Shared(Box::new(Shared { place, value: v })))
+        let v = make_shared(place, v).map_err(eval_err)?;
+        put(rt, pos, v)
     })
 }
 
@@ -394,13 +389,6 @@ pub(crate) extern "C" fn h_math(f: u32, x: f64) -> f64 {
 // ---------------------------------------------------------------------------------------------
 // Struct paths, as the interpreter does them.
 
-pub(crate) fn field_of<'v>(v: &'v Value, name: &str) -> Option<&'v Value> {
-    match v {
-        Value::Struct(fields) => fields.iter().find(|(n, _)| &**n == name).map(|(_, v)| v),
-        _ => None,
-    }
-}
-
 /// The field at `path` inside `v`, for writing.
 pub(crate) fn field_mut<'v>(mut v: &'v mut Value, path: &[String]) -> Option<&'v mut Value> {
     for name in path {
@@ -413,22 +401,6 @@ pub(crate) fn field_mut<'v>(mut v: &'v mut Value, path: &[String]) -> Option<&'v
             .map(|(_, x)| x)?;
     }
     Some(v)
-}
-
-pub(crate) fn slot_name(code: &Code, s: u16) -> String {
-    code.slots
-        .get(s as usize)
-        .map(|s| s.name.clone())
-        .unwrap_or_else(|| format!("slot {s}"))
-}
-
-fn reference(code: &Code, s: u16, path: &[String]) -> String {
-    let mut r = slot_name(code, s);
-    for f in path {
-        r.push('.');
-        r.push_str(f);
-    }
-    r
 }
 
 #[cfg(test)]

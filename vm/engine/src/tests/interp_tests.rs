@@ -130,6 +130,34 @@ code c0 "test" : any  @ test:1:1-2
     );
 }
 
+/// A field assignment may not build a value deeper than `MAX_VALUE_DEPTH` (200) levels: a
+/// list 199 levels deep fits under a field, one 200 levels deep does not.
+#[test]
+fn store_path_deeper_than_the_value_limit_fails() {
+    let code = |depth: usize| {
+        let deep = format!("{}1{}", "List (".repeat(depth), ")".repeat(depth));
+        format!(
+            "code c0 \"test\" : any  @ test:1:1-2\n  slot 0 port s : any\n  const 0 {deep}\n  path 0 a\n  0  const       {deep}  @ 1:1-2\n  1  store       s.a  @ 1:11-12\n"
+        )
+    };
+    check_code(
+        &code(199),
+        &[("s", None)],
+        expect![[r#"
+        value: []
+        s: Struct [a := List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (List (1)))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))]
+    "#]],
+    );
+    check_code(
+        &code(200),
+        &[("s", None)],
+        expect![[r#"
+        error: cannot assign to ${s.a}: the result would nest deeper than 200 levels (byte 10)
+        s: Struct []
+    "#]],
+    );
+}
+
 #[test]
 fn fast_paths_on_integers() {
     check_code(
