@@ -163,6 +163,19 @@ impl<'s> Parser<'s> {
     }
 
     fn error(&mut self, code: &'static str, span: Span, msg: String, label: &str) {
+        // An element kept from a broken start tag (reported) lacks what was not typed yet:
+        // no news. `span` is its tag name, right after the `<`.
+        let incomplete = matches!(
+            code,
+            "missing_attribute" | "missing_body" | "missing_element"
+        );
+        if incomplete
+            && let Some(fix) = self.fix
+            && let Some(lt) = (span.start as usize).checked_sub(1)
+            && fix.broken_tag(lt)
+        {
+            return;
+        }
         self.diags
             .push(Diagnostic::error(code, msg).with_primary(span, label));
     }

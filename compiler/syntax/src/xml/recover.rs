@@ -32,10 +32,18 @@ pub(super) struct Repaired {
     inserts: Vec<(usize, usize, usize)>,
     /// The blanked ranges of the file, sorted.
     blanks: Vec<(usize, usize)>,
+    /// The file offsets of broken start tags kept as elements, sorted.
+    broken: Vec<usize>,
     pub(super) diags: Vec<Diagnostic>,
 }
 
 impl Repaired {
+    /// Whether a broken start tag (reported) kept as an element starts at the file offset:
+    /// its missing attributes are no news.
+    pub(super) fn broken_tag(&self, off: usize) -> bool {
+        self.broken.binary_search(&off).is_ok()
+    }
+
     /// Whether the file offset lies in a blanked range (so that texts can leave it out).
     pub(super) fn blanked(&self, off: usize) -> bool {
         let k = self.blanks.partition_point(|&(start, _)| start <= off);
@@ -67,6 +75,7 @@ pub(super) fn repair(file: FileId, src: &str) -> Option<Repaired> {
         out: src.as_bytes().to_vec(),
         ins: Vec::new(),
         blanks: Vec::new(),
+        broken: Vec::new(),
         diags: Vec::new(),
         stack: Vec::new(),
         root_done: false,
@@ -96,6 +105,7 @@ pub(super) fn repair(file: FileId, src: &str) -> Option<Repaired> {
         text,
         inserts,
         blanks: f.blanks,
+        broken: f.broken,
         diags: f.diags,
     })
 }
@@ -116,6 +126,8 @@ struct Fixer<'s> {
     /// Insertions at file offsets, in order.
     ins: Vec<(usize, String)>,
     blanks: Vec<(usize, usize)>,
+    /// Start offsets of broken start tags kept as elements, in order.
+    broken: Vec<usize>,
     diags: Vec<Diagnostic>,
     stack: Vec<Open>,
     /// The root element was closed: whatever follows but comments and PIs is blanked.
@@ -524,6 +536,7 @@ impl Fixer<'_> {
                     self.damage(i, resume, msg, "read as a start tag");
                     self.blank(good, resume);
                     self.insert(good, ">".into());
+                    self.broken.push(i);
                     self.stack.push(Open {
                         name,
                         start: ns,
@@ -535,7 +548,7 @@ impl Fixer<'_> {
                     self.damage(i, resume, msg, "read as an empty element");
                     self.blank(good, resume);
                     self.insert(good, "/>".into());
-                    self.root_done |= self.stack.is_empty();
+                    self.broken.push(i);
                 } else {
                     let msg = format!("{what} in `<{name}`");
                     self.damage(i, resume, msg, "ignored");

@@ -1182,6 +1182,11 @@ fn damaged_nets_keep_the_rest_of_the_tree() {
             u,
             format!("    <place name=\"c\" type=\"long\"/\n{u}"),
         ),
+        (
+            "a transition being typed",
+            net_end,
+            format!("    <transition name=\"v\"\n{net_end}"),
+        ),
         ("stray `<`", "${x} + 1", "${x} < 1".into()),
         ("stray `&`", "${x} + 1", "${x} & 1".into()),
         ("stray `<` between elements", a, format!("{a} <")),
@@ -1219,14 +1224,14 @@ fn damaged_nets_keep_the_rest_of_the_tree() {
           xml_syntax `<tran`: malformed XML: a start tag without `>` in `<tran`
         half-typed attribute: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
           xml_syntax `<place name="c" type=`: malformed XML: an attribute without a quoted value in `<place`
-          missing_attribute `place`: element `place` needs the attribute `type`
         unclosed attribute value: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
           xml_syntax `<place name="c" type="long/>`: malformed XML: an unclosed attribute value in `<place`
-          missing_attribute `place`: element `place` needs the attribute `type`
         missing `>`: defun n; places a b c; transition t x y (2 connections); transition u x (1 connections)
           xml_syntax `<place name="c" type="long"`: malformed XML: a start tag without `>` in `<place`
         missing `/>`: defun n; places a b c; transition t x y (2 connections); transition u x (1 connections)
           xml_syntax `<place name="c" type="long"/`: malformed XML: a `/` without `>` in `<place`
+        a transition being typed: defun n; places a b; transition t x y (2 connections); transition u x (1 connections); transition v (0 connections)
+          xml_syntax `<transition name="v"`: malformed XML: a start tag without `>` in `<transition`
         stray `<`: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
           xml_syntax `<`: malformed XML: a stray `<` (write `&lt;`)
         stray `&`: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
