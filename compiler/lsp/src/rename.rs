@@ -175,6 +175,57 @@ fn valid_name(s: &str) -> bool {
         && c.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// Whether `new_name` is declared beside the target already (a place of the same net, a port
+/// of the same defun, a field of the same struct, a struct or template of the workspace):
+/// what it is, then.
+fn taken(a: &Analysis, path: &Path, t: &Target, new_name: &str) -> Option<&'static str> {
+    for l in a.locate(path) {
+        let facts = a.facts(l.ws);
+        let is_decl = |span: Span| loc_of(a, l, span).as_ref() == Some(&t.decl);
+        match t.kind {
+            SymbolKind::Place => {
+                for scope in &facts.scopes {
+                    if scope.places.iter().any(|p| is_decl(p.span))
+                        && scope.places.iter().any(|p| p.name == new_name)
+                    {
+                        return Some("a place of this net");
+                    }
+                }
+            }
+            SymbolKind::Port => {
+                for scope in &facts.scopes {
+                    if scope.ports.iter().any(|p| is_decl(p.span))
+                        && scope.ports.iter().any(|p| p.name == new_name)
+                    {
+                        return Some("a port of this defun");
+                    }
+                }
+            }
+            SymbolKind::Field => {
+                if let Some(st) = &t.of_struct
+                    && field_decl(facts, st, new_name).is_some()
+                {
+                    return Some("a field of this struct");
+                }
+            }
+            k => {
+                if facts
+                    .symbols
+                    .iter()
+                    .any(|s| s.kind == k && s.name == new_name)
+                {
+                    return Some(match k {
+                        SymbolKind::Struct => "a struct",
+                        SymbolKind::Template => "a template",
+                        _ => "a specialization",
+                    });
+                }
+            }
+        }
+    }
+    None
+}
+
 /// The spans to replace by the new name (the declaration first), or why not.
 pub fn rename(a: &Analysis, path: &Path, offset: u32, new_name: &str) -> Result<Vec<Loc>, String> {
     let t = target_at(a, path, offset).ok_or("no place, port, struct, field or template here")?;
@@ -182,6 +233,11 @@ pub fn rename(a: &Analysis, path: &Path, offset: u32, new_name: &str) -> Result<
         return Err(format!(
             "`{new_name}` is not a valid name (names match [A-Za-z_][A-Za-z0-9_]*)"
         ));
+    }
+    if new_name != t.name
+        && let Some(what) = taken(a, path, &t, new_name)
+    {
+        return Err(format!("`{new_name}` is already {what}"));
     }
     let mut out = vec![t.decl.clone()];
     let mut push = |l: Option<Loc>| {

@@ -138,6 +138,16 @@ fn rename_a_place_within_the_file() {
         s.c.request("textDocument/prepareRename", Client::at(&path, nl, nc));
     assert_eq!(r, Value::Null);
 
+    // a name the net has already: refused
+    let (l, ch) = pos_of(&text, "<place name=\"p\"", 13);
+    let mut params = Client::at(&path, l, ch);
+    params["newName"] = json!("s");
+    let r = s.c.request_raw("textDocument/rename", params);
+    assert_eq!(
+        r["error"]["message"],
+        json!("`s` is already a place of this net"),
+        "{r}"
+    );
     let edit = s.rename(0, "<place name=\"p\"", 13, "pairs");
     assert_eq!(edited_files(&edit), ["sum_expr_many.xpnet x3"], "{edit}");
     let texts = s.apply_and_check(&edit, 2);
@@ -161,6 +171,17 @@ fn rename_a_port_across_included_files_and_in_expressions() {
     assert!(texts[1].contains("${s} := ${q.x} + ${q.y}"), "{}", texts[1]);
     assert!(texts[1].contains("<in name=\"q\" type=\"pair\"/>"));
     assert!(texts[0].contains("<connect-in port=\"q\" place=\"p\"/>"));
+    // the other port's name: refused
+    let mut params = Client::at(&s.files[0].0, 0, 0);
+    let (l, ch) = pos_of(&s.files[0].1, "<connect-in port=\"p\"", 18);
+    params["position"] = json!({"line": l, "character": ch});
+    params["newName"] = json!("s");
+    let r = s.c.request_raw("textDocument/rename", params);
+    assert_eq!(
+        r["error"]["message"],
+        json!("`s` is already a port of this defun"),
+        "{r}"
+    );
     // the same from the connection: the same edits
     let again = s.rename(0, "<connect-in port=\"p\"", 18, "q");
     assert_eq!(edited_files(&again), edited_files(&edit));
@@ -189,6 +210,17 @@ fn rename_a_field_and_a_struct() {
         edited_files(&edit),
         ["pair.xpnet x1", "sum_expr.xpnet x1"],
         "{edit}"
+    );
+    // the other field's name: refused
+    let (path, text) = s.files[2].clone();
+    let (l, ch) = pos_of(&text, "name=\"x\"", 6);
+    let mut params = Client::at(&path, l, ch);
+    params["newName"] = json!("y");
+    let r = s.c.request_raw("textDocument/rename", params);
+    assert_eq!(
+        r["error"]["message"],
+        json!("`y` is already a field of this struct"),
+        "{r}"
     );
     // from the declaration: the same
     let from_decl = s.rename(2, "name=\"x\"", 6, "first");
