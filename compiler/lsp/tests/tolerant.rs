@@ -69,6 +69,7 @@ fn outline_and_completion_survive_half_typed_tags() {
     let d = c.diagnostics(&path, 2);
     let (l, ch) = pos_of(&v2, "<tran\n", 0);
     assert_eq!(xml_errors(&d), [(l as u64, ch as u64)], "{d:?}");
+    assert_eq!(errors(&d).len(), 1, "only the damage: {d:?}");
     assert_eq!(outline(&mut c, &path), full);
     // hover on a place of a connection still gives its type
     let (hl, hc) = pos_of(&v2, "<connect-in port=\"p\" place=\"p", 29);
@@ -85,6 +86,7 @@ fn outline_and_completion_survive_half_typed_tags() {
     let d = c.diagnostics(&path, 3);
     let (l, ch) = pos_of(&v3, typing, 6);
     assert_eq!(xml_errors(&d), [(l as u64, ch as u64)], "{d:?}");
+    assert_eq!(errors(&d).len(), 1, "only the damage: {d:?}");
     assert_eq!(outline(&mut c, &path), full);
     let (cl, cc) = pos_of(&v3, typing, typing.len());
     let comp = c.request("textDocument/completion", Client::at(&path, cl, cc));
