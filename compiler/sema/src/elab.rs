@@ -1637,7 +1637,15 @@ impl<'a> Elab<'a> {
                     .with_primary(
                         m.function.span,
                         format!("`{r}` is not a port of this defun"),
-                    ),
+                    )
+                    .with_notes(did_you_mean(
+                        r,
+                        ports
+                            .iter()
+                            .filter(|p| p.dir.is_output())
+                            .map(|p| p.name.as_str())
+                            .chain(buffers.iter().map(|b| b.name.as_str())),
+                    )),
                 ),
             }
         }
@@ -1654,7 +1662,14 @@ impl<'a> Elab<'a> {
                     .with_primary(
                         m.function.span,
                         format!("`{a}` is neither a port nor a memory buffer of this defun"),
-                    ),
+                    )
+                    .with_notes(did_you_mean(
+                        a,
+                        ports
+                            .iter()
+                            .map(|p| p.name.as_str())
+                            .chain(buffers.iter().map(|b| b.name.as_str())),
+                    )),
                 );
             }
         }

@@ -1850,3 +1850,22 @@ fn unknown_names_suggest_the_nearest() {
         "#]],
     );
 }
+
+/// The ports of a module's function description get the nearest name too.
+#[test]
+fn unknown_ports_of_a_function_description_suggest_the_nearest() {
+    check_notes(
+        r#"<defun name="top">
+  <in name="count" type="long"/>
+  <out name="total" type="long"/>
+  <module name="m" function="totl f (cuont)"/>
+</defun>"#,
+        &Options::default(),
+        expect![[r#"
+            unknown_port_in_function_description @4:30: unknown return port `totl` in the description of function `m.f`
+              = help: did you mean `total`?
+            unknown_port_in_function_description @4:30: unknown argument port `cuont` in the description of function `m.f`
+              = help: did you mean `count`?
+        "#]],
+    );
+}
