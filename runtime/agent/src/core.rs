@@ -437,19 +437,14 @@ impl<'b> Core<'b> {
             .map(<[String]>::to_vec)
             .unwrap_or_default();
         // What it was running (workers run their tasks in order: the oldest one).
-        let running = self
-            .sched
-            .in_flight_records(worker)
-            .into_iter()
-            .find(|t| !t.cancelled)
-            .map(|t| {
-                (
-                    t.task.id,
-                    self.def_names[t.def as usize].clone(),
-                    self.sched.class(t.task.class).name.clone(),
-                    self.sched.class(t.task.class).location.clone(),
-                )
-            });
+        let running = self.sched.running_record(worker).map(|t| {
+            (
+                t.task.id,
+                self.def_names[t.def as usize].clone(),
+                self.sched.class(t.task.class).name.clone(),
+                self.sched.class(t.task.class).location.clone(),
+            )
+        });
         let cause = match (exit, &running) {
             (Some(how), Some((task, module, transition, at))) => format!(
                 "module `{module}` crashed with {how} on worker `{name}` (task {task}, transition `{transition}` at {at})"

@@ -335,6 +335,7 @@ impl Sched {
     /// the one it was running (the oldest: workers run in order) counts a retry.
     pub fn remove_worker(&mut self, id: WorkerId) -> LostTasks {
         let mut lost = LostTasks::default();
+        let running = self.running_record(id).map(|t| t.task.id);
         let Some(w) = self.workers.get_mut(id as usize).and_then(Option::take) else {
             return lost;
         };
@@ -355,7 +356,6 @@ impl Sched {
             }
         }
         tasks.sort_unstable_by_key(|t| t.order);
-        let mut first_live = true;
         let mut back = Vec::new();
         for t in tasks {
             if t.cancelled {
@@ -363,8 +363,7 @@ impl Sched {
                 continue;
             }
             let mut p = t.task;
-            if first_live {
-                first_live = false;
+            if Some(p.id) == running {
                 p.retries += 1;
                 lost.running = Some(p.id);
                 let limit = self.classes[p.class as usize].spec.max_retries;
@@ -786,6 +785,19 @@ impl Sched {
         let mut v: Vec<&InFlight> = w.in_flight.values().collect();
         v.sort_unstable_by_key(|t| t.order);
         v
+    }
+
+    /// The task a worker is running: workers run their tasks in order, so the oldest one in
+    /// flight that is not cancelled. The one rule for "what was it running" (a lost worker's
+    /// retry count, the crash message).
+    pub fn running_record(&self, id: WorkerId) -> Option<&InFlight> {
+        let Some(Some(w)) = self.workers.get(id as usize) else {
+            return None;
+        };
+        w.in_flight
+            .values()
+            .filter(|t| !t.cancelled)
+            .min_by_key(|t| t.order)
     }
 
     /// The class of a task in flight on a worker.
