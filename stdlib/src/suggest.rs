@@ -37,9 +37,10 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 
 /// The candidate nearest to `name` by [`edit_distance`], if it is near enough to be a likely
 /// misspelling: at most one edit for names of up to four characters, at most a third of the
-/// longer name's length otherwise, and never more than half of it (`limt` → `limit`, `maxx` → `max`, `plce` → `place`;
-/// `a` is not a misspelling of `b`). A candidate equal to `name` is not suggested; ties go to
-/// the first candidate; an ASCII case difference alone always counts as near.
+/// longer name's length otherwise, and never more than half of it (`limt` → `limit`, `maxx`
+/// → `max`, `plce` → `place`; `p` is not a misspelling of `v`). A candidate equal to `name`
+/// is not suggested; ties go to the first candidate; an ASCII case difference alone always
+/// counts as near.
 pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let mut best: Option<(usize, &'a str)> = None;
     for c in candidates {
