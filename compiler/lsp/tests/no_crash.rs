@@ -121,6 +121,41 @@ fn random_edits_never_crash_the_server() {
                 let r = c.request_raw(m, p.clone());
                 prop_assert!(r.get("result").is_some() || r.get("error").is_some());
             }
+            // the newer requests: answered without a panic (an internal error), whatever
+            // the text (a refused rename is a request failure, not an internal error)
+            let here = json!({"start": position(&text, at), "end": position(&text, at)});
+            let doc = json!({"uri": uri(&path)});
+            let whole = json!({"start": {"line": 0, "character": 0},
+                               "end": {"line": 9999, "character": 0}});
+            for (m, params) in [
+                ("textDocument/signatureHelp", p.clone()),
+                ("textDocument/prepareRename", p.clone()),
+                (
+                    "textDocument/rename",
+                    json!({"textDocument": doc, "position": p["position"], "newName": "renamed"}),
+                ),
+                (
+                    "textDocument/codeAction",
+                    json!({"textDocument": doc, "range": here,
+                           "context": {"diagnostics": [{"range": here, "code": "unknown_place",
+                                                        "message": "note: help: write `1L`"}]}}),
+                ),
+                (
+                    "textDocument/semanticTokens/full",
+                    json!({"textDocument": doc}),
+                ),
+                (
+                    "textDocument/inlayHint",
+                    json!({"textDocument": doc, "range": whole}),
+                ),
+                ("workspace/symbol", json!({"query": "s"})),
+            ] {
+                let r = c.request_raw(m, params);
+                prop_assert!(
+                    r.get("result").is_some() || r["error"]["code"] != json!(-32603),
+                    "{m}: {r}"
+                );
+            }
         }
         // the server's view of the text is ours: its diagnostics arrive for this version
         version_cell.set(version);
