@@ -14,8 +14,9 @@
 //!   (`</expr`) closes the element it names (or, being a prefix of it, the innermost one);
 //! - elements still open at the end of the file are closed there;
 //! - a stray `<` or `&` in character data becomes `&lt;` / `&amp;`;
-//! - a duplicate attribute, text or a second element outside the root, a DTD, an unclosed
-//!   comment, CDATA section or processing instruction are blanked.
+//! - an unclosed CDATA section ends before the closing tag of its element; an unclosed
+//!   comment or processing instruction ends with its line;
+//! - a duplicate attribute, text or a second element outside the root, a DTD are blanked.
 //!
 //! Blanked bytes become spaces (line ends kept), so offsets do not move; inserted text
 //! (`/>`, closing tags, entity names) is recorded so that offsets of the repaired text map
@@ -192,6 +193,14 @@ impl Fixer<'_> {
 
     fn find(&self, from: usize, pat: &str) -> Option<usize> {
         self.src.get(from..)?.find(pat).map(|i| from + i)
+    }
+
+    /// The end of the line of `from` (before its `\n`), or the end of the file.
+    fn line_end(&self, from: usize) -> usize {
+        self.b[from..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(self.b.len(), |p| from + p)
     }
 
     /// The next `<` at or after `from`, or the end of the file.
@@ -377,9 +386,11 @@ impl Fixer<'_> {
                     e + 2
                 }
                 None => {
-                    self.damage(i, n, "an unclosed comment".into(), "ignored");
-                    self.blank(i, n);
-                    n
+                    // Being typed: it ends with its line.
+                    let end = self.line_end(i);
+                    self.damage(i, end, "an unclosed comment".into(), "ignored");
+                    self.blank(i, end);
+                    end
                 }
             };
         }
@@ -387,9 +398,11 @@ impl Fixer<'_> {
             return match self.find(i + 2, "?>") {
                 Some(e) => e + 2,
                 None => {
-                    self.damage(i, n, "an unclosed processing instruction".into(), "ignored");
-                    self.blank(i, n);
-                    n
+                    let end = self.line_end(i);
+                    let msg = "an unclosed processing instruction".into();
+                    self.damage(i, end, msg, "ignored");
+                    self.blank(i, end);
+                    end
                 }
             };
         }
@@ -397,9 +410,24 @@ impl Fixer<'_> {
             let end = match self.find(i + 9, "]]>") {
                 Some(e) => e + 3,
                 None => {
-                    self.damage(i, n, "an unclosed CDATA section".into(), "ignored");
-                    self.blank(i, n);
-                    return n;
+                    // Being typed: it ends before the closing tag of its element.
+                    let close = self
+                        .stack
+                        .last()
+                        .and_then(|o| self.find(i + 9, &format!("</{}", o.name)));
+                    let msg = "an unclosed CDATA section".into();
+                    return match close {
+                        Some(p) => {
+                            self.damage(i, i + 9, msg, "closed before the closing tag");
+                            self.insert(p, "]]>".into());
+                            p
+                        }
+                        None => {
+                            self.damage(i, n, msg, "ignored");
+                            self.blank(i, n);
+                            n
+                        }
+                    };
                 }
             };
             if self.stack.is_empty() {

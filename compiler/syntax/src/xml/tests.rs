@@ -1187,6 +1187,12 @@ fn damaged_nets_keep_the_rest_of_the_tree() {
             net_end,
             format!("    <transition name=\"v\"\n{net_end}"),
         ),
+        (
+            "an unclosed CDATA section",
+            "${x} + 1",
+            "<![CDATA[${x} < 1".into(),
+        ),
+        ("an unclosed comment", a, format!("{a}\n    <!-- about b")),
         ("stray `<`", "${x} + 1", "${x} < 1".into()),
         ("stray `&`", "${x} + 1", "${x} & 1".into()),
         ("stray `<` between elements", a, format!("{a} <")),
@@ -1232,6 +1238,10 @@ fn damaged_nets_keep_the_rest_of_the_tree() {
           xml_syntax `<place name="c" type="long"/`: malformed XML: a `/` without `>` in `<place`
         a transition being typed: defun n; places a b; transition t x y (2 connections); transition u x (1 connections); transition v (0 connections)
           xml_syntax `<transition name="v"`: malformed XML: a start tag without `>` in `<transition`
+        an unclosed CDATA section: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `<![CDATA[`: malformed XML: an unclosed CDATA section
+        an unclosed comment: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `<!-- about b`: malformed XML: an unclosed comment
         stray `<`: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
           xml_syntax `<`: malformed XML: a stray `<` (write `&lt;`)
         stray `&`: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
@@ -1352,4 +1362,32 @@ fn a_half_typed_tag_before_any_place_or_transition_keeps_them_all() {
         }
     }
     assert!(n > 100, "{n}");
+}
+
+#[test]
+fn texts_of_repaired_files_map_back_to_the_file() {
+    // An unclosed CDATA section, a stray `<` and `&`, a broken tag inside an expression: the
+    // expression text is what was typed (the broken tag left out), mapped to the file.
+    for (from, to, text) in [
+        (
+            "${y} := ${x} + 1",
+            "<![CDATA[${y} := ${x} < 1",
+            "${y} := ${x} < 1",
+        ),
+        ("${x} + 1", "${x} < 1 & 2", "${y} := ${x} < 1 & 2"),
+        ("${x} + 1", "${x} <a b=\"1 + 1", "${y} := ${x} "),
+    ] {
+        let src = TOLERANT_NET.replacen(from, to, 1);
+        let (file, diags) = parse_file(FileId(0), &src);
+        assert!(diags.iter().all(|d| d.code == "xml_syntax"), "{diags:?}");
+        let all = texts(&file);
+        let (_, t) = all
+            .iter()
+            .find(|(_, t)| t.text.starts_with("${y} := "))
+            .expect("the expression");
+        assert_eq!(t.text, text);
+        for (_, t) in &all {
+            check_mapping(to, &src, t);
+        }
+    }
 }
