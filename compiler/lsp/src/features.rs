@@ -14,7 +14,7 @@ use crate::analysis::{Analysis, Located};
 use crate::line_index::LineIndex;
 
 /// A location in some file, as a byte span.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Loc {
     pub path: PathBuf,
     pub start: u32,
@@ -624,6 +624,7 @@ pub struct WorkspaceSymbol {
 /// matches `query`, each once, sorted by name then file.
 pub fn workspace_symbols(a: &Analysis, query: &str) -> Vec<WorkspaceSymbol> {
     let mut out: Vec<WorkspaceSymbol> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let paths: Vec<PathBuf> = a.docs.keys().cloned().collect();
     for p in paths {
         for l in a.locate(&p) {
@@ -634,7 +635,7 @@ pub fn workspace_symbols(a: &Analysis, query: &str) -> Vec<WorkspaceSymbol> {
                 let Some(loc) = loc_of(a, l, s.span) else {
                     continue;
                 };
-                if out.iter().any(|w| w.loc == loc) {
+                if !seen.insert(loc.clone()) {
                     continue;
                 }
                 let file = loc
@@ -714,4 +715,52 @@ pub fn parameter_ranges(signature: &str) -> Vec<(u32, u32)> {
         }
     }
     out
+}
+
+/// [`pnet_sema::facts::Facts::scope_at`] for many look-ups in one file: the scopes sorted by
+/// start with their parents, so a look-up is a binary search and a walk up the nesting
+/// (instead of a scan of every scope).
+pub struct ScopeIndex<'f> {
+    scopes: Vec<&'f Scope>,
+    parent: Vec<Option<usize>>,
+}
+
+impl<'f> ScopeIndex<'f> {
+    pub fn new(facts: &'f pnet_sema::facts::Facts, file: FileId) -> ScopeIndex<'f> {
+        let mut scopes: Vec<&Scope> = facts
+            .scopes
+            .iter()
+            .filter(|s| s.span.file == file)
+            .collect();
+        scopes.sort_by_key(|s| (s.span.start, std::cmp::Reverse(s.span.end)));
+        let mut parent = Vec::with_capacity(scopes.len());
+        let mut stack: Vec<usize> = Vec::new();
+        for (i, s) in scopes.iter().enumerate() {
+            while let Some(&top) = stack.last() {
+                if scopes[top].span.end >= s.span.end {
+                    break;
+                }
+                stack.pop();
+            }
+            parent.push(stack.last().copied());
+            stack.push(i);
+        }
+        ScopeIndex { scopes, parent }
+    }
+
+    /// The innermost scope holding `start..end`.
+    pub fn at(&self, start: u32, end: u32) -> Option<&'f Scope> {
+        let mut i = self
+            .scopes
+            .partition_point(|s| s.span.start <= start)
+            .checked_sub(1);
+        while let Some(j) = i {
+            let s = self.scopes[j];
+            if s.span.start <= start && end <= s.span.end {
+                return Some(s);
+            }
+            i = self.parent[j];
+        }
+        None
+    }
 }

@@ -10,7 +10,7 @@ use pnet_stdlib::Type;
 use pnet_syntax::{FileId, Span};
 
 use crate::analysis::{Analysis, Located};
-use crate::features::{Item, Loc, dollar_path_at, item_at, loc_of, path_type};
+use crate::features::{Item, Loc, ScopeIndex, dollar_path_at, item_at, loc_of, path_type};
 
 /// One segment of a `${a.b.c}` reference: its text and byte span.
 #[derive(Clone, Debug, PartialEq)]
@@ -271,12 +271,20 @@ pub fn rename(a: &Analysis, path: &Path, offset: u32, new_name: &str) -> Result<
                     continue;
                 };
                 let here = Located { ws: l.ws, file };
+                let scopes = ScopeIndex::new(facts, file);
                 for segs in dollar_refs(&text) {
-                    let Some(scope) = facts.scope_at(Span::new(file, segs[0].start, segs[0].end))
-                    else {
+                    // the name first: a scope look-up only for the references that may match
+                    let names: Vec<String> = segs.iter().map(|s| s.name.clone()).collect();
+                    let may_match = match t.kind {
+                        SymbolKind::Port => names[0] == t.name,
+                        _ => names[1..].contains(&t.name),
+                    };
+                    if !may_match {
+                        continue;
+                    }
+                    let Some(scope) = scopes.at(segs[0].start, segs[0].end) else {
                         continue;
                     };
-                    let names: Vec<String> = segs.iter().map(|s| s.name.clone()).collect();
                     let seg_loc = |s: &Segment| loc_of(a, here, Span::new(file, s.start, s.end));
                     match t.kind {
                         SymbolKind::Port => {

@@ -10,8 +10,10 @@ use pnet_syntax::expr::lexer::{Tok, tokenize};
 use pnet_syntax::span::MappedText;
 use pnet_syntax::xml::{self, DefunBody, Root, TransitionBody};
 
+use pnet_sema::facts::Scope;
+
 use crate::analysis::Analysis;
-use crate::features::path_type;
+use crate::features::{ScopeIndex, path_type};
 
 /// The token types, in the order of the legend the server announces.
 pub const LEGEND: [SemanticTokenType; 6] = [
@@ -75,6 +77,8 @@ pub struct ExprToken {
     pub ty: u32,
     /// For a `${...}` reference: its path.
     pub path: Option<Vec<String>>,
+    /// Which expression text of the file it is in (they share a scope).
+    pub text: usize,
 }
 
 fn classify(t: &Tok) -> Option<u32> {
@@ -121,7 +125,7 @@ pub fn expression_tokens(a: &Analysis, path: &Path) -> Vec<ExprToken> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for text in expression_texts(root) {
+    for (index, text) in expression_texts(root).into_iter().enumerate() {
         let mut diags = Vec::new();
         let mut stray = Vec::new();
         for (s, tok, e) in tokenize(text, &mut diags, &mut stray) {
@@ -136,6 +140,7 @@ pub fn expression_tokens(a: &Analysis, path: &Path) -> Vec<ExprToken> {
                 span: text.span(s as u32, e as u32),
                 ty,
                 path,
+                text: index,
             });
         }
     }
@@ -179,6 +184,12 @@ pub fn semantic_tokens(a: &Analysis, path: &Path) -> Vec<SemanticToken> {
 pub fn inlay_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<(u32, String)> {
     let mut out = Vec::new();
     let located = a.locate(path);
+    // the scopes of the last expression text, in each workspace (one look-up per text)
+    let indexes: Vec<ScopeIndex> = located
+        .iter()
+        .map(|l| ScopeIndex::new(a.facts(l.ws), l.file))
+        .collect();
+    let mut scopes: (Option<usize>, Vec<Option<&Scope>>) = (None, Vec::new());
     for t in expression_tokens(a, path) {
         let Some(p) = &t.path else {
             continue;
@@ -186,12 +197,17 @@ pub fn inlay_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<(u32,
         if t.span.end < start || t.span.start > end {
             continue;
         }
-        for l in &located {
-            if let Some(scope) = a
-                .facts(l.ws)
-                .scope_at(Span::new(l.file, t.span.start, t.span.end))
-                && let Some(ty) = path_type(scope, p)
-            {
+        if scopes.0 != Some(t.text) {
+            scopes = (
+                Some(t.text),
+                indexes
+                    .iter()
+                    .map(|index| index.at(t.span.start, t.span.end))
+                    .collect(),
+            );
+        }
+        for scope in scopes.1.iter().flatten() {
+            if let Some(ty) = path_type(scope, p) {
                 let name = match &ty {
                     pnet_stdlib::Type::Struct(st) => st.name.to_string(),
                     t => t.to_string(),

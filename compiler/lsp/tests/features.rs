@@ -668,3 +668,26 @@ fn rename_a_template_and_a_specialization() {
     assert_eq!(after, before);
     c.shutdown();
 }
+
+#[test]
+fn the_scope_index_finds_what_scope_at_finds() {
+    use pnet_lsp::analysis::Analysis;
+    use pnet_lsp::features::ScopeIndex;
+    use pnet_syntax::Span;
+    let text = pnet_lsp::generate::chain_net(40);
+    let path = std::env::temp_dir().join("pnet-lsp-scope-index/chain.xpnet");
+    let mut a = Analysis::default();
+    a.open(path.clone(), &text, 1);
+    let l = a.locate(&path)[0];
+    let facts = a.facts(l.ws);
+    assert!(facts.scopes.len() > 40);
+    let index = ScopeIndex::new(facts, l.file);
+    for off in (0..text.len() as u32).step_by(7) {
+        let want = facts.scope_at(Span::new(l.file, off, off + 1));
+        assert_eq!(
+            index.at(off, off + 1).map(|s| s.span),
+            want.map(|s| s.span),
+            "{off}"
+        );
+    }
+}
