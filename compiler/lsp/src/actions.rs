@@ -1,6 +1,7 @@
 //! Code actions: quick fixes for diagnostics, from the diagnostic's code and span, the text
 //! and sema's scopes: `=` where `:=` is meant, a misspelled place (the nearest names of the
-//! net), a missing place (declared in the net, with the type of what it connects to).
+//! net), a missing place (declared in the net, with the type of what it connects to), an
+//! unconnected port (connected to a place of its type), and what a `help:` note spells.
 
 use std::path::Path;
 
@@ -209,6 +210,11 @@ pub fn quick_fixes(
                 break;
             }
         }
+        "port-not-connected" | "output_port_not_connected" => {
+            if let Some(l) = a.locate(path).into_iter().next() {
+                out.extend(connect_port(a, l, text, message, start));
+            }
+        }
         _ => {}
     }
     // the same fix from a help note and from the scope: once, preferred if either is
@@ -296,6 +302,92 @@ fn declare_place(
         edits: vec![edit],
         preferred: false,
     })
+}
+
+/// "Connect port `p` to place `q`": for a transition's unconnected port (the diagnostic's
+/// first line names it), a `connect-in`/`connect-out` to each place of the net of the port's
+/// type (the place of the port's name first, then the nearest names; at most three).
+fn connect_port(
+    a: &Analysis,
+    l: crate::analysis::Located,
+    text: &str,
+    message: &str,
+    offset: u32,
+) -> Vec<Fix> {
+    let first = message.lines().next().unwrap_or_default();
+    let kind = if first.starts_with("input port") {
+        "connect-in"
+    } else if first.starts_with("output port") {
+        "connect-out"
+    } else {
+        return Vec::new();
+    };
+    let Some(port) = backticked(first) else {
+        return Vec::new();
+    };
+    let Some(parsed) = a.parsed(l) else {
+        return Vec::new();
+    };
+    let Some(Root::Defun(d)) = &parsed.ast.root else {
+        return Vec::new();
+    };
+    let Some(net) = innermost_net(d, offset) else {
+        return Vec::new();
+    };
+    let Some(t) = net
+        .transitions
+        .iter()
+        .find(|t| t.span.start <= offset && offset <= t.span.end)
+    else {
+        return Vec::new();
+    };
+    // the port's type as written, when the transition's defun is inline
+    let ty = match &t.body {
+        Some(TransitionBody::Defun(inner)) => inner
+            .ports
+            .iter()
+            .find(|p| p.name.text == port)
+            .map(|p| p.ty.text.clone()),
+        _ => None,
+    };
+    let mut places: Vec<(usize, &str)> = net
+        .places
+        .iter()
+        .filter(|p| match &ty {
+            Some(ty) => p.ty.text == *ty,
+            None => p.name.text == port,
+        })
+        .map(|p| (edit_distance(port, &p.name.text), p.name.text.as_str()))
+        .collect();
+    places.sort();
+    let Some(close) = text[..t.span.end as usize].rfind("</transition>") else {
+        return Vec::new();
+    };
+    let line_start = text[..close].rfind('\n').map_or(0, |i| i + 1);
+    let indent = &text[line_start..close];
+    let (at, insert) = if indent.chars().all(char::is_whitespace) {
+        (line_start, format!("{indent}  "))
+    } else {
+        (close, String::new())
+    };
+    places
+        .into_iter()
+        .take(3)
+        .enumerate()
+        .map(|(i, (_, place))| Fix {
+            title: format!("Connect port `{port}` to place `{place}`"),
+            edits: vec![Replace {
+                start: at as u32,
+                end: at as u32,
+                text: if insert.is_empty() {
+                    format!("<{kind} port=\"{port}\" place=\"{place}\"/>")
+                } else {
+                    format!("{insert}<{kind} port=\"{port}\" place=\"{place}\"/>\n")
+                },
+            }],
+            preferred: i == 0,
+        })
+        .collect()
 }
 
 /// A type as written in a `type` attribute (a struct by its name).

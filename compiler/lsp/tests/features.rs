@@ -691,3 +691,41 @@ fn the_scope_index_finds_what_scope_at_finds() {
         );
     }
 }
+
+#[test]
+fn quick_fix_connects_an_unconnected_port() {
+    let path = std::env::temp_dir().join("pnet-lsp-test-unsaved/connect.xpnet");
+    let net = |connections: &str| {
+        format!(
+            "<defun name=\"m\">\n  <net>\n    <place name=\"a\" type=\"long\"/>\n    <place name=\"b\" type=\"long\"/>\n    <place name=\"flag\" type=\"bool\"/>\n    <transition name=\"t\">\n      <defun>\n        <in name=\"a\" type=\"long\"/>\n        <out name=\"b\" type=\"long\"/>\n        <expression>${{b}} := ${{a}}</expression>\n      </defun>\n{connections}    </transition>\n  </net>\n</defun>\n"
+        )
+    };
+    let text = net("      <connect-in port=\"a\" place=\"a\"/>\n");
+    let mut c = Client::start(json!({}));
+    c.open(&path, &text);
+    let actions = code_actions(&mut c, &path, 1);
+    let titles: Vec<&str> = actions
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    // the places of the port's type, the one of its name first; not the bool place
+    assert_eq!(
+        titles,
+        [
+            "Connect port `b` to place `b`",
+            "Connect port `b` to place `a`"
+        ],
+        "{actions:?}"
+    );
+    assert_eq!(actions[0]["isPreferred"], json!(true));
+    let fixed = apply(&text, &actions[0]["edit"], &path);
+    assert_eq!(
+        fixed,
+        net(
+            "      <connect-in port=\"a\" place=\"a\"/>\n      <connect-out port=\"b\" place=\"b\"/>\n"
+        )
+    );
+    c.change_full(&path, 2, &fixed);
+    assert_eq!(errors(&c.diagnostics(&path, 2)), Vec::<&Value>::new());
+    c.shutdown();
+}
