@@ -6,9 +6,9 @@
 //! damage and repairs it in place:
 //! - a start tag that does not end (`<tran`, `<place name="x" type=`, an unclosed attribute
 //!   value, a missing `>`): its complete attributes are kept as an empty element
-//!   (`<place name="x"/>`), or, without one, the tag is blanked; the root's start tag is kept
-//!   as a start tag (`<defun name="x">`), its content after it; the scan resumes at the next
-//!   `<`;
+//!   (`<place name="x"/>`), or, without one, the tag is blanked; the root's start tag, or one
+//!   whose closing tag follows its content, is kept as a start tag (`<defun name="x">`); the
+//!   scan resumes at the next `<`;
 //! - a closing tag of an element further down the stack closes the elements above it
 //!   implicitly; a closing tag of no open element is blanked; a half-typed closing tag
 //!   (`</expr`) closes the element it names (or, being a prefix of it, the innermost one);
@@ -570,6 +570,18 @@ impl Fixer<'_> {
                         start: ns,
                         end: ne,
                     });
+                } else if self.closed_later(resume, &name) {
+                    // `<transition name="t"` + its content + `</transition>`: a start tag.
+                    let msg = format!("{what} in `<{name}`");
+                    self.damage(i, resume, msg, "read as a start tag");
+                    self.blank(good, resume);
+                    self.insert(good, ">".into());
+                    self.broken.push(i);
+                    self.stack.push(Open {
+                        name,
+                        start: ns,
+                        end: ne,
+                    });
                 } else if good > ne {
                     // Keep the complete attributes as an empty element.
                     let msg = format!("{what} in `<{name}`");
@@ -585,6 +597,56 @@ impl Fixer<'_> {
                 resume
             }
         }
+    }
+
+    /// Whether the content from `from` on (balanced elements) is followed by `</name>`,
+    /// before a sibling `<name` or the parent's closing tag (looking at most 256 KiB ahead).
+    fn closed_later(&self, from: usize, name: &str) -> bool {
+        let limit = from.saturating_add(1 << 18).min(self.b.len());
+        let mut depth = 0usize;
+        let mut j = from;
+        while j < limit {
+            let p = self.next_lt(j);
+            if p >= limit {
+                break;
+            }
+            let rest = &self.src[p..];
+            let skip = |open: &str, close: &str| {
+                rest.starts_with(open).then(|| {
+                    self.find(p + open.len(), close)
+                        .map_or(limit, |e| e + close.len())
+                })
+            };
+            if let Some(e) = skip("<!--", "-->")
+                .or_else(|| skip("<![CDATA[", "]]>"))
+                .or_else(|| skip("<?", "?>"))
+            {
+                j = e;
+            } else if rest.starts_with("</") {
+                let ne = self.name_end(p + 2);
+                if depth == 0 {
+                    return &self.src[p + 2..ne] == name;
+                }
+                depth -= 1;
+                j = ne;
+            } else if self.element_name_at(p + 1) {
+                let ne = self.name_end(p + 1);
+                if depth == 0 && &self.src[p + 1..ne] == name {
+                    return false;
+                }
+                // The tag ends at its `>` (before the next `<`); `/>` is an empty element.
+                let end = self.next_lt(ne);
+                match self.b[ne..end].iter().position(|&c| c == b'>') {
+                    Some(k) if self.b[ne + k - 1] == b'/' => {}
+                    Some(_) => depth += 1,
+                    None => {}
+                }
+                j = ne;
+            } else {
+                j = p + 1;
+            }
+        }
+        false
     }
 
     fn close_tag(&mut self, i: usize) -> usize {

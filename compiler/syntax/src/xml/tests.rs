@@ -1193,6 +1193,11 @@ fn damaged_nets_keep_the_rest_of_the_tree() {
             "<![CDATA[${x} < 1".into(),
         ),
         ("an unclosed comment", a, format!("{a}\n    <!-- about b")),
+        (
+            "a parent's missing `>`",
+            "<transition name=\"t\">",
+            "<transition name=\"t\"".into(),
+        ),
         ("stray `<`", "${x} + 1", "${x} < 1".into()),
         ("stray `&`", "${x} + 1", "${x} & 1".into()),
         ("stray `<` between elements", a, format!("{a} <")),
@@ -1242,6 +1247,8 @@ fn damaged_nets_keep_the_rest_of_the_tree() {
           xml_syntax `<![CDATA[`: malformed XML: an unclosed CDATA section
         an unclosed comment: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
           xml_syntax `<!-- about b`: malformed XML: an unclosed comment
+        a parent's missing `>`: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
+          xml_syntax `<transition name="t"`: malformed XML: a start tag without `>` in `<transition`
         stray `<`: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
           xml_syntax `<`: malformed XML: a stray `<` (write `&lt;`)
         stray `&`: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
