@@ -4,7 +4,7 @@
 # in a second net, presses the documented mappings and checks what they did: `K` (hover) and
 # `gd` (definition) on a connection's place, `<leader>rn` (rename, the prompt answered),
 # `]d` and `<leader>ca` (a quick fix, the first one chosen) on a misspelled place; and asks
-# for signature help and workspace symbols.
+# for signature help, workspace symbols, inlay hints and semantic tokens.
 # usage: editors/nvim-check.sh [path/to/pnet-lsp]   (exits 0 on success; 77 if no nvim)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -135,6 +135,20 @@ vim.api.nvim_win_set_cursor(0, { er, #"        <expression>max (${a}, " })
 for _, w in ipairs(floats()) do vim.api.nvim_win_close(w, true) end -- ]d's float
 vim.lsp.buf.signature_help()
 out:write("sig: " .. float_text() .. "\n")
+-- inlay hints and semantic tokens (Neovim 0.7 shows neither: asked through its client)
+local doc = vim.lsp.util.make_text_document_params()
+local function results(method, params)
+  local list = {}
+  for _, res in pairs(vim.lsp.buf_request_sync(buf, method, params, 20000) or {}) do
+    if res.result then table.insert(list, res.result) end
+  end
+  return list[1]
+end
+local hints = results("textDocument/inlayHint", { textDocument = doc,
+  range = { start = { line = 0, character = 0 }, ["end"] = { line = 99, character = 0 } } }) or {}
+out:write("hints: " .. (hints[1] and hints[1].label or "none") .. "\n")
+local tokens = results("textDocument/semanticTokens/full", { textDocument = doc }) or {}
+out:write("tokens: " .. #(tokens.data or {}) / 5 .. "\n")
 -- workspace symbols, into the quickfix list
 vim.lsp.buf.workspace_symbol("total")
 vim.wait(20000, function() return #vim.fn.getqflist() > 0 end, 50)
@@ -159,4 +173,7 @@ grep -q '^ca: <connect-in port="a" place="total"/>$' "$tmp/out.txt" \
   || { echo "nvim-check: <leader>ca did not fix"; exit 1; }
 grep -q "^sig: max (T, T) -> T" "$tmp/out.txt" || { echo "nvim-check: no signature help"; exit 1; }
 grep -q "^ws: 3 .*total" "$tmp/out.txt" || { echo "nvim-check: no workspace symbol"; exit 1; }
+# `max (${a}, `: the hint after `${a}`, two tokens (max, ${a})
+grep -q "^hints: : long$" "$tmp/out.txt" || { echo "nvim-check: no inlay hint"; exit 1; }
+grep -q "^tokens: 2$" "$tmp/out.txt" || { echo "nvim-check: no semantic tokens"; exit 1; }
 echo "nvim-check: ok"

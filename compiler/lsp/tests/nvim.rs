@@ -1,7 +1,8 @@
 //! The documented Neovim configuration (`editors/pnet.lua`) driven headless against this
 //! build of the server by `editors/nvim-check.sh`: diagnostics arrive, and the documented
 //! mappings answer: `K` (hover), `gd` (definition), `<leader>rn` (rename), `]d` and
-//! `<leader>ca` (a quick fix); signature help and workspace symbols too.
+//! `<leader>ca` (a quick fix); signature help, workspace symbols, and (asked through Neovim's
+//! client, which in 0.7 shows neither) inlay hints and semantic tokens.
 
 use std::process::Command;
 
@@ -40,5 +41,7 @@ fn neovim_mappings_hover_jump_rename_and_fix() {
     );
     assert!(stdout.contains("sig: max (T, T) -> T"), "{stdout}");
     assert!(stdout.contains("ws: 3 [Variable] total"), "{stdout}");
+    assert!(stdout.lines().any(|l| l == "hints: : long"), "{stdout}");
+    assert!(stdout.lines().any(|l| l == "tokens: 2"), "{stdout}");
     assert!(stdout.contains("nvim-check: ok"), "{stdout}");
 }
