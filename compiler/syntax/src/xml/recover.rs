@@ -12,7 +12,8 @@
 //! - a closing tag of an element further down the stack closes the elements above it
 //!   implicitly; a closing tag of no open element is blanked; a half-typed closing tag
 //!   (`</expr`) closes the element it names (or, being a prefix of it, the innermost one);
-//! - elements still open at the end of the file are closed there;
+//! - elements still open at the end of the file are closed there, an element that never
+//!   nests in itself (`transition`, `place`, ...) before its next start tag;
 //! - a stray `<` or `&` in character data becomes `&lt;` / `&amp;`;
 //! - an unclosed CDATA section ends before the closing tag of its element; an unclosed
 //!   comment or processing instruction ends with its line;
@@ -143,6 +144,38 @@ enum TagEnd {
     /// Damage at the offset, with a message.
     Broken(usize, &'static str),
 }
+
+/// Elements of xpnet that never contain themselves: a second start tag in an open one (not
+/// the root) closes it.
+const NEVER_NESTED: &[&str] = &[
+    "code",
+    "condition",
+    "connect-eureka",
+    "connect-in",
+    "connect-inout",
+    "connect-number-of-tokens",
+    "connect-out",
+    "connect-out-many",
+    "connect-read",
+    "connect-response",
+    "defun",
+    "expression",
+    "in",
+    "inout",
+    "module",
+    "net",
+    "out",
+    "place",
+    "place-map",
+    "property",
+    "require",
+    "specialize",
+    "template",
+    "token",
+    "transition",
+    "tunnel",
+    "value",
+];
 
 fn is_name_start(c: u8) -> bool {
     c.is_ascii_alphabetic() || c == b'_' || c >= 0x80
@@ -478,6 +511,17 @@ impl Fixer<'_> {
             return end;
         }
         let ne = self.name_end(ns);
+        // `<transition>` in an open `<transition>`: the first one's closing tag is missing.
+        if self.stack.len() > 1
+            && let Some(top) = self.stack.last()
+            && top.name.as_bytes() == &self.b[ns..ne]
+            && NEVER_NESTED.contains(&top.name.as_str())
+        {
+            let o = self.stack.pop().expect("a top");
+            let msg = format!("`<{0}>` is not closed before the next `<{0}>`", o.name);
+            self.damage(o.start, o.end, msg, "closed implicitly");
+            self.insert(i, format!("</{}>", o.name));
+        }
         let mut j = ne;
         let mut good = ne;
         let mut seen: Vec<&[u8]> = Vec::new();

@@ -1198,6 +1198,11 @@ fn damaged_nets_keep_the_rest_of_the_tree() {
             "<transition name=\"t\">",
             "<transition name=\"t\"".into(),
         ),
+        (
+            "a transition not closed yet",
+            u,
+            format!("    <transition name=\"v\">\n      <use name=\"w\"/>\n{u}"),
+        ),
         ("stray `<`", "${x} + 1", "${x} < 1".into()),
         ("stray `&`", "${x} + 1", "${x} & 1".into()),
         ("stray `<` between elements", a, format!("{a} <")),
@@ -1249,6 +1254,8 @@ fn damaged_nets_keep_the_rest_of_the_tree() {
           xml_syntax `<!-- about b`: malformed XML: an unclosed comment
         a parent's missing `>`: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
           xml_syntax `<transition name="t"`: malformed XML: a start tag without `>` in `<transition`
+        a transition not closed yet: defun n; places a b; transition t x y (2 connections); transition v (0 connections); transition u x (1 connections)
+          xml_syntax `transition`: malformed XML: `<transition>` is not closed before the next `<transition>`
         stray `<`: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
           xml_syntax `<`: malformed XML: a stray `<` (write `&lt;`)
         stray `&`: defun n; places a b; transition t x y (2 connections); transition u x (1 connections)
