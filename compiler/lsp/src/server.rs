@@ -407,22 +407,7 @@ impl Server {
             WorkspaceSymbolRequest::METHOD => {
                 let p: lsp_types::WorkspaceSymbolParams =
                     serde_json::from_value(req.params).map_err(bad)?;
-                #[allow(deprecated)]
-                let syms: Vec<lsp_types::SymbolInformation> =
-                    features::workspace_symbols(a, &p.query)
-                        .into_iter()
-                        .map(|w| lsp_types::SymbolInformation {
-                            name: w.name,
-                            kind: w.kind,
-                            tags: None,
-                            deprecated: None,
-                            location: Location {
-                                uri: path_to_uri(&w.loc.path),
-                                range: features::range_in(a, &w.loc.path, w.loc.start, w.loc.end),
-                            },
-                            container_name: Some(w.container),
-                        })
-                        .collect();
+                let syms = workspace_symbols(a, &p.query);
                 to_json(Some(lsp_types::WorkspaceSymbolResponse::Flat(syms)))
             }
             SignatureHelpRequest::METHOD => {
@@ -435,30 +420,7 @@ impl Server {
                 else {
                     return Ok(serde_json::Value::Null);
                 };
-                let help = features::call_at(&doc.text, off as usize).map(|(f, arg)| {
-                    let label = f.signature().to_string();
-                    let params: Vec<lsp_types::ParameterInformation> =
-                        features::parameter_ranges(&label)
-                            .into_iter()
-                            .map(|(s, e)| lsp_types::ParameterInformation {
-                                label: lsp_types::ParameterLabel::LabelOffsets([s, e]),
-                                documentation: None,
-                            })
-                            .collect();
-                    let active = (arg < params.len()).then_some(arg as u32);
-                    lsp_types::SignatureHelp {
-                        signatures: vec![lsp_types::SignatureInformation {
-                            label,
-                            documentation: Some(lsp_types::Documentation::String(
-                                "built-in function".into(),
-                            )),
-                            parameters: Some(params),
-                            active_parameter: active,
-                        }],
-                        active_signature: Some(0),
-                        active_parameter: active,
-                    }
-                });
+                let help = features::call_at(&doc.text, off as usize).map(signature_help);
                 to_json(help)
             }
             CodeActionRequest::METHOD => {
@@ -466,43 +428,7 @@ impl Server {
                     serde_json::from_value(req.params).map_err(bad)?;
                 let uri = p.text_document.uri;
                 let path = uri_to_path(&uri);
-                let mut actions = Vec::new();
-                for d in &p.context.diagnostics {
-                    let Some(NumberOrString::String(code)) = &d.code else {
-                        continue;
-                    };
-                    let (Some(s), Some(e)) = (
-                        features::offset_in(a, &path, d.range.start),
-                        features::offset_in(a, &path, d.range.end),
-                    ) else {
-                        continue;
-                    };
-                    for fix in crate::actions::quick_fixes(a, &path, code, &d.message, s, e) {
-                        let edits = fix
-                            .edits
-                            .iter()
-                            .map(|r| {
-                                lsp_types::TextEdit::new(
-                                    features::range_in(a, &path, r.start, r.end),
-                                    r.text.clone(),
-                                )
-                            })
-                            .collect();
-                        // lsp-types' `WorkspaceEdit::changes` is keyed by `Uri`
-                        #[allow(clippy::mutable_key_type)]
-                        let changes = std::collections::HashMap::from([(uri.clone(), edits)]);
-                        actions.push(lsp_types::CodeActionOrCommand::CodeAction(
-                            lsp_types::CodeAction {
-                                title: fix.title,
-                                kind: Some(lsp_types::CodeActionKind::QUICKFIX),
-                                diagnostics: Some(vec![d.clone()]),
-                                edit: Some(lsp_types::WorkspaceEdit::new(changes)),
-                                is_preferred: Some(fix.preferred),
-                                ..Default::default()
-                            },
-                        ));
-                    }
-                }
+                let actions = code_actions(a, &uri, &path, &p.context.diagnostics);
                 to_json(Some(actions))
             }
             SemanticTokensFullRequest::METHOD => {
@@ -526,19 +452,7 @@ impl Server {
                 ) else {
                     return Ok(serde_json::Value::Null);
                 };
-                let hints: Vec<lsp_types::InlayHint> = crate::tokens::inlay_hints(a, &path, s, e)
-                    .into_iter()
-                    .map(|(at, label)| lsp_types::InlayHint {
-                        position: features::range_in(a, &path, at, at).start,
-                        label: lsp_types::InlayHintLabel::String(label),
-                        kind: Some(lsp_types::InlayHintKind::TYPE),
-                        text_edits: None,
-                        tooltip: None,
-                        padding_left: None,
-                        padding_right: None,
-                        data: None,
-                    })
-                    .collect();
+                let hints = inlay_hints(a, &path, s, e);
                 to_json(Some(hints))
             }
             m => Err((
@@ -655,4 +569,108 @@ fn send_diags(
 
 fn to_json(v: impl serde::Serialize) -> Result<serde_json::Value, (ErrorCode, String)> {
     serde_json::to_value(v).map_err(|e| (ErrorCode::InternalError, e.to_string()))
+}
+
+#[allow(deprecated)] // `SymbolInformation::deprecated`
+fn workspace_symbols(a: &Analysis, query: &str) -> Vec<lsp_types::SymbolInformation> {
+    features::workspace_symbols(a, query)
+        .into_iter()
+        .map(|w| lsp_types::SymbolInformation {
+            name: w.name,
+            kind: w.kind,
+            tags: None,
+            deprecated: None,
+            location: Location {
+                uri: path_to_uri(&w.loc.path),
+                range: features::range_in(a, &w.loc.path, w.loc.start, w.loc.end),
+            },
+            container_name: Some(w.container),
+        })
+        .collect()
+}
+
+/// The signature of built-in `f`, its argument `arg` active.
+fn signature_help((f, arg): (pnet_stdlib::Builtin, usize)) -> lsp_types::SignatureHelp {
+    let label = f.signature().to_string();
+    let params: Vec<lsp_types::ParameterInformation> = features::parameter_ranges(&label)
+        .into_iter()
+        .map(|(s, e)| lsp_types::ParameterInformation {
+            label: lsp_types::ParameterLabel::LabelOffsets([s, e]),
+            documentation: None,
+        })
+        .collect();
+    let active = (arg < params.len()).then_some(arg as u32);
+    lsp_types::SignatureHelp {
+        signatures: vec![lsp_types::SignatureInformation {
+            label,
+            documentation: Some(lsp_types::Documentation::String("built-in function".into())),
+            parameters: Some(params),
+            active_parameter: active,
+        }],
+        active_signature: Some(0),
+        active_parameter: active,
+    }
+}
+
+/// The quick fixes of the diagnostics the client sends (those of the document `uri`).
+fn code_actions(
+    a: &Analysis,
+    uri: &Uri,
+    path: &Path,
+    diagnostics: &[lsp_types::Diagnostic],
+) -> Vec<lsp_types::CodeActionOrCommand> {
+    let mut actions = Vec::new();
+    for d in diagnostics {
+        let Some(NumberOrString::String(code)) = &d.code else {
+            continue;
+        };
+        let (Some(s), Some(e)) = (
+            features::offset_in(a, path, d.range.start),
+            features::offset_in(a, path, d.range.end),
+        ) else {
+            continue;
+        };
+        for fix in crate::actions::quick_fixes(a, path, code, &d.message, s, e) {
+            let edits = fix
+                .edits
+                .iter()
+                .map(|r| {
+                    lsp_types::TextEdit::new(
+                        features::range_in(a, path, r.start, r.end),
+                        r.text.clone(),
+                    )
+                })
+                .collect();
+            // lsp-types' `WorkspaceEdit::changes` is keyed by `Uri`
+            #[allow(clippy::mutable_key_type)]
+            let changes = std::collections::HashMap::from([(uri.clone(), edits)]);
+            actions.push(lsp_types::CodeActionOrCommand::CodeAction(
+                lsp_types::CodeAction {
+                    title: fix.title,
+                    kind: Some(lsp_types::CodeActionKind::QUICKFIX),
+                    diagnostics: Some(vec![d.clone()]),
+                    edit: Some(lsp_types::WorkspaceEdit::new(changes)),
+                    is_preferred: Some(fix.preferred),
+                    ..Default::default()
+                },
+            ));
+        }
+    }
+    actions
+}
+
+fn inlay_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<lsp_types::InlayHint> {
+    crate::tokens::inlay_hints(a, path, start, end)
+        .into_iter()
+        .map(|(at, label)| lsp_types::InlayHint {
+            position: features::range_in(a, path, at, at).start,
+            label: lsp_types::InlayHintLabel::String(label),
+            kind: Some(lsp_types::InlayHintKind::TYPE),
+            text_edits: None,
+            tooltip: None,
+            padding_left: None,
+            padding_right: None,
+            data: None,
+        })
+        .collect()
 }
