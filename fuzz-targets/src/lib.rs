@@ -291,11 +291,11 @@ fn as_is_and_fixed(data: &[u8], mut f: impl FnMut(&[u8])) {
 
 /// Runs a few engine steps on a decoded bundle (its own initial tokens, no inputs).
 fn run_a_little(bundle: &pnet_bundle::Bundle) {
-    let config = pnet_vm::RunConfig {
+    let config = pnet_engine::RunConfig {
         max_firings: Some(ENGINE_STEPS),
-        ..pnet_vm::RunConfig::default()
+        ..pnet_engine::RunConfig::default()
     };
-    if let Ok(mut engine) = pnet_vm::Engine::new(bundle, &config) {
+    if let Ok(mut engine) = pnet_engine::Engine::new(bundle, &config) {
         std::hint::black_box(engine.run_steps(ENGINE_STEPS).ok());
         std::hint::black_box(engine.ending());
     }

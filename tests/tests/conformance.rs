@@ -17,13 +17,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pnet_bundle::{Code, PortDir, SlotKind};
+use pnet_engine::Interpreter;
 use pnet_jit::{FnId, Jit};
 use pnet_sema::expr::{Env, Mode, PortSig, eval_const, lower};
 use pnet_stdlib::literal::parse_literal;
 use pnet_stdlib::{Type, Value};
 use pnet_syntax::expr::parse_str;
 use pnet_verify::coloured::{ColouredOptions, Tok, explore_bundle};
-use pnet_vm::Interpreter;
 
 /// A port of a case: an input with its value, or (`@expression` cases) an output.
 #[derive(Debug)]

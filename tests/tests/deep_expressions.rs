@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use pnet_engine::{CodeRunnerFactory, Engine, RunConfig, Step};
 use pnet_jit::{JitFactory, JitMode};
 use pnet_stdlib::Value;
 use pnet_syntax::expr::{MAX_EXPR_DEPTH, parse_str, to_sexpr, to_source};
-use pnet_vm::{CodeRunnerFactory, Engine, RunConfig, Step};
 
 /// A net whose one transition computes `${r}` from `${n}` (both `long`) with `expr`, guarded
 /// by `cond`.

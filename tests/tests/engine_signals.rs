@@ -6,9 +6,9 @@
 use std::path::Path;
 
 use pnet_bundle::Bundle;
+use pnet_engine::{Engine, RunConfig, Step, Task};
 use pnet_stdlib::Value;
 use pnet_tests::gpispace;
-use pnet_vm::{Engine, RunConfig, Step, Task};
 
 fn compile(rel: &str) -> Bundle {
     let path = gpispace().join(rel);

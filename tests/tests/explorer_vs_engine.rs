@@ -11,11 +11,11 @@
 use std::path::Path;
 
 use pnet_bundle::{Body, Bundle};
+use pnet_engine::{Engine, RunConfig, Step};
 use pnet_stdlib::Value;
 use pnet_stdlib::literal::parse_literal;
 use pnet_tests::{gpispace, gpispace_lib, oracle};
 use pnet_verify::coloured::{ColouredOptions, EndOutputs, Tok, explore_bundle};
-use pnet_vm::{Engine, RunConfig, Step};
 
 /// Out ports with their tokens as sorted strings (the form both sides are compared in).
 type Outputs = Vec<(String, Vec<String>)>;

@@ -100,7 +100,7 @@ fn every_corpus_defun_net_reads_back() {
 /// interpreted and with the JIT; when they differ, the result shows both.
 fn run_data_file(text: &str) -> String {
     let mut inputs: Vec<(String, Vec<pnet_stdlib::Value>)> = Vec::new();
-    let mut config = pnet_vm::RunConfig::default();
+    let mut config = pnet_engine::RunConfig::default();
     for line in text.lines() {
         if let Some(b) = line.strip_prefix("# input ") {
             let (port, value) = match pnet_stdlib::literal::parse_binding("input", "port", b) {
@@ -128,7 +128,7 @@ fn run_data_file(text: &str) -> String {
         back, bundle,
         "the printed form reads back differently:\n{printed}"
     );
-    let show = |r: Result<pnet_vm::RunResult, pnet_vm::RunError>| match r {
+    let show = |r: Result<pnet_engine::RunResult, pnet_engine::RunError>| match r {
         Ok(r) => {
             let mut s = String::new();
             for (port, vs) in &r.outputs {
@@ -139,15 +139,15 @@ fn run_data_file(text: &str) -> String {
         }
         Err(e) => format!("run error: {e}\n"),
     };
-    let interpreted = show(pnet_vm::run(&bundle, &inputs, &config));
+    let interpreted = show(pnet_engine::run(&bundle, &inputs, &config));
     // The JIT gives the same run.
-    let jit = pnet_vm::RunConfig {
+    let jit = pnet_engine::RunConfig {
         runner: Some(std::sync::Arc::new(pnet_jit::JitFactory::new(
             pnet_jit::JitMode::On,
         ))),
         ..config
     };
-    let compiled = show(pnet_vm::run(&bundle, &inputs, &jit));
+    let compiled = show(pnet_engine::run(&bundle, &inputs, &jit));
     if compiled != interpreted {
         return format!("interpreted:\n{interpreted}JIT:\n{compiled}");
     }

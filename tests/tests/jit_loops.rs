@@ -11,9 +11,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use pnet_bundle::Bundle;
+use pnet_engine::{CodeRunnerFactory, Engine, RunConfig, RunError, Step};
 use pnet_jit::{JitFactory, JitMode};
 use pnet_stdlib::Value;
-use pnet_vm::{CodeRunnerFactory, Engine, RunConfig, RunError, Step};
 
 fn compile(text: &str) -> Bundle {
     let out = pnet_sema::compile_source(
@@ -58,7 +58,7 @@ fn net(ty: &str, cond: &str, expr: &str) -> String {
 }
 
 /// The outcome of a run: outputs and statistics, or the error with its locations.
-fn show(r: Result<pnet_vm::RunResult, RunError>) -> String {
+fn show(r: Result<pnet_engine::RunResult, RunError>) -> String {
     match r {
         Ok(r) => format!("{:?} {:?}", r.outputs, r.stats),
         Err(e) => format!(

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pnet_bundle::{Body, Bundle, PortDir};
+use pnet_engine::{CodeRunnerFactory, Engine, RunConfig, Step};
 use pnet_jit::{JitFactory, JitMode};
 use pnet_stdlib::Value;
 use pnet_tests::{gpispace, gpispace_lib, workspace_root};
 use pnet_verify::coloured::{ColouredOptions, Tok, explore_bundle};
-use pnet_vm::{CodeRunnerFactory, Engine, RunConfig, Step};
 
 /// Compiles `path`: `synthesize` keeps place-mapped transitions (and, with `no_inline`,
 /// `inline="true"` ones) as child nets.

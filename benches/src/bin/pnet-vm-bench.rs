@@ -12,8 +12,8 @@ use pnet_bundle::{
     Body, Bundle, Code, CodeId, ConnectKind, Connection, Function, FunctionId, Instr, Net, OpTy,
     Place, PlaceId, Port, PortDir, PortId, SourceSpan, Transition,
 };
+use pnet_engine::{CodeRunner, CodeRunnerFactory, Engine, Interpreter, RunConfig, RunError, Step};
 use pnet_stdlib::{BinOp, Type, Value};
-use pnet_vm::{CodeRunner, CodeRunnerFactory, Engine, Interpreter, RunConfig, RunError, Step};
 
 struct Counting;
 

@@ -1375,7 +1375,7 @@ fn run_root(
         .iter()
         .map(|(n, v)| (n.to_string(), v.clone()))
         .collect();
-    pnet_vm::run(bundle, &inputs, &pnet_vm::RunConfig::default())
+    pnet_engine::run(bundle, &inputs, &pnet_engine::RunConfig::default())
         .map(|r| r.outputs)
         .map_err(|e| e.to_string())
 }
@@ -1505,7 +1505,7 @@ fn a_module_root_hands_out_its_call() {
   <module name="hello_world" function="out say (n)"/>
 </defun>"#,
     );
-    let mut e = pnet_vm::Engine::new(&b, &pnet_vm::RunConfig::default()).unwrap();
+    let mut e = pnet_engine::Engine::new(&b, &pnet_engine::RunConfig::default()).unwrap();
     e.put_inputs(&[
         ("in".to_string(), vec![Value::Control]),
         ("n".to_string(), vec![Value::Long(7)]),
@@ -1513,8 +1513,8 @@ fn a_module_root_hands_out_its_call() {
     .unwrap();
     let task = loop {
         match e.step().unwrap() {
-            pnet_vm::Step::Task(t) => break t,
-            pnet_vm::Step::Fired => {}
+            pnet_engine::Step::Task(t) => break t,
+            pnet_engine::Step::Fired => {}
             other => panic!("no task: {other:?}"),
         }
     };
@@ -1536,7 +1536,7 @@ fn a_module_root_hands_out_its_call() {
         ],
     )
     .unwrap();
-    assert!(matches!(e.step().unwrap(), pnet_vm::Step::Done));
+    assert!(matches!(e.step().unwrap(), pnet_engine::Step::Done));
     assert_eq!(
         e.result().outputs,
         vec![

@@ -215,8 +215,8 @@ pub enum JobOutcome {
         tasks: u64,
         /// The root's out ports and their types (for result files).
         types: Vec<(String, pnet_stdlib::Type)>,
-        /// Tokens left, empty out ports (see [`pnet_vm::Ending`]).
-        ending: pnet_vm::Ending,
+        /// Tokens left, empty out ports (see [`pnet_engine::Ending`]).
+        ending: pnet_engine::Ending,
     },
     /// `code` is the stable code of the error (`agent-job-failed`, ...).
     Failed {

@@ -15,9 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pnet_bundle::{Body, Bundle, FunctionId, PortId, Property, Require};
+use pnet_engine::{Engine, RunConfig, RunError, RunResult, Step, Task, TaskId};
 use pnet_protocol::{AgentMsg, ModuleDef, TaskRun, WorkerMsg};
 use pnet_stdlib::Value;
-use pnet_vm::{Engine, RunConfig, RunError, RunResult, Step, Task, TaskId};
 
 use crate::AgentError;
 use crate::control::{Request, Response, Status, WorkerStatus};
@@ -726,7 +726,7 @@ impl<'b> Core<'b> {
                 match v {
                     None => None,
                     Some(s) => Some(s.trim().parse::<u32>().map_err(|_| {
-                        let mut e = RunError::new(pnet_vm::RunErrorKind::Bundle(format!(
+                        let mut e = RunError::new(pnet_engine::RunErrorKind::Bundle(format!(
                             "property {MAX_RETRIES_PROPERTY} = \"{s}\" is not a number of retries"
                         )));
                         e.transition = Some(task.name.clone());
@@ -740,7 +740,7 @@ impl<'b> Core<'b> {
             .as_ref()
             .map(|i| i.impls.clone())
             .ok_or_else(|| {
-                RunError::new(pnet_vm::RunErrorKind::Bundle(format!(
+                RunError::new(pnet_engine::RunErrorKind::Bundle(format!(
                     "transition `{}` was handed out as a task but calls no module",
                     task.name
                 )))
@@ -764,7 +764,7 @@ impl<'b> Core<'b> {
         let class = self.class_of(&task)?;
         let info = self.fns[task.function.index()]
             .as_ref()
-            .ok_or_else(|| RunError::new(pnet_vm::RunErrorKind::Bundle("no module".into())))?;
+            .ok_or_else(|| RunError::new(pnet_engine::RunErrorKind::Bundle("no module".into())))?;
         let mut given = task.inputs;
         let inputs = if given.len() == info.inputs.len()
             && given.iter().zip(&info.inputs).all(|((p, _), q)| p == q)

@@ -23,9 +23,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pnet_bundle::Bundle;
+use pnet_engine::{RunConfig, RunResult};
 use pnet_protocol::{AgentMsg, Hello, ModuleDef, WorkerMsg};
 use pnet_stdlib::Value;
-use pnet_vm::{RunConfig, RunResult};
 
 use crate::AgentError;
 use crate::control::{

@@ -25,8 +25,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use pnet_bundle::Bundle;
+use pnet_engine::{RunError, RunResult};
 use pnet_stdlib::Value;
-use pnet_vm::{RunError, RunResult};
 
 pub mod control;
 pub mod core;
@@ -68,7 +68,7 @@ pub enum StartWorkers {
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
     /// Seed, firing limit, JIT runner.
-    pub run: pnet_vm::RunConfig,
+    pub run: pnet_engine::RunConfig,
     /// Which workers to start where.
     pub plan: pnet_topology::Plan,
     pub launcher: pnet_launch::Launcher,
@@ -106,7 +106,7 @@ impl AgentConfig {
     /// trace, log, progress or control socket.
     pub fn new(plan: pnet_topology::Plan, worker_program: PathBuf) -> AgentConfig {
         AgentConfig {
-            run: pnet_vm::RunConfig::default(),
+            run: pnet_engine::RunConfig::default(),
             plan,
             launcher: pnet_launch::Launcher::Local,
             worker_program,
@@ -297,7 +297,7 @@ mod tests {
         assert_eq!(AgentError::Cancelled.to_string(), "the job was cancelled");
         let e = AgentError::Setup("cannot listen".into());
         assert_eq!((e.code(), e.exit_code()), ("agent-setup", 1));
-        let mut r = RunError::new(pnet_vm::RunErrorKind::TaskFailed {
+        let mut r = RunError::new(pnet_engine::RunErrorKind::TaskFailed {
             module: "arith".into(),
             message: "division by zero".into(),
         });

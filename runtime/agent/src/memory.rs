@@ -7,7 +7,7 @@
 //!   worker's segment is removed (forced: the allocations that had parts in it break, and
 //!   later uses of their handles are errors saying so).
 //! - When a task whose function has memory buffers or transfers is dispatched, the core
-//!   turns its evaluated memory ([`pnet_vm::TaskMemory`]) into a self-contained
+//!   turns its evaluated memory ([`pnet_engine::TaskMemory`]) into a self-contained
 //!   [`pnet_protocol::memory::MemoryTask`] with [`plan()`] (`memory/plan.rs`: the plan lives
 //!   in the agent, so that `pnet_memory`, which workers link, does not depend on the engine);
 //!   such functions get the implicit requirement [`GPI_CAPABILITY`] (the capability of

@@ -1,7 +1,7 @@
 //! Printing a job's output tokens (`gspc-run` and `gspc wait` print them the same way).
 
+use pnet_engine::Ending;
 use pnet_stdlib::Value;
-use pnet_vm::Ending;
 
 /// The output tokens as text: one line `PORT = VALUE` per token, ports in alphabetical
 /// order, the tokens of a port in the value order of the language; with `json`, one JSON

@@ -171,7 +171,7 @@ pub struct Pending {
     pub inputs: Vec<Value>,
     pub eureka: Option<Arc<str>>,
     /// The evaluated memory buffers and transfers of the call (planned at dispatch).
-    pub memory: Option<Box<pnet_vm::TaskMemory>>,
+    pub memory: Option<Box<pnet_engine::TaskMemory>>,
     /// How often a worker was lost while running it.
     pub retries: u32,
     /// Arrival order (kept across retries, so that a retried task goes first).

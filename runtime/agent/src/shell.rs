@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use pnet_bundle::Bundle;
+use pnet_engine::RunResult;
 use pnet_protocol::{Hello, Secret, WorkerMsg};
 use pnet_stdlib::Value;
-use pnet_vm::RunResult;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::task::JoinHandle;
 

@@ -72,7 +72,7 @@ struct Job {
     addr: SocketAddr,
     secret: Secret,
     control: PathBuf,
-    handle: thread::JoinHandle<Result<pnet_vm::RunResult, AgentError>>,
+    handle: thread::JoinHandle<Result<pnet_engine::RunResult, AgentError>>,
     _dir: TempDir,
 }
 

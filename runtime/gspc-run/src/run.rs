@@ -163,7 +163,7 @@ struct Args {
     json: bool,
     require_outputs: bool,
     result: Option<PathBuf>,
-    config: pnet_vm::RunConfig,
+    config: pnet_engine::RunConfig,
     compile: pnet_sema::Options,
     jit: pnet_jit::JitMode,
     jit_stats: bool,
@@ -236,7 +236,7 @@ fn parse_args(argv: Vec<OsString>) -> Result<Args, ExitCode> {
             Err(_) => pnet_jit::JitMode::Auto,
         },
     };
-    let mut config = pnet_vm::RunConfig::default();
+    let mut config = pnet_engine::RunConfig::default();
     if let Some(seed) = cli.seed {
         config.seed = seed;
     }
@@ -386,7 +386,7 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
     let given: Vec<String> = (inputs.iter().map(|(p, _)| p.clone()))
         .chain(args.allocs.iter().map(|a| a.port.clone()))
         .collect();
-    for port in pnet_vm::unfed_in_ports(&bundle, &given) {
+    for port in pnet_engine::unfed_in_ports(&bundle, &given) {
         pnet_stdlib::errln!(
             "gspc-run: warning: in port `{port}` got no value (-p {port}=...) and nothing in \
              the net puts a token on it"
@@ -525,7 +525,7 @@ fn check_inputs(bundle: &Bundle, inputs: &[(String, Vec<Value>)]) -> Result<(), 
     Ok(())
 }
 
-fn print_result(result: pnet_vm::RunResult, json: bool, require_outputs: bool) -> ExitCode {
+fn print_result(result: pnet_engine::RunResult, json: bool, require_outputs: bool) -> ExitCode {
     let text = pnet_agent::output::format_outputs(
         &result.outputs,
         result.stats.firings,

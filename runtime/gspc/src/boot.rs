@@ -408,11 +408,11 @@ pub fn daemon(argv: Vec<OsString>) -> ExitCode {
     if let Some(d) = worker.parent().filter(|d| !d.as_os_str().is_empty()) {
         module_path.push(d.to_path_buf());
     }
-    let run = pnet_vm::RunConfig {
+    let run = pnet_engine::RunConfig {
         runner: Some(std::sync::Arc::new(pnet_jit::JitFactory::new(
             pnet_jit::JitMode::Auto,
         ))),
-        ..pnet_vm::RunConfig::default()
+        ..pnet_engine::RunConfig::default()
     };
     let mut agent = pnet_agent::AgentConfig::new(plan, worker);
     agent.run = run;

@@ -660,7 +660,7 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
                 }
             }
             let given: Vec<String> = inputs.iter().map(|(p, _)| p.clone()).collect();
-            for port in pnet_vm::unfed_in_ports(&bundle, &given) {
+            for port in pnet_engine::unfed_in_ports(&bundle, &given) {
                 pnet_stdlib::errln!(
                     "gspc: warning: in port `{port}` got no value (-p {port}=...) and nothing \
                      in the net puts a token on it"

@@ -1,5 +1,5 @@
 //! Helpers for the tests of damaged files (bundles, result files), shared by the tests of
-//! every reader (pnet-bundle, pnet-vm, pnet-tokens); behind the feature `testing`, which
+//! every reader (pnet-bundle, pnet-engine, pnet-tokens); behind the feature `testing`, which
 //! they enable as a dev-dependency feature. The damaged nets themselves are in
 //! `vm/bundle/tests/damage/` (they are compiled by pnet-sema, which depends on this crate).
 

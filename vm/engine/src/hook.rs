@@ -1,5 +1,5 @@
 //! The hook through which another evaluator (the Cranelift JIT of `pnet-jit`) runs codes
-//! instead of the interpreter. The engine knows only these traits, so `pnet-vm` does not
+//! instead of the interpreter. The engine knows only these traits, so `pnet-engine` does not
 //! depend on any code generator.
 
 use std::fmt;

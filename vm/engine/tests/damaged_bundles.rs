@@ -7,7 +7,7 @@ mod damage;
 
 use pnet_bundle::testing::{Rng, damage_byte};
 use pnet_bundle::{Bundle, format};
-use pnet_vm::{Engine, RunConfig, Step};
+use pnet_engine::{Engine, RunConfig, Step};
 
 /// Loads `bundle` into an engine and runs at most 100 steps, failing module calls.
 fn run_a_little(bundle: &Bundle) -> Result<(), String> {
@@ -29,7 +29,7 @@ fn run_a_little(bundle: &Bundle) -> Result<(), String> {
 fn the_test_net_runs() {
     let b = damage::compile();
     run_a_little(&b).unwrap();
-    let r = pnet_vm::run(&b, &damage::input(), &RunConfig::default()).unwrap();
+    let r = pnet_engine::run(&b, &damage::input(), &RunConfig::default()).unwrap();
     let pairs: Vec<String> = r
         .outputs
         .iter()
@@ -46,9 +46,9 @@ fn every_broken_reference_is_a_bad_bundle() {
         let mut b = good.clone();
         damage(&mut b);
         let e = run_a_little(&b).expect_err(name);
-        let expected = format!("bad bundle: {}", pnet_vm::validate(&b).unwrap_err());
+        let expected = format!("bad bundle: {}", pnet_engine::validate(&b).unwrap_err());
         assert_eq!(e, expected, "{name}");
-        let e = pnet_vm::run(&b, &damage::input(), &RunConfig::default()).unwrap_err();
+        let e = pnet_engine::run(&b, &damage::input(), &RunConfig::default()).unwrap_err();
         assert_eq!(e.to_string(), expected, "{name}");
     }
 }
@@ -69,7 +69,7 @@ fn random_field_damage_never_panics() {
         };
         // The engine's own validation is the decoder's.
         let decoded = format::decode(&format::encode(&b).unwrap());
-        assert_eq!(decoded.is_ok(), pnet_vm::validate(&b).is_ok());
+        assert_eq!(decoded.is_ok(), pnet_engine::validate(&b).is_ok());
         match decoded {
             Err(_) => invalid += 1,
             Ok(b) => {

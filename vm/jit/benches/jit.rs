@@ -15,9 +15,9 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use pnet_bundle::{Code, Instr, OpTy, SourceSpan};
+use pnet_engine::Interpreter;
 use pnet_jit::Jit;
 use pnet_stdlib::{BinOp, Builtin, Type, Value};
-use pnet_vm::Interpreter;
 
 fn code(instrs: Vec<Instr>, consts: Vec<Value>, slots: &[(&str, Type)]) -> Code {
     Code::with_slots("bench", slots, instrs, consts, SourceSpan::default())

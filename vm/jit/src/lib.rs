@@ -31,7 +31,7 @@
 //! the raw reads and the write with which [`layout::Layout::probe`] checks the layout of
 //! `Value` (every other module is `#[deny(unsafe_code)]`).
 //!
-//! [`JitFactory`] plugs the JIT into the engine ([`pnet_vm::CodeRunnerFactory`]), in one of the
+//! [`JitFactory`] plugs the JIT into the engine ([`pnet_engine::CodeRunnerFactory`]), in one of the
 //! [`JitMode`]s.
 
 #[deny(unsafe_code)]
@@ -56,8 +56,8 @@ use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Module, default_libcall_names};
 use pnet_bundle::Code;
+use pnet_engine::{RunError, RunErrorKind};
 use pnet_stdlib::Value;
-use pnet_vm::{RunError, RunErrorKind};
 
 pub use analysis::Plan;
 pub use runner::{JitFactory, JitMode, JitStats};
@@ -372,7 +372,7 @@ impl Jit {
     }
 
     /// [`Jit::run`] of a condition: its value as a bool, or the interpreter's error
-    /// ([`pnet_vm::condition_value`] when the value is not a bool). No [`Value`] is built for
+    /// ([`pnet_engine::condition_value`] when the value is not a bool). No [`Value`] is built for
     /// a native bool result.
     #[inline]
     pub fn run_bool(
@@ -663,7 +663,7 @@ fn finish_bool(c: &Compiled, status: i32, code: &Code, buf: &[u64]) -> Result<bo
     } else if let Res::Native(Nt::Bool) = c.result {
         Ok(buf[c.words.result] as u8 != 0)
     } else {
-        pnet_vm::condition_value(code, result_value(c, buf))
+        pnet_engine::condition_value(code, result_value(c, buf))
     };
     if c.plan.uses_dyn {
         clear_stack();
@@ -698,7 +698,7 @@ fn error(c: &Compiled, status: i32, code: &Code, buf: &[u64]) -> RunError {
     let fault = rt::ErrRecord::fault(record).or_else(take_fault);
     let kind = match fault {
         Some(Fault::Kind(k)) => k,
-        Some(Fault::Unbound(s)) => RunErrorKind::Unbound(pnet_vm::slot_name(code, s)),
+        Some(Fault::Unbound(s)) => RunErrorKind::Unbound(pnet_engine::slot_name(code, s)),
         None => RunErrorKind::BadCode(format!("jit: error {status} without a cause")),
     };
     RunError::with_span(kind, code.spans.get(pc).copied().unwrap_or(code.span))
@@ -734,7 +734,7 @@ fn load_fields(c: &Compiled, code: &Code, frame: &[Option<Value>], buf: &mut [u6
     for (f, word) in c.plan.fields.iter().zip(&mut buf[c.words.fields..]) {
         let mut v = frame.get(usize::from(f.slot))?.as_ref()?;
         for name in code.paths.get(f.paths[0] as usize)? {
-            v = pnet_vm::field_of(v, name)?;
+            v = pnet_engine::field_of(v, name)?;
         }
         *word = bits_of(f.ty, v)?;
     }

@@ -16,9 +16,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use pnet_bundle::Code;
+use pnet_engine::{RunErrorKind, assign_field, field_of, reference};
 use pnet_stdlib::ops::{eval_binary, eval_unary};
 use pnet_stdlib::{BinOp, Builtin, EvalError, UnOp, Value, make_shared};
-use pnet_vm::{RunErrorKind, assign_field, field_of, reference};
 
 use crate::types::Nt;
 

@@ -5,10 +5,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pnet_bundle::{Bundle, Code, CodeId};
-use pnet_stdlib::Value;
-use pnet_vm::{
+use pnet_engine::{
     CodeRunner, CodeRunnerFactory, Interpreter, Loop, LoopCodes, LoopEnd, RunError, RunnerCodes,
 };
+use pnet_stdlib::Value;
 
 use crate::{Compiled, FnId, Jit, Lean};
 
@@ -380,7 +380,7 @@ impl CodeRunner for JitRunner {
             return r;
         }
         // Not (yet) compiled: a code at a time, as the engine would run them.
-        pnet_vm::drive_loop(
+        pnet_engine::drive_loop(
             l,
             token,
             frame,
@@ -485,7 +485,7 @@ impl JitRunner {
             native: 0,
             fallbacks: 0,
         };
-        let r = pnet_vm::drive_loop(l, token, frame, max, &mut codes);
+        let r = pnet_engine::drive_loop(l, token, frame, max, &mut codes);
         let (native, fallbacks) = (codes.native, codes.fallbacks);
         self.stats.native_runs += native;
         self.stats.fallbacks += fallbacks;

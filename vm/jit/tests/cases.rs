@@ -3,9 +3,9 @@
 //! one function whose source file `t` has one line (so `@ 1:21-26` is bytes 20..25).
 
 use pnet_bundle::{Code, SourceFileId, SourceSpan};
+use pnet_engine::{Interpreter, RunErrorKind};
 use pnet_jit::Jit;
 use pnet_stdlib::{EvalError, Type, Value};
-use pnet_vm::{Interpreter, RunErrorKind};
 use std::sync::Arc;
 
 /// The location `@ 1:{10i+1}-{10i+6}`: bytes `10i..10i+5` of the file.
@@ -36,7 +36,7 @@ fn code(body: &str) -> Code {
 fn both(
     code: &Code,
     frame: &[Option<Value>],
-) -> (Result<Value, pnet_vm::RunError>, Vec<Option<Value>>) {
+) -> (Result<Value, pnet_engine::RunError>, Vec<Option<Value>>) {
     let mut jit = Jit::new().unwrap();
     let id = jit.compile(&[code])[0].expect("compiled");
     let mut fi = frame.to_vec();

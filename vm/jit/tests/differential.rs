@@ -10,9 +10,9 @@ mod common;
 
 use common::{Gen, Rng, frame};
 use pnet_bundle::{Code, Instr, OpTy, SourceSpan};
+use pnet_engine::Interpreter;
 use pnet_jit::Jit;
 use pnet_stdlib::{BinOp, Type, Value};
-use pnet_vm::Interpreter;
 
 const FRAMES_PER_CODE: usize = 24;
 const CODES_PER_MODULE: usize = 250;
@@ -107,7 +107,9 @@ fn jit_and_interpreter_agree_on_random_programs() {
                 // same frame, the same error; the bool of `condition_value`).
                 let mut fb = f0.clone();
                 let got_bool = jit.run_bool(id, code, &mut fb, &mut buf);
-                let want_bool = want.clone().and_then(|v| pnet_vm::condition_value(code, v));
+                let want_bool = want
+                    .clone()
+                    .and_then(|v| pnet_engine::condition_value(code, v));
                 match &got_bool {
                     None => assert_eq!(fb, f0, "a fallback changed the frame\n{code}"),
                     Some(b) => {

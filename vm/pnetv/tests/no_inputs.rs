@@ -54,11 +54,11 @@ fn transitions_without_inputs_never_fire_in_engine_and_explorer() {
     )
     .unwrap();
     let inputs = vec![("i".to_string(), vec![Value::Long(1)])];
-    let config = pnet_vm::RunConfig {
+    let config = pnet_engine::RunConfig {
         max_firings: Some(100),
-        ..pnet_vm::RunConfig::default()
+        ..pnet_engine::RunConfig::default()
     };
-    let r = pnet_vm::run(&b, &inputs, &config).unwrap();
+    let r = pnet_engine::run(&b, &inputs, &config).unwrap();
     let mut got: Vec<String> = r
         .outputs
         .iter()

@@ -4,7 +4,7 @@
 //! # What is modelled
 //!
 //! Semantics explored (the engine, `vm/engine`, is the reference). The rules themselves are
-//! the engine's code: the static reading of transitions (`pnet_vm::connections`,
+//! the engine's code: the static reading of transitions (`pnet_engine::connections`,
 //! `priority_groups`), the enumeration of bindings (`for_each_combination`: distinct tokens
 //! per place, token order), input frames (`input_frame`), out values and their type checks
 //! (`out_value`, `output_tokens`), eureka ports (`eureka_groups`), a child's out places
@@ -97,8 +97,8 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 
 use pnet_bundle::{Body, Bundle, Function, FunctionId, Net, PortId};
+use pnet_engine::{Interpreter, RunError, RunErrorKind};
 use pnet_stdlib::Value;
-use pnet_vm::{Interpreter, RunError, RunErrorKind};
 
 use crate::report::{Report, Trace, TransitionInfo, Verdict};
 use support::{collect_shareds, live_shareds, may_hold_shared};
@@ -429,7 +429,7 @@ fn build_desc(
             name: format!("{prefix}{}", t.name),
             location: bundle.location(t.span),
         });
-        let shape = pnet_vm::connections(bundle, t);
+        let shape = pnet_engine::connections(bundle, t);
         trans.push(TInfo {
             gid,
             kind,
@@ -442,7 +442,7 @@ fn build_desc(
             dead: shape.dead,
         });
     }
-    let groups = pnet_vm::priority_groups(net);
+    let groups = pnet_engine::priority_groups(net);
     let consumed = (0..net.places.len())
         .map(|p| {
             trans
@@ -518,7 +518,7 @@ pub fn explore_bundle(
     inputs: &[(String, Vec<Value>)],
     opts: &ColouredOptions,
 ) -> Result<(Report, ColouredResult), String> {
-    pnet_vm::validate(bundle)?;
+    pnet_engine::validate(bundle)?;
     let root = bundle.function(bundle.root);
     let Body::Net(net) = &root.body else {
         return Err("the root function has no net body".into());
@@ -753,7 +753,7 @@ impl<'m, 'b> Explorer<'m, 'b> {
     }
 
     fn generate(&self, net: &Net, p: usize, k: u128) -> Result<Value, String> {
-        pnet_vm::generated(&net.places[p], k).map_err(|e| e.to_string())
+        pnet_engine::generated(&net.places[p], k).map_err(|e| e.to_string())
     }
 
     fn run(
@@ -1363,7 +1363,7 @@ impl<'m, 'b> Explorer<'m, 'b> {
         let mut seen: BTreeSet<Vec<Tok>> = BTreeSet::new();
         let mut out = Vec::new();
         let (interp, frame) = (&mut self.interp, &mut self.frame);
-        pnet_vm::for_each_combination(
+        pnet_engine::for_each_combination(
             &lens,
             |a, b| at[a] == at[b],
             |idx| {
@@ -1551,7 +1551,7 @@ impl<'m, 'b> Explorer<'m, 'b> {
                 match self.interp.run(code, &mut self.frame) {
                     Ok(_) => {
                         let frame = &self.frame;
-                        pnet_vm::eureka_groups(
+                        pnet_engine::eureka_groups(
                             &m.net(d).transitions[t],
                             f,
                             |p| frame.get(p.index()).and_then(|v| v.as_ref()),
@@ -1559,8 +1559,9 @@ impl<'m, 'b> Explorer<'m, 'b> {
                         )
                         .map_err(|e| e.to_string())?;
                         for &(port, _, _) in &info.outs {
-                            let v = pnet_vm::out_value(&mut self.frame, port, f.port(port), false)
-                                .map_err(|e| e.to_string())?;
+                            let v =
+                                pnet_engine::out_value(&mut self.frame, port, f.port(port), false)
+                                    .map_err(|e| e.to_string())?;
                             outs.push((port, Tok::Val(v)));
                         }
                     }
@@ -1691,7 +1692,7 @@ impl<'m, 'b> Explorer<'m, 'b> {
         match tok {
             Tok::Val(v) => {
                 let place_ty = &self.m.net(d).places[place].ty;
-                pnet_vm::output_tokens(f.port(port), place_ty, many, v, |x| {
+                pnet_engine::output_tokens(f.port(port), place_ty, many, v, |x| {
                     target.push(Tok::Val(x))
                 })
                 .map_err(|e| e.to_string())?;
@@ -1773,7 +1774,7 @@ impl<'m, 'b> Explorer<'m, 'b> {
         let gid = info.gid;
         let fail = |e: String| format!("end of child net `{}`: {e}", self_name(m, gid));
         for &(port, place, many) in &info.outs {
-            let cp = pnet_vm::child_out_place(f.port(port)).map_err(|e| fail(e.to_string()))?;
+            let cp = pnet_engine::child_out_place(f.port(port)).map_err(|e| fail(e.to_string()))?;
             let (up, q) = m.desc(child.desc).loc[cp.index()];
             if up != 0 {
                 // A tunnelled out place: its tokens already live in an ancestor.
@@ -1890,5 +1891,5 @@ fn fill_frame(
             },
         )
     });
-    pnet_vm::input_frame(frame, n, counts, known);
+    pnet_engine::input_frame(frame, n, counts, known);
 }

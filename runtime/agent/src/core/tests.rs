@@ -6,9 +6,9 @@
 use std::collections::{HashMap, VecDeque};
 
 use pnet_bundle::Bundle;
+use pnet_engine::{RunConfig, RunResult};
 use pnet_protocol::{AgentMsg, ModuleDef, TaskRun, WorkerMsg};
 use pnet_stdlib::Value;
-use pnet_vm::{RunConfig, RunResult};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 

@@ -1,4 +1,4 @@
-//! The memory plan: from an evaluated module call (engine [`pnet_vm::TaskMemory`]) to a
+//! The memory plan: from an evaluated module call (engine [`pnet_engine::TaskMemory`]) to a
 //! self-contained [`MemoryTask`] (the copies between global memory and the call's local
 //! buffers, with every check of the semantics described in [`pnet_memory`]). Only the agent
 //! plans; workers run the plans ([`pnet_memory::run_gets`], [`pnet_memory::run_puts`]), so
@@ -132,7 +132,7 @@ fn push_copy(list: &mut Vec<Copy>, c: Copy) {
 pub fn plan(
     bundle: &Bundle,
     function: FunctionId,
-    mem: &pnet_vm::TaskMemory,
+    mem: &pnet_engine::TaskMemory,
     table: &GlobalTable,
 ) -> Result<MemoryTask, MemError> {
     let f = bundle.functions.get(function.index()).ok_or_else(|| {

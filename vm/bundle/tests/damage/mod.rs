@@ -1,4 +1,4 @@
-//! Damaged bundles for the tests of every bundle reader (pnet-bundle, pnet-tokens, pnet-vm
+//! Damaged bundles for the tests of every bundle reader (pnet-bundle, pnet-tokens, pnet-engine
 //! include this file): a small net compiled in the test, and one way to break each kind of
 //! reference of the IR. A damaged bundle re-encodes with a correct checksum, so only the
 //! validation of the decoded bundle can refuse it.

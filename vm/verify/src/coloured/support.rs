@@ -37,13 +37,13 @@ pub(crate) fn live_shareds(mut outer: Vec<Value>) -> BTreeSet<Value> {
     live
 }
 
-pub(crate) use pnet_vm::{may_hold_shared, mentions_shared};
+pub(crate) use pnet_engine::{may_hold_shared, mentions_shared};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pnet_engine::generator_value;
     use pnet_stdlib::Type;
-    use pnet_vm::generator_value;
     use std::sync::Arc;
 
     fn shared(place: &str, v: Value) -> Value {

@@ -24,7 +24,7 @@ const SOURCE: &str =
 /// Transfer k sits at line k + 2, column 3; the buffers at line 1.
 struct Call {
     bundle: Bundle,
-    mem: pnet_vm::TaskMemory,
+    mem: pnet_engine::TaskMemory,
 }
 
 fn span_at_line(line: usize) -> SourceSpan {
@@ -75,7 +75,7 @@ fn call(buffers: &[(&str, u64, u64)], transfers: Vec<(TransferKind, bool, Value,
             structs: vec![],
             files: vec![SourceFile::new("t.xpnet", SOURCE)],
         },
-        mem: pnet_vm::TaskMemory {
+        mem: pnet_engine::TaskMemory {
             buffers: buffers.iter().map(|&(_, s, a)| (s, a)).collect(),
             transfers: transfers.into_iter().map(|(_, _, g, l)| (g, l)).collect(),
         },
