@@ -46,6 +46,28 @@ pub enum Type {
     Any,
 }
 
+/// The built-in type names of xpnet type attributes (besides `shared_<PLACE>` and struct
+/// names), as [`Type::from_name`] reads them: for completion and "did you mean".
+pub const BUILTIN_TYPE_NAMES: &[&str] = &[
+    "control",
+    "bool",
+    "int",
+    "long",
+    "unsigned int",
+    "unsigned long",
+    "float",
+    "double",
+    "char",
+    "string",
+    "bitset",
+    "bytearray",
+    "bigint",
+    "list",
+    "set",
+    "map",
+    "stack",
+];
+
 impl Type {
     /// The type named by an xpnet type attribute, for the built-in names: `control bool int
     /// long "unsigned int" "unsigned long" float double char string bitset bytearray bigint

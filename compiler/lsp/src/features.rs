@@ -6,6 +6,7 @@ use lsp_types::{
     CompletionItem, CompletionItemKind, DocumentSymbol, Position, Range, SymbolKind as LspKind,
 };
 use pnet_sema::facts::{Reference, Scope, Symbol, SymbolKind};
+use pnet_stdlib::ty::BUILTIN_TYPE_NAMES as BUILTIN_TYPES;
 use pnet_stdlib::{Builtin, Type};
 use pnet_syntax::xml::{self, DefunBody, Root, TransitionBody};
 use pnet_syntax::{FileId, Span};
@@ -20,26 +21,6 @@ pub struct Loc {
     pub start: u32,
     pub end: u32,
 }
-
-const BUILTIN_TYPES: &[&str] = &[
-    "control",
-    "bool",
-    "int",
-    "long",
-    "unsigned int",
-    "unsigned long",
-    "float",
-    "double",
-    "char",
-    "string",
-    "bitset",
-    "bytearray",
-    "bigint",
-    "list",
-    "set",
-    "map",
-    "stack",
-];
 
 fn contains(s: Span, file: FileId, offset: u32) -> bool {
     s.file == file && s.start <= offset && offset <= s.end

@@ -1,5 +1,6 @@
 //! The documented Neovim configuration (`editors/pnet.lua`) driven headless against this
-//! build of the server by `editors/nvim-check.sh`: diagnostics arrive, and the documented
+//! build of the server by `editors/nvim-check.sh` (the one test that runs it; `.ci/setup`
+//! installs Neovim, so a missing `nvim` fails): diagnostics arrive, and the documented
 //! mappings answer: `K` (hover), `gd` (definition), `<leader>rn` (rename), `]d` and
 //! `<leader>ca` (a quick fix); signature help, workspace symbols, and (asked through Neovim's
 //! client, which in 0.7 shows neither) inlay hints and semantic tokens.
@@ -44,4 +45,11 @@ fn neovim_mappings_hover_jump_rename_and_fix() {
     assert!(stdout.lines().any(|l| l == "hints: : long"), "{stdout}");
     assert!(stdout.lines().any(|l| l == "tokens: 2"), "{stdout}");
     assert!(stdout.contains("nvim-check: ok"), "{stdout}");
+    // The diagnostic nvim received: line 3 (0-based), from pnet, about the type.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("3:") && l.contains("pnet")),
+        "{stdout}"
+    );
 }

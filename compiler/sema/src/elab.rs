@@ -2899,28 +2899,10 @@ fn did_you_mean<'c>(name: &str, candidates: impl IntoIterator<Item = &'c str>) -
 
 /// The built-in type names and the struct names in `scope` (innermost first).
 fn type_names(scope: &Rc<StructScope<'_>>) -> Vec<String> {
-    let mut names: Vec<String> = [
-        "control",
-        "bool",
-        "int",
-        "long",
-        "unsigned int",
-        "unsigned long",
-        "float",
-        "double",
-        "char",
-        "string",
-        "bitset",
-        "bytearray",
-        "bigint",
-        "list",
-        "set",
-        "map",
-        "stack",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut names: Vec<String> = pnet_stdlib::ty::BUILTIN_TYPE_NAMES
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     let mut s = Some(scope.clone());
     while let Some(sc) = s {
         names.extend(sc.entries.iter().map(|e| e.name.clone()));
