@@ -13,9 +13,28 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// `../shared/corpus` beside the checkout (read in place, never copied).
+/// `../shared/corpus` beside the checkout (read in place, never copied), or the folder named
+/// by `PNET_CORPUS` (set it to a missing folder to see how the suite behaves on a machine
+/// without the corpus: every test that needs it says "skipped" and passes).
 pub fn corpus() -> PathBuf {
-    workspace_root().join("../shared/corpus")
+    match std::env::var_os("PNET_CORPUS") {
+        Some(dir) => PathBuf::from(dir),
+        None => workspace_root().join("../shared/corpus"),
+    }
+}
+
+/// Whether the corpus is missing; when it is, prints why the calling test does nothing (a
+/// laptop without `../shared` runs the rest of the suite). Use at the start of every test
+/// that reads the corpus: `if pnet_tests::corpus_absent() { return; }`.
+pub fn corpus_absent() -> bool {
+    let absent = !corpus().join("gpispace").is_dir();
+    if absent {
+        println!(
+            "skipped: the corpus ({}) is absent; this test needs ../shared beside the checkout",
+            corpus().display()
+        );
+    }
+    absent
 }
 
 /// The GPI-Space corpus.
