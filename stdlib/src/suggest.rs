@@ -194,9 +194,10 @@ pub fn mismatch_hint(value: &Value, ty: &Type) -> Option<String> {
 }
 
 fn type_name_of(ty: &Type) -> String {
+    let name = crate::ty::attribute_name(ty);
     match ty {
-        Type::Struct(st) => format!("`{}`", st.name),
-        t => t.to_string(),
+        Type::Struct(_) => format!("`{name}`"),
+        _ => name,
     }
 }
 

@@ -20,6 +20,15 @@ pub fn type_name(ty: &Type) -> String {
     ty.to_string()
 }
 
+/// What a type attribute says for a type: a struct's own name, else [`type_name`] (for
+/// quick fixes that declare a place, and for messages about a struct by name).
+pub fn attribute_name(ty: &Type) -> String {
+    match ty {
+        Type::Struct(st) => st.name.to_string(),
+        t => type_name(t),
+    }
+}
+
 /// A static type. `Any` is the union of all types, used where a type is not yet known
 /// (the element type of a `list` port, the result of `stack_top` on such a list, ...).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -270,7 +270,7 @@ fn declare_place(
                         && r.span.end <= gt
                 })
                 .and_then(|r| r.ty.as_ref())
-                .map_or("control".to_string(), type_name)
+                .map_or("control".to_string(), pnet_stdlib::ty::attribute_name)
         }
     };
     let decl = format!("<place name=\"{name}\" type=\"{ty}\"/>");
@@ -391,13 +391,6 @@ fn connect_port(
 }
 
 /// A type as written in a `type` attribute (a struct by its name).
-fn type_name(t: &pnet_stdlib::Type) -> String {
-    match t {
-        pnet_stdlib::Type::Struct(st) => st.name.to_string(),
-        t => t.to_string(),
-    }
-}
-
 /// The net of the innermost defun holding `offset` that has a net (`d` holds it).
 fn innermost_net(d: &xml::Defun, offset: u32) -> Option<&xml::NetDecl> {
     let Some(DefunBody::Net(n)) = &d.body else {
