@@ -32,6 +32,9 @@ fn settle(engine: &mut Engine) -> (Vec<Task>, bool) {
 
 #[test]
 fn workflow_response_from_an_expression() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let bundle = compile("test/drts/workflow_response/workflow_response_expression.xpnet");
     let mut e = Engine::new(&bundle, &RunConfig::default()).unwrap();
     e.put_inputs(&[
@@ -79,6 +82,9 @@ fn workflow_response_from_an_expression() {
 
 #[test]
 fn request_response_needs_a_put_token_place() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let bundle = compile("test/drts/workflow_response/workflow_response_expression.xpnet");
     let mut e = Engine::new(&bundle, &RunConfig::default()).unwrap();
     let err = e.request_response("state", Value::ULong(1)).unwrap_err();
@@ -87,6 +93,9 @@ fn request_response_needs_a_put_token_place() {
 
 #[test]
 fn eureka_names_the_group_of_pending_tasks() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let bundle = compile("test/we/eureka/xpnet/pending_tasks_are_removed.xpnet");
     let mut e = Engine::new(&bundle, &RunConfig::default()).unwrap();
     assert!(e.waits_for_output());
@@ -130,6 +139,9 @@ fn eureka_names_the_group_of_pending_tasks() {
 
 #[test]
 fn wait_for_output_keeps_an_idle_job_alive() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let bundle = compile("share/doc/example/shared/cleanup_with_put_token.xpnet");
     let mut e = Engine::new(&bundle, &RunConfig::default()).unwrap();
     e.put_inputs(&[
