@@ -236,7 +236,7 @@ fn fast_path_matches_full_analysis_on_example_and_corpus_nets() {
         root.join("examples/countdown/countdown.xpnet"),
     ];
     // GPI-Space's corpus beside the checkout, when it is there
-    let corpus = root.join("../shared/corpus/gpispace");
+    let corpus = pnet_tests::gpispace();
     let lib = corpus.join("share/xml/lib");
     for n in [
         "share/doc/example/map/map.xpnet",

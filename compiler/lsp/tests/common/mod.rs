@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+/// GPI-Space's corpus (tests that use it start with `pnet_tests::corpus_absent()`).
 pub fn corpus() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/gpispace")
+    pnet_tests::gpispace()
 }
 
 pub fn sum_dir() -> PathBuf {
