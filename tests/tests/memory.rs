@@ -12,15 +12,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use pnet_tests::{build_packages, gpispace_lib, line_of};
+use pnet_tests::{build_packages, line_of};
 
 /// Two workers with 1 MiB of working memory each.
 const TOPOLOGY: &str = "worker:2,1048576";
 
-/// The net: ports `a` and `b` each take a global range onto place `m`; transition `work`
+/// The net (with GPI-Space's `memory/global/range.xpnet` structs written out, so it needs no
+/// corpus): ports `a` and `b` each take a global range onto place `m`; transition `work`
 /// runs the module on each and puts the sums of the bytes it got on `sums`.
 const INC_NET: &str = r#"<defun name="inc">
-  <include-structs href="memory/global/range.xpnet"/>
+  <struct name="global_memory_handle_type"><field name="name" type="string"/></struct>
+  <struct name="global_memory_range">
+    <field name="handle" type="global_memory_handle_type"/>
+    <field name="offset" type="unsigned long"/>
+    <field name="size" type="unsigned long"/>
+  </struct>
   <in name="a" type="global_memory_range" place="m"/>
   <in name="b" type="global_memory_range" place="m"/>
   <out name="sums" type="unsigned long" place="sums"/>
@@ -65,7 +71,12 @@ const INC_NET: &str = r#"<defun name="inc">
 
 /// A transfer whose local side is one byte longer than its global side.
 const BAD_NET: &str = r#"<defun name="bad">
-  <include-structs href="memory/global/range.xpnet"/>
+  <struct name="global_memory_handle_type"><field name="name" type="string"/></struct>
+  <struct name="global_memory_range">
+    <field name="handle" type="global_memory_handle_type"/>
+    <field name="offset" type="unsigned long"/>
+    <field name="size" type="unsigned long"/>
+  </struct>
   <in name="a" type="global_memory_range" place="a"/>
   <out name="done" type="control" place="done"/>
   <net>
@@ -160,8 +171,6 @@ fn modules() -> &'static PathBuf {
         std::fs::write(&net, INC_NET).unwrap();
         let o = Command::new(bin_dir().join("pnetc"))
             .arg(&net)
-            .arg("-I")
-            .arg(gpispace_lib())
             .arg("--build-modules")
             .arg(&dir)
             .arg("-o")
@@ -186,8 +195,6 @@ fn inc_bundle() -> PathBuf {
 fn gspc_run(net: &Path, extra: &[&str]) -> Output {
     Command::new(bin_dir().join("gspc-run"))
         .arg(net)
-        .arg("-I")
-        .arg(gpispace_lib())
         .arg("--module-path")
         .arg(modules())
         .args(["--topology", TOPOLOGY, "--no-progress"])
@@ -330,8 +337,6 @@ fn gspc_run_memory_usage_errors() {
     let run = |args: &[&str]| {
         Command::new(bin_dir().join("gspc-run"))
             .arg(net)
-            .arg("-I")
-            .arg(gpispace_lib())
             .args(args)
             .output()
             .unwrap()

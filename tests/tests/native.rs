@@ -274,6 +274,9 @@ fn example(rel: &str) -> PathBuf {
 
 #[test]
 fn gpispace_vmem_1_to_n_writes_and_verifies_global_memory() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let dir = Scratch::new("vmem");
     let net = example("vmem_1_to_n/vmem_1_to_n.xpnet");
     let libs = dir.0.join("lib");
@@ -320,6 +323,9 @@ fn gpispace_vmem_1_to_n_writes_and_verifies_global_memory() {
 
 #[test]
 fn the_implementation_for_the_workers_target_runs() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let dir = Scratch::new("targets");
     let net =
         example("hello_world_multiple_implementations/hello_world_multiple_implementations.xpnet");

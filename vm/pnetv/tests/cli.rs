@@ -2,9 +2,13 @@
 
 use std::process::Command;
 
-const MCC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus/mcc");
 const NETS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/nets");
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples");
+
+/// The MCC models of the corpus (`../shared/corpus/mcc`, or `$PNET_CORPUS/mcc`).
+fn mcc() -> String {
+    pnet_tests::corpus().join("mcc").display().to_string()
+}
 
 fn pnetv(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_pnetv"))
@@ -30,7 +34,10 @@ fn json(args: &[&str]) -> (i32, serde_json::Value) {
 
 #[test]
 fn philosophers_deadlock_with_trace_file() {
-    let model = format!("{MCC}/Philosophers-PT-000005/model.pnml");
+    if pnet_tests::corpus_absent() {
+        return;
+    }
+    let model = format!("{}/Philosophers-PT-000005/model.pnml", mcc());
     let trace = std::env::temp_dir().join(format!("pnetv-trace-{}.json", std::process::id()));
     let (code, j) = json(&[&model, "--trace-out", trace.to_str().unwrap()]);
     assert_eq!(code, 3, "a deadlock is a violation");
@@ -59,7 +66,10 @@ fn philosophers_deadlock_with_trace_file() {
 
 #[test]
 fn verified_net_exits_zero_and_text_report() {
-    let model = format!("{MCC}/DatabaseWithMutex-PT-02/model.pnml");
+    if pnet_tests::corpus_absent() {
+        return;
+    }
+    let model = format!("{}/DatabaseWithMutex-PT-02/model.pnml", mcc());
     let (code, out, _) = pnetv(&[&model]);
     assert_eq!(code, 0);
     assert!(out.contains("state space: 153 states, 312 edges"), "{out}");
@@ -73,8 +83,11 @@ fn verified_net_exits_zero_and_text_report() {
 
 #[test]
 fn compact_index_gives_the_same_report() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     for name in ["Philosophers-PT-000005", "Dekker-PT-010", "Railroad-PT-005"] {
-        let model = format!("{MCC}/{name}/model.pnml");
+        let model = format!("{}/{name}/model.pnml", mcc());
         let (code, mut fast) = json(&[&model]);
         let (code2, mut compact) = json(&[&model, "--compact"]);
         assert_eq!(code, code2, "{name}");
@@ -94,7 +107,10 @@ fn compact_index_gives_the_same_report() {
 
 #[test]
 fn limits_exit_four() {
-    let model = format!("{MCC}/Dekker-PT-010/model.pnml");
+    if pnet_tests::corpus_absent() {
+        return;
+    }
+    let model = format!("{}/Dekker-PT-010/model.pnml", mcc());
     let (code, j) = json(&[&model, "--max-states", "100"]);
     assert_eq!(code, 4);
     assert_eq!(j["complete"], false);
@@ -202,10 +218,13 @@ fn coloured_module_outputs_abstracted_or_assumed() {
 
 #[test]
 fn coloured_external_tokens_and_end_outputs() {
-    let net = format!(
-        "{}/../../../shared/corpus/gpispace/share/doc/example/number_of_tokens/put_token_updates_the_number_of_tokens/put_token_updates_the_number_of_tokens.xpnet",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    if pnet_tests::corpus_absent() {
+        return;
+    }
+    let net = pnet_tests::gpispace()
+        .join("share/doc/example/number_of_tokens/put_token_updates_the_number_of_tokens/put_token_updates_the_number_of_tokens.xpnet")
+        .display()
+        .to_string();
     // Without external tokens the job waits for one: not a deadlock.
     let (code, j) = json(&[&net, "-p", "n=2UL"]);
     assert_eq!(code, 0, "{j}");
@@ -238,12 +257,15 @@ fn coloured_external_tokens_and_end_outputs() {
 /// used to take 1.6 GB for 20,000 states; `--max-memory` bounds what the states keep.
 #[test]
 fn max_memory_bounds_a_coloured_exploration() {
-    let net = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/corpus/gpispace/share/doc/example/shared/cleanup_with_number_of_tokens.xpnet"
-    );
+    if pnet_tests::corpus_absent() {
+        return;
+    }
+    let net = pnet_tests::gpispace()
+        .join("share/doc/example/shared/cleanup_with_number_of_tokens.xpnet")
+        .display()
+        .to_string();
     let (code, j) = json(&[
-        net,
+        &net,
         "-p",
         "value1=\"a\"",
         "-p",
@@ -263,7 +285,10 @@ fn max_memory_bounds_a_coloured_exploration() {
 /// The same bound on a P/T net.
 #[test]
 fn max_memory_bounds_a_pt_exploration() {
-    let model = format!("{MCC}/Dekker-PT-010/model.pnml");
+    if pnet_tests::corpus_absent() {
+        return;
+    }
+    let model = format!("{}/Dekker-PT-010/model.pnml", mcc());
     let (code, j) = json(&[&model, "--max-memory", "1"]);
     assert_eq!(code, 4, "{j}");
     let why = j["incomplete_reason"].as_str().unwrap_or_default();

@@ -72,7 +72,7 @@ fn ends(res: &ColouredResult) -> Vec<String> {
 
 #[test]
 fn generator_examples_end_with_the_generated_values() {
-    if absent() {
+    if pnet_tests::corpus_absent() {
         return;
     }
     let dir = gpispace().join("share/doc/example/generator");
@@ -122,7 +122,7 @@ fn generator_examples_end_with_the_generated_values() {
 
 #[test]
 fn generator_running_out_is_an_error() {
-    if absent() {
+    if pnet_tests::corpus_absent() {
         return;
     }
     let b = compile("share/doc/example/generator/generator_char.xpnet");
@@ -149,7 +149,7 @@ fn generator_running_out_is_an_error() {
 /// and the out ports at the single proper end.
 #[test]
 fn shared_examples_clean_up_when_the_last_reference_goes() {
-    if absent() {
+    if pnet_tests::corpus_absent() {
         return;
     }
     type Case<'a> = (
@@ -276,7 +276,7 @@ fn shared_examples_clean_up_when_the_last_reference_goes() {
 
 #[test]
 fn put_token_examples_with_and_without_external_tokens() {
-    if absent() {
+    if pnet_tests::corpus_absent() {
         return;
     }
     let rel = "share/doc/example/number_of_tokens/put_token_updates_the_number_of_tokens/put_token_updates_the_number_of_tokens.xpnet";
@@ -361,7 +361,7 @@ fn put_token_examples_with_and_without_external_tokens() {
 
 #[test]
 fn child_nets_that_are_not_inlined_run_as_child_instances() {
-    if absent() {
+    if pnet_tests::corpus_absent() {
         return;
     }
     // process_all_blocks: the block processing is a child net with module calls inside.
@@ -437,7 +437,7 @@ fn child_nets_that_are_not_inlined_run_as_child_instances() {
 
 #[test]
 fn place_maps_tunnel_virtual_places_of_child_nets() {
-    if absent() {
+    if pnet_tests::corpus_absent() {
         return;
     }
     // --no-inline --synthesize-virtual-places: `wait` stays a child net whose virtual place
@@ -477,15 +477,6 @@ struct Case {
     exact: bool,
     needs: Option<String>,
     steps: Vec<String>,
-}
-
-/// Whether the GPI-Space corpus (`../shared`) is absent: each test then says so and passes.
-fn absent() -> bool {
-    let absent = !gpispace().exists();
-    if absent {
-        println!("skipped: ../shared (the GPI-Space corpus) is absent");
-    }
-    absent
 }
 
 /// The shared ORACLE reader's cases with their literals read (the `plugin_path` input is not a
@@ -586,7 +577,7 @@ fn matches(case: &Case, end: &[(String, Vec<Tok>)]) -> bool {
 
 #[test]
 fn oracle_outputs_are_among_the_proper_ends() {
-    if absent() {
+    if pnet_tests::corpus_absent() {
         return;
     }
     let mut covered = Vec::new();
