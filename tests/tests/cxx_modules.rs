@@ -128,6 +128,9 @@ fn count_lines(o: &Output, line: &str) -> usize {
 
 #[test]
 fn sum_and_sum_many_run_with_their_module() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let dir = scratch("sum");
     let inc = format!("--gen-cxxflags=-I{}", arg(&fixtures("sum")));
     build_modules(&example("sum/sum_many.xpnet"), &dir, &[inc]);
@@ -173,6 +176,9 @@ fn sum_and_sum_many_run_with_their_module() {
 
 #[test]
 fn hello_world_and_hello_many_call_a_cpp_a_c_and_a_shared_library() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let dir = scratch("hello");
     // libhello_util.so beside the module: the module links it with -Wl,-rpath='$$ORIGIN'.
     let o = Command::new("c++")
@@ -225,6 +231,9 @@ fn hello_world_and_hello_many_call_a_cpp_a_c_and_a_shared_library() {
 
 #[test]
 fn ping_pong_runs_on_a_ping_and_a_pong_worker() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let dir = scratch("pingpong");
     let net = example("ping-pong/ping-pong.xpnet");
     build_modules(&net, &dir, &[]);
@@ -235,6 +244,9 @@ fn ping_pong_runs_on_a_ping_and_a_pong_worker() {
 
 #[test]
 fn n_of_m_runs_every_task() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let dir = scratch("nofm");
     let net = example("n_of_m/n_of_m.xpnet");
     build_modules(&net, &dir, &[]);
@@ -253,6 +265,9 @@ fn n_of_m_runs_every_task() {
 
 #[test]
 fn work_and_wait_and_its_credit_variant_run() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let dir = scratch("credit");
     build_modules(&example("credit/work_and_wait.xpnet"), &dir, &[]);
     let o = run(
@@ -294,6 +309,9 @@ fn work_and_wait_and_its_credit_variant_run() {
 
 #[test]
 fn pi_approximates_pi_with_struct_tokens() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let dir = scratch("pi");
     let net = example("pi/pi.xpnet");
     build_modules(&net, &dir, &[]);
@@ -518,6 +536,9 @@ fn a_missing_compiler_is_a_clear_diagnostic() {
 
 #[test]
 fn sources_and_flags_can_be_written_and_printed() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     tools();
     let dir = scratch("gen");
     let o = Command::new(bin("pnetc"))
@@ -604,6 +625,9 @@ fn module_roots_with_inout_ports_and_without_inputs_run() {
 
 #[test]
 fn hello_world_multiple_implementations_runs_the_implementation_of_the_workers_target() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let dir = scratch("multi");
     let net =
         example("hello_world_multiple_implementations/hello_world_multiple_implementations.xpnet");
@@ -687,6 +711,9 @@ fn ulongs(bytes: &[u8]) -> Vec<u64> {
 /// proof that every get saw the put's bytes).
 #[test]
 fn vmem_1_to_n_verifies_the_memory_in_every_inner_task() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let dir = scratch("vmem");
     let net = example("vmem_1_to_n/vmem_1_to_n.xpnet");
     build_modules(&net, &dir, &[]);
@@ -740,6 +767,9 @@ fn vmem_1_to_n_verifies_the_memory_in_every_inner_task() {
 /// holds, per slot, the halves of the last block that used it.
 #[test]
 fn subnetwork_processes_every_block_through_the_global_memory() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let dir = scratch("subnetwork");
     let net = example("subnetwork/process_all_blocks.xpnet");
     build_modules(&net, &dir, &[]);
@@ -799,6 +829,9 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// holds one processed block.
 #[test]
 fn map_produces_processes_and_consumes_every_block() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let dir = scratch("map");
     let sums = dir.join("sums");
     std::fs::create_dir_all(&sums).unwrap();
@@ -989,6 +1022,9 @@ fn subrange(whole: &pnet_stdlib::Value, offset: usize, size: usize) -> pnet_stdl
 /// the expectation changed must fail, naming the difference.
 #[test]
 fn many_ranges_in_one_memory_transfer() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let dir = scratch("ranges");
     let net =
         gpispace().join("test/many_ranges_in_memory_transfer/many_ranges_in_memory_transfer.xpnet");
@@ -1055,6 +1091,9 @@ fn stream_slot(id: usize, produced: i64, size: usize) -> Vec<u8> {
 /// statistic's count, and the meta bytes, read back from the memory, holding every flag.
 #[test]
 fn stream_nets_process_every_package_and_mark_its_slot_free() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
     let dir = scratch("stream");
     let lib = dir.join("lib");
     std::fs::create_dir_all(&lib).unwrap();
