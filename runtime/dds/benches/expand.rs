@@ -1,7 +1,6 @@
 //! `cargo bench -p pnet-dds`: median time of parsing and of expanding DDS's largest test
 //! topology (`topology_test_8.xml`, half a million task instances).
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -10,8 +9,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/corpus/dds/dds-topology-lib/tests/topology_test_8.xml");
+    let path = pnet_tests::corpus().join("dds/dds-topology-lib/tests/topology_test_8.xml");
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) => {
