@@ -22,9 +22,14 @@ pub fn repo_root() -> PathBuf {
         .unwrap_or_default()
 }
 
-/// The shared corpus (`../shared/corpus` from the repository's root), if it exists.
+/// The shared corpus, if it exists: the folder named by `PNET_CORPUS`, else `../shared/corpus`
+/// from the repository's root (the rule of `pnet_tests::corpus()`, which this library, not
+/// only its tests, cannot depend on). Without it the seeds are the repository's own.
 pub fn corpus_root() -> Option<PathBuf> {
-    let p = repo_root().join("../shared/corpus");
+    let p = match std::env::var_os("PNET_CORPUS") {
+        Some(dir) => PathBuf::from(dir),
+        None => repo_root().join("../shared/corpus"),
+    };
     p.is_dir().then_some(p)
 }
 
