@@ -1016,8 +1016,10 @@ mod robustness {
         if pnet_tests::corpus_absent() {
             return;
         }
-        let mut config = ProptestConfig::default();
-        config.source_file = Some(file!());
+        let config = ProptestConfig {
+            source_file: Some(file!()),
+            ..ProptestConfig::default()
+        };
         let mut runner = proptest::test_runner::TestRunner::new(config);
         if let Err(e) = runner.run(&strategy, |v| {
             test(v);
