@@ -36,7 +36,10 @@ pub fn available() -> bool {
     }
     let there = gpispace().join("ORACLE.toml").exists();
     if !there {
-        println!("skipped: {} is absent", gpispace().join("ORACLE.toml").display());
+        println!(
+            "skipped: {} is absent",
+            gpispace().join("ORACLE.toml").display()
+        );
     }
     there
 }
