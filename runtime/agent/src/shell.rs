@@ -74,6 +74,13 @@ enum ShellEvent {
         id: u32,
         reason: String,
     },
+    /// A lost worker's process had not ended yet: look again (see `Shell::worker_gone`).
+    LostWait {
+        id: u32,
+        name: String,
+        reason: String,
+        deadline: std::time::Instant,
+    },
     ClientOpened {
         client: u64,
         tx: UnboundedSender<Bytes>,

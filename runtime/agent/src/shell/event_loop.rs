@@ -17,6 +17,7 @@ use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::control_socket::{Auth, bind_control};
+use super::launch::LOST_EXIT_WAIT;
 use super::workers::{AbortOnDrop, Conn, Pending, Shared, accept_loop};
 use super::{ClientConn, End, Mode, Shell, ShellEvent, setup};
 use crate::AgentError;
@@ -408,12 +409,16 @@ impl Shell<'_> {
                 if let Some(c) = self.conns.remove(&id) {
                     self.joined_names.remove(&c.name);
                     self.lost_names.insert(c.name.clone(), reason.clone());
-                    let exit = self.exit_of_launched(&c.name);
-                    self.hub.worker_lost(id, &reason, exit.as_deref(), out);
-                    self.remove_segments_if_exited(&c.name);
-                    self.restart_later(&c.name, exit.as_deref().unwrap_or(&reason));
+                    let deadline = Instant::now() + LOST_EXIT_WAIT;
+                    self.worker_gone(id, c.name, reason, deadline, out);
                 }
             }
+            ShellEvent::LostWait {
+                id,
+                name,
+                reason,
+                deadline,
+            } => self.worker_gone(id, name, reason, deadline, out),
             ShellEvent::ClientOpened { client, tx } => {
                 self.clients.insert(
                     client,

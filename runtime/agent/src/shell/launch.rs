@@ -9,10 +9,13 @@ use pnet_protocol::AgentMsg;
 use pnet_protocol::frame::encode;
 use pnet_topology::PlannedWorker;
 
-use super::Shell;
+use super::{Shell, ShellEvent};
 use crate::AgentError;
 use crate::control::{RtResponse, WorkerRef};
 use crate::hub::HubCmd;
+
+/// How long a lost local worker's process is waited for, to name how it ended.
+pub(super) const LOST_EXIT_WAIT: Duration = Duration::from_millis(500);
 
 /// A worker process started by this runtime.
 pub(super) struct LaunchedWorker {
@@ -61,20 +64,42 @@ impl Shell<'_> {
         ended
     }
 
-    /// How a worker this agent started ended (waiting a little for it: its connection may
-    /// close just before the process is gone); None if it is not ours or still runs.
-    pub(super) fn exit_of_launched(&mut self, name: &str) -> Option<String> {
-        let l = self.launched.iter_mut().find(|l| l.meta.name == name)?;
-        let deadline = Instant::now() + Duration::from_millis(500);
-        loop {
-            match l.proc.try_wait() {
-                Ok(Some(status)) => return Some(pnet_launch::exit_name(status)),
+    /// A worker's connection is gone: tell the hub (which requeues its tasks), with how its
+    /// process ended when it is one this agent started. Its connection may close just before
+    /// the process is gone, so a process that still runs is looked at again every 5 ms until
+    /// `deadline` through a `ShellEvent::LostWait`, without blocking the event loop (other
+    /// workers' results and clients keep being served meanwhile).
+    pub(super) fn worker_gone(
+        &mut self,
+        id: u32,
+        name: String,
+        reason: String,
+        deadline: Instant,
+        out: &mut Vec<HubCmd>,
+    ) {
+        let exit = match self.launched.iter_mut().find(|l| l.meta.name == name) {
+            None => None,
+            Some(l) => match l.proc.try_wait() {
+                Ok(Some(status)) => Some(pnet_launch::exit_name(status)),
                 Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5));
+                    let ev = self.ev_tx.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        let _ = ev.send(ShellEvent::LostWait {
+                            id,
+                            name,
+                            reason,
+                            deadline,
+                        });
+                    });
+                    return;
                 }
-                _ => return None,
-            }
-        }
+                _ => None,
+            },
+        };
+        self.hub.worker_lost(id, &reason, exit.as_deref(), out);
+        self.remove_segments_if_exited(&name);
+        self.restart_later(&name, exit.as_deref().unwrap_or(&reason));
     }
 
     /// A local worker this agent started was lost and has ended: start it again after a
