@@ -50,8 +50,11 @@ fn pnetput_refuses_what_does_not_fit() {
     let plain = countdown_bundle();
     let out = tmp("never.pnet");
     for (put, message) in [
-        ("n=7", "value 7 for port `n` is not of type long"),
-        ("m=7L", "the net has no in port `m` (its in ports: n)"),
+        ("n=7", "value 7 for port `n` is not of type long: write 7L"),
+        (
+            "m=7L",
+            "the net has no in port `m` (its in ports: n (long))",
+        ),
         ("n=7L +", "-p n: '7L +' is not a value"),
     ] {
         let o = output(

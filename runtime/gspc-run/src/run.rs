@@ -480,46 +480,17 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
     print_result(result, args.json, args.require_outputs)
 }
 
-/// Checks the `-p` values against the root's in ports before anything starts, with a
-/// suggestion where one is known: the in ports and the nearest name for an unknown port, the
-/// literal to write for a number of another type, the missing field of a struct.
+/// Checks the `-p` values against the root's in ports before anything starts (the engine's
+/// check, `pnet_bundle::inputs`, with its suggestions).
 fn check_inputs(bundle: &Bundle, inputs: &[(String, Vec<Value>)]) -> Result<(), String> {
     let f = bundle.function(bundle.root);
     if !matches!(f.body, pnet_bundle::Body::Net(_)) {
         return Ok(());
     }
-    let ins: Vec<&pnet_bundle::Port> = f.ports.iter().filter(|p| p.dir.is_input()).collect();
     for (name, values) in inputs {
-        let Some(port) = ins.iter().find(|p| p.name == *name) else {
-            let mut msg = format!("the net has no in port `{name}`");
-            if let Some(near) =
-                pnet_stdlib::suggest::nearest(name, ins.iter().map(|p| p.name.as_str()))
-            {
-                msg.push_str(&format!("; did you mean `{near}`?"));
-            }
-            let listed: Vec<String> = ins
-                .iter()
-                .map(|p| format!("{} ({})", p.name, p.ty))
-                .collect();
-            msg.push_str(&format!(
-                " (its in ports: {})",
-                if listed.is_empty() {
-                    "none".to_string()
-                } else {
-                    listed.join(", ")
-                }
-            ));
-            return Err(msg);
-        };
-        // The engine's check (`Engine::put_inputs`), with a hint.
+        let port = pnet_bundle::inputs::in_port(f, name)?;
         for v in values {
-            if !v.fits(&port.ty) {
-                let mut msg = format!("value {v} for port `{name}` is not of type {}", port.ty);
-                if let Some(hint) = pnet_stdlib::suggest::mismatch_hint(v, &port.ty) {
-                    msg.push_str(&format!(": {hint}"));
-                }
-                return Err(msg);
-            }
+            pnet_bundle::inputs::check_value(v, &port.ty, &format!("port `{name}`"))?;
         }
     }
     Ok(())

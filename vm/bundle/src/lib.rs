@@ -7,6 +7,7 @@
 mod build;
 pub mod bytecode;
 pub mod format;
+pub mod inputs;
 pub mod ir;
 pub mod nesting;
 pub mod result;

@@ -238,21 +238,13 @@ impl<'b> Engine<'b> {
     pub fn put_inputs(&mut self, inputs: &[(String, Vec<Value>)]) -> Result<(), RunError> {
         let f = self.prog.bundle.function(self.prog.bundle.root);
         for (name, values) in inputs {
-            let port = f
-                .port_by_name(name)
-                .map(|p| f.port(p))
-                .filter(|p| p.dir.is_input())
-                .ok_or_else(|| input_error(format!("the net has no in port `{name}`")))?;
+            let port = pnet_bundle::inputs::in_port(f, name).map_err(input_error)?;
             let place = port
                 .place
                 .ok_or_else(|| input_error(format!("in port `{name}` is bound to no place")))?;
             for v in values {
-                if !fits(v, &port.ty) {
-                    return Err(input_error(format!(
-                        "value {v} for port `{name}` is not of type {}",
-                        port.ty
-                    )));
-                }
+                pnet_bundle::inputs::check_value(v, &port.ty, &format!("port `{name}`"))
+                    .map_err(input_error)?;
                 self.st.put(&self.prog, ROOT, place.index(), v.clone());
             }
         }

@@ -144,26 +144,7 @@ pub fn put(
     };
     let (place, what) = match target {
         Target::Port(name) => {
-            let port = f
-                .ports
-                .iter()
-                .find(|p| p.name == *name && p.dir.is_input())
-                .ok_or_else(|| {
-                    let ins: Vec<&str> = f
-                        .ports
-                        .iter()
-                        .filter(|p| p.dir.is_input())
-                        .map(|p| p.name.as_str())
-                        .collect();
-                    format!(
-                        "the net has no in port `{name}` (its in ports: {})",
-                        if ins.is_empty() {
-                            "none".into()
-                        } else {
-                            ins.join(", ")
-                        }
-                    )
-                })?;
+            let port = pnet_bundle::inputs::in_port(f, name)?;
             let place = port
                 .place
                 .ok_or_else(|| format!("in port `{name}` is bound to no place"))?;
@@ -183,9 +164,7 @@ pub fn put(
         .get(place)
         .ok_or_else(|| format!("bad bundle: {what} is bound to missing place {place}"))?
         .ty;
-    if !value.fits(ty) {
-        return Err(format!("value {value} for {what} is not of type {ty}"));
-    }
+    pnet_bundle::inputs::check_value(&value, ty, &what)?;
     if let pnet_bundle::Body::Net(net) = &mut bundle.functions[root.index()].body {
         net.places[place].tokens.push(value);
     }

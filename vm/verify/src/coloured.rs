@@ -646,21 +646,12 @@ pub fn explore_bundle(
     // The initial state: place tokens, generators and job inputs.
     let mut root_node = x.new_node(0, Vec::new())?;
     for (name, values) in inputs {
-        let port = root
-            .port_by_name(name)
-            .map(|p| root.port(p))
-            .filter(|p| p.dir.is_input())
-            .ok_or_else(|| format!("the net has no in port `{name}`"))?;
+        let port = pnet_bundle::inputs::in_port(root, name)?;
         let place = port
             .place
             .ok_or_else(|| format!("in port `{name}` is bound to no place"))?;
         for v in values {
-            if !v.fits(&port.ty) {
-                return Err(format!(
-                    "value {v} for port `{name}` is not of type {}",
-                    port.ty
-                ));
-            }
+            pnet_bundle::inputs::check_value(v, &port.ty, &format!("port `{name}`"))?;
             root_node.places[place.index()].push(Tok::Val(v.clone()));
         }
     }
