@@ -71,6 +71,14 @@ impl Value {
     /// level 1, `List (List (1))` level 2. Walks with an explicit stack and stops as soon as
     /// it knows.
     pub fn deeper_than(&self, limit: usize) -> bool {
+        // A scalar is level 0: answered without the walk's allocation (field stores and
+        // `shared_P` check every value they place).
+        if !matches!(
+            self,
+            Value::List(_) | Value::Set(_) | Value::Map(_) | Value::Struct(_) | Value::Shared(_)
+        ) {
+            return false;
+        }
         let mut stack: Vec<(&Value, usize)> = vec![(self, 0)];
         while let Some((v, d)) = stack.pop() {
             let inner = d + 1;
