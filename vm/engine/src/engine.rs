@@ -47,12 +47,13 @@ use crate::error::{RunError, RunErrorKind};
 use crate::hook::{CodeRunner, CodeRunnerFactory};
 use crate::interp::Interpreter;
 use crate::rng::{DEFAULT_SEED, Rng};
-use crate::shared::{self, SharedTable};
+use crate::shared;
 use crate::validate::validate;
 
 mod enabling;
 mod firing;
 mod program;
+mod rules;
 mod state;
 
 use enabling::*;
@@ -61,6 +62,11 @@ use firing::*;
 pub use firing::{child_out_place, eureka_groups, out_value, output_tokens};
 use program::*;
 pub use program::{Connections, connections, priority_groups};
+use rules::Fire;
+pub use rules::{
+    Marking, SharedTable, child_inputs, child_outputs, collect_shareds, initial_tokens, refill,
+    release_shareds,
+};
 use state::*;
 
 /// How to run a job.

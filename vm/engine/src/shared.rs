@@ -15,14 +15,16 @@ use std::collections::BTreeMap;
 
 use pnet_stdlib::{Type, Value};
 
-#[derive(Debug, Default)]
-pub(crate) struct SharedTable {
+/// The counts of the live shareds (the engine's, and the coloured explorer's rebuilt from a
+/// marking before a firing).
+#[derive(Clone, Debug, Default)]
+pub struct SharedTable {
     counts: BTreeMap<Value, u64>,
 }
 
 impl SharedTable {
     /// Counts the shareds in `v` once more.
-    pub(crate) fn acquire(&mut self, v: &Value) {
+    pub fn acquire(&mut self, v: &Value) {
         match v {
             Value::Shared(s) => {
                 if let Some(c) = self.counts.get_mut(v) {
@@ -45,7 +47,7 @@ impl SharedTable {
 
     /// Counts the shareds in `v` once less; those that die are appended to `dead` (outer
     /// before inner).
-    pub(crate) fn release(&mut self, v: &Value, dead: &mut Vec<Value>) {
+    pub fn release(&mut self, v: &Value, dead: &mut Vec<Value>) {
         match v {
             Value::Shared(s) => {
                 let Some(c) = self.counts.get_mut(v) else {
@@ -71,7 +73,7 @@ impl SharedTable {
 }
 
 /// Appends clones of the outermost shareds inside `v` to `out`.
-pub(crate) fn collect(v: &Value, out: &mut Vec<Value>) {
+pub fn collect(v: &Value, out: &mut Vec<Value>) {
     match v {
         Value::Shared(_) => out.push(v.clone()),
         Value::List(xs) => xs.iter().for_each(|x| collect(x, out)),

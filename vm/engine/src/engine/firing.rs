@@ -373,11 +373,7 @@ impl State {
                 };
                 let c = self.new_instance(prog, cf, Some(link), up)?;
                 let vals = std::mem::take(&mut self.vals);
-                for (port, v) in vals {
-                    if let Some(p) = tf.ports[port.index()].place {
-                        self.put(prog, c, p.index(), v);
-                    }
-                }
+                rules::child_inputs(&mut Fire { st: self, prog }, tf, &c, vals);
                 self.release_consumed(prog, i)?;
                 Ok(Step::Fired)
             }
@@ -652,41 +648,19 @@ impl State {
     #[inline(never)]
     pub(super) fn release_shareds(&mut self, prog: &Program, i: u32) -> Result<(), RunError> {
         let release = std::mem::take(&mut self.release);
-        self.dead.clear();
-        for v in &release {
-            self.shared.release(v, &mut self.dead);
-        }
+        let mut dead = std::mem::take(&mut self.dead);
+        let r = rules::release_shareds(
+            &mut Fire { st: self, prog },
+            prog.bundle,
+            &i,
+            &release,
+            &mut dead,
+        );
         self.release = release;
         self.release.clear();
-        let dead = std::mem::take(&mut self.dead);
-        for d in &dead {
-            let Value::Shared(s) = d else { continue };
-            // The sink: a shared_sink place of that name here or in an enclosing net.
-            let mut at = Some(i);
-            let mut found = None;
-            while let Some(k) = at {
-                let inst = self.instance(k);
-                let net = prog.net_ir(inst.func);
-                if let Some(p) = net
-                    .places
-                    .iter()
-                    .position(|p| p.shared_sink && *p.name == *s.place)
-                {
-                    found = Some((k, p));
-                    break;
-                }
-                at = inst.parent.as_ref().map(|l| l.instance);
-            }
-            let (k, p) = found.ok_or_else(|| {
-                RunError::new(RunErrorKind::NoSharedSink {
-                    place: s.place.to_string(),
-                })
-            })?;
-            self.put(prog, k, p, s.value.clone());
-        }
         self.dead = dead;
         self.dead.clear();
-        Ok(())
+        r
     }
 
     pub(super) fn complete(
@@ -777,29 +751,25 @@ impl State {
             }
         }
         let func = self.instance(i).func;
-        let net = prog.net_ir(func);
         let t = link.transition.index();
-        let tf = prog.bundle.function(net.transitions[t].function);
         let info = &prog.net(func).trans[t];
         self.returned(prog, i, &link.consumed);
-        let ctx = |e: RunError| prog.context_in(e, func, t);
-        for o in &info.outs {
-            let port = &tf.ports[o.port.index()];
-            let cp = child_out_place(port).map_err(ctx)?;
-            if child.up.iter().any(|&(q, _, _)| q as usize == cp.index()) {
-                // An out port on a mapped place: its tokens already live in an ancestor (as
-                // in pnetv).
-                continue;
-            }
-            let tokens: Vec<Value> = if o.last {
-                child.marking[cp.index()].take_all()
-            } else {
-                child.marking[cp.index()].iter().cloned().collect()
-            };
-            for v in tokens {
-                self.output(prog, i, o, port, v).map_err(ctx)?;
-            }
-        }
+        rules::child_outputs(
+            &mut Fire { st: self, prog },
+            prog.bundle,
+            &i,
+            t,
+            info.outs.iter().map(|o| (o.port, o.place, o.many, o.last)),
+            |cp| child.up.iter().any(|&(q, _, _)| q as usize == cp),
+            |cp, last| {
+                if last {
+                    child.marking[cp].take_all()
+                } else {
+                    child.marking[cp].iter().cloned().collect()
+                }
+            },
+        )
+        .map_err(|e| prog.context_in(e, func, t))?;
         self.release = release;
         self.release_consumed(prog, i)
     }

@@ -215,19 +215,7 @@ impl State {
             home.down.push((hp, i, q));
             home.shares = true;
         }
-        for (p, place) in net.places.iter().enumerate() {
-            // A place mapped to an ancestor's is that place: no initial tokens or generator
-            // value of its own (as in pnetv).
-            if self.instance(i).up.iter().any(|&(q, _, _)| q as usize == p) {
-                continue;
-            }
-            for v in &place.tokens {
-                self.put(prog, i, p, v.clone());
-            }
-            if place.generator {
-                self.put_generated(prog, i, p)?;
-            }
-        }
+        rules::initial_tokens(&mut Fire { st: self, prog }, prog.bundle, &i)?;
         Ok(i)
     }
 
@@ -400,16 +388,6 @@ impl State {
         i: u32,
         p: usize,
     ) -> Result<(), RunError> {
-        let inst = self.inst_mut(i);
-        let n = inst.gen_next[p];
-        let place = prog
-            .net_ir(inst.func)
-            .places
-            .get(p)
-            .expect("validated place");
-        let v = generated(place, n)?;
-        inst.gen_next[p] = n + 1;
-        self.put(prog, i, p, v);
-        Ok(())
+        rules::refill(&mut Fire { st: self, prog }, prog.bundle, &i, p)
     }
 }
