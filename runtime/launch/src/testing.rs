@@ -1,11 +1,14 @@
 //! Throw-away servers for tests, killed and cleaned up on drop; they panic with a clear message
 //! when they cannot run (tests must not pass silently):
 //! - [`Sshd`]: an OpenSSH server on 127.0.0.1 on a free port with fresh host and user keys in
-//!   a temporary folder (this crate's ssh launcher tests, `--launcher ssh` end to end);
+//!   a temporary folder (this crate's ssh launcher tests, `--launcher ssh` end to end), or
+//!   through [`Sshd::start_with`] on another address, started through a command prefix (such
+//!   as `ip netns exec NS`) and with the keys of another server (the network-namespace hosts
+//!   of `pnet_tests::netns`);
 //! - [`Slurm`]: a one-node Slurm cluster (munged, slurmctld, slurmd on this host, free ports,
 //!   its own munge key, socket and state folders) for `--launcher slurm` end to end.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -32,8 +35,40 @@ fn run(cmd: &mut Command) {
     );
 }
 
+/// Where and how [`Sshd::start_with`] runs a server.
+#[derive(Debug, Clone)]
+pub struct SshdOptions {
+    /// The address it listens on.
+    pub addr: IpAddr,
+    /// Its port; 0 picks a free port on `addr` (free when asked).
+    pub port: u16,
+    /// Words put before the sshd command line (e.g. `ip netns exec NS`); the last of them must
+    /// exec its arguments, so that the started process is the server.
+    pub prefix: Vec<String>,
+    /// The folder of another server whose host key and user key this one takes (one client
+    /// key then reaches every server), instead of making fresh ones.
+    pub keys_from: Option<PathBuf>,
+}
+
+impl Default for SshdOptions {
+    fn default() -> Self {
+        SshdOptions {
+            addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 0,
+            prefix: Vec::new(),
+            keys_from: None,
+        }
+    }
+}
+
 impl Sshd {
+    /// A server on 127.0.0.1 on a free port, with fresh keys.
     pub fn start(tag: &str) -> Sshd {
+        Sshd::start_with(tag, &SshdOptions::default())
+    }
+
+    /// A server as `options` say; its folder is named after `tag` and this process.
+    pub fn start_with(tag: &str, options: &SshdOptions) -> Sshd {
         assert!(
             Path::new(SSHD).exists(),
             "{SSHD} is missing: install openssh-server (.ci/setup does) to run the ssh launcher tests"
@@ -58,19 +93,41 @@ impl Sshd {
             );
             std::fs::create_dir_all(privsep).unwrap();
         }
-        for (key, kind) in [("host_key", "ed25519"), ("user_key", "ed25519")] {
-            run(Command::new("ssh-keygen")
-                .args(["-q", "-t", kind, "-N", "", "-C", "pnet-launch-test", "-f"])
-                .arg(dir.join(key)));
+        for key in ["host_key", "user_key"] {
+            match &options.keys_from {
+                Some(from) => {
+                    for file in [key.to_string(), format!("{key}.pub")] {
+                        std::fs::copy(from.join(&file), dir.join(&file)).unwrap_or_else(|e| {
+                            panic!("cannot copy {}: {e}", from.join(&file).display())
+                        });
+                    }
+                }
+                None => run(Command::new("ssh-keygen")
+                    .args([
+                        "-q",
+                        "-t",
+                        "ed25519",
+                        "-N",
+                        "",
+                        "-C",
+                        "pnet-launch-test",
+                        "-f",
+                    ])
+                    .arg(dir.join(key))),
+            }
         }
         std::fs::copy(dir.join("user_key.pub"), dir.join("authorized_keys")).unwrap();
-        let port = {
-            let l = TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
+        let addr = options.addr;
+        let port = match options.port {
+            0 => {
+                let l = TcpListener::bind((addr, 0)).unwrap();
+                l.local_addr().unwrap().port()
+            }
+            p => p,
         };
         sshd.port = port;
         let config = format!(
-            "ListenAddress 127.0.0.1\nPort {port}\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
+            "ListenAddress {addr}\nPort {port}\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
              PidFile {d}/sshd.pid\nStrictModes no\nUsePAM no\nPermitRootLogin yes\nPasswordAuthentication no\n\
              KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nLogLevel ERROR\n",
             d = dir.display()
@@ -81,7 +138,15 @@ impl Sshd {
             .arg("-f")
             .arg(dir.join("sshd_config")));
         let log = std::fs::File::create(dir.join("sshd.log")).unwrap();
-        let child = Command::new(SSHD)
+        let mut command = match options.prefix.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(SSHD);
+                c
+            }
+            None => Command::new(SSHD),
+        };
+        let child = command
             .arg("-D")
             .arg("-e")
             .arg("-f")
@@ -93,7 +158,7 @@ impl Sshd {
             .unwrap_or_else(|e| panic!("cannot start {SSHD}: {e}"));
         sshd.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while TcpStream::connect((addr, port)).is_err() {
             if let Some(c) = sshd.child.as_mut()
                 && let Ok(Some(status)) = c.try_wait()
             {
@@ -155,6 +220,16 @@ impl Sshd {
 
     pub fn file(&self, name: &str) -> PathBuf {
         self.dir.join(name)
+    }
+
+    /// Its folder (keys, configuration, log), for [`SshdOptions::keys_from`].
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The pid of the process started (the server itself: the prefix execs it).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 }
 
