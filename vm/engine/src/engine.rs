@@ -61,7 +61,7 @@ pub use enabling::{Binding, distinct_tokens, for_each_combination, input_frame, 
 use firing::*;
 pub use firing::{child_out_place, eureka_groups, out_value, output_tokens};
 use program::*;
-pub use program::{Connections, connections, priority_groups};
+pub use program::{Connections, bundle_uses_shared, connections, priority_groups};
 use rules::Fire;
 pub use rules::{
     Marking, SharedTable, child_inputs, child_outputs, collect_shareds, initial_tokens, refill,

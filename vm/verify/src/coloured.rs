@@ -7,12 +7,16 @@
 //! the engine's code: the static reading of transitions (`pnet_engine::connections`,
 //! `priority_groups`), the enumeration of bindings (`for_each_combination`: distinct tokens
 //! per place, token order), input frames (`input_frame`), out values and their type checks
-//! (`out_value`, `output_tokens`), eureka ports (`eureka_groups`), a child's out places
-//! (`child_out_place`) and generator refills (`generated`); the differential test
-//! `tests/tests/explorer_vs_engine.rs` checks that engine runs end in the explorer's terminal
-//! states. What is the explorer's own: the state (a canonical instance tree of sorted token lists, with
-//! unknown module outputs), following every binding instead of the first, and the shared
-//! counts recomputed from the marking.
+//! (`out_value`, `output_tokens`), eureka ports (`eureka_groups`), and the firing rules
+//! written once for both states, generic over `pnet_engine::Marking` (the explorer's state is
+//! one, see `Tree`): a generator's refill (`refill`), a child net's start
+//! (`initial_tokens`, `child_inputs`) and end (`child_outputs`), and the release of shareds
+//! with the clean-up to the `shared_sink` place (`release_shareds`, over the engine's
+//! `SharedTable`); the differential test `tests/tests/explorer_vs_engine.rs` checks that
+//! engine runs are runs of the explorer. What is the explorer's own: the state (a canonical
+//! instance tree of sorted token lists, with unknown module outputs; removing a binding's
+//! tokens from it), following every binding instead of the first, and the shared counts
+//! rebuilt from the marking before each firing (a state keeps none).
 //!
 //! - **Firing**: every binding of every enabled transition of the highest priority group
 //!   that has one, per net instance (the engine picks an instance with enabled transitions
@@ -31,8 +35,8 @@
 //!   value of a live shared), anywhere in the net instance tree. When a firing (or the end of
 //!   a child net) makes one disappear, its wrapped value goes to the `shared_sink` place `P`
 //!   of the firing's net or the nearest enclosing one (no such place: an error, as in the
-//!   engine). The count is recomputed from the marking, so it is exact whenever the tokens
-//!   are known.
+//!   engine). The counts are rebuilt from the marking before each firing, so they are exact
+//!   whenever the tokens are known.
 //! - **Child nets** that were not inlined (a transition whose function body is a net): firing
 //!   the transition consumes its inputs and starts a child instance (its initial tokens, its
 //!   generators, and the input values on the places bound to the ports); the child's
@@ -92,16 +96,13 @@
 //! token): a client's `put_token` would continue the job, so it is not counted as a
 //! deadlock; otherwise it is a *deadlock*.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 
-use pnet_bundle::{Body, Bundle, Function, FunctionId, Net, PortId};
-use pnet_engine::{Interpreter, RunError, RunErrorKind};
+use pnet_bundle::{Body, Bundle, FunctionId, Net, PortId};
+use pnet_engine::{Interpreter, Marking, RunError, RunErrorKind, SharedTable, may_hold_shared};
 use pnet_stdlib::Value;
 
 use crate::report::{Report, Trace, TransitionInfo, Verdict};
-use support::{collect_shareds, live_shareds, may_hold_shared};
 
 /// A token: a value or an abstracted module output.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -244,6 +245,9 @@ struct Desc {
     groups: Vec<Vec<usize>>,
     /// Per place: some transition consumes from it.
     consumed: Vec<bool>,
+    /// Per place: its tokens count for the shareds they hold (the engine's rule: not a
+    /// `shared_sink`, a type that may hold one, in a bundle that uses shareds).
+    tracks: Vec<bool>,
 }
 
 struct Model<'b> {
@@ -460,6 +464,7 @@ fn build_desc(
         trans,
         groups,
         consumed,
+        tracks: Vec::new(),
     });
     for ti in children {
         let t = &net.transitions[ti];
@@ -476,38 +481,6 @@ fn build_desc(
         descs[me as usize].trans[ti].kind = Kind::Child(c);
     }
     Ok(me)
-}
-
-fn bundle_uses_shared(bundle: &Bundle) -> bool {
-    let code = bundle.codes.iter().any(|c| {
-        c.instrs
-            .iter()
-            .any(|i| matches!(i, pnet_bundle::Instr::MakeShared(_)))
-            || c.consts.iter().any(holds_shared)
-    });
-    let types = bundle.functions.iter().any(|f| {
-        f.ports.iter().any(|p| support::mentions_shared(&p.ty))
-            || match &f.body {
-                Body::Net(n) => {
-                    n.places.iter().any(|p| {
-                        p.shared_sink
-                            || support::mentions_shared(&p.ty)
-                            || p.tokens.iter().any(holds_shared)
-                    }) || n
-                        .transitions
-                        .iter()
-                        .any(|t| t.produce_shared || t.consume_shared || t.passthrough_shared)
-                }
-                _ => false,
-            }
-    });
-    code || types
-}
-
-fn holds_shared(v: &Value) -> bool {
-    let mut out = Vec::new();
-    collect_shareds(v, &mut out);
-    !out.is_empty()
 }
 
 /// Analyses the root net of a bundle with the given job inputs (`port -> tokens`); also
@@ -614,6 +587,16 @@ pub fn explore_bundle(
         });
     }
 
+    let uses_shared = pnet_engine::bundle_uses_shared(bundle);
+    for d in &mut descs {
+        if let Body::Net(dnet) = &bundle.function(d.func).body {
+            d.tracks = dnet
+                .places
+                .iter()
+                .map(|p| uses_shared && !p.shared_sink && may_hold_shared(&p.ty))
+                .collect();
+        }
+    }
     let out_ports = root
         .ports
         .iter()
@@ -625,7 +608,7 @@ pub fn explore_bundle(
         descs,
         n_real,
         external,
-        uses_shared: bundle_uses_shared(bundle),
+        uses_shared,
         wait_for_output: root
             .properties
             .iter()
@@ -644,7 +627,9 @@ pub fn explore_bundle(
     };
 
     // The initial state: place tokens, generators and job inputs.
-    let mut root_node = x.new_node(0, Vec::new())?;
+    let mut root_node = x.new_node(0, Vec::new());
+    let mut tree = Tree::new(&model, &mut root_node, SharedTable::default());
+    pnet_engine::initial_tokens(&mut tree, bundle, &Vec::new()).map_err(|e| e.to_string())?;
     for (name, values) in inputs {
         let port = pnet_bundle::inputs::in_port(root, name)?;
         let place = port
@@ -719,32 +704,16 @@ fn state_bytes(s: &State) -> usize {
 type Parents = Vec<(u32, u32, bool, bool)>;
 
 impl<'m, 'b> Explorer<'m, 'b> {
-    /// A fresh instance of desc `d`: initial tokens and the first generator values.
-    fn new_node(&self, d: u32, flight: Vec<u32>) -> Result<Node, String> {
-        let net = self.m.net(d);
+    /// An empty instance of desc `d` (its tokens come from `pnet_engine::initial_tokens`).
+    fn new_node(&self, d: u32, flight: Vec<u32>) -> Node {
         let desc = self.m.desc(d);
-        let mut n = Node {
+        Node {
             desc: d,
-            places: vec![Vec::new(); net.places.len()],
-            gens: Vec::new(),
+            places: vec![Vec::new(); desc.loc.len()],
+            gens: vec![0; desc.gen_slot.iter().flatten().count()],
             flight,
             children: Vec::new(),
-        };
-        for (p, place) in net.places.iter().enumerate() {
-            if desc.loc[p].0 != 0 {
-                continue;
-            }
-            n.places[p].extend(place.tokens.iter().cloned().map(Tok::Val));
-            if desc.gen_slot[p].is_some() {
-                n.places[p].push(Tok::Val(self.generate(net, p, 0)?));
-                n.gens.push(1);
-            }
         }
-        Ok(n)
-    }
-
-    fn generate(&self, net: &Net, p: usize, k: u128) -> Result<Value, String> {
-        pnet_engine::generated(&net.places[p], k).map_err(|e| e.to_string())
     }
 
     fn run(
@@ -1244,9 +1213,7 @@ impl<'m, 'b> Explorer<'m, 'b> {
 
     /// The tokens of place `p` of the instance at `path` (of desc `d`), and where they live.
     fn resolve(&self, path: &[usize], d: u32, p: usize) -> (Vec<usize>, usize) {
-        let (up, q) = self.m.desc(d).loc[p];
-        let keep = path.len().saturating_sub(up as usize);
-        (path[..keep].to_vec(), q)
+        resolve(self.m, path, d, p)
     }
 
     /// The `number-of-tokens` value of place `p` of the instance at `path`.
@@ -1414,70 +1381,87 @@ impl<'m, 'b> Explorer<'m, 'b> {
         Ok(if maybe { Enabled::Maybe } else { Enabled::No })
     }
 
-    /// The live shareds of a state, and whether an unknown token may hold one.
-    fn live(&self, st: &State) -> (BTreeSet<Value>, bool) {
-        let mut outer = Vec::new();
-        let mut unknown = false;
-        for_each_node(&st.root, &mut |n| {
-            let net = self.m.net(n.desc);
+    /// The shared counts of a state's known tokens (the engine's table, rebuilt from the
+    /// marking: a state keeps no counts of its own).
+    fn shared_table(&self, root: &Node) -> SharedTable {
+        let mut table = SharedTable::default();
+        for_each_node(root, &mut |n| {
+            let tracks = &self.m.desc(n.desc).tracks;
             for (p, toks) in n.places.iter().enumerate() {
-                let place = &net.places[p];
-                if place.shared_sink {
+                if !tracks[p] {
                     continue;
                 }
                 for t in toks {
-                    match t {
-                        Tok::Val(v) => collect_shareds(v, &mut outer),
-                        Tok::Unknown => unknown |= may_hold_shared(&place.ty),
+                    if let Tok::Val(v) = t {
+                        table.acquire(v);
                     }
                 }
             }
         });
-        (live_shareds(outer), unknown)
+        table
     }
 
-    /// Puts the wrapped values of the shareds live in `before` and dead in `st` on their
-    /// sink places (searched from the instance at `path` upwards). Returns whether the
-    /// result is exact.
-    fn cleanup(
-        &self,
-        before: &(BTreeSet<Value>, bool),
-        st: &mut State,
-        path: &[usize],
-    ) -> Result<bool, String> {
-        let (after, unknown) = self.live(st);
-        let exact = !unknown && !before.1;
-        let before = &before.0;
-        for v in before.difference(&after) {
-            let Value::Shared(s) = v else { continue };
-            let mut at = path.to_vec();
-            let found = loop {
-                let n = node(&st.root, &at);
-                let net = self.m.net(n.desc);
-                if let Some(p) = net
-                    .places
-                    .iter()
-                    .position(|p| p.shared_sink && *p.name == *s.place)
+    /// Whether an unknown token sits on a place where it may hold a shared (then the counts,
+    /// and so the clean-ups, are not exact).
+    fn unknown_shared(&self, root: &Node) -> bool {
+        let mut unknown = false;
+        for_each_node(root, &mut |n| {
+            let net = self.m.net(n.desc);
+            for (p, toks) in n.places.iter().enumerate() {
+                let place = &net.places[p];
+                if !place.shared_sink
+                    && may_hold_shared(&place.ty)
+                    && toks.iter().any(|t| matches!(t, Tok::Unknown))
                 {
-                    break Some(self.resolve(&at, n.desc, p));
+                    unknown = true;
                 }
-                if at.pop().is_none() {
-                    break None;
-                }
-            };
-            let (owner, q) = found.ok_or_else(|| {
-                RunError::new(RunErrorKind::NoSharedSink {
-                    place: s.place.to_string(),
-                })
-                .to_string()
-            })?;
-            node_mut(&mut st.root, &owner).places[q].push(Tok::Val(s.value.clone()));
+            }
+        });
+        unknown
+    }
+
+    /// The shareds a firing releases: those of the known tokens it consumed from places that
+    /// track them.
+    fn consumed_shareds(&self, root: &Node, info: &TInfo, b: &Binding) -> Vec<Value> {
+        let mut release = Vec::new();
+        for (tk, ((owner, q, _), v)) in info.takes.iter().zip(b.at.iter().zip(&b.vals)) {
+            if let (true, Tok::Val(v)) = (tk.2, v)
+                && self.m.desc(node(root, owner).desc).tracks[*q]
+            {
+                pnet_engine::collect_shareds(v, &mut release);
+            }
+        }
+        release
+    }
+
+    /// The engine's release of shareds and clean-up (`pnet_engine::release_shareds`) on a
+    /// successor; whether it is exact (no unknown token may hold a shared, before or after).
+    fn clean_up(
+        &mut self,
+        tree: &mut Tree,
+        path: &[usize],
+        release: &[Value],
+        unknown_before: bool,
+    ) -> Result<bool, String> {
+        pnet_engine::release_shareds(
+            tree,
+            self.m.bundle,
+            &path.to_vec(),
+            release,
+            &mut Vec::new(),
+        )
+        .map_err(|e| e.to_string())?;
+        let exact = !unknown_before && !self.unknown_shared(tree.root);
+        if !exact {
+            self.cleanup_maybe = true;
         }
         Ok(exact)
     }
 
     /// Fires binding `b` of transition `t` of the instance at `path`; appends the (settled)
-    /// successors.
+    /// successors. The consuming is the explorer's (sorted token lists); a generator's
+    /// refill, a child's start, the outputs and the shareds' clean-up are the engine's rules
+    /// (`pnet_engine::Marking`).
     fn fire(
         &mut self,
         st: &State,
@@ -1488,20 +1472,26 @@ impl<'m, 'b> Explorer<'m, 'b> {
         out: &mut Vec<Succ>,
     ) -> Result<(), String> {
         let m = self.m;
+        let err = |e: RunError| e.to_string();
         let info = &m.desc(d).trans[t];
         let f = m.bundle.function(info.function);
         let nslots = f.ports.len();
         let has_unknown = b.vals.iter().any(|v| matches!(v, Tok::Unknown));
-        let before = if m.uses_shared {
-            Some(self.live(st))
-        } else {
-            None
-        };
         let counts: Vec<(PortId, u64)> = info
             .counts
             .iter()
             .map(|&(port, p)| (port, self.count(st, path, d, p)))
             .collect();
+        // The shared counts before the firing, the shareds it releases.
+        let (table, release, unknown_before) = if m.uses_shared {
+            (
+                self.shared_table(&st.root),
+                self.consumed_shareds(&st.root, info, b),
+                self.unknown_shared(&st.root),
+            )
+        } else {
+            (SharedTable::default(), Vec::new(), false)
+        };
         // Consume, refill generators.
         let mut base = st.clone();
         let mut rm: Vec<(Vec<usize>, usize, usize)> = info
@@ -1516,16 +1506,13 @@ impl<'m, 'b> Explorer<'m, 'b> {
             let n = node_mut(&mut base.root, owner);
             n.places[*q].remove(*i);
         }
+        let mut tree = Tree::new(m, &mut base.root, table);
         for (owner, q, _) in &rm {
-            let nd = node(&base.root, owner).desc;
-            if let Some(slot) = m.desc(nd).gen_slot[*q] {
-                let k = node(&base.root, owner).gens[slot];
-                let v = self.generate(m.net(nd), *q, k)?;
-                let n = node_mut(&mut base.root, owner);
-                n.places[*q].push(Tok::Val(v));
-                n.gens[slot] = k + 1;
+            if m.net(node(tree.root, owner).desc).places[*q].generator {
+                pnet_engine::refill(&mut tree, m.bundle, owner, *q).map_err(err)?;
             }
         }
+        let table = tree.finish(&mut self.unknown_many);
         // Outputs: one list of (port, value) alternatives, each with its exactness.
         let mut alternatives: Vec<(Vec<(PortId, Tok)>, bool)> = Vec::new();
         match info.kind {
@@ -1548,11 +1535,11 @@ impl<'m, 'b> Explorer<'m, 'b> {
                             |p| frame.get(p.index()).and_then(|v| v.as_ref()),
                             &mut Vec::new(),
                         )
-                        .map_err(|e| e.to_string())?;
+                        .map_err(err)?;
                         for &(port, _, _) in &info.outs {
                             let v =
                                 pnet_engine::out_value(&mut self.frame, port, f.port(port), false)
-                                    .map_err(|e| e.to_string())?;
+                                    .map_err(err)?;
                             outs.push((port, Tok::Val(v)));
                         }
                     }
@@ -1591,7 +1578,8 @@ impl<'m, 'b> Explorer<'m, 'b> {
                 }
             }
             Kind::Child(cd) => {
-                // Start the child: the input values go to the places bound to the ports.
+                // Start the child (the engine's rules: its own tokens, then the counts and
+                // the input values on the places bound to the ports).
                 let mut flight: Vec<u32> = info
                     .takes
                     .iter()
@@ -1599,30 +1587,28 @@ impl<'m, 'b> Explorer<'m, 'b> {
                     .map(|tk| tk.1 as u32)
                     .collect();
                 flight.sort_unstable();
-                let mut child = self.new_node(cd, flight)?;
-                let mut tunnelled = Vec::new();
-                for (tk, v) in info.takes.iter().zip(&b.vals) {
-                    if let Some(p) = f.port(tk.0).place {
-                        let (up, q) = m.desc(cd).loc[p.index()];
-                        if up == 0 {
-                            child.places[q].push(v.clone());
-                        } else {
-                            tunnelled.push((up - 1, q, v.clone()));
-                        }
-                    }
-                }
-                for (up, q, v) in tunnelled {
-                    let keep = path.len().saturating_sub(up as usize);
-                    node_mut(&mut base.root, &path[..keep]).places[q].push(v);
-                }
-                node_mut(&mut base.root, path).children.push(child);
+                let child = self.new_node(cd, flight);
+                let parent = node_mut(&mut base.root, path);
+                parent.children.push(child);
+                let mut cpath = path.to_vec();
+                cpath.push(parent.children.len() - 1);
+                let mut tree = Tree::new(m, &mut base.root, table);
+                pnet_engine::initial_tokens(&mut tree, m.bundle, &cpath).map_err(err)?;
+                let inputs = counts
+                    .iter()
+                    .map(|&(port, n)| (port, Tok::Val(Value::ULong(n))))
+                    .chain(
+                        info.takes
+                            .iter()
+                            .zip(&b.vals)
+                            .map(|(tk, v)| (tk.0, v.clone())),
+                    );
+                pnet_engine::child_inputs(&mut tree, f, &cpath, inputs);
                 let mut exact = b.exact;
-                if let Some(before) = &before {
-                    exact &= self.cleanup(before, &mut base, path)?;
-                    if !exact {
-                        self.cleanup_maybe = true;
-                    }
+                if m.uses_shared {
+                    exact &= self.clean_up(&mut tree, path, &release, unknown_before)?;
                 }
+                tree.finish(&mut self.unknown_many);
                 let mut settled = Vec::new();
                 self.settle(base, exact, Vec::new(), &mut settled)?;
                 for (state, exact) in settled {
@@ -1635,22 +1621,22 @@ impl<'m, 'b> Explorer<'m, 'b> {
                 return Ok(());
             }
         }
+        let path_v = path.to_vec();
         for (alt, alt_exact) in alternatives {
             let mut next = base.clone();
+            let mut tree = Tree::new(m, &mut next.root, table.clone());
             for &(port, place, many) in &info.outs {
                 let Some((_, tok)) = alt.iter().find(|(p, _)| *p == port) else {
                     continue;
                 };
-                self.output(&mut next, path, d, f, port, place, many, tok.clone())?;
+                tree.output(&path_v, f.port(port), place, many, tok.clone())
+                    .map_err(err)?;
             }
             let mut exact = b.exact && alt_exact;
-            if let Some(before) = &before {
-                let e = self.cleanup(before, &mut next, path)?;
-                if !e {
-                    self.cleanup_maybe = true;
-                }
-                exact &= e;
+            if m.uses_shared {
+                exact &= self.clean_up(&mut tree, path, &release, unknown_before)?;
             }
+            tree.finish(&mut self.unknown_many);
             let mut settled = Vec::new();
             self.settle(next, exact, Vec::new(), &mut settled)?;
             for (state, exact) in settled {
@@ -1659,38 +1645,6 @@ impl<'m, 'b> Explorer<'m, 'b> {
                     state,
                     exact,
                 });
-            }
-        }
-        Ok(())
-    }
-
-    /// Puts an output port's token on a place of the instance at `path` (out: the value,
-    /// type-checked; out-many: each element of the list).
-    #[allow(clippy::too_many_arguments)]
-    fn output(
-        &mut self,
-        st: &mut State,
-        path: &[usize],
-        d: u32,
-        f: &Function,
-        port: PortId,
-        place: usize,
-        many: bool,
-        tok: Tok,
-    ) -> Result<(), String> {
-        let (owner, q) = self.resolve(path, d, place);
-        let target = &mut node_mut(&mut st.root, &owner).places[q];
-        match tok {
-            Tok::Val(v) => {
-                let place_ty = &self.m.net(d).places[place].ty;
-                pnet_engine::output_tokens(f.port(port), place_ty, many, v, |x| {
-                    target.push(Tok::Val(x))
-                })
-                .map_err(|e| e.to_string())?;
-            }
-            Tok::Unknown => {
-                self.unknown_many |= many;
-                target.push(Tok::Unknown);
             }
         }
         Ok(())
@@ -1743,45 +1697,155 @@ impl<'m, 'b> Explorer<'m, 'b> {
         Ok(())
     }
 
-    /// Ends the child instance at `leaf`: its out ports' tokens go out through the parent
-    /// transition's connections; the rest is dropped.
+    /// Ends the child instance at `leaf` (the engine's rules: its out ports' tokens go out
+    /// through the parent transition's connections; the rest is dropped, releasing its
+    /// shareds).
     fn finish(&mut self, st: &mut State, leaf: &[usize]) -> Result<(), String> {
         let m = self.m;
-        let before = if m.uses_shared {
-            Some(self.live(st))
+        let (table, unknown_before) = if m.uses_shared {
+            (self.shared_table(&st.root), self.unknown_shared(&st.root))
         } else {
-            None
+            (SharedTable::default(), false)
         };
         let (parent_path, k) = match leaf.split_last() {
             Some((&k, rest)) => (rest.to_vec(), k),
             None => return Ok(()),
         };
         let child = node_mut(&mut st.root, &parent_path).children.remove(k);
-        let Some((pd, pt)) = m.desc(child.desc).parent else {
+        let Some((_, pt)) = m.desc(child.desc).parent else {
             return Ok(());
         };
-        let info = &m.desc(pd).trans[pt];
-        let f = m.bundle.function(info.function);
-        let gid = info.gid;
-        let fail = |e: String| format!("end of child net `{}`: {e}", self_name(m, gid));
-        for &(port, place, many) in &info.outs {
-            let cp = pnet_engine::child_out_place(f.port(port)).map_err(|e| fail(e.to_string()))?;
-            let (up, q) = m.desc(child.desc).loc[cp.index()];
-            if up != 0 {
-                // A tunnelled out place: its tokens already live in an ancestor.
-                continue;
-            }
-            for tok in child.places[q].clone() {
-                self.output(st, &parent_path, pd, f, port, place, many, tok)
-                    .map_err(fail)?;
+        let cdesc = m.desc(child.desc);
+        let mut release = Vec::new();
+        for (p, toks) in child.places.iter().enumerate() {
+            if cdesc.tracks[p] {
+                for t in toks {
+                    if let Tok::Val(v) = t {
+                        pnet_engine::collect_shareds(v, &mut release);
+                    }
+                }
             }
         }
-        if let Some(before) = &before
-            && !self.cleanup(before, st, &parent_path)?
-        {
-            self.cleanup_maybe = true;
+        let gid = m.desc(node(&st.root, &parent_path).desc).trans[pt].gid;
+        let outs = m.desc(node(&st.root, &parent_path).desc).trans[pt]
+            .outs
+            .iter()
+            .map(|&(port, place, many)| (port, place, many, false));
+        let mut tree = Tree::new(m, &mut st.root, table);
+        pnet_engine::child_outputs(
+            &mut tree,
+            m.bundle,
+            &parent_path,
+            pt,
+            outs,
+            |cp| cdesc.loc[cp].0 != 0,
+            |cp, _| child.places[cp].clone(),
+        )
+        .map_err(|e| format!("end of child net `{}`: {e}", self_name(m, gid)))?;
+        if m.uses_shared {
+            self.clean_up(&mut tree, &parent_path, &release, unknown_before)?;
         }
+        tree.finish(&mut self.unknown_many);
         Ok(())
+    }
+}
+
+/// The tokens of place `p` of the instance at `path` (of desc `d`): where they live.
+fn resolve(m: &Model, path: &[usize], d: u32, p: usize) -> (Vec<usize>, usize) {
+    let (up, q) = m.desc(d).loc[p];
+    let keep = path.len().saturating_sub(up as usize);
+    (path[..keep].to_vec(), q)
+}
+
+/// A state as the engine's firing rules see it ([`pnet_engine::Marking`]): instances by
+/// path, tokens that may be unknown, the shared counts rebuilt from the marking.
+struct Tree<'a, 'm, 'b> {
+    m: &'m Model<'b>,
+    root: &'a mut Node,
+    table: SharedTable,
+    /// An unknown list went to an out-many place as one unknown token.
+    unknown_many: bool,
+}
+
+impl<'a, 'm, 'b> Tree<'a, 'm, 'b> {
+    fn new(m: &'m Model<'b>, root: &'a mut Node, table: SharedTable) -> Self {
+        Tree {
+            m,
+            root,
+            table,
+            unknown_many: false,
+        }
+    }
+
+    /// Done: notes an unknown out-many list in `unknown_many`; gives the counts back.
+    fn finish(self, unknown_many: &mut bool) -> SharedTable {
+        *unknown_many |= self.unknown_many;
+        self.table
+    }
+}
+
+impl Marking for Tree<'_, '_, '_> {
+    type Inst = Vec<usize>;
+    type Tok = Tok;
+
+    fn function(&self, i: &Vec<usize>) -> FunctionId {
+        self.m.desc(node(self.root, i).desc).func
+    }
+
+    fn parent(&self, i: &Vec<usize>) -> Option<Vec<usize>> {
+        i.split_last().map(|(_, rest)| rest.to_vec())
+    }
+
+    fn mapped(&self, i: &Vec<usize>, p: usize) -> bool {
+        self.m.desc(node(self.root, i).desc).loc[p].0 != 0
+    }
+
+    fn put(&mut self, i: &Vec<usize>, p: usize, tok: Tok) {
+        let (owner, q) = resolve(self.m, i, node(self.root, i).desc, p);
+        let n = node_mut(self.root, &owner);
+        if let Tok::Val(v) = &tok
+            && self.m.desc(n.desc).tracks[q]
+        {
+            self.table.acquire(v);
+        }
+        n.places[q].push(tok);
+    }
+
+    fn output(
+        &mut self,
+        i: &Vec<usize>,
+        port: &pnet_bundle::Port,
+        p: usize,
+        many: bool,
+        tok: Tok,
+    ) -> Result<(), RunError> {
+        match tok {
+            Tok::Val(v) => {
+                let m = self.m;
+                let pty = &m.net(node(self.root, i).desc).places[p].ty;
+                pnet_engine::output_tokens(port, pty, many, v, |x| self.put(i, p, Tok::Val(x)))
+            }
+            Tok::Unknown => {
+                self.unknown_many |= many;
+                self.put(i, p, Tok::Unknown);
+                Ok(())
+            }
+        }
+    }
+
+    fn generator_index(&mut self, i: &Vec<usize>, p: usize) -> &mut u128 {
+        let (owner, q) = resolve(self.m, i, node(self.root, i).desc, p);
+        let n = node_mut(self.root, &owner);
+        let slot = self.m.desc(n.desc).gen_slot[q].expect("a generator place");
+        &mut n.gens[slot]
+    }
+
+    fn shareds(&mut self) -> &mut SharedTable {
+        &mut self.table
+    }
+
+    fn token(v: Value) -> Tok {
+        Tok::Val(v)
     }
 }
 

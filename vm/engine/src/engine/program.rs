@@ -216,7 +216,9 @@ pub(super) fn share_tracking(bundle: &Bundle, nets: &mut [Option<NetInfo>]) {
     }
 }
 
-pub(super) fn bundle_uses_shared(bundle: &Bundle) -> bool {
+/// Whether the bundle can make or carry shared values at all (else no place tracks them).
+/// The engine's reading, also the coloured explorer's.
+pub fn bundle_uses_shared(bundle: &Bundle) -> bool {
     let code = bundle.codes.iter().any(|c| {
         c.instrs.iter().any(|i| matches!(i, Instr::MakeShared(_)))
             || c.consts.iter().any(shared::holds_shared)
