@@ -126,7 +126,7 @@ impl Analysis {
         let state = match self.fast.get_mut(path) {
             Some(s) => s,
             None => {
-                let e = db::elaborate(&self.db, ws);
+                let e = pnet_sema::elab::elaborate(&self.db, ws);
                 self.fast
                     .entry(path.to_path_buf())
                     .or_insert_with(|| Incremental::new(e))
@@ -217,7 +217,7 @@ impl Analysis {
     }
 
     pub fn facts(&self, ws: Workspace) -> &Facts {
-        &db::elaborate(&self.db, ws).facts
+        &pnet_sema::elab::elaborate(&self.db, ws).facts
     }
 
     pub fn parsed(&self, l: Located) -> Option<&db::Parsed> {
@@ -233,7 +233,7 @@ impl Analysis {
         for (root, &ws) in &self.roots {
             let raw = match self.fast.get(root) {
                 Some(state) => &state.diagnostics,
-                None => &db::elaborate(&self.db, ws).diagnostics,
+                None => &pnet_sema::elab::elaborate(&self.db, ws).diagnostics,
             };
             let root_is_defun = ws
                 .files(&self.db)

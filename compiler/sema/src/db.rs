@@ -1,5 +1,6 @@
-//! The salsa database: source files and the include graph are inputs; parsing, include
-//! collection and elaboration are tracked queries. No I/O happens in here.
+//! The salsa database: source files and the include graph are inputs; parsing and include
+//! collection are tracked queries (elaboration: [`crate::elab::elaborate`]). No I/O happens
+//! in here.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -135,26 +136,6 @@ fn defun_hrefs(d: &xml::Defun, out: &mut Vec<(String, Span)>) {
             }
         }
     }
-}
-
-/// The result of elaborating a workspace: the bundle (built even when there are errors; the
-/// caller drops it then) and every diagnostic, each with the scoped warning override
-/// (`pnetc.warning.<name>`) in force where it was found.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Elaborated {
-    pub bundle: pnet_bundle::Bundle,
-    pub diagnostics: Vec<(Diagnostic, Option<bool>)>,
-    /// Name-resolution facts for tools.
-    pub facts: crate::facts::Facts,
-    /// The expression and condition checks made, each with its range in `diagnostics`, for
-    /// re-checking one edited text without a full elaboration ([`crate::recheck`]).
-    pub checks: Vec<crate::recheck::Check>,
-}
-
-/// Elaborates the root file (file 0) of the workspace.
-#[salsa::tracked(returns(ref))]
-pub fn elaborate(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
-    crate::elab::run(db, ws)
 }
 
 /// The database.

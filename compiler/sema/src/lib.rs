@@ -5,8 +5,9 @@
 //! Facts are salsa queries over source texts (inputs); the driver ([`compile_path`]) does the
 //! file I/O and feeds the database.
 
+pub mod checks;
 pub mod db;
-mod elab;
+pub mod elab;
 pub mod expr;
 pub mod facts;
 pub mod recheck;
@@ -243,7 +244,7 @@ pub fn output(db: &db::Database, ws: db::Workspace, options: &Options) -> Output
         })
         .collect();
     let ast = inputs.first().map(|f| db::parse(db, *f).ast.clone());
-    let elaborated = db::elaborate(db, ws);
+    let elaborated = elab::elaborate(db, ws);
     let diagnostics = warnings::apply(&options.warnings, elaborated.diagnostics.clone());
     let has_errors = diagnostics.iter().any(|d| d.is_error());
     let bundle = (!has_errors).then(|| elaborated.bundle.clone());

@@ -1,0 +1,624 @@
+//! A `<transition>`: its function (inline, included or used), connections, conditions,
+//! inlining into the parent net.
+
+use super::*;
+
+impl<'a> Elab<'a> {
+    pub(super) fn transition(
+        &mut self,
+        ctx: &Ctx<'a>,
+        t: &'a TransitionDecl,
+        net: &mut Net,
+        by_name: &HashMap<String, usize>,
+        place_spans: &[Span],
+    ) {
+        if ctx.depth > MAX_DEPTH {
+            self.error(
+                Diagnostic::error(
+                    "recursion_limit",
+                    format!("transition `{}` nests functions too deeply", t.name.text),
+                )
+                .with_primary(t.name.span, "is a function using itself?"),
+            );
+            return;
+        }
+        if t.passthrough_shared && (t.produce_shared || t.consume_shared) {
+            let other = if t.produce_shared {
+                "produce_shared"
+            } else {
+                "consume_shared"
+            };
+            self.error(
+                Diagnostic::error(
+                    "passthrough_shared_with_produce_or_consume",
+                    format!(
+                        "transition `{}` is `passthrough_shared` and `{other}`",
+                        t.name.text
+                    ),
+                )
+                .with_primary(t.tag, "this transition")
+                .with_note(format!(
+                    "help: `passthrough_shared` excludes `produce_shared` and `consume_shared`: remove `{other}` or `passthrough_shared`"
+                )),
+            );
+        }
+        let label = t.name.text.clone();
+        let ef = match &t.body {
+            Some(TransitionBody::Defun(d)) => self.defun(ctx, d, &label),
+            Some(TransitionBody::Include(h)) => match self.include(ctx, h) {
+                Some((file, Root::Defun(d))) => self.defun(&ctx.with_include(file), d, &label),
+                Some((file, Root::Template(tm))) if tm.defun.is_some() => {
+                    self.warn(
+                        ctx,
+                        Diagnostic::warning(
+                            "unexpected-element",
+                            format!("`{}` holds a template, not a defun", h.path.text),
+                        )
+                        .with_primary(h.path.span, "its defun is used"),
+                    );
+                    match tm.defun.as_deref() {
+                        Some(d) => self.defun(&ctx.with_include(file), d, &label),
+                        None => return,
+                    }
+                }
+                Some(_) => {
+                    self.error(
+                        Diagnostic::error(
+                            "unexpected_root",
+                            format!("`{}` is not a defun file", h.path.text),
+                        )
+                        .with_primary(h.path.span, "expected a file whose root is `defun`"),
+                    );
+                    return;
+                }
+                None => return,
+            },
+            Some(TransitionBody::Use(name)) => match self.used(ctx, name) {
+                Some((d, c)) => {
+                    let mut ef = self.defun(&c, d, &label);
+                    ef.function.name.get_or_insert_with(|| name.text.clone());
+                    ef
+                }
+                None => return,
+            },
+            None => return,
+        };
+        let priority = match &t.priority {
+            None => None,
+            Some(p) => match p.text.trim().parse::<u16>() {
+                Ok(v) => Some(v),
+                Err(_) => {
+                    self.error(
+                        Diagnostic::error(
+                            "invalid_priority",
+                            format!("invalid priority `{}`", p.text),
+                        )
+                        .with_primary(p.span, "a priority is an integer from 0 to 65535"),
+                    );
+                    None
+                }
+            },
+        };
+        let f = &ef.function;
+        let tspan = t.name.span;
+
+        // connections
+        let mut connections: Vec<Connection> = Vec::new();
+        let mut seen: Vec<(PortId, PlaceId, bool, Span)> = Vec::new();
+        let mut in_connected = vec![false; f.ports.len()];
+        let mut out_connected = vec![false; f.ports.len()];
+        let mut responses = Vec::new();
+        let mut eureka_ports: Vec<PortId> = Vec::new();
+        let mut eureka_spans: Vec<Span> = Vec::new();
+        for c in &t.connections {
+            let port_name = &c.port;
+            let port = f.port_by_name(&port_name.text);
+            let (want_in, want_out) = match c.kind {
+                ConnectKindDecl::In | ConnectKindDecl::Read | ConnectKindDecl::NumberOfTokens => {
+                    (true, false)
+                }
+                ConnectKindDecl::Out
+                | ConnectKindDecl::OutMany
+                | ConnectKindDecl::Response
+                | ConnectKindDecl::Eureka => (false, true),
+                ConnectKindDecl::InOut => (true, true),
+            };
+            let kind_name = match c.kind {
+                ConnectKindDecl::In => "connect-in",
+                ConnectKindDecl::Out => "connect-out",
+                ConnectKindDecl::InOut => "connect-inout",
+                ConnectKindDecl::Read => "connect-read",
+                ConnectKindDecl::OutMany => "connect-out-many",
+                ConnectKindDecl::NumberOfTokens => "connect-number-of-tokens",
+                ConnectKindDecl::Response => "connect-response",
+                ConnectKindDecl::Eureka => "connect-eureka",
+            };
+            let Some(pid) = port.filter(|&p| {
+                let d = f.port(p).dir;
+                (!want_in || d.is_input()) && (!want_out || d.is_output())
+            }) else {
+                let what = match (want_in, want_out) {
+                    (true, true) => "an in and out",
+                    (true, false) => "an input",
+                    _ => "an output",
+                };
+                let msg = match port {
+                    Some(_) => format!(
+                        "port `{}` of transition `{}` is not {what} port, as `{kind_name}` needs",
+                        port_name.text, t.name.text
+                    ),
+                    None => format!(
+                        "transition `{}` has no port `{}`",
+                        t.name.text, port_name.text
+                    ),
+                };
+                let help = match port {
+                    Some(_) => None,
+                    None => did_you_mean(
+                        &port_name.text,
+                        f.ports
+                            .iter()
+                            .filter(|p| {
+                                (!want_in || p.dir.is_input()) && (!want_out || p.dir.is_output())
+                            })
+                            .map(|p| p.name.as_str()),
+                    ),
+                };
+                self.error(
+                    Diagnostic::error("unknown_port", msg)
+                        .with_primary(port_name.span, format!("`{kind_name}` needs {what} port"))
+                        .with_notes(help),
+                );
+                self.misnamed.push(sspan(t.span));
+                continue;
+            };
+            let port = f.port(pid);
+            if let Some(&target) = ef.port_names.get(pid.index()) {
+                self.facts.references.push(Reference {
+                    kind: SymbolKind::Port,
+                    name: port.name.clone(),
+                    span: port_name.span,
+                    target,
+                    ty: Some(port.ty.clone()),
+                });
+            }
+            match c.kind {
+                ConnectKindDecl::Response => {
+                    out_connected[pid.index()] = true;
+                    let Some(to) = &c.place else { continue };
+                    match f
+                        .port_by_name(&to.text)
+                        .filter(|&p| f.port(p).dir.is_input())
+                    {
+                        Some(to_id) => responses.push(Response {
+                            port: pid,
+                            to: to_id,
+                            span: sspan(c.span),
+                        }),
+                        None => self.error(
+                            Diagnostic::error(
+                                "unknown_port",
+                                format!(
+                                    "transition `{}` has no input port `{}`",
+                                    t.name.text, to.text
+                                ),
+                            )
+                            .with_primary(to.span, "`to` must name an input port")
+                            .with_notes(did_you_mean(
+                                &to.text,
+                                f.ports
+                                    .iter()
+                                    .filter(|p| p.dir.is_input())
+                                    .map(|p| p.name.as_str()),
+                            )),
+                        ),
+                    }
+                    continue;
+                }
+                ConnectKindDecl::Eureka => {
+                    out_connected[pid.index()] = true;
+                    if let Some(i) = eureka_ports.iter().position(|&p| p == pid) {
+                        let fs = eureka_spans[i];
+                        self.error(
+                            Diagnostic::error(
+                                "duplicate_connection",
+                                format!("port `{}` is connected to eureka twice", port.name),
+                            )
+                            .with_primary(c.span, "connected again here")
+                            .with_secondary(fs, "first connected here"),
+                        );
+                        continue;
+                    }
+                    if !matches!(port.ty, Type::Set(_) | Type::Any) {
+                        self.error(
+                            Diagnostic::error(
+                                "invalid_eureka_port",
+                                format!("eureka port `{}` has type `{}`", port.name, port.ty),
+                            )
+                            .with_primary(
+                                port_name.span,
+                                "a `connect-eureka` port must be a `set`",
+                            ),
+                        );
+                    }
+                    eureka_ports.push(pid);
+                    eureka_spans.push(c.span);
+                    continue;
+                }
+                _ => {}
+            }
+            let Some(place_name) = &c.place else { continue };
+            let Some(&pl) = by_name.get(&place_name.text) else {
+                self.error(
+                    Diagnostic::error(
+                        "unknown_place",
+                        format!("unknown place `{}`", place_name.text),
+                    )
+                    .with_primary(place_name.span, "no place of this name in the net")
+                    .with_notes(did_you_mean(
+                        &place_name.text,
+                        net.places.iter().map(|p| p.name.as_str()),
+                    )),
+                );
+                self.misnamed.push(sspan(t.span));
+                self.meant_place(&place_name.text, &net.places);
+                continue;
+            };
+            let place_id = PlaceId::from(pl);
+            let place = net.place(place_id);
+            self.facts.references.push(Reference {
+                kind: SymbolKind::Place,
+                name: place.name.clone(),
+                span: place_name.span,
+                target: place_spans[pl],
+                ty: Some(place.ty.clone()),
+            });
+            // types
+            match c.kind {
+                ConnectKindDecl::NumberOfTokens => {
+                    if !matches!(port.ty, Type::ULong | Type::Any) {
+                        self.error(
+                            Diagnostic::error(
+                                "invalid_number_of_tokens_port",
+                                format!("port `{}` has type `{}`", port.name, port.ty),
+                            )
+                            .with_primary(
+                                port_name.span,
+                                "a `connect-number-of-tokens` port must be `unsigned long`",
+                            ),
+                        );
+                    }
+                }
+                ConnectKindDecl::OutMany => {
+                    if !matches!(port.ty, Type::List(_) | Type::Any) {
+                        self.error(
+                            Diagnostic::error(
+                                "invalid_out_many_port",
+                                format!("port `{}` has type `{}`", port.name, port.ty),
+                            )
+                            .with_primary(
+                                port_name.span,
+                                "a `connect-out-many` port must be a `list`",
+                            ),
+                        );
+                    }
+                }
+                _ => {
+                    if port.ty != place.ty && port.ty != Type::Any && place.ty != Type::Any {
+                        self.error(
+                            Diagnostic::error(
+                                "connection_type_mismatch",
+                                format!("port `{}` of type `{}` is connected to place `{}` of type `{}`", port.name, port.ty, place.name, place.ty),
+                            )
+                            .with_primary(c.span, "types differ")
+                            .with_secondary(place_spans[pl], "the place"),
+                        );
+                    }
+                }
+            }
+            // generator places
+            if place.generator {
+                let bad = match c.kind {
+                    ConnectKindDecl::Read => Some("read"),
+                    ConnectKindDecl::Out | ConnectKindDecl::OutMany | ConnectKindDecl::InOut => {
+                        Some("produced into")
+                    }
+                    _ => None,
+                };
+                if let Some(what) = bad {
+                    self.error(
+                        Diagnostic::error(
+                            "invalid_generator_place",
+                            format!("generator place `{}` may not be {what}", place.name),
+                        )
+                        .with_primary(c.span, format!("`{kind_name}` to a generator place"))
+                        .with_secondary(place_spans[pl], "the generator place"),
+                    );
+                }
+            }
+            // duplicates
+            let dirs: &[bool] = match c.kind {
+                ConnectKindDecl::InOut => &[true, false],
+                ConnectKindDecl::In | ConnectKindDecl::Read | ConnectKindDecl::NumberOfTokens => {
+                    &[true]
+                }
+                _ => &[false],
+            };
+            let mut dup = false;
+            for &incoming in dirs {
+                if let Some(&(_, _, _, first)) = seen
+                    .iter()
+                    .find(|(p, q, i, _)| *p == pid && *q == place_id && *i == incoming)
+                {
+                    self.error(
+                        Diagnostic::error(
+                            "duplicate_connection",
+                            format!(
+                                "port `{}` is connected to place `{}` twice in the {} direction",
+                                port.name,
+                                place.name,
+                                if incoming { "incoming" } else { "outgoing" }
+                            ),
+                        )
+                        .with_primary(c.span, "connected again here")
+                        .with_secondary(first, "first connected here"),
+                    );
+                    dup = true;
+                }
+            }
+            if dup {
+                continue;
+            }
+            for &incoming in dirs {
+                seen.push((pid, place_id, incoming, c.span));
+            }
+            let span = sspan(c.span);
+            let kinds: &[ConnectKind] = match c.kind {
+                ConnectKindDecl::In => &[ConnectKind::In],
+                ConnectKindDecl::Read => &[ConnectKind::Read],
+                ConnectKindDecl::NumberOfTokens => &[ConnectKind::NumberOfTokens],
+                ConnectKindDecl::Out => &[ConnectKind::Out],
+                ConnectKindDecl::OutMany => &[ConnectKind::OutMany],
+                ConnectKindDecl::InOut => &[ConnectKind::In, ConnectKind::Out],
+                ConnectKindDecl::Response | ConnectKindDecl::Eureka => &[],
+            };
+            for &kind in kinds {
+                match kind {
+                    ConnectKind::Out | ConnectKind::OutMany => out_connected[pid.index()] = true,
+                    _ => in_connected[pid.index()] = true,
+                }
+                connections.push(Connection {
+                    kind,
+                    port: pid,
+                    place: place_id,
+                    span,
+                });
+            }
+        }
+        // After an unknown port or place name, the one error to fix is that name.
+        let misnamed = self.misnamed.contains(&sspan(t.span));
+        for (i, p) in f.ports.iter().enumerate().filter(|_| !misnamed) {
+            if p.dir.is_input() && !in_connected[i] {
+                self.warn(
+                    ctx,
+                    Diagnostic::warning(
+                        "port-not-connected",
+                        format!(
+                            "input port `{}` of transition `{}` is not connected",
+                            p.name, t.name.text
+                        ),
+                    )
+                    .with_primary(tspan, "this transition")
+                    .with_secondary(
+                        Span::new(FileId(p.span.file.0), p.span.start, p.span.end),
+                        "the port",
+                    ),
+                );
+            }
+            if p.dir.is_output() && !out_connected[i] {
+                self.error(
+                    Diagnostic::error(
+                        "output_port_not_connected",
+                        format!(
+                            "output port `{}` of transition `{}` is not connected",
+                            p.name, t.name.text
+                        ),
+                    )
+                    .with_primary(tspan, "this transition")
+                    .with_secondary(
+                        Span::new(FileId(p.span.file.0), p.span.start, p.span.end),
+                        "the port",
+                    ),
+                );
+            }
+        }
+
+        // place maps
+        let child_places: Option<HashMap<&str, usize>> = match &f.body {
+            Body::Net(n) => Some(
+                n.places
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| (p.name.as_str(), i))
+                    .collect(),
+            ),
+            _ => None,
+        };
+        let mut place_map: Vec<(PlaceId, PlaceId)> = Vec::new();
+        let mut pm_spans: Vec<(String, Span)> = Vec::new();
+        for pm in &t.place_maps {
+            if let Some((_, first)) = pm_spans.iter().find(|(v, _)| *v == pm.virtual_.text) {
+                let fs = *first;
+                self.error(
+                    Diagnostic::error(
+                        "duplicate_place_map",
+                        format!("virtual place `{}` is mapped twice", pm.virtual_.text),
+                    )
+                    .with_primary(pm.span, "mapped again here")
+                    .with_secondary(fs, "first mapped here"),
+                );
+                continue;
+            }
+            pm_spans.push((pm.virtual_.text.clone(), pm.span));
+            let real = by_name.get(&pm.real.text).copied();
+            if real.is_none() {
+                self.error(
+                    Diagnostic::error("unknown_place", format!("unknown place `{}`", pm.real.text))
+                        .with_primary(pm.real.span, "no place of this name in the net")
+                        .with_notes(did_you_mean(
+                            &pm.real.text,
+                            net.places.iter().map(|p| p.name.as_str()),
+                        )),
+                );
+            }
+            let virt = child_places
+                .as_ref()
+                .and_then(|m| m.get(pm.virtual_.text.as_str()).copied());
+            if virt.is_none() {
+                self.error(
+                    Diagnostic::error(
+                        "unknown_place",
+                        format!(
+                            "transition `{}` has no virtual place `{}`",
+                            t.name.text, pm.virtual_.text
+                        ),
+                    )
+                    .with_primary(
+                        pm.virtual_.span,
+                        "no place of this name in the transition's net",
+                    )
+                    .with_notes(match &f.body {
+                        Body::Net(cn) => did_you_mean(
+                            &pm.virtual_.text,
+                            cn.places.iter().map(|p| p.name.as_str()),
+                        ),
+                        _ => None,
+                    }),
+                );
+            }
+            if let (Some(v), Some(r), Body::Net(cn)) = (virt, real, &f.body) {
+                let (vt, rt) = (&cn.places[v].ty, &net.places[r].ty);
+                if vt != rt && *vt != Type::Any && *rt != Type::Any {
+                    self.error(
+                        Diagnostic::error(
+                            "connection_type_mismatch",
+                            format!("virtual place `{}` of type `{vt}` is mapped to place `{}` of type `{rt}`", pm.virtual_.text, pm.real.text),
+                        )
+                        .with_primary(pm.span, "types differ"),
+                    );
+                }
+                place_map.push((PlaceId::from(v), PlaceId::from(r)));
+            }
+        }
+
+        let tconds = self.parse_conditions(&t.conditions);
+        let condition = self.condition(&ef, tconds, &format!("condition of {}", t.name.text));
+        let properties = self.properties(ctx, &t.properties);
+
+        let is_net = matches!(ef.function.body, Body::Net(_));
+        let inline = is_net
+            && priority.is_none()
+            && ((t.inline == Some(true) && !self.no_inline)
+                || (!t.place_maps.is_empty() && !self.synthesize));
+        if inline {
+            let outputs = ef
+                .function
+                .ports
+                .iter()
+                .filter(|p| p.dir.is_output())
+                .count();
+            if outputs > 1 {
+                let o = ef
+                    .overrides
+                    .iter()
+                    .rev()
+                    .find(|(n, _)| *n == "inline_many_output_ports")
+                    .map(|(_, b)| *b);
+                self.diags.push((
+                    Diagnostic::warning(
+                        "inline_many_output_ports",
+                        format!("inlining transition `{}` with {outputs} output ports: its outputs are no longer produced at once", t.name.text),
+                    )
+                    .with_primary(tspan, "inlined here"),
+                    o,
+                ));
+            }
+            let ElabFn {
+                function, bindings, ..
+            } = ef;
+            let Body::Net(child) = function.body else {
+                return;
+            };
+            let prefix = format!("_{}_", t.name.text);
+            let mut map: Vec<Option<PlaceId>> = vec![None; child.places.len()];
+            for c in &connections {
+                let incoming = !matches!(c.kind, ConnectKind::Out | ConnectKind::OutMany);
+                for &(port, i, o, cp) in &bindings {
+                    if port == c.port
+                        && ((incoming && i) || (!incoming && o))
+                        && map[cp.index()].is_none()
+                    {
+                        map[cp.index()] = Some(c.place);
+                    }
+                }
+            }
+            for &(v, r) in &place_map {
+                if map[v.index()].is_none() {
+                    map[v.index()] = Some(r);
+                }
+            }
+            for (i, mut p) in child.places.into_iter().enumerate() {
+                match map[i] {
+                    Some(target) => {
+                        let tokens = std::mem::take(&mut p.tokens);
+                        net.places[target.index()].tokens.extend(tokens);
+                    }
+                    None => {
+                        p.name = format!("{prefix}{}", p.name);
+                        p.is_virtual = false;
+                        net.places.push(p);
+                        map[i] = Some(PlaceId::from(net.places.len() - 1));
+                    }
+                }
+            }
+            let remap = |p: PlaceId| map.get(p.index()).copied().flatten().unwrap_or(p);
+            for mut ct in child.transitions {
+                ct.name = format!("{prefix}{}", ct.name);
+                for c in &mut ct.connections {
+                    c.place = remap(c.place);
+                }
+                for pm in &mut ct.place_map {
+                    pm.1 = remap(pm.1);
+                }
+                net.transitions.push(ct);
+            }
+            return;
+        }
+        let requires = t
+            .requires
+            .iter()
+            .map(|r| Require {
+                key: r.key.text.clone(),
+                mandatory: r.mandatory,
+            })
+            .collect();
+        self.functions.push(ef.function);
+        let function = FunctionId::from(self.functions.len() - 1);
+        net.transitions.push(Transition {
+            name: t.name.text.clone(),
+            priority: priority.unwrap_or(0),
+            function,
+            connections,
+            responses,
+            eureka_ports,
+            condition,
+            place_map,
+            requires,
+            properties,
+            produce_shared: t.produce_shared,
+            consume_shared: t.consume_shared,
+            passthrough_shared: t.passthrough_shared,
+            span: sspan(t.span),
+        });
+    }
+}
