@@ -277,6 +277,14 @@ impl<'b> Engine<'b> {
         Ok(())
     }
 
+    /// Re-examines what the last firing changed and ends the child nets that are done, as
+    /// the next [`Engine::step`] does first (it draws no random number: a run goes on the
+    /// same with or without it). After it, the marking is the one the next choice sees: a
+    /// child net that has ended has put its outputs (what a state-space explorer compares).
+    pub fn refresh(&mut self) -> Result<(), RunError> {
+        self.st.refresh(&self.prog)
+    }
+
     /// Fires one transition (or hands out one task).
     pub fn step(&mut self) -> Result<Step, RunError> {
         self.st.last_fast = None;

@@ -491,6 +491,35 @@ pub fn explore_bundle(
     inputs: &[(String, Vec<Value>)],
     opts: &ColouredOptions,
 ) -> Result<(Report, ColouredResult), String> {
+    with_explorer(bundle, file, inputs, opts, |x, s0, r| x.run(s0, r, opts))
+}
+
+/// Follows a run through the explorer's graph without building it (for state spaces too
+/// large to explore): `markings[0]` is the root net's marking at the start (per place of the
+/// root, its tokens), `markings[k]` the one after the run's `k`-th firing (a firing inside a
+/// child net leaves it as it was). Checks that each is the root marking of a successor of a
+/// state matched before (a firing of the run is an edge of the graph), and that the run ends
+/// in a dead marking of the explorer. `Err` names the first firing that is no edge.
+pub fn follow_run(
+    bundle: &Bundle,
+    inputs: &[(String, Vec<Value>)],
+    markings: &[Vec<Vec<Value>>],
+) -> Result<(), String> {
+    let opts = ColouredOptions::default();
+    with_explorer(bundle, "run", inputs, &opts, |x, s0, _| {
+        x.follow(s0, markings)
+    })
+}
+
+/// Sets up the static model and the initial state of a bundle with its job inputs, and hands
+/// them to `go`.
+fn with_explorer<T>(
+    bundle: &Bundle,
+    file: &str,
+    inputs: &[(String, Vec<Value>)],
+    opts: &ColouredOptions,
+    go: impl FnOnce(&mut Explorer, State, Report) -> Result<T, String>,
+) -> Result<T, String> {
     pnet_engine::validate(bundle)?;
     let root = bundle.function(bundle.root);
     let Body::Net(net) = &root.body else {
@@ -645,7 +674,7 @@ pub fn explore_bundle(
         root: root_node,
         ext: 0,
     };
-    x.run(s0, r, opts)
+    go(&mut x, s0, r)
 }
 
 /// An estimate of the bytes a state holds: its instance tree, token lists and the values'
@@ -714,6 +743,62 @@ impl<'m, 'b> Explorer<'m, 'b> {
             flight,
             children: Vec::new(),
         }
+    }
+
+    /// See [`follow_run`].
+    fn follow(&mut self, s0: State, markings: &[Vec<Vec<Value>>]) -> Result<(), String> {
+        let root_is = |s: &State, mk: &[Vec<Value>]| {
+            s.root.places.len() == mk.len()
+                && s.root.places.iter().zip(mk).all(|(toks, vs)| {
+                    let mut want: Vec<Tok> = vs.iter().cloned().map(Tok::Val).collect();
+                    want.sort();
+                    *toks == want
+                })
+        };
+        let Some((first, rest)) = markings.split_first() else {
+            return Err("no marking to follow".into());
+        };
+        if !root_is(&s0, first) {
+            return Err(format!(
+                "the run starts from another marking than the explorer's {}",
+                self.render(&s0)
+            ));
+        }
+        let mut frontier = vec![s0];
+        for (k, mk) in rest.iter().enumerate() {
+            let mut next: BTreeSet<State> = BTreeSet::new();
+            for s in &frontier {
+                match self.successors(s)? {
+                    Outcome::Fired(succs, _) => next.extend(
+                        succs
+                            .into_iter()
+                            .map(|sc| sc.state)
+                            .filter(|st| root_is(st, mk)),
+                    ),
+                    Outcome::Error(_, msg) => return Err(format!("the explorer fails: {msg}")),
+                }
+            }
+            if next.is_empty() {
+                let from: Vec<String> = frontier.iter().map(|s| self.render(s)).collect();
+                return Err(format!(
+                    "firing {} of the run (to root marking {mk:?}) is no edge of the explorer's graph from {}",
+                    k + 1,
+                    from.join(" | ")
+                ));
+            }
+            frontier = next.into_iter().collect();
+        }
+        for s in &frontier {
+            if let Outcome::Fired(succs, maybe_dead) = self.successors(s)?
+                && (succs.is_empty() || maybe_dead)
+            {
+                return Ok(());
+            }
+        }
+        Err(format!(
+            "the run ends where the explorer goes on: {}",
+            self.render(&frontier[0])
+        ))
     }
 
     fn run(
