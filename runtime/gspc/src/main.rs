@@ -15,6 +15,7 @@ use pnet_agent::control::RtError;
 
 mod boot;
 mod client;
+mod monitor;
 #[path = "../../gspc-run/src/topo.rs"]
 mod topo;
 
@@ -104,6 +105,10 @@ enum Command {
     /// FILE)
     #[command(disable_help_flag = true)]
     MemRead(Rest),
+    /// A live web page of the runtime (workers, jobs, a Gantt chart of tasks, memory): prints
+    /// its URL first, serves until stopped
+    #[command(disable_help_flag = true)]
+    Monitor(Rest),
     /// Check the installation end to end (compiler, VM, JIT, a local runtime with two
     /// workers, a command module, a native module, global memory); one line per check
     #[command(disable_help_flag = true)]
@@ -141,6 +146,7 @@ fn main() -> ExitCode {
         Command::Free(r) => client::main("free", &r.args),
         Command::MemWrite(r) => client::main("mem-write", &r.args),
         Command::MemRead(r) => client::main("mem-read", &r.args),
+        Command::Monitor(r) => monitor::main(&r.args),
     }
 }
 
