@@ -27,6 +27,8 @@ pub struct Analysis {
     pub options: Options,
     pub docs: BTreeMap<PathBuf, Doc>,
     roots: HashMap<PathBuf, Workspace>,
+    /// The source files, one input per path, shared by every root.
+    files: pnet_sema::Files,
     /// Documents edited through the fast path since the last full analysis: their raw
     /// diagnostics, kept up to date by [`Incremental::edit`]. The salsa inputs still hold
     /// the text of the last full analysis; [`Analysis::sync`] brings them up to date.
@@ -64,6 +66,7 @@ impl Analysis {
             options,
             docs: BTreeMap::new(),
             roots: HashMap::new(),
+            files: pnet_sema::Files::default(),
             fast: HashMap::new(),
             fast_path: true,
             fast_edits: 0,
@@ -132,7 +135,8 @@ impl Analysis {
                     .or_insert_with(|| Incremental::new(e))
             }
         };
-        state.edit(FileId(0), &old, text)
+        let root = root_file(&self.db, ws);
+        state.edit(root, &old, text)
     }
 
     /// Brings the salsa inputs up to date after fast-path edits (needed before reading
@@ -175,7 +179,14 @@ impl Analysis {
                     None => std::fs::read_to_string(p).ok(),
                 }
             };
-            let ws = pnet_sema::reload(&mut self.db, previous, &path, &self.options, &mut read);
+            let ws = pnet_sema::reload(
+                &mut self.db,
+                &mut self.files,
+                previous,
+                &path,
+                &self.options,
+                &mut read,
+            );
             self.roots.insert(path, ws);
         }
     }
@@ -186,8 +197,14 @@ impl Analysis {
         let mut out = Vec::new();
         let mut own = None;
         for (root, &ws) in &self.roots {
-            for f in ws.files(&self.db) {
-                if f.path(&self.db) == path {
+            for (i, f) in ws.files(&self.db).iter().enumerate() {
+                // a root is its workspace's first file (whichever path its input was met by)
+                let this = if root == path {
+                    i == 0
+                } else {
+                    f.path(&self.db) == path
+                };
+                if this {
                     let l = Located {
                         ws,
                         file: *f.id(&self.db),
@@ -204,16 +221,18 @@ impl Analysis {
         out
     }
 
+    /// The path of a file of `ws` (a root: the path it was opened by).
     pub fn path_of(&self, ws: Workspace, file: FileId) -> Option<&Path> {
-        ws.files(&self.db)
-            .get(file.0 as usize)
-            .map(|f| f.path(&self.db).as_path())
+        if file == root_file(&self.db, ws)
+            && let Some((root, _)) = self.roots.iter().find(|(_, w)| **w == ws)
+        {
+            return Some(root.as_path());
+        }
+        ws_file(&self.db, ws, file).map(|f| f.path(&self.db).as_path())
     }
 
     pub fn text_of(&self, ws: Workspace, file: FileId) -> Option<Arc<str>> {
-        ws.files(&self.db)
-            .get(file.0 as usize)
-            .map(|f| f.text(&self.db).clone())
+        ws_file(&self.db, ws, file).map(|f| f.text(&self.db).clone())
     }
 
     pub fn facts(&self, ws: Workspace) -> &Facts {
@@ -230,7 +249,15 @@ impl Analysis {
     pub fn diagnostics(&self) -> BTreeMap<PathBuf, Vec<Diagnostic>> {
         let mut out: BTreeMap<PathBuf, Vec<Diagnostic>> =
             self.docs.keys().map(|p| (p.clone(), Vec::new())).collect();
+        // the open documents by their canonical paths: an input keeps the path it was first
+        // met by (`sub/../a.xpnet`), which may not be the one the editor opened
+        let by_identity: HashMap<PathBuf, &PathBuf> = self
+            .docs
+            .keys()
+            .map(|p| (p.canonicalize().unwrap_or_else(|_| p.clone()), p))
+            .collect();
         for (root, &ws) in &self.roots {
+            let mut paths: HashMap<FileId, Option<&Path>> = HashMap::new();
             let raw = match self.fast.get(root) {
                 Some(state) => &state.diagnostics,
                 None => &pnet_sema::elab::elaborate(&self.db, ws).diagnostics,
@@ -250,15 +277,22 @@ impl Analysis {
                 if d.code == "root_not_defun" && !root_is_defun {
                     continue;
                 }
-                let file = d.primary_span().map_or(FileId(0), |s| s.file);
-                let Some(path) = self.path_of(ws, file) else {
-                    continue;
-                };
+                let file = d
+                    .primary_span()
+                    .map_or_else(|| root_file(&self.db, ws), |s| s.file);
+                let path = *paths.entry(file).or_insert_with(|| {
+                    let path = self.path_of(ws, file)?;
+                    if path == root.as_path() || self.docs.contains_key(path) {
+                        return Some(path);
+                    }
+                    let canonical = path.canonicalize().ok()?;
+                    by_identity.get(&canonical).map(|p| p.as_path())
+                });
                 // a file only included by this root reports through its own document only
                 // when it is open
-                if path != root.as_path() && !self.docs.contains_key(path) {
+                let Some(path) = path else {
                     continue;
-                }
+                };
                 if let Some(list) = out.get_mut(path)
                     && !list.contains(&d)
                 {
@@ -270,8 +304,14 @@ impl Analysis {
     }
 }
 
+/// The input of file `file` of `ws` (ids are shared by every root: not positions).
 fn ws_file(db: &Database, ws: Workspace, file: FileId) -> Option<&db::SourceInput> {
-    ws.files(db).get(file.0 as usize)
+    ws.files(db).iter().find(|f| *f.id(db) == file)
+}
+
+/// The id of a workspace's root (its first file).
+fn root_file(db: &Database, ws: Workspace) -> FileId {
+    ws.files(db).first().map_or(FileId(0), |f| *f.id(db))
 }
 
 /// Options from the LSP `initializationOptions` (also accepted as the `pnet` section of a

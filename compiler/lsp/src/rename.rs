@@ -264,9 +264,8 @@ pub fn rename(a: &Analysis, path: &Path, offset: u32, new_name: &str) -> Result<
             if !matches!(t.kind, SymbolKind::Port | SymbolKind::Field) {
                 continue;
             }
-            let files = l.ws.files(a.db()).len();
-            for f in 0..files {
-                let file = FileId(f as u32);
+            let files: Vec<FileId> = l.ws.files(a.db()).iter().map(|f| *f.id(a.db())).collect();
+            for file in files {
                 let Some(text) = a.text_of(l.ws, file) else {
                     continue;
                 };

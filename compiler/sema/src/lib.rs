@@ -114,7 +114,8 @@ pub fn compile_source(path: &Path, text: &str, options: &Options) -> Output {
 pub fn load(db: &mut db::Database, path: &Path, text: &str, options: &Options) -> db::Workspace {
     let root = path.to_path_buf();
     let text = text.to_string();
-    reload(db, None, path, options, &mut |p: &Path| {
+    let mut files = Files::default();
+    reload(db, &mut files, None, path, options, &mut |p: &Path| {
         if p == root {
             Some(text.clone())
         } else {
@@ -123,40 +124,60 @@ pub fn load(db: &mut db::Database, path: &Path, text: &str, options: &Options) -
     })
 }
 
+/// The source files of a database, one input per path (the same file reached from several
+/// roots is one input, parsed once): `FileId(i)` is the `i`-th path met. With one root
+/// ([`load`]), the root is `FileId(0)` and the ids of a workspace are its files' positions.
+#[derive(Debug, Default)]
+pub struct Files {
+    by_path: HashMap<PathBuf, db::SourceInput>,
+    next: u32,
+}
+
+impl Files {
+    /// The input of `path` (found by its canonical form) with `text`: the existing one, its
+    /// text set only when it changed, or a new one with the next id.
+    fn input(&mut self, db: &mut db::Database, path: &Path, text: String) -> db::SourceInput {
+        use salsa::Setter;
+        match self.by_path.get(&identity(path)) {
+            Some(&f) => {
+                if **f.text(db) != *text {
+                    f.set_text(db).to(Arc::from(text));
+                }
+                f
+            }
+            None => {
+                let id = FileId(self.next);
+                self.next += 1;
+                let f = db::SourceInput::new(db, id, path.to_path_buf(), Arc::from(text));
+                self.by_path.insert(identity(path), f);
+                f
+            }
+        }
+    }
+}
+
 /// The incremental driver (used by the language server): like [`load`], but file texts come
-/// from `read` (an editor's unsaved buffers first, then the disk), and the inputs of `previous`
-/// are reused where the same file keeps its `FileId`: a text is only set when it changed, and
-/// the workspace's file list and links only when they changed, so that salsa re-runs only
-/// the queries that read what changed. `read` is asked for the root as well.
+/// from `read` (an editor's unsaved buffers first, then the disk), the inputs come from
+/// `files` (shared by every root of the database: a text is only set when it changed), and
+/// the workspace `previous` is reused, its file list and links only set when they changed, so
+/// that salsa re-runs only the queries that read what changed. `read` is asked for the root
+/// as well. The root is the workspace's first file; its id is `FileId(0)` only for the first
+/// path of `files`.
 pub fn reload(
     db: &mut db::Database,
+    table: &mut Files,
     previous: Option<db::Workspace>,
     path: &Path,
     options: &Options,
     read: &mut dyn FnMut(&Path) -> Option<String>,
 ) -> db::Workspace {
     use salsa::Setter;
-    let old: Vec<db::SourceInput> = previous.map(|w| w.files(db).clone()).unwrap_or_default();
     let mut files: Vec<db::SourceInput> = Vec::new();
-    let add =
-        |db: &mut db::Database, files: &mut Vec<db::SourceInput>, p: PathBuf, text: String| {
-            let id = FileId(files.len() as u32);
-            let input = match old.get(id.0 as usize) {
-                Some(&f) if *f.path(db) == p => {
-                    if **f.text(db) != *text {
-                        f.set_text(db).to(Arc::from(text.as_str()));
-                    }
-                    f
-                }
-                _ => db::SourceInput::new(db, id, p, Arc::from(text.as_str())),
-            };
-            files.push(input);
-            id
-        };
     let root_text = read(path).unwrap_or_default();
-    add(db, &mut files, path.to_path_buf(), root_text);
+    let root = table.input(db, path, root_text);
+    files.push(root);
     let mut by_path: HashMap<PathBuf, FileId> = HashMap::new();
-    by_path.insert(identity(path), FileId(0));
+    by_path.insert(identity(path), *root.id(db));
     let mut links = Vec::new();
     let mut next = 0;
     while next < files.len() {
@@ -183,7 +204,9 @@ pub fn reload(
                     break;
                 }
                 if let Some(text) = read(&cand) {
-                    let id = add(db, &mut files, cand, text);
+                    let input = table.input(db, &cand, text);
+                    let id = *input.id(db);
+                    files.push(input);
                     by_path.insert(key, id);
                     target = Some(id);
                     break;

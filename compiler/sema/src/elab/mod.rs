@@ -77,11 +77,15 @@ pub fn elaborate(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
 
 fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
     let inputs = ws.files(db);
-    let parsed: Vec<&Parsed> = inputs.iter().map(|f| db::parse(db, *f)).collect();
+    let parsed: HashMap<FileId, &Parsed> = inputs
+        .iter()
+        .map(|f| (*f.id(db), db::parse(db, *f)))
+        .collect();
     let mut links = HashMap::new();
     let mut diags = Vec::new();
     let mut facts = Facts::default();
-    for p in &parsed {
+    for f in inputs {
+        let p = parsed[f.id(db)];
         diags.extend(p.diagnostics.iter().cloned().map(|d| (d, None)));
     }
     for l in ws.links(db) {
@@ -108,6 +112,7 @@ fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
     }
     let mut e = Elab {
         parsed,
+        root_file: inputs.first().map_or(FileId(0), |f| *f.id(db)),
         links,
         no_inline: *ws.no_inline(db),
         synthesize: *ws.synthesize_virtual_places(db),
@@ -144,7 +149,10 @@ fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
 }
 
 struct Elab<'a> {
-    parsed: Vec<&'a Parsed>,
+    /// The parsed files by id.
+    parsed: HashMap<FileId, &'a Parsed>,
+    /// The root file (the workspace's first).
+    root_file: FileId,
     links: HashMap<(FileId, &'a str), Option<FileId>>,
     no_inline: bool,
     synthesize: bool,
@@ -345,7 +353,7 @@ impl<'a> Elab<'a> {
     }
 
     pub(super) fn ast(&self, file: FileId) -> Option<&'a Root> {
-        let p: &'a Parsed = self.parsed.get(file.0 as usize)?;
+        let p: &'a Parsed = self.parsed.get(&file)?;
         p.ast.root.as_ref()
     }
 
@@ -376,10 +384,10 @@ impl<'a> Elab<'a> {
             subst: Rc::new(Subst::new()),
             fns: None,
             overrides: Rc::new(Vec::new()),
-            includes: Rc::new(vec![FileId(0)]),
+            includes: Rc::new(vec![self.root_file]),
             depth: 0,
         };
-        let root = self.ast(FileId(0));
+        let root = self.ast(self.root_file);
         let f = match root {
             Some(Root::Defun(d)) => {
                 let label = d
@@ -412,7 +420,7 @@ impl<'a> Elab<'a> {
                             "the root element is a `{what}`; a net to compile must be a `defun`"
                         ),
                     )
-                    .with_primary(Span::new(FileId(0), 0, 0), "in this file"),
+                    .with_primary(Span::new(self.root_file, 0, 0), "in this file"),
                 );
                 empty_function()
             }
