@@ -9,6 +9,7 @@ use pnet_protocol::AgentMsg;
 use pnet_protocol::frame::encode;
 use pnet_topology::PlannedWorker;
 
+use super::workers::NO_HEARTBEAT;
 use super::{Shell, ShellEvent};
 use crate::AgentError;
 use crate::control::{RtResponse, WorkerRef};
@@ -68,7 +69,9 @@ impl Shell<'_> {
     /// process ended when it is one this agent started. Its connection may close just before
     /// the process is gone, so a process that still runs is looked at again every 5 ms until
     /// `deadline` through a `ShellEvent::LostWait`, without blocking the event loop (other
-    /// workers' results and clients keep being served meanwhile).
+    /// workers' results and clients keep being served meanwhile). A worker lost for its
+    /// silence is hung or out of reach (a host cut off or frozen): its process does not end
+    /// by itself, so it is not waited for, and its tasks are queued again at once.
     pub(super) fn worker_gone(
         &mut self,
         id: u32,
@@ -81,7 +84,7 @@ impl Shell<'_> {
             None => None,
             Some(l) => match l.proc.try_wait() {
                 Ok(Some(status)) => Some(pnet_launch::exit_name(status)),
-                Ok(None) if Instant::now() < deadline => {
+                Ok(None) if Instant::now() < deadline && !reason.ends_with(NO_HEARTBEAT) => {
                     let ev = self.ev_tx.clone();
                     tokio::spawn(async move {
                         tokio::time::sleep(Duration::from_millis(5)).await;

@@ -240,6 +240,9 @@ async fn handle_worker(sock: TcpStream, peer: SocketAddr, shared: Arc<Shared>, k
     let _ = shared.ev.send(ShellEvent::Lost { id, reason });
 }
 
+/// The end of the reason given for a worker that was silent for [`HEARTBEAT_TIMEOUT`].
+pub(super) const NO_HEARTBEAT: &str = "(no heartbeat)";
+
 async fn reader_loop(
     r: &mut FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
     id: u32,
@@ -250,7 +253,7 @@ async fn reader_loop(
         let frame = match tokio::time::timeout(HEARTBEAT_TIMEOUT, r.next()).await {
             Err(_) => {
                 return format!(
-                    "silent for {:.1} s (no heartbeat)",
+                    "silent for {:.1} s {NO_HEARTBEAT}",
                     HEARTBEAT_TIMEOUT.as_secs_f64()
                 );
             }
