@@ -64,8 +64,8 @@ use program::*;
 pub use program::{Connections, bundle_uses_shared, connections, priority_groups};
 use rules::Fire;
 pub use rules::{
-    Marking, SharedTable, child_inputs, child_outputs, collect_shareds, initial_tokens, refill,
-    release_shareds,
+    Marking, SharedTable, after_take, child_inputs, child_outputs, collect_shareds, initial_tokens,
+    refill, release_shareds, take_binding,
 };
 use state::*;
 

@@ -20,10 +20,11 @@ mod tests;
 pub use ending::{Ending, unfed_in_ports};
 pub use engine::{
     Binding, Connections, Engine, Marking, RunConfig, RunResult, SharedTable, Stats, Step, Task,
-    TaskId, TaskMemory, bundle_uses_shared, child_inputs, child_out_place, child_outputs,
-    collect_shareds, connections, distinct_tokens, eureka_groups, for_each_combination, generated,
-    generator_value, initial_tokens, input_frame, next_combination, out_value, output_tokens,
-    priority_groups, refill, release_shareds, run,
+    TaskId, TaskMemory, after_take, bundle_uses_shared, child_inputs, child_out_place,
+    child_outputs, collect_shareds, connections, distinct_tokens, eureka_groups,
+    for_each_combination, generated, generator_value, initial_tokens, input_frame,
+    next_combination, out_value, output_tokens, priority_groups, refill, release_shareds, run,
+    take_binding,
 };
 pub use error::{RunError, RunErrorData, RunErrorKind};
 pub use hook::{CodeRunner, CodeRunnerFactory, Loop, LoopCodes, LoopEnd, RunnerCodes, drive_loop};

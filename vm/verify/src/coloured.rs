@@ -1303,15 +1303,7 @@ impl<'m, 'b> Explorer<'m, 'b> {
 
     /// The `number-of-tokens` value of place `p` of the instance at `path`.
     fn count(&self, st: &State, path: &[usize], d: u32, p: usize) -> u64 {
-        let (owner, q) = self.resolve(path, d, p);
-        let n = node(&st.root, &owner).places[q].len() as u64;
-        let here = node(&st.root, path);
-        let flying = here
-            .children
-            .iter()
-            .map(|c| c.flight.iter().filter(|&&f| f as usize == p).count() as u64)
-            .sum::<u64>();
-        n + flying
+        count_of(self.m, &st.root, path, d, p)
     }
 
     /// All successors of a state.
@@ -1505,20 +1497,6 @@ impl<'m, 'b> Explorer<'m, 'b> {
         unknown
     }
 
-    /// The shareds a firing releases: those of the known tokens it consumed from places that
-    /// track them.
-    fn consumed_shareds(&self, root: &Node, info: &TInfo, b: &Binding) -> Vec<Value> {
-        let mut release = Vec::new();
-        for (tk, ((owner, q, _), v)) in info.takes.iter().zip(b.at.iter().zip(&b.vals)) {
-            if let (true, Tok::Val(v)) = (tk.2, v)
-                && self.m.desc(node(root, owner).desc).tracks[*q]
-            {
-                pnet_engine::collect_shareds(v, &mut release);
-            }
-        }
-        release
-    }
-
     /// The engine's release of shareds and clean-up (`pnet_engine::release_shareds`) on a
     /// successor; whether it is exact (no unknown token may hold a shared, before or after).
     fn clean_up(
@@ -1562,42 +1540,52 @@ impl<'m, 'b> Explorer<'m, 'b> {
         let f = m.bundle.function(info.function);
         let nslots = f.ports.len();
         let has_unknown = b.vals.iter().any(|v| matches!(v, Tok::Unknown));
-        let counts: Vec<(PortId, u64)> = info
-            .counts
-            .iter()
-            .map(|&(port, p)| (port, self.count(st, path, d, p)))
-            .collect();
-        // The shared counts before the firing, the shareds it releases.
-        let (table, release, unknown_before) = if m.uses_shared {
-            (
-                self.shared_table(&st.root),
-                self.consumed_shareds(&st.root, info, b),
-                self.unknown_shared(&st.root),
-            )
+        // The shared counts before the firing.
+        let (table, unknown_before) = if m.uses_shared {
+            (self.shared_table(&st.root), self.unknown_shared(&st.root))
         } else {
-            (SharedTable::default(), Vec::new(), false)
+            (SharedTable::default(), false)
         };
-        // Consume, refill generators.
+        // Consume (the engine's rules on the explorer's state): the counts, the binding's
+        // tokens, the consumed shareds to release, generator refills.
+        let path_v = path.to_vec();
         let mut base = st.clone();
-        let mut rm: Vec<(Vec<usize>, usize, usize)> = info
+        let binding: Vec<u32> = b.at.iter().map(|a| a.2 as u32).collect();
+        let multi = info
             .takes
             .iter()
-            .zip(&b.at)
-            .filter(|(tk, _)| tk.2)
-            .map(|(_, a)| a.clone())
-            .collect();
-        rm.sort_by(|a, b| b.cmp(a));
-        for (owner, q, i) in &rm {
-            let n = node_mut(&mut base.root, owner);
-            n.places[*q].remove(*i);
-        }
+            .enumerate()
+            .any(|(k, tk)| info.takes[..k].iter().any(|o| o.1 == tk.1));
         let mut tree = Tree::new(m, &mut base.root, table);
-        for (owner, q, _) in &rm {
-            if m.net(node(tree.root, owner).desc).places[*q].generator {
-                pnet_engine::refill(&mut tree, m.bundle, owner, *q).map_err(err)?;
-            }
-        }
+        let mut vals = Vec::new();
+        let mut release = Vec::new();
+        let n = pnet_engine::take_binding(
+            &mut tree,
+            &path_v,
+            &info.counts,
+            &info.takes,
+            &binding,
+            multi,
+            &mut vals,
+        )
+        .map_err(err)?;
+        pnet_engine::after_take(
+            &mut tree,
+            m.bundle,
+            &path_v,
+            &info.takes,
+            &vals[n..],
+            &mut release,
+        )
+        .map_err(err)?;
         let table = tree.finish(&mut self.unknown_many);
+        let counts: Vec<(PortId, u64)> = vals[..n]
+            .iter()
+            .map(|(port, v)| match v {
+                Tok::Val(Value::ULong(c)) => (*port, *c),
+                _ => (*port, 0),
+            })
+            .collect();
         // Outputs: one list of (port, value) alternatives, each with its exactness.
         let mut alternatives: Vec<(Vec<(PortId, Tok)>, bool)> = Vec::new();
         match info.kind {
@@ -1679,16 +1667,7 @@ impl<'m, 'b> Explorer<'m, 'b> {
                 cpath.push(parent.children.len() - 1);
                 let mut tree = Tree::new(m, &mut base.root, table);
                 pnet_engine::initial_tokens(&mut tree, m.bundle, &cpath).map_err(err)?;
-                let inputs = counts
-                    .iter()
-                    .map(|&(port, n)| (port, Tok::Val(Value::ULong(n))))
-                    .chain(
-                        info.takes
-                            .iter()
-                            .zip(&b.vals)
-                            .map(|(tk, v)| (tk.0, v.clone())),
-                    );
-                pnet_engine::child_inputs(&mut tree, f, &cpath, inputs);
+                pnet_engine::child_inputs(&mut tree, f, &cpath, vals);
                 let mut exact = b.exact;
                 if m.uses_shared {
                     exact &= self.clean_up(&mut tree, path, &release, unknown_before)?;
@@ -1706,7 +1685,6 @@ impl<'m, 'b> Explorer<'m, 'b> {
                 return Ok(());
             }
         }
-        let path_v = path.to_vec();
         for (alt, alt_exact) in alternatives {
             let mut next = base.clone();
             let mut tree = Tree::new(m, &mut next.root, table.clone());
@@ -1842,6 +1820,19 @@ fn resolve(m: &Model, path: &[usize], d: u32, p: usize) -> (Vec<usize>, usize) {
     (path[..keep].to_vec(), q)
 }
 
+/// The `number-of-tokens` value of place `p` of the instance at `path` (of desc `d`): the
+/// tokens where they live, and those the running children consumed from it.
+fn count_of(m: &Model, root: &Node, path: &[usize], d: u32, p: usize) -> u64 {
+    let (owner, q) = resolve(m, path, d, p);
+    let n = node(root, &owner).places[q].len() as u64;
+    let flying = node(root, path)
+        .children
+        .iter()
+        .map(|c| c.flight.iter().filter(|&&f| f as usize == p).count() as u64)
+        .sum::<u64>();
+    n + flying
+}
+
 /// A state as the engine's firing rules see it ([`pnet_engine::Marking`]): instances by
 /// path, tokens that may be unknown, the shared counts rebuilt from the marking.
 struct Tree<'a, 'm, 'b> {
@@ -1883,6 +1874,40 @@ impl Marking for Tree<'_, '_, '_> {
 
     fn mapped(&self, i: &Vec<usize>, p: usize) -> bool {
         self.m.desc(node(self.root, i).desc).loc[p].0 != 0
+    }
+
+    fn count(&self, i: &Vec<usize>, p: usize) -> u64 {
+        count_of(self.m, self.root, i, node(self.root, i).desc, p)
+    }
+
+    fn read(&self, i: &Vec<usize>, p: usize, j: u32) -> Option<Tok> {
+        let (owner, q) = self.home(i, p);
+        node(self.root, &owner).places[q].get(j as usize).cloned()
+    }
+
+    fn remove(&mut self, i: &Vec<usize>, p: usize, j: u32, _in_order: bool) -> Option<Tok> {
+        // Sorted lists: a removal keeps the order either way.
+        let (owner, q) = self.home(i, p);
+        let toks = &mut node_mut(self.root, &owner).places[q];
+        ((j as usize) < toks.len()).then(|| toks.remove(j as usize))
+    }
+
+    fn home(&self, i: &Vec<usize>, p: usize) -> (Vec<usize>, usize) {
+        resolve(self.m, i, node(self.root, i).desc, p)
+    }
+
+    fn tracks(&self, i: &Vec<usize>, p: usize) -> bool {
+        let (owner, q) = self.home(i, p);
+        self.m.desc(node(self.root, &owner).desc).tracks[q]
+    }
+
+    fn changed(&mut self, _: &Vec<usize>, _: usize) {}
+
+    fn known(tok: &Tok) -> Option<&Value> {
+        match tok {
+            Tok::Val(v) => Some(v),
+            Tok::Unknown => None,
+        }
     }
 
     fn put(&mut self, i: &Vec<usize>, p: usize, tok: Tok) {

@@ -239,17 +239,8 @@ impl State {
             self.swap_lent(i);
         }
         let n_counts = r?;
-        // Shareds of consumed tokens, generator refills, dirty marks.
+        // Shareds of consumed tokens, dirty marks, generator refills.
         self.release.clear();
-        let ninfo = prog.net(func);
-        for (k, tk) in info.takes.iter().enumerate() {
-            if !tk.consume {
-                continue;
-            }
-            if ninfo.tracks[tk.place] {
-                shared::collect(&self.vals[n_counts + k].1, &mut self.release);
-            }
-        }
         let consumed: Vec<usize> = match info.kind {
             Kind::Expr(_) => Vec::new(),
             _ => info
@@ -259,11 +250,19 @@ impl State {
                 .map(|tk| tk.place)
                 .collect(),
         };
-        for tk in &info.takes {
-            if tk.consume {
-                self.taken(prog, i, tk.place)?;
-            }
-        }
+        let vals = std::mem::take(&mut self.vals);
+        let mut release = std::mem::take(&mut self.release);
+        let r = rules::after_take(
+            &mut Fire { st: self, prog },
+            prog.bundle,
+            &i,
+            &info.takes,
+            &vals[n_counts..],
+            &mut release,
+        );
+        self.vals = vals;
+        self.release = release;
+        r?;
 
         match info.kind {
             Kind::Expr(id) => {
@@ -380,67 +379,35 @@ impl State {
         }
     }
 
-    /// The counts and takes of a firing of transition `t` of instance `i` (the general path):
-    /// the count values, then the taken tokens, into `self.vals` (by port); returns the
-    /// number of counts.
+    /// The counts and takes of a firing of transition `t` of instance `i` (the general path,
+    /// [`rules::take_binding`]): the count values, then the taken tokens, into `self.vals`
+    /// (by port); returns the number of counts.
     pub(super) fn take_inputs(
         &mut self,
         prog: &Program,
         i: u32,
         t: usize,
     ) -> Result<usize, RunError> {
-        let inst = self.instances[i as usize].as_mut().expect("live instance");
+        let inst = self.inst_mut(i);
         let info = &prog.net(inst.func).trans[t];
         // The binding: cached for conditions, else the front tokens.
         if info.condition.is_none() {
             default_binding(info, &mut inst.binding[t], &[]);
         }
-        // Counts before consuming.
-        self.vals.clear();
-        for &(port, p) in &info.counts {
-            let n = inst.marking[p].len() as u64 + inst.in_flight[p];
-            self.vals.push((port, Value::ULong(n)));
-        }
-        let n_counts = self.vals.len();
-        // Read and consume.
-        let binding = &inst.binding[t];
-        for (k, tk) in info.takes.iter().enumerate() {
-            let v = if tk.consume {
-                if info.multi {
-                    Value::Control // placeholder, filled below
-                } else {
-                    let q = &mut inst.marking[tk.place];
-                    let j = binding[k] as usize;
-                    let v = if j == 0 {
-                        q.pop_front()
-                    } else {
-                        q.swap_remove_front(j)
-                    };
-                    v.ok_or_else(|| RunError::bundle("internal: stale binding"))?
-                }
-            } else {
-                inst.marking[tk.place]
-                    .get(binding[k] as usize)
-                    .cloned()
-                    .ok_or_else(|| RunError::bundle("internal: stale binding"))?
-            };
-            self.vals.push((tk.port, v));
-        }
-        if info.multi {
-            // Remove from the back so that indices stay valid.
-            let mut order: Vec<usize> = (0..info.takes.len())
-                .filter(|&k| info.takes[k].consume)
-                .collect();
-            order.sort_by(|&a, &b| binding[b].cmp(&binding[a]));
-            for k in order {
-                let tk = info.takes[k];
-                let v = inst.marking[tk.place]
-                    .remove(binding[k] as usize)
-                    .ok_or_else(|| RunError::bundle("internal: stale binding"))?;
-                self.vals[n_counts + k].1 = v;
-            }
-        }
-        Ok(n_counts)
+        let binding = std::mem::take(&mut inst.binding[t]);
+        let mut vals = std::mem::take(&mut self.vals);
+        let r = rules::take_binding(
+            &mut Fire { st: self, prog },
+            &i,
+            &info.counts,
+            &info.takes,
+            &binding,
+            info.multi,
+            &mut vals,
+        );
+        self.inst_mut(i).binding[t] = binding;
+        self.vals = vals;
+        r
     }
 
     /// Evaluates a module function's memory buffers and transfers over its input frame

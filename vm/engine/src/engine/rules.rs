@@ -3,6 +3,9 @@
 //! addressed by paths, sorted token lists, tokens that may be unknown module outputs). Each
 //! rule is generic over [`Marking`] and compiled once per state (no dynamic dispatch on the
 //! engine's paths):
+//! - [`take_binding`], [`after_take`]: a firing consumes its binding (the counts first, then
+//!   each take's token read or removed, several takes from one place removed from the back),
+//!   collects the consumed tokens' shareds and refills the generator places it took from;
 //! - [`refill`]: a generator place gets its next value (after a take, at an instance's start);
 //! - [`initial_tokens`], [`child_inputs`]: a child net instance starts (its places' tokens and
 //!   generators, places mapped to an ancestor's left alone; then the transition's input
@@ -13,10 +16,10 @@
 //!   wrapped values of those that die go to their `shared_sink` place, searched from the
 //!   firing's instance outwards.
 //!
-//! What stays each state's own: where tokens live and how they are found (the engine's
-//! place-map homes and lending, its enabling caches; the explorer's canonical tree), and
-//! removing the binding's tokens (the engine's FIFO positions are part of its run, the
-//! explorer's lists are sorted).
+//! What stays each state's own: where tokens live and how one is removed (the engine's FIFO
+//! rings, its place-map homes and lending, its enabling caches; the explorer's canonical tree
+//! of sorted lists), and the engine's specialised paths for plain expressions (`fire_fast`,
+//! `fire_expr`: the same steps, straight into the frame).
 
 use super::*;
 
@@ -35,6 +38,24 @@ pub trait Marking {
     /// Whether place `p` of `i` is a `place-map` view of an ancestor's place (it is that
     /// place: no tokens or generator of its own).
     fn mapped(&self, i: &Self::Inst, p: usize) -> bool;
+    /// The `number-of-tokens` value of place `p` of `i` as a firing of `i` sees it: its
+    /// tokens and those consumed by running tasks and child nets.
+    fn count(&self, i: &Self::Inst, p: usize) -> u64;
+    /// A copy of token `j` of place `p` of `i` (a read connection), as a firing of `i` sees
+    /// the place.
+    fn read(&self, i: &Self::Inst, p: usize, j: u32) -> Option<Self::Tok>;
+    /// Removes token `j` of place `p` of `i`; `in_order`: the other tokens keep their order
+    /// (several takes from one place), else the state may move one into the hole.
+    fn remove(&mut self, i: &Self::Inst, p: usize, j: u32, in_order: bool) -> Option<Self::Tok>;
+    /// Where the tokens of place `p` of `i` live: the ancestor's place a `place-map` makes
+    /// it, or itself.
+    fn home(&self, i: &Self::Inst, p: usize) -> (Self::Inst, usize);
+    /// Whether the tokens of place `p` of `i` count for the shareds they hold.
+    fn tracks(&self, i: &Self::Inst, p: usize) -> bool;
+    /// Place `p` of `i` lost a token (the engine re-examines the transitions next to it).
+    fn changed(&mut self, i: &Self::Inst, p: usize);
+    /// The value of a token, if it is known.
+    fn known(tok: &Self::Tok) -> Option<&Value>;
     /// Puts a token on place `p` of `i` (wherever that place's tokens live), counting the
     /// shareds it holds when the place tracks them.
     fn put(&mut self, i: &Self::Inst, p: usize, tok: Self::Tok);
@@ -62,6 +83,85 @@ fn net_of(bundle: &Bundle, f: FunctionId) -> &Net {
         Body::Net(n) => n,
         _ => unreachable!("instance of a net function"),
     }
+}
+
+/// The stale-binding error (a binding names a token that is not there).
+fn stale() -> RunError {
+    RunError::bundle("internal: stale binding")
+}
+
+/// Takes binding `binding` (per take, its token's index on its place) of a transition with
+/// `number-of-tokens` connections `counts` and takes `takes` (port, place, consumes) in
+/// instance `i`: into `vals` (cleared first) go the counts (before anything is consumed),
+/// then per take its token, read or removed. `multi`: some place is taken from twice; its
+/// tokens are then removed from the highest index down, keeping the others' order. Returns
+/// the number of counts (`vals[n..]` are the takes' tokens).
+pub fn take_binding<M: Marking, T: Copy + Into<(PortId, usize, bool)>>(
+    m: &mut M,
+    i: &M::Inst,
+    counts: &[(PortId, usize)],
+    takes: &[T],
+    binding: &[u32],
+    multi: bool,
+    vals: &mut Vec<(PortId, M::Tok)>,
+) -> Result<usize, RunError> {
+    vals.clear();
+    for &(port, p) in counts {
+        vals.push((port, M::token(Value::ULong(m.count(i, p)))));
+    }
+    let n = vals.len();
+    for (k, tk) in takes.iter().enumerate() {
+        let (port, p, consume) = (*tk).into();
+        let v = match (consume, multi) {
+            (false, _) => m.read(i, p, binding[k]),
+            // A placeholder, filled below.
+            (true, true) => Some(M::token(Value::Control)),
+            (true, false) => m.remove(i, p, binding[k], false),
+        };
+        vals.push((port, v.ok_or_else(stale)?));
+    }
+    if multi {
+        let mut order: Vec<usize> = (0..takes.len()).filter(|&k| takes[k].into().2).collect();
+        order.sort_by(|&a, &b| binding[b].cmp(&binding[a]));
+        for k in order {
+            let p = takes[k].into().1;
+            vals[n + k].1 = m.remove(i, p, binding[k], true).ok_or_else(stale)?;
+        }
+    }
+    Ok(n)
+}
+
+/// After [`take_binding`] (`taken`: the takes' tokens, `vals[n..]`): the shareds of the
+/// consumed known tokens on places that track them go to `release`; then each place consumed
+/// from is marked changed and, a generator at its home, refilled.
+pub fn after_take<M: Marking, T: Copy + Into<(PortId, usize, bool)>>(
+    m: &mut M,
+    bundle: &Bundle,
+    i: &M::Inst,
+    takes: &[T],
+    taken: &[(PortId, M::Tok)],
+    release: &mut Vec<Value>,
+) -> Result<(), RunError> {
+    for (tk, (_, v)) in takes.iter().zip(taken) {
+        let (_, p, consume) = (*tk).into();
+        if consume
+            && m.tracks(i, p)
+            && let Some(v) = M::known(v)
+        {
+            collect_shareds(v, release);
+        }
+    }
+    for tk in takes {
+        let (_, p, consume) = (*tk).into();
+        if consume {
+            m.changed(i, p);
+            let (h, hp) = m.home(i, p);
+            if net_of(bundle, m.function(&h)).places[hp].generator {
+                refill(m, bundle, &h, hp)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Puts the next value of generator place `p` of `i` (the place must be a generator), or
@@ -214,6 +314,47 @@ impl Marking for Fire<'_, '_, '_> {
     }
 
     #[inline]
+    fn count(&self, i: &u32, p: usize) -> u64 {
+        let inst = self.st.instance(*i);
+        inst.marking[p].len() as u64 + inst.in_flight[p]
+    }
+
+    #[inline]
+    fn read(&self, i: &u32, p: usize, j: u32) -> Option<Value> {
+        self.st.instance(*i).marking[p].get(j as usize).cloned()
+    }
+
+    #[inline]
+    fn remove(&mut self, i: &u32, p: usize, j: u32, in_order: bool) -> Option<Value> {
+        let q = &mut self.st.inst_mut(*i).marking[p];
+        match (in_order, j) {
+            (true, _) => q.remove(j as usize),
+            (false, 0) => q.pop_front(),
+            (false, _) => q.swap_remove_front(j as usize),
+        }
+    }
+
+    #[inline]
+    fn home(&self, i: &u32, p: usize) -> (u32, usize) {
+        self.st.home(*i, p)
+    }
+
+    #[inline]
+    fn tracks(&self, i: &u32, p: usize) -> bool {
+        self.prog.net(self.st.instance(*i).func).tracks[p]
+    }
+
+    #[inline]
+    fn changed(&mut self, i: &u32, p: usize) {
+        self.st.changed(self.prog, *i, p, false)
+    }
+
+    #[inline]
+    fn known(tok: &Value) -> Option<&Value> {
+        Some(tok)
+    }
+
+    #[inline]
     fn put(&mut self, i: &u32, p: usize, tok: Value) {
         self.st.put(self.prog, *i, p, tok)
     }
@@ -245,5 +386,12 @@ impl Marking for Fire<'_, '_, '_> {
     #[inline]
     fn token(v: Value) -> Value {
         v
+    }
+}
+
+impl From<Take> for (PortId, usize, bool) {
+    #[inline]
+    fn from(t: Take) -> Self {
+        (t.port, t.place, t.consume)
     }
 }
