@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod netns;
 pub mod oracle;
 
 /// The workspace root.
