@@ -301,6 +301,7 @@ mod compiled {
             task: 9,
             cancelled: &flag,
             buffers,
+            log: None,
         };
         let mut out = Vec::new();
         // SAFETY: a function of the loaded library; the buffers are the caller's vectors.

@@ -43,6 +43,14 @@ pub enum Request {
     Close,
     /// Cancel the job.
     Cancel,
+    /// The job's tasks (sent, running, ended); answered with [`Response::Tasks`]. A job keeps
+    /// them when it has a control socket or a trace.
+    Tasks,
+    /// The logs of the job's tasks (one task, or all kept); answered with
+    /// [`Response::Logs`].
+    Logs {
+        task: Option<u64>,
+    },
 }
 
 /// The agent's answer.
@@ -52,6 +60,67 @@ pub enum Response {
     Value(Value),
     Status(Status),
     Error(String),
+    Tasks(JobTasks),
+    Logs(Vec<TaskLog>),
+}
+
+/// How many ended tasks a job keeps for [`Request::Tasks`] (the latest; older ones are
+/// counted in [`JobTasks::dropped`]).
+pub const MAX_TASK_RECORDS: usize = 20_000;
+/// How many bytes of task logs a job keeps in all (the latest tasks' logs; each task's log
+/// is at most [`pnet_protocol::TASK_LOG_LIMIT`] bytes, its tail).
+pub const MAX_JOB_LOG_BYTES: usize = 16 << 20;
+
+/// A task of a job as `gspc tasks` shows it. Times are microseconds since the job started,
+/// on the agent's clock; `started_us` and `ended_us` come from the worker's own report
+/// (placed on the agent's clock from the time the task was sent).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskInfo {
+    /// The job's own task number.
+    pub task: u64,
+    pub transition: String,
+    /// `module.function`.
+    pub module: String,
+    pub worker_id: u32,
+    pub worker: String,
+    /// `sent` (waiting in the worker's queue), `running` (started on the worker), `done`,
+    /// `failed`, `cancelled` or `lost` (its worker was lost; the task was queued again).
+    pub state: String,
+    pub sent_us: u64,
+    pub started_us: Option<u64>,
+    pub ended_us: Option<u64>,
+    /// How many times it ran before on workers that were lost.
+    pub retries: u32,
+    /// Why it failed, or how its worker was lost.
+    pub error: Option<String>,
+    /// Bytes of its log kept (see [`Request::Logs`]).
+    pub log_bytes: u64,
+}
+
+/// A job's tasks.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobTasks {
+    pub job: u64,
+    /// Ordered by the time they were sent.
+    pub tasks: Vec<TaskInfo>,
+    /// Tasks queued in the agent, not sent to a worker yet.
+    pub queued: u64,
+    /// Ended tasks no longer kept (beyond [`MAX_TASK_RECORDS`]).
+    pub dropped: u64,
+    /// The workers that ran or run its tasks: (id, name), for the lanes of a trace.
+    pub workers: Vec<(u32, String)>,
+}
+
+/// What a task logged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskLog {
+    pub task: u64,
+    pub transition: String,
+    pub worker: String,
+    /// The tail of the log (at most [`pnet_protocol::TASK_LOG_LIMIT`] bytes).
+    pub text: String,
+    /// Bytes cut before `text`.
+    pub dropped: u64,
 }
 
 /// A worker as the status shows it.
@@ -70,12 +139,16 @@ pub struct WorkerStatus {
 pub struct Status {
     pub elapsed_ms: u64,
     pub workers: Vec<WorkerStatus>,
+    /// Tasks started on a worker and not answered yet.
     pub tasks_running: u64,
+    /// Tasks queued in the agent, not sent yet.
     pub tasks_queued: u64,
     pub tasks_done: u64,
     pub firings: u64,
     /// What the job waits for, when a queued task fits no live worker.
     pub waiting: Option<String>,
+    /// Tasks sent to a worker that has not started them yet (its queue).
+    pub tasks_sent: u64,
 }
 
 impl std::fmt::Display for Status {
@@ -87,7 +160,7 @@ impl std::fmt::Display for Status {
             self.firings,
             self.tasks_done,
             self.tasks_running,
-            self.tasks_queued,
+            self.tasks_queued + self.tasks_sent,
             self.workers.len()
         )?;
         if let Some(w) = &self.waiting {
@@ -204,6 +277,25 @@ pub enum RtRequest {
         inputs: Vec<(String, Vec<Value>)>,
         module_path: Vec<String>,
     },
+    /// The tasks of a job (running or ended); answered with [`RtResponse::Tasks`].
+    Tasks {
+        job: u64,
+    },
+    /// The logs of a job's tasks (one task, or all kept); answered with
+    /// [`RtResponse::Logs`].
+    Logs {
+        job: u64,
+        task: Option<u64>,
+    },
+    /// [`RtRequest::SubmitAt`] with a name for the job (`gspc submit --name`), shown by `gspc
+    /// jobs` instead of the net's file name.
+    SubmitNamed {
+        name: String,
+        net: String,
+        bundle: Vec<u8>,
+        inputs: Vec<(String, Vec<Value>)>,
+        module_path: Vec<String>,
+    },
 }
 
 /// How a job ended.
@@ -264,6 +356,12 @@ pub struct JobSummary {
     pub tasks_done: u64,
     /// What a running job waits for, when a queued task fits no live worker.
     pub waiting: Option<String>,
+    /// The name given at submission (`gspc submit --name`).
+    pub name: Option<String>,
+    /// Why a failed job failed.
+    pub error: Option<String>,
+    /// Tasks sent to workers that have not started them yet.
+    pub tasks_sent: u64,
 }
 
 /// The task a worker runs now.
@@ -355,6 +453,8 @@ pub enum RtResponse {
     /// Bytes read from global memory.
     Bytes(Vec<u8>),
     Memory(MemoryStatus),
+    Tasks(JobTasks),
+    Logs(Vec<TaskLog>),
 }
 
 /// The memory of one host (the workers' host identities).
@@ -796,6 +896,7 @@ mod tests {
             tasks_queued: 1,
             tasks_done: 7,
             firings: 20,
+            tasks_sent: 0,
             waiting: Some("transition `t` waits for a worker with the capabilities `A`".into()),
         });
         let b = postcard::to_allocvec(&st).unwrap();

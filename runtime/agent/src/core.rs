@@ -16,11 +16,11 @@ use std::time::Duration;
 
 use pnet_bundle::{Body, Bundle, FunctionId, PortId, Property, Require};
 use pnet_engine::{Engine, RunConfig, RunError, RunResult, Step, Task, TaskId};
-use pnet_protocol::{AgentMsg, ModuleDef, TaskRun, WorkerMsg};
+use pnet_protocol::{AgentMsg, ModuleDef, TaskRun, TaskTimes, WorkerMsg};
 use pnet_stdlib::Value;
 
 use crate::AgentError;
-use crate::control::{Request, Response, Status, WorkerStatus};
+use crate::control::{Request, Response, Status, TaskInfo, WorkerStatus};
 use crate::memory::{GPI_CAPABILITY, SharedTable, function_uses_memory};
 use crate::sched::{ClassSpec, Impls, Pending, Sched, SchedConfig, WorkerId};
 
@@ -105,7 +105,7 @@ pub enum Event {
     Cancel,
 }
 
-/// One task's span, for the trace.
+/// One task's span, for the trace and the task list (times since the job started).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceRecord {
     pub worker: WorkerId,
@@ -116,8 +116,28 @@ pub struct TraceRecord {
     pub module: Arc<str>,
     /// `done`, `failed`, `cancelled` or `lost`.
     pub outcome: &'static str,
-    pub start: Duration,
+    /// When it was sent to the worker.
+    pub sent: Duration,
+    /// When it started on the worker, as the worker reported it ([`task_span`]); None when
+    /// the worker did not say (its answer had no times, or it was lost).
+    pub started: Option<Duration>,
+    /// When it ended (as the worker reported it; else when its answer or loss arrived).
     pub end: Duration,
+    /// Why it failed, or how its worker was lost.
+    pub error: Option<String>,
+    /// Runs before this one on workers that were lost.
+    pub retries: u32,
+}
+
+/// Places a worker's report of a task ([`TaskTimes`]: from its receipt to its start, from its
+/// start to its end) on the agent's clock: from `sent`, when the agent sent it (the receipt
+/// is one network trip later, so the task is drawn early by at most that much), and never
+/// after `now`, when the answer arrived. Tasks a worker received in one batch and ran one
+/// after the other come out back to back.
+pub fn task_span(sent: Duration, times: TaskTimes, now: Duration) -> (Duration, Duration) {
+    let start = (sent + Duration::from_micros(times.queued_us)).min(now);
+    let end = (start + Duration::from_micros(times.run_us)).min(now);
+    (start, end)
 }
 
 /// Something for the shell to do.
@@ -134,6 +154,14 @@ pub enum Command {
     /// A line for the worker event log.
     Log(String),
     Trace(TraceRecord),
+    /// What a task logged (see [`WorkerMsg::Log`]).
+    TaskLog {
+        worker: WorkerId,
+        task: u64,
+        name: Arc<str>,
+        text: String,
+        dropped: u64,
+    },
     /// The job has ended; stop the workers and return this.
     Finish(Box<Result<RunResult, AgentError>>),
 }
@@ -364,7 +392,41 @@ impl<'b> Core<'b> {
             tasks_done: self.tasks_done,
             firings: self.engine.stats().firings,
             waiting: self.waiting(),
+            tasks_sent: 0,
         }
+    }
+
+    /// The tasks in flight (sent, not answered), oldest first per worker, as `sent`:
+    /// which of them runs is for the caller to say (see [`Core::running_task`]).
+    pub fn in_flight_tasks(&self) -> Vec<TaskInfo> {
+        let mut v = Vec::new();
+        for w in self.sched.workers() {
+            for inf in self.sched.in_flight_records(w.id) {
+                v.push(TaskInfo {
+                    task: inf.task.id,
+                    transition: self.sched.class(inf.task.class).name.to_string(),
+                    module: self.def_names[inf.def as usize].to_string(),
+                    worker_id: w.id,
+                    worker: w.name.to_string(),
+                    state: "sent".into(),
+                    sent_us: inf.dispatched.as_micros() as u64,
+                    started_us: None,
+                    ended_us: None,
+                    retries: inf.task.retries,
+                    error: None,
+                    log_bytes: 0,
+                });
+            }
+        }
+        v
+    }
+
+    /// The task a worker runs for this job (workers run what they hold in order: the oldest
+    /// in flight) and when it was sent.
+    pub fn running_task(&self, worker: WorkerId) -> Option<(u64, Duration)> {
+        self.sched
+            .running_record(worker)
+            .map(|inf| (inf.task.id, inf.dispatched))
     }
 
     /// The transition of a task in flight on a worker.
@@ -470,8 +532,11 @@ impl<'b> Core<'b> {
                     name: self.sched.class(inf.task.class).name.clone(),
                     module: self.def_names[inf.def as usize].clone(),
                     outcome: "lost",
-                    start: inf.dispatched,
+                    sent: inf.dispatched,
+                    started: None,
                     end: self.now,
+                    error: Some(cause.clone()),
+                    retries: inf.task.retries,
                 }));
             }
         }
@@ -511,6 +576,7 @@ impl<'b> Core<'b> {
     }
 
     fn message(&mut self, worker: WorkerId, msg: WorkerMsg, out: &mut Vec<Command>) {
+        let (msg, times) = msg.split_times();
         let (task, outcome) = match &msg {
             WorkerMsg::Done { task, .. } => (*task, "done"),
             WorkerMsg::Failed { task, .. } => (*task, "failed"),
@@ -524,6 +590,27 @@ impl<'b> Core<'b> {
                 return;
             }
             WorkerMsg::Heartbeat { .. } | WorkerMsg::Memory(_) => return,
+            WorkerMsg::Log {
+                task,
+                text,
+                dropped,
+            } => {
+                if self.cfg.trace
+                    && let Some(class) = self.sched.in_flight_class(worker, *task)
+                {
+                    out.push(Command::TaskLog {
+                        worker,
+                        task: *task,
+                        name: self.sched.class(class).name.clone(),
+                        text: text.clone(),
+                        dropped: *dropped,
+                    });
+                }
+                return;
+            }
+            WorkerMsg::DoneAt { .. } | WorkerMsg::FailedAt { .. } => {
+                unreachable!("split by split_times")
+            }
             WorkerMsg::Hello(_) => {
                 out.push(Command::Log(format!(
                     "worker {worker} sent a second Hello; ignored"
@@ -538,14 +625,27 @@ impl<'b> Core<'b> {
             return;
         };
         if self.cfg.trace {
+            let (started, end) = match times {
+                Some(t) => {
+                    let (s, e) = task_span(inf.dispatched, t, self.now);
+                    (Some(s), e)
+                }
+                None => (None, self.now),
+            };
             out.push(Command::Trace(TraceRecord {
                 worker,
                 task,
                 name: self.sched.class(inf.task.class).name.clone(),
                 module: self.def_names[inf.def as usize].clone(),
                 outcome: if inf.cancelled { "cancelled" } else { outcome },
-                start: inf.dispatched,
-                end: self.now,
+                sent: inf.dispatched,
+                started,
+                end,
+                error: match &msg {
+                    WorkerMsg::Failed { message, .. } => Some(message.clone()),
+                    _ => None,
+                },
+                retries: inf.task.retries,
             }));
         }
         let id = TaskId(task);
@@ -612,7 +712,10 @@ impl<'b> Core<'b> {
             WorkerMsg::Heartbeat { .. }
             | WorkerMsg::Hello(_)
             | WorkerMsg::Memory(_)
-            | WorkerMsg::Returned { .. } => {}
+            | WorkerMsg::Returned { .. }
+            | WorkerMsg::DoneAt { .. }
+            | WorkerMsg::FailedAt { .. }
+            | WorkerMsg::Log { .. } => {}
         }
     }
 
@@ -647,6 +750,10 @@ impl<'b> Core<'b> {
                 });
                 out.push(Command::Log("cancelled by a control client".into()));
                 return self.fail(AgentError::Cancelled, out);
+            }
+            // The hub keeps the task records and answers these itself.
+            Request::Tasks | Request::Logs { .. } => {
+                Response::Error("the job keeps no task records".into())
             }
         };
         out.push(Command::Reply { client, response });

@@ -29,12 +29,17 @@ use pnet_stdlib::Value;
 
 use crate::AgentError;
 use crate::control::{
-    JobOutcome, JobSummary, MemoryStatus, Request, Response, RtWorker, RunningTask, Status,
+    JobOutcome, JobSummary, JobTasks, MemoryStatus, Request, Response, RtWorker, RunningTask,
+    Status, TaskLog,
 };
 use crate::core::{Command, Core, CoreConfig, Event, TraceRecord};
 use crate::memory::SharedTable;
 use crate::sched::WorkerId;
+use crate::tasks::TaskBook;
 use pnet_memory::SegmentInfo;
+
+/// How many ended jobs keep their task records and logs (`gspc tasks`, `trace`, `logs`).
+pub const KEEP_TASK_BOOKS: usize = 32;
 
 /// A job's number (the first job of a runtime is 1; `run_job`'s only job is 0).
 pub type JobId = u64;
@@ -133,6 +138,14 @@ impl OwnedCore {
     pub fn task_transition(&self, worker: WorkerId, task: u64) -> Option<Arc<str>> {
         self.core.task_transition(worker, task)
     }
+
+    pub fn in_flight_tasks(&self) -> Vec<crate::control::TaskInfo> {
+        self.core.in_flight_tasks()
+    }
+
+    pub fn running_task(&self, worker: WorkerId) -> Option<(u64, Duration)> {
+        self.core.running_task(worker)
+    }
 }
 
 /// Something for the shell to do.
@@ -148,7 +161,17 @@ pub enum HubCmd {
         reply: ClientReply,
     },
     Log(String),
+    /// A task has ended (its task id is the global one).
     Trace(TraceRecord),
+    /// What a task logged (`task` is the job's own number).
+    TaskLog {
+        job: JobId,
+        task: u64,
+        transition: Arc<str>,
+        worker: String,
+        text: String,
+        dropped: u64,
+    },
     /// A job has ended (its outcome is also kept for `wait` and `jobs`).
     Ended {
         job: JobId,
@@ -187,6 +210,10 @@ struct Job {
 
 struct Record {
     net: String,
+    /// The name given at submission.
+    name: Option<String>,
+    /// Its tasks (kept when the core emits trace records).
+    book: TaskBook,
     submitted_unix: u64,
     start: Duration,
     end: Option<Duration>,
@@ -402,6 +429,8 @@ impl Hub {
             id,
             Record {
                 net: net.to_string(),
+                name: None,
+                book: TaskBook::default(),
                 submitted_unix: unix_now(),
                 start: self.now,
                 end: None,
@@ -415,6 +444,60 @@ impl Hub {
         Ok(id)
     }
 
+    /// Names a job (`gspc submit --name`).
+    pub fn name_job(&mut self, job: JobId, name: String) {
+        if let Some(r) = self.records.get_mut(&job) {
+            r.name = Some(name);
+        }
+    }
+
+    /// The task a worker runs now, of any job: workers run what they hold in arrival
+    /// order, so the one sent first of the oldest ones of each job.
+    fn running_on(&self, worker: WorkerId) -> Option<(JobId, u64)> {
+        self.jobs
+            .iter()
+            .filter_map(|(&id, j)| {
+                j.core
+                    .running_task(worker)
+                    .map(|(t, sent)| (j.start + sent, id, t))
+            })
+            .min()
+            .map(|(_, id, t)| (id, t))
+    }
+
+    /// A job's status with `tasks_running` the tasks started on a worker and `tasks_sent`
+    /// the others in flight (the core counts every task in flight as running).
+    fn fix_status(&self, job: JobId, s: &mut Status) {
+        let running = self
+            .workers
+            .keys()
+            .filter(|&&w| self.running_on(w).is_some_and(|(j, _)| j == job))
+            .count() as u64;
+        let in_flight = s.tasks_running + s.tasks_sent;
+        s.tasks_running = running.min(in_flight);
+        s.tasks_sent = in_flight - s.tasks_running;
+    }
+
+    /// A job's tasks: the ended ones kept and those in flight.
+    pub fn tasks(&self, job: JobId) -> Option<JobTasks> {
+        let r = self.records.get(&job)?;
+        let (mut live, queued) = match self.jobs.get(&job) {
+            Some(j) => (j.core.in_flight_tasks(), j.core.status().tasks_queued),
+            None => (Vec::new(), 0),
+        };
+        for t in &mut live {
+            if self.running_on(t.worker_id) == Some((job, t.task)) {
+                t.state = "running".into();
+            }
+        }
+        Some(r.book.tasks(job, live, queued))
+    }
+
+    /// The logs kept of a job's tasks (one, or all).
+    pub fn logs(&self, job: JobId, task: Option<u64>) -> Option<Vec<TaskLog>> {
+        Some(self.records.get(&job)?.book.logs(task))
+    }
+
     fn trim_records(&mut self) {
         while self.records.len() > self.cfg.keep_ended.max(1) + self.jobs.len() {
             let Some(old) = self
@@ -426,6 +509,16 @@ impl Hub {
                 break;
             };
             self.records.remove(&old);
+        }
+        // The task records of the latest ended jobs only (a runtime keeps thousands of jobs).
+        let mut ended = 0;
+        for r in self.records.values_mut().rev() {
+            if r.outcome.is_some() {
+                ended += 1;
+                if ended > KEEP_TASK_BOOKS {
+                    r.book = TaskBook::default();
+                }
+            }
         }
     }
 
@@ -616,9 +709,54 @@ impl Hub {
                     let (_, l) = split_task(task);
                     (task, WorkerMsg::Done { task: l, outputs })
                 }
+                WorkerMsg::DoneAt {
+                    task,
+                    outputs,
+                    times,
+                } => {
+                    if let Some(info) = self.workers.get_mut(&worker) {
+                        info.done += 1;
+                        if info.running == Some(task) {
+                            info.running = None;
+                        }
+                    }
+                    let (_, l) = split_task(task);
+                    let msg = WorkerMsg::DoneAt {
+                        task: l,
+                        outputs,
+                        times,
+                    };
+                    (task, msg)
+                }
                 WorkerMsg::Failed { task, message } => {
                     let (_, l) = split_task(task);
                     (task, WorkerMsg::Failed { task: l, message })
+                }
+                WorkerMsg::FailedAt {
+                    task,
+                    message,
+                    times,
+                } => {
+                    let (_, l) = split_task(task);
+                    let msg = WorkerMsg::FailedAt {
+                        task: l,
+                        message,
+                        times,
+                    };
+                    (task, msg)
+                }
+                WorkerMsg::Log {
+                    task,
+                    text,
+                    dropped,
+                } => {
+                    let (_, l) = split_task(task);
+                    let msg = WorkerMsg::Log {
+                        task: l,
+                        text,
+                        dropped,
+                    };
+                    (task, msg)
                 }
                 WorkerMsg::Cancelled { task } => {
                     let (_, l) = split_task(task);
@@ -659,6 +797,20 @@ impl Hub {
         request: Request,
         out: &mut Vec<HubCmd>,
     ) {
+        let answer = match &request {
+            Request::Tasks => Some(self.tasks(job).map(Response::Tasks)),
+            Request::Logs { task } => Some(self.logs(job, *task).map(Response::Logs)),
+            _ => None,
+        };
+        if let Some(a) = answer {
+            out.push(HubCmd::Reply {
+                client,
+                reply: ClientReply::Job(
+                    a.unwrap_or_else(|| Response::Error(format!("there is no job {job}"))),
+                ),
+            });
+            return;
+        }
         if !self.jobs.contains_key(&job) {
             let msg = match self.records.get(&job) {
                 Some(_) => format!("job {job} has ended"),
@@ -817,10 +969,18 @@ impl Hub {
                     };
                     out.push(HubCmd::Send { worker, msg });
                 }
-                Command::Reply { client, response } => out.push(HubCmd::Reply {
+                Command::Reply {
                     client,
-                    reply: ClientReply::Job(response),
-                }),
+                    mut response,
+                } => {
+                    if let Response::Status(s) = &mut response {
+                        self.fix_status(job, s);
+                    }
+                    out.push(HubCmd::Reply {
+                        client,
+                        reply: ClientReply::Job(response),
+                    })
+                }
                 Command::Log(m) => {
                     if self.cfg.job_prefix {
                         out.push(HubCmd::Log(format!("job {job}: {m}")));
@@ -829,8 +989,37 @@ impl Hub {
                     }
                 }
                 Command::Trace(mut r) => {
+                    if let Some(rec) = self.records.get_mut(&job) {
+                        let name = self.workers.get(&r.worker).map(|w| w.name.as_str());
+                        let name = name.unwrap_or("(lost)");
+                        rec.book.ended(&r, name);
+                    }
                     r.task = global_task(job, r.task);
                     out.push(HubCmd::Trace(r));
+                }
+                Command::TaskLog {
+                    worker,
+                    task,
+                    name,
+                    text,
+                    dropped,
+                } => {
+                    let wname = self
+                        .workers
+                        .get(&worker)
+                        .map_or_else(|| format!("#{worker}"), |w| w.name.clone());
+                    if let Some(rec) = self.records.get_mut(&job) {
+                        rec.book.worker(worker, &wname);
+                        rec.book.log(task, &name, &wname, text.clone(), dropped);
+                    }
+                    out.push(HubCmd::TaskLog {
+                        job,
+                        task,
+                        transition: name,
+                        worker: wname,
+                        text,
+                        dropped,
+                    });
                 }
                 Command::Finish(result) => self.ended(job, result, out),
             }
@@ -886,16 +1075,29 @@ impl Hub {
         self.records
             .iter()
             .map(|(&id, r)| {
-                let (running, queued, done, waiting) = match self.jobs.get(&id) {
+                let (running, sent, queued, done, waiting) = match self.jobs.get(&id) {
                     Some(j) => {
-                        let s = j.core.status();
-                        (s.tasks_running, s.tasks_queued, s.tasks_done, s.waiting)
+                        let mut s = j.core.status();
+                        self.fix_status(id, &mut s);
+                        (
+                            s.tasks_running,
+                            s.tasks_sent,
+                            s.tasks_queued,
+                            s.tasks_done,
+                            s.waiting,
+                        )
                     }
-                    None => (0, 0, r.tasks_done, None),
+                    None => (0, 0, 0, r.tasks_done, None),
                 };
                 JobSummary {
                     id,
                     net: r.net.clone(),
+                    name: r.name.clone(),
+                    error: match &r.outcome {
+                        Some(JobOutcome::Failed { message, .. }) => Some(message.clone()),
+                        _ => None,
+                    },
+                    tasks_sent: sent,
                     state: r
                         .outcome
                         .as_ref()
@@ -964,7 +1166,9 @@ impl Hub {
 
     /// The status of one job's core (legacy clients, progress line).
     pub fn job_status(&self, job: JobId) -> Option<Status> {
-        self.jobs.get(&job).map(|j| j.core.status())
+        let mut s = self.jobs.get(&job)?.core.status();
+        self.fix_status(job, &mut s);
+        Some(s)
     }
 }
 

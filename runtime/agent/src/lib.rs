@@ -35,7 +35,8 @@ pub mod memory;
 pub mod output;
 pub mod sched;
 mod shell;
-mod trace;
+pub mod tasks;
+pub mod trace;
 
 pub use control::Status;
 pub use core::calls_modules;
@@ -83,6 +84,9 @@ pub struct AgentConfig {
     pub trace: Option<PathBuf>,
     /// Write the worker event log here (else: events go to stderr only with `verbose`).
     pub log: Option<PathBuf>,
+    /// Write each task's log (see [`pnet_protocol::WorkerMsg::Log`]) into this directory,
+    /// as `task-N-TRANSITION.log`.
+    pub logs: Option<PathBuf>,
     pub verbose: bool,
     /// Show a progress line on stderr.
     pub progress: bool,
@@ -114,6 +118,7 @@ impl AgentConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             trace: None,
             log: None,
+            logs: None,
             verbose: false,
             progress: false,
             control: None,

@@ -133,7 +133,8 @@ pub(crate) fn run(
         max_retries: config.max_retries,
         control: config.control.is_some(),
         expected_workers: planned + options.external_workers,
-        trace: config.trace.is_some(),
+        // Task records for the trace, the logs and the control socket's task list.
+        trace: config.trace.is_some() || config.logs.is_some() || config.control.is_some(),
         sched: options.sched.clone(),
         ..CoreConfig::default()
     };
@@ -197,7 +198,8 @@ pub(crate) fn serve(rc: RuntimeConfig) -> Result<StopReport, AgentError> {
         max_retries: config.max_retries,
         control: true,
         expected_workers: 0,
-        trace: config.trace.is_some(),
+        // Task records for `gspc tasks`, `gspc trace` and `gspc logs`.
+        trace: true,
         sched: rc.sched.clone(),
         wait_for_workers: true,
         ..CoreConfig::default()
@@ -389,6 +391,14 @@ impl<'c> Shell<'c> {
             })?),
             None => None,
         };
+        if let Some(d) = &config.logs {
+            std::fs::create_dir_all(d).map_err(|e| {
+                AgentError::Setup(format!(
+                    "cannot create the log directory {}: {e}",
+                    d.display()
+                ))
+            })?;
+        }
         let (ev_tx, ev_rx) = unbounded_channel::<ShellEvent>();
         Ok(Shell {
             hub,

@@ -113,7 +113,8 @@ struct Cli {
     )]
     control: Option<PathBuf>,
     /// Write a Chrome trace-event JSON (open it in Perfetto or chrome://tracing: one lane per
-    /// worker, one slice per task)
+    /// worker, one slice per task from its start on the worker to its end, the wait before
+    /// as an async `queued` slice, a failed task's error in its slice's args)
     #[arg(
         long,
         value_name = "FILE",
@@ -127,6 +128,15 @@ struct Cli {
         help_heading = "Seeing and controlling the run"
     )]
     log: Option<PathBuf>,
+    /// Write what each task logged (a command module's stderr and the stdout beyond its
+    /// answer, a native module's log lines) to DIR/task-N-TRANSITION.log (the last 64 KiB of
+    /// each task)
+    #[arg(
+        long,
+        value_name = "DIR",
+        help_heading = "Seeing and controlling the run"
+    )]
+    logs: Option<PathBuf>,
     /// Print worker events on stderr
     #[arg(short = 'v', long, help_heading = "Seeing and controlling the run")]
     verbose: bool,
@@ -178,6 +188,7 @@ struct Args {
     control: Option<PathBuf>,
     trace: Option<PathBuf>,
     log: Option<PathBuf>,
+    logs: Option<PathBuf>,
     verbose: bool,
     progress: Option<bool>,
     fake_hosts: u32,
@@ -265,6 +276,7 @@ fn parse_args(argv: Vec<OsString>) -> Result<Args, ExitCode> {
         control: cli.control,
         trace: cli.trace,
         log: cli.log,
+        logs: cli.logs,
         verbose: cli.verbose,
         progress: if cli.progress {
             Some(true)
@@ -420,6 +432,7 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
         listen,
         trace: args.trace.clone(),
         log: args.log.clone(),
+        logs: args.logs.clone(),
         verbose: args.verbose,
         progress: args
             .progress

@@ -1,7 +1,7 @@
 //! The native module SDK: the stable C ABI between a worker and a native module library,
 //! and a Rust macro to export module functions through it.
 //!
-//! # The ABI (version 1, revision 2)
+//! # The ABI (version 1, revision 3)
 //!
 //! A native module `m` is a shared library `libm.so` in a directory of the module path. It
 //! exports one symbol:
@@ -28,6 +28,9 @@
 //!     /* revision 2 (appended: libraries of revision 1 read only the fields above) */
 //!     const pnet_buffer *buffers; size_t buffer_count;  /* the call's memory buffers */
 //!     const uint8_t *hostname; size_t hostname_len;      /* UTF-8, no NUL */
+//!     /* revision 3: appends one log line (UTF-8, no newline needed) to the task's log;
+//!        null when the host keeps no log */
+//!     void (*log)(const struct pnet_call_context *ctx, const uint8_t *ptr, size_t len);
 //! } pnet_call_context;
 //!
 //! typedef struct pnet_out_buffer {
@@ -65,6 +68,10 @@
 //! they read only the fields they know. A library of revision 2 needs a worker of revision 2
 //! when it uses the new fields (workers and modules of one installation always match).
 //!
+//! Revision 3 appended `log`: a line for the task's log (`gspc logs`, `gspc-run --logs`; the
+//! worker keeps the last 64 KiB of a task's log). A library must check it for null (a host of
+//! revision 2 does not have it; [`Context::log`] does).
+//!
 //! A module with several implementations for several targets (`<modules>` with `target`s)
 //! exports the implementation for target `t` of function `f` as `f@t`: the worker looks for
 //! `f@t` first, then for `f` (see `MODULES.md`).
@@ -101,8 +108,12 @@ use serde_json::{Map, Value as Json};
 pub const ABI_VERSION: u32 = 1;
 
 /// The revision of the ABI: 2 appended the memory buffers and the hostname to
-/// [`CallContext`] (compatible: a library of revision 1 still works).
-pub const ABI_REVISION: u32 = 2;
+/// [`CallContext`], 3 the log callback (compatible: a library of an older revision still
+/// works).
+pub const ABI_REVISION: u32 = 3;
+
+/// A task's log line callback (ABI revision 3).
+pub type LogFn = unsafe extern "C" fn(ctx: *const CallContext, ptr: *const u8, len: usize);
 
 /// The separator between a function's name and its target in an exported name (`f@gpu`).
 pub const TARGET_SEPARATOR: char = '@';
@@ -140,6 +151,9 @@ pub struct CallContext {
     /// The host's name (the worker's host identity; UTF-8, not NUL-terminated).
     pub hostname: *const u8,
     pub hostname_len: usize,
+    // ---- revision 3
+    /// Appends a line to the task's log (None: the host keeps no log).
+    pub log: Option<LogFn>,
 }
 
 /// One memory buffer of a call (ABI revision 2).
@@ -313,6 +327,16 @@ impl<'a> Context<'a> {
     /// The task's id (for logs).
     pub fn task(&self) -> u64 {
         self.raw.task
+    }
+
+    /// Adds a line to the task's log (`gspc logs JOB TASK`, `gspc-run --logs DIR`; the worker
+    /// keeps the last 64 KiB of a task's log). Does nothing on a host that keeps no log.
+    pub fn log(&self, line: &str) {
+        if let Some(log) = self.raw.log {
+            // SAFETY: the host provides a valid callback and context for the call's duration;
+            // `line` is `len` readable bytes.
+            unsafe { log(self.raw, line.as_ptr(), line.len()) }
+        }
     }
 }
 
@@ -627,6 +651,97 @@ pub mod host {
 
     struct Host<'a> {
         cancelled: &'a AtomicBool,
+        log: Option<&'a std::cell::RefCell<LogTail>>,
+    }
+
+    /// The tail of a task's log: at most `limit` bytes (cut at a line or character boundary
+    /// when it is read), counting what was cut.
+    #[derive(Clone, Debug, Default)]
+    pub struct LogTail {
+        bytes: Vec<u8>,
+        dropped: u64,
+        limit: usize,
+    }
+
+    impl LogTail {
+        pub fn new(limit: usize) -> LogTail {
+            LogTail {
+                bytes: Vec::new(),
+                dropped: 0,
+                limit,
+            }
+        }
+
+        pub fn is_empty(&self) -> bool {
+            self.bytes.is_empty()
+        }
+
+        /// Appends bytes.
+        pub fn push(&mut self, b: &[u8]) {
+            self.bytes.extend_from_slice(b);
+            if self.bytes.len() > 2 * self.limit.max(1) {
+                self.cut();
+            }
+        }
+
+        /// Counts `n` bytes cut before what is pushed next.
+        pub fn skipped(&mut self, n: u64) {
+            self.dropped += n;
+        }
+
+        /// Appends a line (and a newline if it has none).
+        pub fn line(&mut self, b: &[u8]) {
+            self.push(b);
+            if !b.ends_with(b"\n") {
+                self.push(b"\n");
+            }
+        }
+
+        fn cut(&mut self) {
+            if self.bytes.len() > self.limit {
+                let n = self.bytes.len() - self.limit;
+                self.bytes.drain(..n);
+                self.dropped += n as u64;
+            }
+        }
+
+        /// The text kept (invalid UTF-8 replaced) and the number of bytes cut before it;
+        /// empties the tail.
+        pub fn take(&mut self) -> (String, u64) {
+            self.cut();
+            // Start at a character boundary.
+            let skip = self
+                .bytes
+                .iter()
+                .take(3)
+                .take_while(|&&b| b & 0xC0 == 0x80)
+                .count();
+            let text = String::from_utf8_lossy(&self.bytes[skip..]).into_owned();
+            let dropped = self.dropped + skip as u64;
+            self.bytes.clear();
+            self.dropped = 0;
+            (text, dropped)
+        }
+    }
+
+    unsafe extern "C" fn log(ctx: *const CallContext, ptr: *const u8, len: usize) {
+        if ctx.is_null() || (ptr.is_null() && len > 0) {
+            return;
+        }
+        // SAFETY: `host` is the `Host` of the call in progress (see `call_with`).
+        let host = unsafe { &*((*ctx).host as *const Host<'_>) };
+        let Some(tail) = host.log else {
+            return;
+        };
+        let bytes = if len == 0 {
+            &[][..]
+        } else {
+            // SAFETY: the module guarantees `len` readable bytes at `ptr`.
+            unsafe { std::slice::from_raw_parts(ptr, len) }
+        };
+        if let Ok(mut t) = tail.try_borrow_mut() {
+            t.line(bytes);
+        }
     }
 
     unsafe extern "C" fn is_cancelled(ctx: *const CallContext) -> i32 {
@@ -665,6 +780,8 @@ pub mod host {
         pub task: u64,
         pub cancelled: &'a AtomicBool,
         pub buffers: &'a [Buffer<'a>],
+        /// Where the call's log lines go (None: nowhere; the call sees a null `log`).
+        pub log: Option<&'a std::cell::RefCell<LogTail>>,
     }
 
     /// Calls a module function: `input` is the JSON object of the inputs; on return, `out`
@@ -689,6 +806,7 @@ pub mod host {
             task,
             cancelled,
             buffers: &[],
+            log: None,
         };
         // SAFETY: by the caller's guarantee.
         unsafe { call_with(call, &info, input, out) }
@@ -711,6 +829,7 @@ pub mod host {
         out.clear();
         let host = Host {
             cancelled: info.cancelled,
+            log: info.log,
         };
         let refs: Vec<BufferRef> = info
             .buffers
@@ -737,6 +856,7 @@ pub mod host {
             buffer_count: refs.len(),
             hostname: info.hostname.as_ptr(),
             hostname_len: info.hostname.len(),
+            log: info.log.map(|_| log as LogFn),
         };
         let mut buffer = OutBuffer {
             host: out as *mut Vec<u8> as *mut c_void,

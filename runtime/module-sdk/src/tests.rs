@@ -54,6 +54,14 @@ fn buffers(ctx: &Context, inputs: &Inputs) -> Result<Outputs, String> {
         .set("host", ctx.hostname()))
 }
 
+/// Logs `n` lines of 1 KiB (with their newlines).
+fn chatty(ctx: &Context, inputs: &Inputs) -> Result<Outputs, String> {
+    for i in 0..inputs.get_u64("n")? {
+        ctx.log(&format!("{i:04} {}", "x".repeat(1018)));
+    }
+    Ok(Outputs::new())
+}
+
 fn gpu(_ctx: &Context, _inputs: &Inputs) -> Result<Outputs, String> {
     Ok(Outputs::new().set("impl", "gpu"))
 }
@@ -66,6 +74,7 @@ crate::export_module! {
         "boom" => boom,
         "buffers" => buffers,
         "square@gpu" => gpu,
+        "chatty" => chatty,
     },
 }
 
@@ -85,13 +94,53 @@ fn run(function: &str, input: &str, cancelled: bool) -> (i32, String) {
 }
 
 #[test]
+fn log_lines_reach_the_task_log_and_keep_their_tail() {
+    let m = module();
+    let f = m.function("chatty").unwrap();
+    let flag = AtomicBool::new(false);
+    let tail = std::cell::RefCell::new(host::LogTail::new(64 * 1024));
+    let info = host::CallInfo {
+        worker_name: "w",
+        hostname: "h",
+        task: 1,
+        cancelled: &flag,
+        buffers: &[],
+        log: Some(&tail),
+    };
+    let mut out = Vec::new();
+    // SAFETY: a function of this test binary's module.
+    let status = unsafe { host::call_with(f.call, &info, br#"{"n": 3}"#, &mut out) };
+    assert_eq!(status, 0);
+    let (text, dropped) = tail.borrow_mut().take();
+    assert_eq!((text.lines().count(), dropped), (3, 0));
+    assert!(text.starts_with("0000 xxx") && text.ends_with("x\n"));
+    // 200 lines of 1 KiB: the last 64 KiB are kept.
+    // SAFETY: as above.
+    let status = unsafe { host::call_with(f.call, &info, br#"{"n": 200}"#, &mut out) };
+    assert_eq!(status, 0);
+    let (text, dropped) = tail.borrow_mut().take();
+    assert_eq!(text.len(), 64 * 1024);
+    assert_eq!(dropped, 200 * 1024 - 64 * 1024);
+    assert!(text.ends_with(&format!("0199 {}\n", "x".repeat(1018))));
+    // Without a log (the plain entry point), logging does nothing.
+    assert_eq!(run("chatty", r#"{"n": 2}"#, false), (0, "{}".into()));
+}
+
+#[test]
 fn descriptor_lists_the_functions() {
     let m = module();
     assert_eq!(m.name, "testmod");
     let names: Vec<&str> = m.functions.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(
         names,
-        ["square", "describe", "boom", "buffers", "square@gpu"]
+        [
+            "square",
+            "describe",
+            "boom",
+            "buffers",
+            "square@gpu",
+            "chatty"
+        ]
     );
     assert!(m.function("nope").is_none());
 }
@@ -140,6 +189,7 @@ fn buffers_and_hostname_reach_the_module() {
         task: 3,
         cancelled: &flag,
         buffers: &bufs,
+        log: None,
     };
     let mut out = Vec::new();
     // SAFETY: a function of this test binary's module; the buffers are the vectors above.

@@ -31,7 +31,21 @@ pub use peer::{PREAUTH_CONNECTIONS, PREAUTH_MAX_FRAME, PREAUTH_TIMEOUT, check_pe
 pub use secret::Secret;
 
 /// The protocol version; a peer with another version is refused.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
+
+/// The most log text a worker keeps of one task (the tail: what comes before is counted in
+/// [`WorkerMsg::Log`]'s `dropped`): 64 KiB.
+pub const TASK_LOG_LIMIT: usize = 64 * 1024;
+
+/// When a task ran, as the worker saw it on its own clock: microseconds from the worker's
+/// receipt of the task (the [`AgentMsg::Run`] frame that carried it) to its start, and from
+/// its start to its end. The agent places them on its clock from the time it sent the task,
+/// so no clocks need to agree (the network's delay shifts a task by at most one trip).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskTimes {
+    pub queued_us: u64,
+    pub run_us: u64,
+}
 
 /// How often both sides send a heartbeat.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(250);
@@ -167,6 +181,47 @@ pub enum WorkerMsg {
         tasks: Vec<u64>,
         kept: Vec<u64>,
     },
+    /// [`WorkerMsg::Done`] with the task's times. Since protocol version 4.
+    DoneAt {
+        task: u64,
+        outputs: Vec<Value>,
+        times: TaskTimes,
+    },
+    /// [`WorkerMsg::Failed`] with the task's times. Since protocol version 4.
+    FailedAt {
+        task: u64,
+        message: String,
+        times: TaskTimes,
+    },
+    /// What a task logged, sent before its answer when there is any: a command module's
+    /// standard error and the standard output beyond its answer, a native module's log lines
+    /// (`pnet_module_sdk::log`). At most [`TASK_LOG_LIMIT`] bytes, the tail; `dropped` bytes
+    /// before it were cut. Since protocol version 4.
+    Log {
+        task: u64,
+        text: String,
+        dropped: u64,
+    },
+}
+
+impl WorkerMsg {
+    /// The answer without its times ([`WorkerMsg::DoneAt`] as [`WorkerMsg::Done`],
+    /// [`WorkerMsg::FailedAt`] as [`WorkerMsg::Failed`]) and the times, if it had any.
+    pub fn split_times(self) -> (WorkerMsg, Option<TaskTimes>) {
+        match self {
+            WorkerMsg::DoneAt {
+                task,
+                outputs,
+                times,
+            } => (WorkerMsg::Done { task, outputs }, Some(times)),
+            WorkerMsg::FailedAt {
+                task,
+                message,
+                times,
+            } => (WorkerMsg::Failed { task, message }, Some(times)),
+            m => (m, None),
+        }
+    }
 }
 
 /// Decodes just the protocol version at the front of a [`WorkerMsg::Hello`] frame.
@@ -231,5 +286,31 @@ mod tests {
         })
         .unwrap();
         assert_eq!(r[0], 6);
+        let m = WorkerMsg::DoneAt {
+            task: 1,
+            outputs: vec![Value::Long(2)],
+            times: TaskTimes {
+                queued_us: 3,
+                run_us: 4,
+            },
+        };
+        let b = postcard::to_allocvec(&m).unwrap();
+        assert_eq!(b[0], 7);
+        assert_eq!(postcard::from_bytes::<WorkerMsg>(&b).unwrap(), m);
+        let (plain, times) = m.split_times();
+        assert_eq!(
+            plain,
+            WorkerMsg::Done {
+                task: 1,
+                outputs: vec![Value::Long(2)]
+            }
+        );
+        assert_eq!(times.map(|t| t.run_us), Some(4));
+        let log = WorkerMsg::Log {
+            task: 1,
+            text: "x".into(),
+            dropped: 0,
+        };
+        assert_eq!(postcard::to_allocvec(&log).unwrap()[0], 9);
     }
 }

@@ -56,13 +56,13 @@ fn per_call(
     };
     // One call first: loading the library, starting the host.
     shared.push(vec![task(0)]);
-    assert!(matches!(rx.recv().unwrap(), WorkerMsg::Done { .. }));
+    assert!(matches!(rx.recv().unwrap(), WorkerMsg::DoneAt { .. }));
     let start = Instant::now();
     // One at a time, as a worker with a window of one runs them.
     for t in 1..=calls {
         shared.push(vec![task(t)]);
         match rx.recv().unwrap() {
-            WorkerMsg::Done { .. } => {}
+            WorkerMsg::DoneAt { .. } => {}
             other => panic!("unexpected answer {other:?}"),
         }
     }

@@ -9,10 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Instant;
 
 use pnet_memory::{LocalBuffers, MemoryTask, Peers, Segment};
+use pnet_module_sdk::host::LogTail;
 use pnet_module_sdk::{CallFn, ENTRY_SYMBOL, EntryFn, host};
-use pnet_protocol::{ModuleDef, Secret, TaskRun, WorkerMsg};
+use pnet_protocol::{ModuleDef, Secret, TASK_LOG_LIMIT, TaskRun, TaskTimes, WorkerMsg};
 use pnet_stdlib::json::{from_json, from_json_at, to_json};
 use serde_json::Value as Json;
 
@@ -35,7 +37,8 @@ pub struct Shared {
 
 #[derive(Default)]
 struct State {
-    queue: VecDeque<TaskRun>,
+    /// Tasks and when their batch arrived.
+    queue: VecDeque<(TaskRun, Instant)>,
     running: Option<Running>,
     stop: bool,
 }
@@ -71,12 +74,9 @@ impl Shared {
         if tasks.is_empty() {
             return;
         }
+        let now = Instant::now();
         let mut st = self.lock();
-        if st.queue.is_empty() {
-            st.queue = VecDeque::from(tasks);
-        } else {
-            st.queue.extend(tasks);
-        }
+        st.queue.extend(tasks.into_iter().map(|t| (t, now)));
         drop(st);
         self.wake.notify_one();
     }
@@ -84,7 +84,7 @@ impl Shared {
     /// Cancels a queued or running task.
     pub fn cancel(&self, task: u64) -> CancelOutcome {
         let mut st = self.lock();
-        if let Some(pos) = st.queue.iter().position(|t| t.task == task) {
+        if let Some(pos) = st.queue.iter().position(|(t, _)| t.task == task) {
             st.queue.remove(pos);
             return CancelOutcome::Dropped;
         }
@@ -104,7 +104,7 @@ impl Shared {
     pub fn steal(&self, tasks: &[u64]) -> Vec<u64> {
         let mut st = self.lock();
         let mut taken = Vec::new();
-        st.queue.retain(|t| {
+        st.queue.retain(|(t, _)| {
             if tasks.contains(&t.task) {
                 taken.push(t.task);
                 false
@@ -153,8 +153,8 @@ impl Shared {
         }
     }
 
-    /// The next task, waiting for one; `None` once stopped.
-    fn next(&self) -> Option<TaskRun> {
+    /// The next task and when it arrived, waiting for one; `None` once stopped.
+    fn next(&self) -> Option<(TaskRun, Instant)> {
         let mut st = self.lock();
         loop {
             if st.stop {
@@ -163,7 +163,7 @@ impl Shared {
             if let Some(t) = st.queue.pop_front() {
                 self.cancelled.store(false, Ordering::SeqCst);
                 st.running = Some(Running {
-                    task: t.task,
+                    task: t.0.task,
                     child: None,
                     starting: false,
                 });
@@ -372,6 +372,9 @@ pub struct Executor {
     isolate: bool,
     /// The module host, started at the first isolated call and after a crash.
     module_host: Option<ModuleHost>,
+    /// The running task's log: a native module's log lines, a command module's stderr and
+    /// the standard output beyond its answer.
+    log: std::cell::RefCell<LogTail>,
 }
 
 /// A running module host (see [`crate::helper`]): its own process group.
@@ -401,6 +404,7 @@ impl Executor {
             helper: None,
             isolate: false,
             module_host: None,
+            log: std::cell::RefCell::new(LogTail::new(TASK_LOG_LIMIT)),
         }
     }
 
@@ -436,18 +440,36 @@ impl Executor {
                 eprintln!("gspc-worker {}: warning: {e}", self.worker);
             }
         }
-        while let Some(task) = shared.next() {
+        while let Some((task, arrived)) = shared.next() {
+            let start = Instant::now();
             let result = self.run(shared, &task);
+            let times = TaskTimes {
+                queued_us: start.saturating_duration_since(arrived).as_micros() as u64,
+                run_us: start.elapsed().as_micros() as u64,
+            };
             let cancelled = shared.finish();
+            if !self.log.borrow().is_empty() {
+                let (text, dropped) = self.log.borrow_mut().take();
+                let log = WorkerMsg::Log {
+                    task: task.task,
+                    text,
+                    dropped,
+                };
+                if !answer(log) {
+                    return;
+                }
+            }
             let msg = match result {
                 _ if cancelled => WorkerMsg::Cancelled { task: task.task },
-                Ok(outputs) => WorkerMsg::Done {
+                Ok(outputs) => WorkerMsg::DoneAt {
                     task: task.task,
                     outputs,
+                    times,
                 },
-                Err(message) => WorkerMsg::Failed {
+                Err(message) => WorkerMsg::FailedAt {
                     task: task.task,
                     message,
+                    times,
                 },
             };
             if !answer(msg) {
@@ -519,6 +541,7 @@ impl Executor {
                         task: task.task,
                         cancelled: &shared.cancelled,
                         buffers: &[],
+                        log: Some(&self.log),
                     };
                     // SAFETY: `call` comes from a loaded library (kept alive by `resolved`)
                     // whose descriptor declared ABI version 1.
@@ -547,7 +570,17 @@ impl Executor {
                     ));
                 }
                 let out = self.run_command(shared, task, def, &program, arg.as_deref())?;
-                decode_outputs(def, &out)
+                let (answer, before) = split_answer(&out);
+                if !before.is_empty() {
+                    // The standard output before the answer goes first, then the standard
+                    // error (when it was written is not known).
+                    let mut log = self.log.borrow_mut();
+                    let (err, dropped) = log.take();
+                    log.skipped(dropped);
+                    log.push(before);
+                    log.push(err.as_bytes());
+                }
+                decode_outputs(def, answer)
             }
         }
     }
@@ -610,6 +643,11 @@ impl Executor {
             Ok(Some(answer)) => {
                 shared.set_child(None);
                 self.module_host = Some(host);
+                if !answer.log.is_empty() {
+                    let mut log = self.log.borrow_mut();
+                    log.skipped(answer.log_dropped);
+                    log.push(answer.log.as_bytes());
+                }
                 self.output = answer.output;
                 self.native_result(def, answer.status)
             }
@@ -719,6 +757,7 @@ impl Executor {
             task: task.task,
             cancelled: &shared.cancelled,
             buffers: &buffers,
+            log: Some(&self.log),
         };
         let armed = crate::fault::arm(lines);
         // SAFETY: `call` comes from a loaded library (kept alive by the caller's `resolved`)
@@ -927,7 +966,7 @@ impl Executor {
                     });
                 }
             }
-            let err = stderr.map(|e| s.spawn(move || read_tail(e, STDERR_TAIL)));
+            let err = stderr.map(|e| s.spawn(move || read_tail(e, TASK_LOG_LIMIT)));
             let out = stdout.map(|o| read_limited(o, MAX_OUTPUT));
             let err = err.and_then(|h| h.join().ok()).unwrap_or_default();
             (out, err)
@@ -939,6 +978,10 @@ impl Executor {
         let status = child
             .wait()
             .map_err(|e| format!("cannot wait for {}: {e}", program.display()))?;
+        let (err, cut) = err;
+        self.log.borrow_mut().skipped(cut);
+        self.log.borrow_mut().push(&err);
+        let err = &err[err.len().saturating_sub(STDERR_TAIL)..];
         if !status.success() {
             let how = match (status.code(), status.signal()) {
                 (Some(code), _) => format!("exited with status {code}"),
@@ -948,7 +991,7 @@ impl Executor {
             return Err(format!(
                 "{} {how}{}",
                 program.display(),
-                stderr_tail_message(&err)
+                stderr_tail_message(err)
             ));
         }
         match out {
@@ -1039,9 +1082,10 @@ fn read_limited(mut r: impl Read, limit: usize) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-/// The last `keep` bytes of a stream, read to its end.
-fn read_tail(mut r: impl Read, keep: usize) -> Vec<u8> {
+/// The last `keep` bytes of a stream, read to its end, and how many bytes came before.
+fn read_tail(mut r: impl Read, keep: usize) -> (Vec<u8>, u64) {
     let mut tail = Vec::new();
+    let mut cut = 0u64;
     let mut buf = [0u8; 8192];
     loop {
         match r.read(&mut buf) {
@@ -1049,15 +1093,36 @@ fn read_tail(mut r: impl Read, keep: usize) -> Vec<u8> {
             Ok(n) => {
                 tail.extend_from_slice(&buf[..n]);
                 if tail.len() > 2 * keep {
+                    cut += (tail.len() - keep) as u64;
                     tail.drain(..tail.len() - keep);
                 }
             }
         }
     }
     if tail.len() > keep {
+        cut += (tail.len() - keep) as u64;
         tail.drain(..tail.len() - keep);
     }
-    tail
+    (tail, cut)
+}
+
+/// A command module's answer in its standard output and what it printed before: the whole
+/// output when it is one JSON value (or not JSON at all: the error says so), else its last
+/// line when that is a JSON object (the lines before go to the task's log).
+fn split_answer(out: &[u8]) -> (&[u8], &[u8]) {
+    let trimmed = out.trim_ascii();
+    if trimmed.is_empty() || serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).is_ok() {
+        return (out, &[]);
+    }
+    let body = out.trim_ascii_end();
+    let at = body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let last = &body[at..];
+    if last.trim_ascii_start().starts_with(b"{")
+        && serde_json::from_slice::<serde_json::Map<String, Json>>(last).is_ok()
+    {
+        return (last, &out[..at]);
+    }
+    (out, &[])
 }
 
 /// Waits until process `pid` (a child) has exited, leaving it to be reaped.

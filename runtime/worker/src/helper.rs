@@ -199,6 +199,9 @@ pub struct HostCall {
 pub struct HostAnswer {
     pub status: i32,
     pub output: Vec<u8>,
+    /// The call's log lines (the tail) and the bytes cut before them.
+    pub log: String,
+    pub log_dropped: u64,
 }
 
 /// Writes one frame: a little-endian u32 length and the postcard bytes of `value`.
@@ -257,6 +260,7 @@ fn module_host() -> i32 {
     let mut libs: HashMap<String, (libloading::Library, host::Module)> = HashMap::new();
     let cancelled = std::sync::atomic::AtomicBool::new(false);
     let mut out = Vec::with_capacity(256);
+    let log = std::cell::RefCell::new(host::LogTail::new(pnet_protocol::TASK_LOG_LIMIT));
     loop {
         let call: HostCall = match read_frame(&mut input) {
             Ok(Some(c)) => c,
@@ -266,14 +270,20 @@ fn module_host() -> i32 {
                 return 1;
             }
         };
-        let answer = match host_call(&mut libs, &call, &cancelled, &mut out) {
+        let result = host_call(&mut libs, &call, &cancelled, &log, &mut out);
+        let (log, log_dropped) = log.borrow_mut().take();
+        let answer = match result {
             Ok(status) => HostAnswer {
                 status,
                 output: std::mem::take(&mut out),
+                log,
+                log_dropped,
             },
             Err(message) => HostAnswer {
                 status: -1,
                 output: message.into_bytes(),
+                log,
+                log_dropped,
             },
         };
         if write_frame(&mut output, &answer).is_err() {
@@ -287,6 +297,7 @@ fn host_call(
     libs: &mut HashMap<String, (libloading::Library, host::Module)>,
     call: &HostCall,
     cancelled: &std::sync::atomic::AtomicBool,
+    log: &std::cell::RefCell<host::LogTail>,
     out: &mut Vec<u8>,
 ) -> Result<i32, String> {
     if !libs.contains_key(&call.lib) {
@@ -312,6 +323,7 @@ fn host_call(
         task: call.task,
         cancelled,
         buffers: &[],
+        log: Some(log),
     };
     // SAFETY: the function comes from a library loaded above (kept in `libs`) whose
     // descriptor declared ABI version 1; no buffers.

@@ -97,6 +97,8 @@ struct Worker {
     child: Child,
     reader: Reader,
     writer: Writer,
+    /// The task logs received: (task, text, bytes dropped).
+    logs: Vec<(u64, String, u64)>,
 }
 
 impl Agent {
@@ -171,6 +173,7 @@ impl Agent {
             child,
             reader,
             writer,
+            logs: Vec::new(),
         }
     }
 }
@@ -180,7 +183,8 @@ impl Worker {
         frame::send(&mut self.writer, &msg).await.unwrap();
     }
 
-    /// The next message that is not a heartbeat (answering heartbeats meanwhile).
+    /// The next message that is not a heartbeat or a task log (answering heartbeats
+    /// meanwhile, keeping the logs), answers without their times.
     async fn next(&mut self) -> WorkerMsg {
         let deadline = Instant::now() + WAIT;
         loop {
@@ -191,7 +195,12 @@ impl Worker {
                 .unwrap();
             match msg {
                 WorkerMsg::Heartbeat { .. } => self.send(AgentMsg::Heartbeat).await,
-                m => return m,
+                WorkerMsg::Log {
+                    task,
+                    text,
+                    dropped,
+                } => self.logs.push((task, text, dropped)),
+                m => return m.split_times().0,
             }
         }
     }
@@ -369,6 +378,88 @@ async fn missing_secret_and_bad_arguments() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn task_logs_and_times() {
+    let dir = TempDir::new();
+    dir.script(
+        "talk",
+        "#!/bin/sh\ncat >/dev/null\ncase \"$1\" in\n  \
+         say) echo 'step 1'; echo 'step 2'; echo 'careful' >&2; echo '{\"r\": 5}' ;;\n  \
+         json) printf '{\\n  \"r\": 6\\n}\\n' ;;\n  \
+         slow) sleep 0.2; echo '{}' ;;\n  \
+         fail) echo 'step 1'; echo 'it broke' >&2; exit 4 ;;\nesac\n",
+    );
+    let modules = vec![
+        def(0, "talk", "say", &[], &[("r", Type::Long)]),
+        def(1, "talk", "json", &[], &[("r", Type::Long)]),
+        def(2, "talk", "slow", &[], &[]),
+        def(3, "talk", "fail", &[], &[]),
+    ];
+    let agent = Agent::new().await;
+    let mut w = agent.worker(modules, vec![dir.path()]).await;
+    // The lines before the answer and the standard error go to the task's log.
+    assert_eq!(
+        w.run(1, 0, vec![]).await,
+        WorkerMsg::Done {
+            task: 1,
+            outputs: vec![Value::Long(5)]
+        }
+    );
+    assert_eq!(
+        w.logs,
+        vec![(1, "step 1\nstep 2\ncareful\n".to_string(), 0)]
+    );
+    // An answer over several lines is still one answer, with nothing to log.
+    assert_eq!(
+        w.run(2, 1, vec![]).await,
+        WorkerMsg::Done {
+            task: 2,
+            outputs: vec![Value::Long(6)]
+        }
+    );
+    assert_eq!(w.logs.len(), 1);
+    // A failing command's output is logged too.
+    assert!(matches!(
+        w.run(3, 3, vec![]).await,
+        WorkerMsg::Failed { task: 3, .. }
+    ));
+    assert_eq!(w.logs[1], (3, "it broke\n".to_string(), 0));
+    // Two tasks in one batch: the worker reports when each started (after the receipt of
+    // the batch) and how long it ran.
+    w.send(AgentMsg::Run(
+        (10..12)
+            .map(|task| TaskRun {
+                task,
+                module: 2,
+                inputs: vec![],
+                memory: None,
+            })
+            .collect(),
+    ))
+    .await;
+    let mut times = Vec::new();
+    while times.len() < 2 {
+        let msg: WorkerMsg = tokio::time::timeout(WAIT, frame::recv(&mut w.reader))
+            .await
+            .unwrap()
+            .unwrap();
+        match msg {
+            WorkerMsg::DoneAt { task, times: t, .. } => times.push((task, t)),
+            WorkerMsg::Heartbeat { .. } => w.send(AgentMsg::Heartbeat).await,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!((times[0].0, times[1].0), (10, 11));
+    let (a, b) = (times[0].1, times[1].1);
+    assert!(a.queued_us < 100_000, "{a:?}");
+    assert!(a.run_us >= 200_000 && b.run_us >= 200_000, "{a:?} {b:?}");
+    // The second waited for the first.
+    assert!(b.queued_us >= a.queued_us + a.run_us, "{a:?} {b:?}");
+    assert!(b.queued_us < a.queued_us + a.run_us + 50_000, "{a:?} {b:?}");
+    w.send(AgentMsg::Shutdown).await;
+    assert_eq!(w.exit().await.0, 0);
 }
 
 #[tokio::test]
@@ -649,6 +740,7 @@ async fn exits_when_the_agent_goes_away_or_goes_silent() {
         mut child,
         reader,
         writer,
+        ..
     } = w;
     drop((reader, writer));
     let (code, _err) = exit_of(&mut child).await;
@@ -734,6 +826,7 @@ async fn throughput_of_noop_tasks() {
         mut child,
         mut reader,
         mut writer,
+        ..
     } = w;
     let task = |id| TaskRun {
         task: id,
@@ -761,7 +854,7 @@ async fn throughput_of_noop_tasks() {
         }
         for f in frames {
             match postcard::from_bytes::<WorkerMsg>(&f).unwrap() {
-                WorkerMsg::Done { outputs, .. } => {
+                WorkerMsg::DoneAt { outputs, .. } => {
                     assert_eq!(outputs, [Value::Control]);
                     finished += 1;
                 }

@@ -80,6 +80,7 @@ struct Harness<'b> {
     replies: Vec<(u64, Response)>,
     logs: Vec<String>,
     traces: Vec<TraceRecord>,
+    task_logs: Vec<(u64, String)>,
     answer: Box<Answer>,
 }
 
@@ -103,6 +104,7 @@ impl<'b> Harness<'b> {
             replies: Vec::new(),
             logs: Vec::new(),
             traces: Vec::new(),
+            task_logs: Vec::new(),
             answer: Box::new(square_answer),
         }
     }
@@ -148,6 +150,7 @@ impl<'b> Harness<'b> {
                 Command::Reply { client, response } => self.replies.push((client, wire(&response))),
                 Command::Log(l) => self.logs.push(l),
                 Command::Trace(t) => self.traces.push(t),
+                Command::TaskLog { task, text, .. } => self.task_logs.push((task, text)),
                 Command::Finish(r) => {
                     assert!(self.finished.is_none(), "finished twice");
                     self.finished = Some(*r);
@@ -291,6 +294,77 @@ fn runs_tasks_on_workers() {
             .all(|t| t.outcome == "done" && &*t.name == "square")
     );
     assert!(h.logs.iter().any(|l| l.contains("worker 0 `w0` joined")));
+}
+
+#[test]
+fn worker_times_place_queued_tasks_back_to_back() {
+    // Four tasks sent at once to one worker, which runs them one after the other (100 ms
+    // each) and reports when each started (from its receipt) and how long it ran.
+    let b = net("square");
+    let mut h = Harness::new(&b, &xs(0..4), cfg(1, 4));
+    h.core.set_now(Duration::from_millis(10));
+    h.join(0, "w0", &[]);
+    let tasks: Vec<TaskRun> = h.workers.get_mut(&0).unwrap().queue.drain(..).collect();
+    assert_eq!(tasks.len(), 4);
+    h.send(
+        0,
+        WorkerMsg::Log {
+            task: tasks[0].task,
+            text: "hello\n".into(),
+            dropped: 0,
+        },
+    );
+    for (k, t) in tasks.iter().enumerate() {
+        let k = k as u64;
+        h.core
+            .set_now(Duration::from_millis(10 + 100 * (k + 1) + 1));
+        let [Value::Long(n)] = t.inputs[..] else {
+            panic!("inputs {:?}", t.inputs)
+        };
+        h.send(
+            0,
+            WorkerMsg::DoneAt {
+                task: t.task,
+                outputs: vec![Value::Long(n * n)],
+                times: pnet_protocol::TaskTimes {
+                    queued_us: 100_000 * k,
+                    run_us: 100_000,
+                },
+            },
+        );
+    }
+    h.result();
+    assert_eq!(h.task_logs, vec![(tasks[0].task, "hello\n".to_string())]);
+    let spans: Vec<(u128, u128, u128)> = h
+        .traces
+        .iter()
+        .map(|t| {
+            (
+                t.sent.as_millis(),
+                t.started.unwrap().as_millis(),
+                t.end.as_millis(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        spans,
+        vec![
+            (10, 10, 110),
+            (10, 110, 210),
+            (10, 210, 310),
+            (10, 310, 410)
+        ]
+    );
+    // Never after the answer arrived.
+    let (s, e) = task_span(
+        Duration::from_millis(5),
+        pnet_protocol::TaskTimes {
+            queued_us: 10_000,
+            run_us: 10_000,
+        },
+        Duration::from_millis(20),
+    );
+    assert_eq!((s.as_millis(), e.as_millis()), (15, 20));
 }
 
 #[test]

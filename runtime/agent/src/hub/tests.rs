@@ -93,7 +93,7 @@ impl Fakes {
                     self.ended.push((job, outcome_of(&result, Vec::new())))
                 }
                 HubCmd::Reply { client, reply } => self.replies.push((client, reply)),
-                HubCmd::Log(_) | HubCmd::Trace(_) => {}
+                HubCmd::Log(_) | HubCmd::Trace(_) | HubCmd::TaskLog { .. } => {}
             }
         }
     }
@@ -149,6 +149,98 @@ fn squares(outcome: &JobOutcome) -> Vec<i64> {
         .unwrap_or_default();
     v.sort_unstable();
     v
+}
+
+#[test]
+fn a_job_keeps_its_tasks_logs_name_and_error() {
+    let mut h = Hub::new(
+        HubConfig {
+            run: RunConfig::default(),
+            core: CoreConfig {
+                control: true,
+                wait_for_workers: true,
+                sched: SchedConfig::fixed(2),
+                trace: true,
+                ..CoreConfig::default()
+            },
+            job_prefix: true,
+            keep_ended: 100,
+            forget_modules: true,
+        },
+        1,
+    );
+    let mut f = Fakes::default();
+    let mut out = Vec::new();
+    h.worker_joined(0, &hello("w0", &[]), 0, &mut out);
+    let a = h
+        .add_job("a.pnet", net("square"), &xs(0..3), &mut out)
+        .unwrap();
+    h.name_job(a, "first".into());
+    settle(&mut h, &mut f, &mut out);
+    // Two sent (window 2): the older one runs, the other waits in the worker's queue.
+    let t = h.tasks(a).unwrap();
+    let states: Vec<&str> = t.tasks.iter().map(|t| t.state.as_str()).collect();
+    assert_eq!(states, vec!["running", "sent"]);
+    assert_eq!(t.queued, 1);
+    let st = h.job_status(a).unwrap();
+    assert_eq!(
+        (st.tasks_running, st.tasks_sent, st.tasks_queued),
+        (1, 1, 1)
+    );
+    let first = f.queues[&0][0].task;
+    h.worker_msgs(
+        0,
+        vec![WorkerMsg::Log {
+            task: first,
+            text: "said something\n".into(),
+            dropped: 0,
+        }],
+        &mut out,
+    );
+    while f.answer_one(&mut h, 0, &mut out).is_some() {
+        settle(&mut h, &mut f, &mut out);
+    }
+    let t = h.tasks(a).unwrap();
+    assert_eq!(t.tasks.len(), 3);
+    assert!(
+        t.tasks
+            .iter()
+            .all(|t| t.state == "done" && t.worker == "w0")
+    );
+    assert_eq!(t.tasks[0].log_bytes, 15);
+    assert_eq!(t.workers, vec![(0, "w0".to_string())]);
+    let logs = h.logs(a, Some(split_task(first).1)).unwrap();
+    assert_eq!(logs.len(), 1);
+    assert_eq!(logs[0].text, "said something\n");
+    assert_eq!(logs[0].transition, "square");
+    let j = &h.jobs()[0];
+    assert_eq!(
+        (j.name.as_deref(), j.state.as_str()),
+        (Some("first"), "done")
+    );
+
+    // A failing task: its error in the task list and in the job's summary.
+    let b = h
+        .add_job("b.pnet", net("square"), &xs(0..1), &mut out)
+        .unwrap();
+    settle(&mut h, &mut f, &mut out);
+    let t = f.queues.get_mut(&0).unwrap().remove(0);
+    h.worker_msgs(
+        0,
+        vec![WorkerMsg::FailedAt {
+            task: t.task,
+            message: "no squares today".into(),
+            times: pnet_protocol::TaskTimes::default(),
+        }],
+        &mut out,
+    );
+    settle(&mut h, &mut f, &mut out);
+    let t = h.tasks(b).unwrap();
+    assert_eq!(t.tasks[0].state, "failed");
+    assert_eq!(t.tasks[0].error.as_deref(), Some("no squares today"));
+    let j = h.jobs().into_iter().find(|j| j.id == b).unwrap();
+    assert_eq!(j.state, "failed");
+    assert!(j.error.unwrap().contains("no squares today"));
 }
 
 #[test]

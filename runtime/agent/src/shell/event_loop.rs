@@ -156,6 +156,12 @@ impl Shell<'_> {
                                 let _ = t.task(&r);
                             }
                         }
+                        HubCmd::TaskLog {
+                            task,
+                            transition,
+                            text,
+                            ..
+                        } => self.task_log(task, &transition, &text),
                         HubCmd::Ended { job, result } => {
                             self.refresh_welcome_defs();
                             match &result.as_ref() {
@@ -359,7 +365,7 @@ impl Shell<'_> {
                 }
                 HubCmd::Reply { client, reply } => self.send_reply(client, reply),
                 HubCmd::Log(m) => self.log.line(&m),
-                HubCmd::Trace(_) => {}
+                HubCmd::Trace(_) | HubCmd::TaskLog { .. } => {}
                 HubCmd::Ended { job, result } => match result.as_ref() {
                     Ok(_) => self.log.line(&format!("job {job} ended")),
                     Err(e) => self.log.line(&format!("job {job} ended: {e}")),

@@ -72,6 +72,36 @@ impl Logger {
 }
 
 impl Shell<'_> {
+    /// Appends what a task logged to its file in `--logs DIR` (`task-N-TRANSITION.log`).
+    pub(super) fn task_log(&mut self, task: u64, transition: &str, text: &str) {
+        let Some(dir) = &self.config.logs else {
+            return;
+        };
+        let safe: String = transition
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(64)
+            .collect();
+        let path = dir.join(format!("task-{task}-{safe}.log"));
+        let r = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(text.as_bytes()));
+        if let Err(e) = r {
+            self.log.line(&format!(
+                "cannot write the task log {}: {e}",
+                path.display()
+            ));
+        }
+    }
+
     /// The progress line of `--progress` (job 0), on standard error.
     pub(super) fn show_progress(&mut self) {
         if let Some(s) = self.hub.job_status(0) {

@@ -43,19 +43,43 @@ impl Shell<'_> {
                 net,
                 bundle,
                 inputs,
-            } => RtRequest::SubmitAt {
+            } => RtRequest::SubmitNamed {
+                name: String::new(),
                 net,
                 bundle,
                 inputs,
                 module_path: Vec::new(),
+            },
+            RtRequest::SubmitAt {
+                net,
+                bundle,
+                inputs,
+                module_path,
+            } => RtRequest::SubmitNamed {
+                name: String::new(),
+                net,
+                bundle,
+                inputs,
+                module_path,
             },
             r => r,
         };
         let answer = match request {
             RtRequest::Status => RtResponse::Status(self.status()),
             RtRequest::Jobs => RtResponse::Jobs(self.hub.jobs()),
-            RtRequest::Submit { .. } => unreachable!("made a SubmitAt above"),
-            RtRequest::SubmitAt {
+            RtRequest::Submit { .. } | RtRequest::SubmitAt { .. } => {
+                unreachable!("made a SubmitNamed above")
+            }
+            RtRequest::Tasks { job } => match self.hub.tasks(job) {
+                Some(t) => RtResponse::Tasks(t),
+                None => RtResponse::Error(format!("there is no job {job} (see `gspc jobs`)")),
+            },
+            RtRequest::Logs { job, task } => match self.hub.logs(job, task) {
+                Some(l) => RtResponse::Logs(l),
+                None => RtResponse::Error(format!("there is no job {job} (see `gspc jobs`)")),
+            },
+            RtRequest::SubmitNamed {
+                name,
                 net,
                 bundle,
                 inputs,
@@ -69,7 +93,13 @@ impl Shell<'_> {
                         Ok(b) => match self.hub.add_job_at(&net, b, &inputs, module_path, out) {
                             Ok(job) => {
                                 self.refresh_welcome_defs();
-                                self.log.line(&format!("job {job} submitted: {net}"));
+                                if name.is_empty() {
+                                    self.log.line(&format!("job {job} submitted: {net}"));
+                                } else {
+                                    self.log
+                                        .line(&format!("job {job} submitted: {net} as `{name}`"));
+                                    self.hub.name_job(job, name);
+                                }
                                 RtResponse::Submitted { job }
                             }
                             Err(e) => RtResponse::Error(format!("{net}: {e}")),

@@ -54,7 +54,7 @@ fn run_one(exec: &mut Executor, module: u32, input: &str) -> Result<Vec<Value>, 
         memory: None,
     };
     shared.push(vec![task]);
-    let task = shared.next().unwrap();
+    let (task, _) = shared.next().unwrap();
     let r = exec.run(&shared, &task);
     assert!(!shared.finish());
     r
@@ -174,13 +174,13 @@ fn cancel_drops_queued_tasks() {
     };
     shared.push(vec![t(1), t(2), t(3)]);
     assert_eq!(shared.cancel(2), CancelOutcome::Dropped);
-    assert_eq!(shared.next().map(|t| t.task), Some(1));
+    assert_eq!(shared.next().map(|(t, _)| t.task), Some(1));
     assert_eq!(shared.running(), Some(1));
     assert_eq!(shared.cancel(1), CancelOutcome::Signalled);
     assert!(shared.finish());
     assert_eq!(shared.running(), None);
     assert_eq!(shared.cancel(1), CancelOutcome::Unknown);
-    assert_eq!(shared.next().map(|t| t.task), Some(3));
+    assert_eq!(shared.next().map(|(t, _)| t.task), Some(3));
     assert!(!shared.finish());
     shared.stop(std::time::Duration::from_secs(1));
     assert!(shared.next().is_none());
@@ -199,7 +199,7 @@ fn stop_while_a_command_starts_waits_for_it() {
     };
     let shared = Arc::new(Shared::default());
     shared.push(vec![t(1)]);
-    assert_eq!(shared.next().map(|t| t.task), Some(1));
+    assert_eq!(shared.next().map(|(t, _)| t.task), Some(1));
     assert!(shared.starting_command());
     let stopper = {
         let shared = shared.clone();
@@ -232,9 +232,28 @@ fn stop_while_a_command_starts_waits_for_it() {
     // Stopped before the start: nothing starts.
     let shared = Shared::default();
     shared.push(vec![t(2)]);
-    assert_eq!(shared.next().map(|t| t.task), Some(2));
+    assert_eq!(shared.next().map(|(t, _)| t.task), Some(2));
     shared.cancel(2);
     assert!(!shared.starting_command());
+}
+
+#[test]
+fn a_command_answer_after_log_lines() {
+    assert_eq!(
+        split_answer(b"{\"a\": 1}\n"),
+        (&b"{\"a\": 1}\n"[..], &b""[..])
+    );
+    assert_eq!(
+        split_answer(b"{\n \"a\": 1\n}\n"),
+        (&b"{\n \"a\": 1\n}\n"[..], &b""[..])
+    );
+    assert_eq!(
+        split_answer(b"working\n50%\n{\"a\": 1}\n\n"),
+        (&b"{\"a\": 1}"[..], &b"working\n50%\n"[..])
+    );
+    // Not an answer: all of it goes to the check (which says it is not JSON).
+    assert_eq!(split_answer(b"oops\nno"), (&b"oops\nno"[..], &b""[..]));
+    assert_eq!(split_answer(b"x\n[1]"), (&b"x\n[1]"[..], &b""[..]));
 }
 
 #[test]
@@ -242,8 +261,9 @@ fn stderr_tail_keeps_the_end() {
     let text: Vec<u8> = (0..100_000u32)
         .flat_map(|i| (i % 10).to_string().into_bytes())
         .collect();
-    let tail = read_tail(text.as_slice(), 100);
+    let (tail, cut) = read_tail(text.as_slice(), 100);
     assert_eq!(tail, &text[text.len() - 100..]);
+    assert_eq!(cut, text.len() as u64 - 100);
     assert_eq!(stderr_tail_message(b""), "");
     assert_eq!(stderr_tail_message(b"a\nb\n"), "; stderr:\na\nb");
     assert_eq!(
