@@ -86,7 +86,11 @@ function renderJobs(s) {
 
 function window_() {
   const now = snap ? snap.now_ms : 0;
-  if (view.follow) view.end = Math.max(now, view.span * 0.1);
+  if (view.follow) {
+    // The last `span` ms, or the whole run while it is shorter.
+    const span = Math.min(view.span, Math.max(2000, now * 1.03));
+    return [Math.max(0, now * 1.03 - span), Math.max(now * 1.03, span)];
+  }
   return [view.end - view.span, view.end];
 }
 
@@ -102,18 +106,45 @@ function renderGantt(s) {
   const width = Math.max(400, $("gantt").clientWidth);
   const names = s.workers.map((w) => w.name);
   for (const b of s.tasks) if (b.worker && !names.includes(b.worker)) names.push(b.worker);
-  const height = AXIS_H + Math.max(1, names.length) * ROW_H + 4;
+  // Tasks that overlap on one worker (it runs several at once) go to lanes of their own.
+  const lanes = new Map(), laneCount = names.map(() => 1);
+  const byStart = [...s.tasks].sort((a, b) => a.start_ms - b.start_ms);
+  const ends = names.map(() => []);
+  for (const b of byStart) {
+    const row = names.indexOf(b.worker);
+    if (row < 0) continue;
+    const e = ends[row];
+    let lane = e.findIndex((end) => end <= b.start_ms);
+    if (lane < 0) { lane = e.length; e.push(0); }
+    e[lane] = b.end_ms ?? Infinity;
+    lanes.set(b.id, lane);
+    laneCount[row] = Math.max(laneCount[row], Math.min(lane + 1, 6));
+  }
+  const rowH = laneCount.map((n) => (n === 1 ? ROW_H : 8 + 14 * n));
+  const rowY = [];
+  rowH.reduce((y, h, i) => { rowY[i] = y; return y + h; }, AXIS_H);
+  const height = AXIS_H + (rowH.reduce((a, b) => a + b, 0) || ROW_H) + 4;
   svg.setAttribute("viewBox", "0 0 " + width + " " + height);
   svg.setAttribute("height", height);
-  svg.replaceChildren();
+  // The axis and the rows are drawn anew; the bars are kept by id (a bar being clicked
+  // stays the same element across updates).
+  let bg = svg.querySelector("g.bg"), fg = svg.querySelector("g.bars");
+  if (!bg) {
+    bg = document.createElementNS(SVGNS, "g");
+    bg.setAttribute("class", "bg");
+    fg = document.createElementNS(SVGNS, "g");
+    fg.setAttribute("class", "bars");
+    svg.append(bg, fg);
+  }
+  bg.replaceChildren();
   const [t0, t1] = window_();
   const plotW = width - LABEL_W - 8;
   const x = (t) => LABEL_W + ((t - t0) / (t1 - t0)) * plotW;
-  const el = (name, attrs, text) => {
+  const el = (name, attrs, text, parent) => {
     const e = document.createElementNS(SVGNS, name);
     for (const k in attrs) e.setAttribute(k, attrs[k]);
     if (text != null) e.textContent = text;
-    svg.append(e);
+    (parent || bg).append(e);
     return e;
   };
   const step = niceStep(t1 - t0, plotW);
@@ -123,32 +154,44 @@ function renderGantt(s) {
     el("text", { class: "tick-label", x: x(t) + 2, y: 14 }, dur(Math.round(t)));
   }
   names.forEach((n, i) => {
-    const y = AXIS_H + i * ROW_H;
-    el("line", { class: "row-line", x1: 0, x2: width, y1: y + ROW_H, y2: y + ROW_H });
-    el("text", { class: "row-label", x: 6, y: y + ROW_H / 2 + 4 }, n.length > 20 ? n.slice(0, 19) + "…" : n);
+    const y = rowY[i];
+    el("line", { class: "row-line", x1: 0, x2: width, y1: y + rowH[i], y2: y + rowH[i] });
+    el("text", { class: "row-label", x: 6, y: y + rowH[i] / 2 + 4 }, n.length > 20 ? n.slice(0, 19) + "…" : n);
   });
+  const old = new Map([...fg.querySelectorAll("rect.bar")].map((r) => [r.dataset.id, r]));
+  fg.querySelectorAll("text").forEach((t) => t.remove());
   let shown = 0;
   for (const b of s.tasks) {
     const row = names.indexOf(b.worker);
-    if (row < 0) continue;
     const end = b.end_ms ?? s.now_ms;
-    if (end < t0 || b.start_ms > t1) continue;
+    if (row < 0 || end < t0 || b.start_ms > t1) continue;
     const x0 = Math.max(LABEL_W, x(b.start_ms)), x1 = Math.min(width, x(end));
-    const y = AXIS_H + row * ROW_H + BAR_PAD;
-    const r = el("rect", {
-      class: "bar state-" + b.state + (b.id === selected ? " selected" : ""),
-      x: x0, y: y, width: Math.max(2, x1 - x0), height: ROW_H - 2 * BAR_PAD, rx: 2,
-    });
-    r.dataset.id = b.id;
+    const lane = Math.min(lanes.get(b.id) ?? 0, 5);
+    const single = laneCount[row] === 1;
+    const h = single ? ROW_H - 2 * BAR_PAD : 12;
+    const y = rowY[row] + (single ? BAR_PAD : 4 + 14 * lane);
+    let r = old.get(b.id);
+    old.delete(b.id);
+    if (!r) {
+      r = document.createElementNS(SVGNS, "rect");
+      r.dataset.id = b.id;
+      r.append(document.createElementNS(SVGNS, "title"));
+      r.addEventListener("click", () => { selected = r.dataset.id; renderGantt(snap); renderDetails(snap); });
+      fg.append(r);
+    }
+    r.setAttribute("class", "bar state-" + b.state + (b.id === selected ? " selected" : ""));
+    r.setAttribute("x", x0);
+    r.setAttribute("y", y);
+    r.setAttribute("width", Math.max(3, x1 - x0));
+    r.setAttribute("height", h);
+    r.setAttribute("rx", 2);
     r.dataset.state = b.state;
     r.dataset.worker = b.worker;
-    const t = document.createElementNS(SVGNS, "title");
-    t.textContent = b.transition + " (" + b.state + ", " + dur(end - b.start_ms) + ")";
-    r.append(t);
-    r.addEventListener("click", () => { selected = b.id; renderGantt(snap); renderDetails(snap); });
-    if (x1 - x0 > 40) el("text", { class: "bar-label", x: x0 + 3, y: y + ROW_H / 2 }, b.transition.slice(0, Math.floor((x1 - x0 - 6) / 6.5)));
+    r.firstChild.textContent = b.transition + " (" + b.state + ", " + dur(end - b.start_ms) + ")";
+    if (x1 - x0 > 40) el("text", { class: "bar-label", x: x0 + 3, y: y + h / 2 + 4 }, b.transition.slice(0, Math.floor((x1 - x0 - 6) / 6.5)), fg);
     shown++;
   }
+  old.forEach((r) => r.remove());
   if (snap.now_ms >= t0 && snap.now_ms <= t1) el("line", { class: "now", x1: x(snap.now_ms), x2: x(snap.now_ms), y1: AXIS_H - 4, y2: height });
   $("gantt-note").textContent = s.tasks.length + " tasks (" + shown + " in view)" +
     (s.tasks_sampled ? "; sampled every " + s.interval_ms + " ms from what the workers run (shorter tasks may be merged; no inputs or logs from this source)" : "");
@@ -239,8 +282,8 @@ function render(s) {
 function zoom(f, at) {
   const [t0, t1] = window_();
   const pivot = at ?? (view.follow ? t1 : (t0 + t1) / 2);
-  const span = Math.min(7 * 24 * 3600e3, Math.max(200, view.span * f));
-  view.end = pivot + (t1 - pivot) * (span / view.span);
+  const span = Math.min(7 * 24 * 3600e3, Math.max(200, (t1 - t0) * f));
+  view.end = pivot + (t1 - pivot) * (span / (t1 - t0));
   view.span = span;
   if (snap) renderGantt(snap);
 }
@@ -249,8 +292,7 @@ $("zoom-in").onclick = () => zoom(0.5);
 $("zoom-out").onclick = () => zoom(2);
 $("zoom-all").onclick = () => {
   if (!snap) return;
-  const first = snap.tasks.reduce((m, b) => Math.min(m, b.start_ms), snap.now_ms);
-  view.span = Math.max(1000, (snap.now_ms - first) * 1.05);
+  view.span = 7 * 24 * 3600e3; // follow shows the whole run when it is shorter than the span
   view.follow = true;
   $("follow").checked = true;
   renderGantt(snap);

@@ -1,0 +1,426 @@
+//! `gspc monitor` in a real browser: Debian's headless Chromium, driven through chromedriver
+//! (the W3C WebDriver protocol, spoken here over loopback with a small client of our own).
+//! A runtime with three workers runs a job of eight 1.2 s tasks and a job whose task fails;
+//! the page must show the workers, the running job and its task bars, and then update: more
+//! bars, the job done, the other job failed with the task's error in the failed bar's
+//! details. The page is kept as target/monitor-test/screenshot.png.
+//!
+//! Skips (saying so) when `chromium` or `chromedriver` is not installed (`.ci/setup` installs
+//! both).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// A program on the PATH (or at its Debian place).
+fn find(program: &str, debian: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .chain([PathBuf::from(debian)])
+        .find(|p| p.is_file())
+}
+
+/// A child process killed when dropped.
+struct Kill(Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One HTTP/1.1 request to chromedriver: the JSON answer's `value`.
+fn webdriver(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(|e| e.to_string())?;
+    let body = body.map(Value::to_string).unwrap_or_default();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .map_err(|e| e.to_string())?;
+    let (head, body) = read_answer(&mut s)?;
+    let v: Value = serde_json::from_str(&body).map_err(|e| format!("{e}: {body}"))?;
+    if !head.contains(" 200 ") {
+        return Err(format!("{method} {path}: {head}: {v}"));
+    }
+    Ok(v["value"].clone())
+}
+
+/// Reads one HTTP answer: its head and its body (chromedriver keeps the connection open, so
+/// the body is read by its Content-Length, or chunk by chunk).
+fn read_answer(s: &mut TcpStream) -> Result<(String, String), String> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let read_more =
+        |s: &mut TcpStream, buf: &mut Vec<u8>, chunk: &mut [u8]| -> Result<(), String> {
+            let n = s.read(chunk).map_err(|e| e.to_string())?;
+            if n == 0 {
+                return Err("the connection closed".into());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            Ok(())
+        };
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        read_more(s, &mut buf, &mut chunk)?;
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let lower = head.to_ascii_lowercase();
+    let length = lower
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let start = head_end + 4;
+    match length {
+        Some(n) => {
+            while buf.len() < start + n {
+                read_more(s, &mut buf, &mut chunk)?;
+            }
+            Ok((
+                head,
+                String::from_utf8_lossy(&buf[start..start + n]).into_owned(),
+            ))
+        }
+        None if lower.contains("transfer-encoding: chunked") => {
+            while !buf[start..].ends_with(b"0\r\n\r\n") {
+                read_more(s, &mut buf, &mut chunk)?;
+            }
+            Ok((head, unchunk(&String::from_utf8_lossy(&buf[start..]))))
+        }
+        None => {
+            let _ = s.read_to_end(&mut buf);
+            Ok((head, String::from_utf8_lossy(&buf[start..]).into_owned()))
+        }
+    }
+}
+
+fn unchunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let (mut out, mut acc, mut bits) = (Vec::new(), 0u32, 0);
+    for v in text.bytes().filter_map(val) {
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    out
+}
+
+/// A headless Chromium session.
+struct Browser {
+    port: u16,
+    session: String,
+    _driver: Kill,
+}
+
+impl Browser {
+    fn start(driver: &Path, chromium: &Path) -> Browser {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(driver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver");
+        let driver = Kill(child);
+        let t0 = Instant::now();
+        while webdriver(port, "GET", "/status", None).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(15),
+                "chromedriver did not answer"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": chromium.display().to_string(),
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--window-size=1280,1000"]
+            }
+        }}});
+        let v = webdriver(port, "POST", "/session", Some(&caps)).expect("a browser session");
+        Browser {
+            port,
+            session: v["sessionId"].as_str().unwrap().to_string(),
+            _driver: driver,
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Value {
+        self.try_call(method, path, body).unwrap()
+    }
+
+    fn try_call(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
+        let path = format!("/session/{}{path}", self.session);
+        webdriver(self.port, method, &path, body)
+    }
+
+    fn js(&self, script: &str) -> Value {
+        self.call(
+            "POST",
+            "/execute/sync",
+            Some(&json!({"script": script, "args": []})),
+        )
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = webdriver(
+            self.port,
+            "DELETE",
+            &format!("/session/{}", self.session),
+            None,
+        );
+    }
+}
+
+/// What the page shows, read from its DOM.
+const READ_PAGE: &str = r##"
+const q = (s) => [...document.querySelectorAll(s)];
+return {
+  seq: Number(document.body.dataset.seq || 0),
+  conn: document.getElementById("conn").textContent,
+  workers: q("#workers tbody tr[data-worker]").map((r) => r.dataset.worker + " " + r.querySelector(".current").textContent),
+  jobs: q("#jobs tbody tr[data-job]").map((r) => ({ id: r.dataset.job, state: r.querySelector(".state").textContent, text: r.textContent })),
+  bars: q("#gantt .bar").length,
+  failed: q('#gantt .bar[data-state="failed"]').length,
+};"##;
+
+fn job_state(page: &Value, id: &str) -> String {
+    page["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["id"] == id)
+        .map_or(String::new(), |j| j["state"].as_str().unwrap().to_string())
+}
+
+/// Polls the page until `ok` holds (at most `secs` seconds): the last reading.
+fn wait_for(b: &Browser, secs: u64, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    let t0 = Instant::now();
+    loop {
+        let page = b.js(READ_PAGE);
+        if ok(&page) {
+            return page;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(secs),
+            "the page did not show {what} within {secs} s: {page:#}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+const NET: &str = r#"<defun name="NAME">
+  <in name="x" type="long" place="x"/>
+  <out name="y" type="long" place="y"/>
+  <net>
+    <place name="x" type="long"/>
+    <place name="y" type="long"/>
+    <transition name="TRANSITION">
+      <defun><in name="a" type="long"/><out name="y" type="long"/>
+        <module name="MODULE" function="y FUNCTION (a)"/></defun>
+      <connect-in port="a" place="x"/><connect-out port="y" place="y"/>
+    </transition>
+  </net>
+</defun>
+"#;
+
+#[test]
+fn the_monitor_page_shows_workers_jobs_and_task_bars_live() {
+    let (Some(chromium), Some(driver)) = (
+        find("chromium", "/usr/bin/chromium"),
+        find("chromedriver", "/usr/bin/chromedriver"),
+    ) else {
+        println!(
+            "skipped: the browser test of `gspc monitor` needs chromium and chromedriver \
+             (Debian: apt-get install chromium chromium-driver; .ci/setup installs them)"
+        );
+        return;
+    };
+    let bin = pnet_tests::build_packages(&["pnet-gspc", "pnet-worker"]);
+    let scratch = pnet_tests::GspcScratch::new("monitor", "page", bin.join("gspc"));
+    let mods = scratch.dir.join("mods");
+    std::fs::create_dir_all(&mods).unwrap();
+    let script = |name: &str, text: &str| {
+        let p = mods.join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    script(
+        "slow.nap",
+        "#!/bin/sh\ncat >/dev/null\necho napping >&2\nsleep 1.2\necho '{\"y\": 1}'\n",
+    );
+    script(
+        "bad.fail",
+        "#!/bin/sh\ncat >/dev/null\necho 'the disk is on fire' >&2\nexit 3\n",
+    );
+    let net = |name: &str, transition: &str, module: &str, function: &str| {
+        let p = scratch.dir.join(format!("{name}.xpnet"));
+        let text = NET
+            .replace("NAME", name)
+            .replace("TRANSITION", transition)
+            .replace("MODULE", module)
+            .replace("FUNCTION", function);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let naps = net("naps", "nap", "slow", "nap");
+    let broken = net("broken", "explode", "bad", "fail");
+    let o = scratch.ok(&[
+        "boot",
+        "--topology",
+        "worker:3",
+        "--module-path",
+        &mods.display().to_string(),
+        "--timeout",
+        "30",
+    ]);
+    assert!(o.contains("gspc: runtime booted (pid "), "{o}");
+
+    // gspc monitor: the URL first.
+    let mut monitor = Command::new(bin.join("gspc"))
+        .args(["monitor", "--interval", "100", "--state-dir"])
+        .arg(scratch.state())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start gspc monitor");
+    let mut line = String::new();
+    BufReader::new(monitor.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _monitor = Kill(monitor);
+    let url = line.trim().to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "first line: {line:?}");
+
+    let t0 = Instant::now();
+    let b = Browser::start(&driver, &chromium);
+    b.call("POST", "/url", Some(&json!({ "url": url })));
+    let page = wait_for(&b, 15, "three workers", |p| {
+        p["workers"].as_array().unwrap().len() == 3 && p["conn"] == "live"
+    });
+    assert_eq!(page["bars"], 0, "{page:#}");
+
+    let mut submit = vec!["submit".to_string(), naps];
+    for i in 1..=8 {
+        submit.extend(["-p".to_string(), format!("x={i}L")]);
+    }
+    let submit: Vec<&str> = submit.iter().map(String::as_str).collect();
+    let job = scratch.ok(&submit).trim().to_string();
+    let first = wait_for(&b, 15, "the running job and its bars", |p| {
+        job_state(p, &job) == "running" && p["bars"].as_u64().unwrap() >= 1
+    });
+    assert!(
+        first["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().ends_with(": nap")),
+        "no worker shows its task: {first:#}"
+    );
+    let bad = scratch
+        .ok(&["submit", &broken, "-p", "x=1L"])
+        .trim()
+        .to_string();
+    let bars = first["bars"].as_u64().unwrap();
+    let page = wait_for(&b, 30, "more bars, the job done, the other failed", |p| {
+        p["bars"].as_u64().unwrap() > bars
+            && job_state(p, &job) == "done"
+            && job_state(p, &bad) == "failed"
+            && p["failed"].as_u64().unwrap() >= 1
+    });
+    assert!(page["bars"].as_u64().unwrap() >= 9, "{page:#}");
+    let failed_row = page["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["id"] == bad.as_str())
+        .unwrap();
+    assert!(
+        failed_row["text"]
+            .as_str()
+            .unwrap()
+            .contains("the disk is on fire"),
+        "{failed_row}"
+    );
+
+    // Click the failed task: its details show the error (a bar that scrolled out of the view
+    // between finding and clicking it is looked for again).
+    let mut clicked = Err(String::new());
+    for _ in 0..5 {
+        let el = b.call(
+            "POST",
+            "/element",
+            Some(&json!({"using": "css selector", "value": "#gantt .bar[data-state=\"failed\"]"})),
+        );
+        let id = el
+            .as_object()
+            .and_then(|o| o.values().next())
+            .and_then(Value::as_str)
+            .expect("an element id")
+            .to_string();
+        clicked = b.try_call("POST", &format!("/element/{id}/click"), Some(&json!({})));
+        if clicked.is_ok() {
+            break;
+        }
+    }
+    clicked.expect("a click on the failed task");
+    let details = b.js("return document.getElementById('details').textContent");
+    let details = details.as_str().unwrap();
+    assert!(details.contains("explode"), "{details}");
+    assert!(details.contains("the disk is on fire"), "{details}");
+
+    let shot = b.call("GET", "/screenshot", None);
+    let png = base64_decode(shot.as_str().unwrap());
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    let out = bin.parent().unwrap().join("monitor-test");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("screenshot.png"), &png).unwrap();
+    println!(
+        "the page as the test left it: {} ({} s)",
+        out.join("screenshot.png").display(),
+        t0.elapsed().as_secs()
+    );
+}
