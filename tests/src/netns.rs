@@ -395,6 +395,16 @@ impl Hosts {
         }
     }
 
+    /// The bridge in the root namespace.
+    pub fn bridge(&self) -> &str {
+        self.bridge.as_deref().unwrap_or_default()
+    }
+
+    /// The sshds' process ids.
+    pub fn sshd_pids(&self) -> Vec<u32> {
+        self.sshds.iter().filter_map(Sshd::pid).collect()
+    }
+
     /// The sshds' logs, for failure messages.
     pub fn log(&self) -> String {
         (self.sshds.iter().zip(&self.hosts))

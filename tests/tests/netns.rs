@@ -551,3 +551,70 @@ fn global_memory_moves_between_namespace_hosts_over_tcp() {
         run.start.elapsed().as_secs_f64()
     );
 }
+
+/// What a set of hosts left to check after it is gone.
+struct Traces {
+    names: Vec<String>,
+    dir: PathBuf,
+    pids: Vec<u32>,
+}
+
+fn ip_out(args: &[&str]) -> String {
+    let o = Command::new("ip").args(args).output().expect("run ip");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn hosts_are_torn_down_on_drop_and_on_panic() {
+    for panic in [false, true] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let joined = std::thread::spawn(move || {
+            let Some(hosts) = Hosts::start("teardown", 2) else {
+                tx.send(None).unwrap();
+                return;
+            };
+            // A process left running on host 0 (a child of init, not of this test) and a
+            // frozen host 1.
+            let o = hosts
+                .exec(0, "sh")
+                .args(["-c", "sleep 60 >/dev/null 2>&1 & echo $!"])
+                .output()
+                .unwrap();
+            let sleeper: u32 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+            assert!(hosts.freeze(1) > 0);
+            let mut names: Vec<String> = hosts.hosts.iter().map(|h| h.ns.clone()).collect();
+            names.extend(hosts.hosts.iter().map(|h| h.veth.clone()));
+            names.push(hosts.bridge().to_string());
+            let mut pids = hosts.sshd_pids();
+            pids.push(sleeper);
+            pids.extend(hosts.pids(1));
+            assert!(pids.iter().all(|&p| pnet_launch::testing::alive(p)));
+            tx.send(Some(Traces {
+                names,
+                dir: hosts.dir().to_path_buf(),
+                pids,
+            }))
+            .unwrap();
+            assert!(!panic, "a test failing while it holds hosts (on purpose)");
+        })
+        .join();
+        assert_eq!(joined.is_err(), panic);
+        let Some(traces) = rx.recv().unwrap() else {
+            return;
+        };
+        let (namespaces, links) = (ip_out(&["netns", "list"]), ip_out(&["-o", "link", "show"]));
+        for name in &traces.names {
+            assert!(
+                !namespaces.contains(name.as_str()) && !links.contains(&format!(" {name}")),
+                "{name} is left (panic: {panic}):\n{namespaces}\n{links}"
+            );
+        }
+        assert!(!traces.dir.exists(), "{} is left", traces.dir.display());
+        for pid in traces.pids {
+            assert!(
+                pnet_launch::testing::wait_gone(pid, Duration::from_secs(5)),
+                "process {pid} is left (panic: {panic})"
+            );
+        }
+    }
+}
