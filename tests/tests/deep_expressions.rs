@@ -159,7 +159,7 @@ fn one_level_more_is_a_diagnostic_not_a_crash() {
     });
 }
 
-/// Nets nest this deep in functions (`MAX_DEPTH` in compiler/sema/src/elab.rs: a transition
+/// Nets nest this deep in functions (`MAX_DEPTH` in compiler/sema/src/elab/mod.rs: a transition
 /// is refused in a function nested deeper).
 const MAX_NESTED_FUNCTIONS: usize = 32;
 
