@@ -760,6 +760,42 @@ code c1 \"expression of match\" : any
         assert_eq!(idx, [0, 0]);
     }
 
+    /// [`Engine::refresh`] between steps changes nothing in a run: the same firings, the same
+    /// result (child nets that end, generators, place-maps).
+    #[test]
+    fn refresh_between_steps_leaves_the_run_as_it_is() {
+        let nets = [
+            include_str!("../../../tests/data/engine/child_net.ir"),
+            include_str!("../../../tests/data/engine/place_map_generator.ir"),
+            include_str!("../../../tests/data/engine/condition_cross_product.ir"),
+            CROSS,
+        ];
+        for text in nets {
+            let bundle = pnet_bundle::text::parse(text).expect("the net reads");
+            for seed in 0..4 {
+                let run = |refresh: bool| {
+                    let config = RunConfig {
+                        seed,
+                        max_firings: Some(1000),
+                        runner: None,
+                    };
+                    let mut e = Engine::new(&bundle, &config).expect("engine");
+                    let mut firings = 0;
+                    while let Ok(Step::Fired) = e.step() {
+                        firings += 1;
+                        if refresh {
+                            e.refresh().expect("refresh");
+                        }
+                    }
+                    (firings, e.result())
+                };
+                let (plain, refreshed) = (run(false), run(true));
+                assert!(plain.0 > 0);
+                assert_eq!(plain, refreshed, "seed {seed}");
+            }
+        }
+    }
+
     #[test]
     fn generator_values() {
         let s: Vec<String> = [0u128, 1, 25, 26, 27, 51, 52, 701, 702]
