@@ -3,10 +3,7 @@
 
 use std::sync::Arc;
 
-use pnet_bundle::{
-    Body, Bundle, CodeId, Function, FunctionId, MemoryBuffer, MemoryTransfer, SourceFile,
-    SourceFileId, SourceSpan, TransferKind,
-};
+use pnet_bundle::{Bundle, FunctionId, SourceFile, TransferKind};
 use pnet_memory::{
     GlobalTable, LocalBuffers, Peers, range_value, read_global, run_gets, run_puts, write_global,
 };
@@ -21,60 +18,39 @@ const SOURCE: &str =
     "<defun name=\"f\">\n  <memory-get/>\n  <memory-get/>\n  <memory-get/>\n  <memory-get/>\n";
 
 /// Buffers `(name, size, alignment)`; transfers `(kind, allow empty, global, local)`.
-/// Transfer k sits at line k + 2, column 3; the buffers at line 1.
+/// Transfer k sits at line k + 2, column 3 of `SOURCE`. The function is read from the IR's
+/// text form; the ranges (what its global and local expressions would give) are the task's.
 struct Call {
     bundle: Bundle,
     mem: pnet_engine::TaskMemory,
 }
 
-fn span_at_line(line: usize) -> SourceSpan {
-    let start: usize = SOURCE.split('\n').take(line - 1).map(|l| l.len() + 1).sum();
-    SourceSpan {
-        file: SourceFileId(0),
-        start: start as u32 + 2,
-        end: start as u32 + 3,
-    }
-}
-
 fn call(buffers: &[(&str, u64, u64)], transfers: Vec<(TransferKind, bool, Value, Value)>) -> Call {
-    let f = Function {
-        name: Some("f".into()),
-        ports: vec![],
-        body: Body::Expression(CodeId(0)),
-        requires: vec![],
-        properties: vec![],
-        memory_buffers: buffers
-            .iter()
-            .map(|(n, _, _)| MemoryBuffer {
-                name: n.to_string(),
-                read_only: false,
-                size: CodeId(0),
-                alignment: None,
-                span: SourceSpan::default(),
-            })
-            .collect(),
-        memory_transfers: transfers
-            .iter()
-            .enumerate()
-            .map(|(k, (kind, allow, _, _))| MemoryTransfer {
-                kind: *kind,
-                global: CodeId(0),
-                local: CodeId(0),
-                allow_empty_ranges: *allow,
-                not_modified_in_module_call: false,
-                span: span_at_line(k + 2),
-            })
-            .collect(),
-        span: SourceSpan::default(),
-    };
+    let file = SourceFile::new("t.xpnet", SOURCE);
+    let lines: Vec<String> = file.line_starts.iter().map(u32::to_string).collect();
+    let mut text = format!(
+        "bundle root f0 f\nfile 0 \"t.xpnet\" lines {}\nfunction f0 f\n",
+        lines.join(" ")
+    );
+    for (name, _, _) in buffers {
+        text += &format!("  memory-buffer {name} size c0\n");
+    }
+    for (k, (kind, allow, _, _)) in transfers.iter().enumerate() {
+        let kind = match kind {
+            TransferKind::Get => "memory-get",
+            TransferKind::Put => "memory-put",
+            TransferKind::GetPut => "memory-getput",
+        };
+        let allow = if *allow { " allow_empty_ranges" } else { "" };
+        text += &format!(
+            "  {kind} global c0 local c0{allow}  @ t.xpnet:{}:3-4\n",
+            k + 2
+        );
+    }
+    text += "  expression c0\n\ncode c0 \"ranges\" : any\n  const 0 0UL\n  0  const       0UL\n";
+    let bundle = pnet_bundle::text::parse(&text).unwrap_or_else(|e| panic!("{text}\n{e:?}"));
     Call {
-        bundle: Bundle {
-            root: FunctionId(0),
-            functions: vec![f],
-            codes: vec![],
-            structs: vec![],
-            files: vec![SourceFile::new("t.xpnet", SOURCE)],
-        },
+        bundle,
         mem: pnet_engine::TaskMemory {
             buffers: buffers.iter().map(|&(_, s, a)| (s, a)).collect(),
             transfers: transfers.into_iter().map(|(_, _, g, l)| (g, l)).collect(),
