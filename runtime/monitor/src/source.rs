@@ -313,6 +313,8 @@ pub struct JobSource {
     last: Option<Sample>,
     /// False once the job did not answer a `Tasks` request.
     lists_tasks: bool,
+    /// The net's name, for the jobs table.
+    net: String,
 }
 
 impl JobSource {
@@ -322,7 +324,16 @@ impl JobSource {
             close_first: false,
             last: None,
             lists_tasks: true,
+            net: "job".into(),
         }
+    }
+
+    /// Names the job's net (its file) in the jobs table.
+    pub fn net(mut self, net: &str) -> JobSource {
+        if !net.is_empty() {
+            self.net = net.to_string();
+        }
+        self
     }
 
     /// A source for a control socket that only the monitor uses: at the first contact it
@@ -363,7 +374,7 @@ impl Source for JobSource {
             control::close(&self.socket)?;
             self.close_first = false;
         }
-        let net = "job".to_string();
+        let net = self.net.clone();
         let tasks = if self.lists_tasks {
             match control::request(&self.socket, &control::Request::Tasks) {
                 Ok(control::Response::Tasks(t)) => Some(
