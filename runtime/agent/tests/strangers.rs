@@ -13,13 +13,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use pnet_agent::{AgentConfig, AgentError, JobOptions, run_job_with};
-use pnet_bundle::{
-    Body, Bundle, Function, FunctionId, Net, Place, Port, PortDir, SourceFile, SourceFileId,
-    SourceSpan,
-};
+use pnet_bundle::Bundle;
 use pnet_protocol::frame::{read_msg, write_msg};
 use pnet_protocol::{AgentMsg, Hello, PROTOCOL_VERSION, Secret, WorkerMsg};
-use pnet_stdlib::Type;
 
 struct TempDir(PathBuf);
 
@@ -43,29 +39,17 @@ impl Drop for TempDir {
 /// A net with one `put_token` place and nothing else: with a control socket, the job waits
 /// for its clients (here: until one cancels it).
 fn waiting_net() -> Bundle {
-    let span = SourceSpan {
-        file: SourceFileId(0),
-        start: 0,
-        end: 4,
-    };
-    let mut xs = Place::new("xs", Type::Long, Vec::new(), span);
-    xs.put_token = true;
-    let root = Function::new(
-        "main",
-        vec![Port::new("xs", PortDir::In, Type::Long, Some(0), span)],
-        Body::Net(Net {
-            places: vec![xs],
-            transitions: Vec::new(),
-        }),
-        span,
-    );
-    Bundle {
-        root: FunctionId(0),
-        functions: vec![root],
-        codes: Vec::new(),
-        structs: Vec::new(),
-        files: vec![SourceFile::new("strangers.xpnet", "<net/>\n")],
-    }
+    pnet_bundle::text::parse(
+        "bundle root f0 main
+file 0 \"strangers.xpnet\" lines 0 7
+
+function f0 main  @ strangers.xpnet:1:1-5
+  in xs : long = p0 xs  @ 1:1-5
+  net
+    place p0 xs : long put_token  @ strangers.xpnet:1:1-5
+",
+    )
+    .unwrap()
 }
 
 struct Job {
