@@ -424,3 +424,116 @@ fn the_monitor_page_shows_workers_jobs_and_task_bars_live() {
         t0.elapsed().as_secs()
     );
 }
+
+/// One GET on the monitor: the body (None: no answer).
+fn http_get(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("http://")?;
+    let (addr, path) = rest.split_once('/')?;
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(
+        s,
+        "GET /{path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    Some(text.split_once("\r\n\r\n")?.1.to_string())
+}
+
+/// `gspc-run --monitor` (no browser needed): the URL on stderr at the start, the run's
+/// workers and tasks in the snapshots while it runs, a task's log on demand, then the run ends
+/// as without a monitor (its private control socket is closed at once) and its folder is
+/// removed.
+#[test]
+fn gspc_run_monitor_serves_the_run_while_it_runs() {
+    let bin = pnet_tests::build_packages(&["gspc-run", "pnet-worker"]);
+    let dir = std::env::temp_dir().join(format!("pnet-monitor-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let nap = dir.join("slow.nap");
+    std::fs::write(
+        &nap,
+        "#!/bin/sh\ncat >/dev/null\necho napping >&2\nsleep 0.6\necho '{\"y\": 1}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&nap, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let net = dir.join("naps.xpnet");
+    std::fs::write(
+        &net,
+        NET.replace("NAME", "naps")
+            .replace("TRANSITION", "nap")
+            .replace("MODULE", "slow")
+            .replace("FUNCTION", "nap"),
+    )
+    .unwrap();
+    let stdout = std::fs::File::create(dir.join("out")).unwrap();
+    let mut child = Command::new(bin.join("gspc-run"))
+        .args(["--monitor", "--topology", "worker:2"])
+        .arg(&net)
+        .args(["-p", "x=1L", "-p", "x=2L", "-p", "x=3L", "-p", "x=4L"])
+        .env_remove("PNET_MODULE_PATH")
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start gspc-run");
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let url = line
+        .strip_prefix("gspc-run: monitor: ")
+        .unwrap_or_else(|| panic!("first line on stderr: {line:?}"))
+        .trim()
+        .to_string();
+    let mut rest = String::new();
+    let drain = std::thread::spawn(move || err.read_to_string(&mut rest).map(|_| rest));
+
+    let t0 = Instant::now();
+    let snap = loop {
+        let s: Option<Value> =
+            http_get(&format!("{url}snapshot.json")).and_then(|b| serde_json::from_str(&b).ok());
+        if let Some(s) = s.filter(|s| {
+            s["workers"].as_array().is_some_and(|w| w.len() == 2)
+                && s["tasks"].as_array().is_some_and(|t| {
+                    t.iter()
+                        .any(|t| t["state"] == "done" && t["log_bytes"].as_u64() > Some(0))
+                })
+        }) {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "no snapshot with 2 workers and a done task"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        snap["jobs"][0]["net"]
+            .as_str()
+            .unwrap()
+            .ends_with("naps.xpnet"),
+        "{snap:#}"
+    );
+    assert_eq!(snap["tasks_sampled"], false);
+    let done = snap["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["state"] == "done")
+        .unwrap();
+    let log = http_get(&format!("{url}log/1/{}", done["task"])).unwrap();
+    assert_eq!(log, "napping\n");
+    let title = snap["title"].as_str().unwrap();
+    let socket = title.split("control socket ").nth(1).unwrap();
+
+    let status = child.wait().unwrap();
+    let rest = drain.join().unwrap().unwrap();
+    assert!(status.success(), "{status:?}: {rest}");
+    let out = std::fs::read_to_string(dir.join("out")).unwrap();
+    assert_eq!(out, "y = 1L\n".repeat(4));
+    assert!(
+        !Path::new(socket).parent().unwrap().exists(),
+        "{socket}'s folder is left"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
