@@ -355,10 +355,11 @@ impl Hosts {
             return Ok(format!("iptables statistic --probability {p}"));
         };
         let permille = (probability * 1000.0).round() as u32;
+        let rule = format!("numgen random mod 1000 < {permille} counter drop");
         let script = format!(
             "table inet pnetloss {{\n\
-             chain in {{ type filter hook input priority 0; numgen random mod 1000 < {permille} drop; }}\n\
-             chain out {{ type filter hook output priority 0; numgen random mod 1000 < {permille} drop; }}\n\
+             chain in {{ type filter hook input priority 0; {rule}; }}\n\
+             chain out {{ type filter hook output priority 0; {rule}; }}\n\
              }}\n"
         );
         let file = self.dir.join(format!("loss{h}.nft"));
@@ -377,6 +378,42 @@ impl Hosts {
             )),
             Err(e) => Err(format!("{iptables_error}; nft: {e}")),
         }
+    }
+
+    /// How many packets the rules of [`Hosts::lose`] dropped on host `h` so far.
+    pub fn dropped(&self, h: usize) -> u64 {
+        let text = |o: std::io::Result<std::process::Output>| match o {
+            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+            _ => String::new(),
+        };
+        // iptables -L -v -x: "pkts bytes target ..." per rule.
+        let iptables = text(
+            self.exec(h, "iptables")
+                .args(["-L", "-v", "-x", "-n"])
+                .output(),
+        );
+        let mut n: u64 = (iptables.lines())
+            .filter(|l| l.contains("DROP") && l.contains("statistic"))
+            .filter_map(|l| l.split_whitespace().next()?.parse::<u64>().ok())
+            .sum();
+        // nft: "... counter packets N bytes M drop".
+        let nft = text(
+            self.exec(h, "nft")
+                .args(["list", "table", "inet", "pnetloss"])
+                .output(),
+        );
+        for l in nft.lines() {
+            let mut words = l.split_whitespace();
+            while let Some(w) = words.next() {
+                if w == "packets" {
+                    n += words
+                        .next()
+                        .and_then(|p| p.parse::<u64>().ok())
+                        .unwrap_or(0);
+                }
+            }
+        }
+        n
     }
 
     /// Delays every packet host `h` sends by `ms` milliseconds (`tc qdisc ... netem`); the
