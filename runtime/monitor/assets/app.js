@@ -193,7 +193,8 @@ function renderGantt(s) {
   }
   old.forEach((r) => r.remove());
   if (snap.now_ms >= t0 && snap.now_ms <= t1) el("line", { class: "now", x1: x(snap.now_ms), x2: x(snap.now_ms), y1: AXIS_H - 4, y2: height });
-  $("gantt-note").textContent = s.tasks.length + " tasks (" + shown + " in view)" +
+  $("gantt-note").textContent = s.tasks.length + " tasks (" + shown + " in view" +
+    (s.tasks_dropped ? ", " + s.tasks_dropped + " older ones left out" : "") + ")" +
     (s.tasks_sampled ? "; sampled every " + s.interval_ms + " ms from what the workers run (shorter tasks may be merged; no inputs or logs from this source)" : "");
 }
 

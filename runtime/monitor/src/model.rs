@@ -14,8 +14,9 @@ use serde::Serialize;
 
 use crate::source::{JobSample, Running, Sample, TaskSample, WorkerSample};
 
-/// At most this many bars are kept (the oldest finished ones go first).
-pub const MAX_BARS: usize = 20_000;
+/// At most this many bars are kept and sent (the oldest finished ones go first): a snapshot
+/// is about 250 bytes of JSON a bar, sent every interval to every open page.
+pub const MAX_BARS: usize = 5_000;
 /// The window of a worker's load (busy share), in ms.
 pub const LOAD_WINDOW_MS: u64 = 10_000;
 
@@ -70,6 +71,8 @@ pub struct Snapshot {
     pub tasks: Vec<Bar>,
     /// True: the bars come from sampling the workers (see the module docs).
     pub tasks_sampled: bool,
+    /// Finished bars left out (beyond the cap, the oldest).
+    pub tasks_dropped: u64,
     pub memory: Option<pnet_agent::control::MemoryStatus>,
     /// Why there is no memory table, when there is none.
     pub memory_note: Option<String>,
@@ -149,6 +152,7 @@ impl Model {
                 // The source's clock mapped to ours.
                 let offset = now_ms as i64 - sample.clock_ms as i64;
                 s.tasks_sampled = false;
+                s.tasks_dropped = 0;
                 s.tasks = tasks.into_iter().map(|t| reported_bar(t, offset)).collect();
             }
             None => {
@@ -185,6 +189,7 @@ impl Model {
             .collect();
         if s.tasks.len() > self.max_bars {
             let mut extra = s.tasks.len() - self.max_bars;
+            s.tasks_dropped += extra as u64;
             s.tasks.retain(|b| {
                 if extra > 0 && b.end_ms.is_some() {
                     extra -= 1;
@@ -473,6 +478,7 @@ mod tests {
         }
         let s = m.snapshot();
         assert_eq!(s.tasks.len(), 50);
+        assert_eq!(s.tasks_dropped, 10);
         assert_eq!(s.tasks[0].start_ms, 10);
         let open: Vec<&Bar> = s.tasks.iter().filter(|b| b.end_ms.is_none()).collect();
         assert_eq!(open.len(), 1);

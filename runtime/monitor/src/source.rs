@@ -158,10 +158,15 @@ pub struct RuntimeSource {
     logs: Option<std::sync::Arc<RtClient>>,
     /// Each job's start on the runtime's clock (ms of uptime).
     starts: HashMap<u64, u64>,
-    /// The tasks of ended jobs, asked once at their end.
+    /// The tasks of ended jobs, asked once at their end (the latest jobs' only: at most
+    /// [`crate::model::MAX_BARS`] tasks in all, but the last job's).
     ended: HashMap<u64, Vec<TaskSample>>,
     /// False once the runtime did not answer a `Tasks` request (an older runtime).
     lists_tasks: bool,
+    /// The last list of each running job's tasks, and the poll it was asked at: a long list
+    /// is asked less often (every `len / 1000` polls, at most 20) to spare the runtime.
+    running: HashMap<u64, (u64, Vec<TaskSample>)>,
+    polls: u64,
 }
 
 impl RuntimeSource {
@@ -180,6 +185,8 @@ impl RuntimeSource {
             starts: HashMap::new(),
             ended: HashMap::new(),
             lists_tasks: true,
+            running: HashMap::new(),
+            polls: 0,
         }
     }
 
@@ -205,6 +212,7 @@ impl RuntimeSource {
 
 impl Source for RuntimeSource {
     fn poll(&mut self) -> Result<Sample, String> {
+        self.polls += 1;
         let status = match self.client.call(RtRequest::Status, Some(TIMEOUT)) {
             Ok(RtResponse::Status(s)) => s,
             Ok(r) => return Err(format!("unexpected answer from the runtime: {r:?}")),
@@ -254,14 +262,38 @@ impl Source for RuntimeSource {
                 }
             });
             if running {
-                if let Some(t) = self.tasks_of(j.id, start) {
-                    tasks.extend(t);
+                let every = match self.running.get(&j.id) {
+                    Some((_, t)) => (t.len() as u64 / 1000).clamp(1, 20),
+                    None => 1,
+                };
+                match self.running.get(&j.id) {
+                    Some((at, t)) if self.polls - at < every => tasks.extend(t.iter().cloned()),
+                    _ => {
+                        if let Some(t) = self.tasks_of(j.id, start) {
+                            tasks.extend(t.iter().cloned());
+                            self.running.insert(j.id, (self.polls, t));
+                        }
+                    }
                 }
             } else if let Some(t) = self.ended.get(&j.id) {
                 tasks.extend(t.iter().cloned());
             } else if let Some(t) = self.tasks_of(j.id, start) {
+                self.running.remove(&j.id);
                 self.ended.insert(j.id, t.clone());
                 tasks.extend(t);
+                // Keep the lists of the latest ended jobs only (the page shows at most
+                // MAX_BARS bars anyway).
+                while self.ended.values().map(Vec::len).sum::<usize>() > crate::model::MAX_BARS {
+                    let Some(oldest) = (self.ended.iter())
+                        .filter(|(id, t)| !t.is_empty() && **id != j.id)
+                        .map(|(id, _)| *id)
+                        .min()
+                    else {
+                        break;
+                    };
+                    // Forgotten, not asked again.
+                    self.ended.insert(oldest, Vec::new());
+                }
             }
             let error = j.error.clone();
             sample.jobs.push(JobSample {
