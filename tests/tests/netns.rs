@@ -257,10 +257,18 @@ fn requeued(lines: &[String]) -> usize {
 }
 
 /// Runs the fan net of `n` tasks of `secs` each over 4 hosts; once `after` tasks started and
-/// host 2 ran some, applies `fault` to host 2; then checks that the agent lost every worker
-/// of host 2 within the heartbeat timeout (plus slack), re-ran their tasks, and that the
-/// result is exact. Returns the time from the fault to the last loss noticed.
-fn lose_host_mid_run(tag: &str, n: usize, secs: &str, after: usize, fault: impl Fn(&Hosts, usize)) {
+/// each worker of host 2 ran one, applies `fault` to host 2; then checks that the agent lost
+/// every worker of host 2 within the heartbeat timeout (plus slack) and re-ran their tasks,
+/// and that the result is exact. With `heal`, host 2 comes back right after the loss (link
+/// up, processes thawed): what its workers still send is late, and must change nothing.
+fn lose_host_mid_run(
+    tag: &str,
+    n: usize,
+    secs: &str,
+    after: usize,
+    fault: fn(&Hosts, usize),
+    heal: Option<fn(&Hosts, usize)>,
+) {
     bin_dir();
     let Some(hosts) = Hosts::start(tag, 4) else {
         return;
@@ -304,15 +312,23 @@ fn lose_host_mid_run(tag: &str, n: usize, secs: &str, after: usize, fault: impl 
         |r| lost_lines(&r.log(), &addr).len() >= PER_HOST,
     );
     let noticed = t0.elapsed();
+    if let Some(heal) = heal {
+        heal(&hosts, victim);
+    }
     let out = run.finish(&hosts);
     let log = run.log();
     let lost = lost_lines(&log, &addr);
     let per_host = check_exact(&out, n);
     println!(
         "{tag}: fault on host {victim} ({addr}, `{}`) after {started_before} of {n} tasks \
-         started; every worker of it lost after {} ms (heartbeat timeout {} ms); {} tasks \
+         started{}; every worker of it lost after {} ms (heartbeat timeout {} ms); {} tasks \
          queued again; results per host: {per_host:?}; run took {:.1} s",
         hosts.hosts[victim].hostname,
+        if heal.is_some() {
+            " (healed once lost)"
+        } else {
+            ""
+        },
         noticed.as_millis(),
         HEARTBEAT_TIMEOUT.as_millis(),
         requeued(&lost),
@@ -338,15 +354,38 @@ fn lose_host_mid_run(tag: &str, n: usize, secs: &str, after: usize, fault: impl 
 
 #[test]
 fn a_host_cut_off_mid_run_is_noticed_and_its_tasks_run_elsewhere() {
-    lose_host_mid_run("cut", 96, "0.25", 16, |hosts, h| hosts.cut(h));
+    lose_host_mid_run("cut", 96, "0.25", 16, Hosts::cut, None);
+}
+
+#[test]
+fn a_host_cut_off_and_back_changes_nothing() {
+    lose_host_mid_run(
+        "cutback",
+        96,
+        "0.25",
+        16,
+        Hosts::cut,
+        Some(Hosts::reconnect),
+    );
+}
+
+fn freeze(hosts: &Hosts, h: usize) {
+    let stopped = hosts.freeze(h);
+    assert!(stopped > 0, "nothing to stop on host {h}");
+}
+
+fn thaw(hosts: &Hosts, h: usize) {
+    hosts.thaw(h);
 }
 
 #[test]
 fn a_frozen_host_is_noticed_and_its_tasks_run_elsewhere() {
-    lose_host_mid_run("freeze", 96, "0.25", 16, |hosts, h| {
-        let stopped = hosts.freeze(h);
-        assert!(stopped > 0, "nothing to stop on host {h}");
-    });
+    lose_host_mid_run("freeze", 96, "0.25", 16, freeze, None);
+}
+
+#[test]
+fn a_frozen_host_thawed_changes_nothing() {
+    lose_host_mid_run("thaw", 96, "0.25", 16, freeze, Some(thaw));
 }
 
 #[test]
