@@ -159,22 +159,32 @@ fn free_subnet(seed: u32) -> String {
         .expect("a free 10.213.X.0/24")
 }
 
+/// Whether namespace hosts cannot be made here (not root, or no `ip netns`); says why on
+/// stdout, as `skipped: ...`. Tests call it before their set-up (building binaries).
+pub fn unavailable() -> bool {
+    if euid() != Some(0) {
+        println!(
+            "skipped: the network-namespace tests need root (ip netns, veth pairs, sshd on the \
+             namespaces' addresses); CI runs them as root"
+        );
+        return true;
+    }
+    if let Err(e) = ip(&["netns", "list"]) {
+        println!("skipped: `ip netns` does not work here ({e}); install iproute2");
+        return true;
+    }
+    false
+}
+
 impl Hosts {
     /// Makes `n` hosts (at most 200), or says on stdout why it cannot and returns `None`
-    /// (not root, or no `ip netns`): the caller's test then passes without doing anything.
+    /// (see [`unavailable`]; or the first namespace cannot be made): the caller's test then
+    /// passes without doing anything.
     pub fn start(tag: &str, n: usize) -> Option<Hosts> {
         assert!((1..=200).contains(&n), "1 to 200 hosts");
         static SERIAL: Mutex<()> = Mutex::new(());
         static COUNTER: Mutex<u32> = Mutex::new(0);
-        if euid() != Some(0) {
-            println!(
-                "skipped: the network-namespace tests need root (ip netns, veth pairs, sshd on \
-                 the namespaces' addresses); CI runs them as root"
-            );
-            return None;
-        }
-        if let Err(e) = ip(&["netns", "list"]) {
-            println!("skipped: `ip netns` does not work here ({e}); install iproute2");
+        if unavailable() {
             return None;
         }
         let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
