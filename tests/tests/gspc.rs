@@ -234,7 +234,13 @@ fn three_workflows_at_once_put_tokens_cancel_wait_and_stop() {
     assert_eq!(wc, expected);
     assert_eq!(s.ok(&["wait", &b]), "ys = 9L\nys = 16L\n");
     let wj: serde_json::Value = serde_json::from_str(&s.ok(&["wait", &b, "--json"])).unwrap();
-    assert_eq!(wj["outputs"]["ys"], serde_json::json!(["9L", "16L"]));
+    assert_eq!(
+        wj["outputs"]["ys"],
+        serde_json::json!({"type": "long", "tokens": [9, 16]})
+    );
+    let literal = s.ok(&["wait", &b, "--json", "--values=literal"]);
+    let wl: serde_json::Value = serde_json::from_str(&literal).unwrap();
+    assert_eq!(wl["outputs"]["ys"], serde_json::json!(["9L", "16L"]));
     // The same outputs, kept in a result file and read back by pnetget.
     let result = s.dir.join("b.pnr");
     s.ok(&["wait", &b, "--result", result.to_str().unwrap()]);

@@ -75,7 +75,10 @@ fn run_case(case: &Case, work: &std::path::Path, jit: &str) -> Result<(), String
         ));
     }
     let mut run = Command::new(bin("gspc-run"));
-    run.arg(&bundle).arg("--json").arg(format!("--jit={jit}"));
+    // The tokens as literals: they are compared as values of the language.
+    run.arg(&bundle)
+        .args(["--json", "--values=literal"])
+        .arg(format!("--jit={jit}"));
     for (port, tokens) in &case.inputs {
         for t in tokens {
             run.arg("-p").arg(format!("{port}={t}"));

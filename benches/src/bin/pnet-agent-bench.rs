@@ -438,7 +438,12 @@ fn main() -> ExitCode {
                 .map(|a| {
                     a.iter()
                         .filter(|e| e["ph"] == "X")
-                        .filter_map(|e| e["dur"].as_f64())
+                        .filter_map(|e| {
+                            Some(
+                                e["args"]["answered_us"].as_f64()?
+                                    - e["args"]["sent_us"].as_f64()?,
+                            )
+                        })
                         .collect()
                 })
                 .unwrap_or_default();

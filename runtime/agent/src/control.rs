@@ -640,6 +640,17 @@ pub struct RtClient {
 impl RtClient {
     /// Checks the state directory and reads its secret.
     pub fn open(state_dir: &Path) -> Result<RtClient, RtError> {
+        if std::fs::symlink_metadata(state_dir)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            return Err(RtError::new(
+                "gspc-no-runtime",
+                format!(
+                    "no runtime is running (state directory {}); start one with `gspc boot`",
+                    state_dir.display()
+                ),
+            ));
+        }
         check_private_dir(state_dir)?;
         let secret = read_secret(state_dir)?;
         Ok(RtClient {

@@ -123,6 +123,8 @@ pub struct TraceRecord {
     pub started: Option<Duration>,
     /// When it ended (as the worker reported it; else when its answer or loss arrived).
     pub end: Duration,
+    /// When its answer (or its worker's loss) arrived.
+    pub answered: Duration,
     /// Why it failed, or how its worker was lost.
     pub error: Option<String>,
     /// Runs before this one on workers that were lost.
@@ -535,6 +537,7 @@ impl<'b> Core<'b> {
                     sent: inf.dispatched,
                     started: None,
                     end: self.now,
+                    answered: self.now,
                     error: Some(cause.clone()),
                     retries: inf.task.retries,
                 }));
@@ -641,6 +644,7 @@ impl<'b> Core<'b> {
                 sent: inf.dispatched,
                 started,
                 end,
+                answered: self.now,
                 error: match &msg {
                     WorkerMsg::Failed { message, .. } => Some(message.clone()),
                     _ => None,

@@ -124,6 +124,7 @@ mod tests {
             sent: Duration::from_millis(sent_ms),
             started: Some(Duration::from_millis(sent_ms + 1)),
             end: Duration::from_millis(sent_ms + 3),
+            answered: Duration::from_millis(sent_ms + 4),
             error: None,
             retries: 0,
         }

@@ -147,7 +147,11 @@ impl TraceWriter {
     pub(crate) fn task(&mut self, r: &TraceRecord) -> io::Result<()> {
         let name = self.names.get(&r.worker).map_or("", String::as_str);
         let info = record_info(r, name);
-        for e in self.lanes.events(&info) {
+        for mut e in self.lanes.events(&info) {
+            if e["ph"] == "X" {
+                // From dispatch to the answer's arrival: the round trip (benchmarks).
+                e["args"]["answered_us"] = json!(r.answered.as_micros() as u64);
+            }
             self.event(&e)?;
         }
         Ok(())
@@ -176,6 +180,7 @@ mod tests {
             sent: Duration::from_micros(sent),
             started: started.map(Duration::from_micros),
             end: Duration::from_micros(end),
+            answered: Duration::from_micros(end + 1),
             error: None,
             retries: 0,
         }
@@ -210,6 +215,7 @@ mod tests {
         assert_eq!(slices[0]["args"]["module"], "arith.square");
         assert_eq!(slices[0]["args"]["outcome"], "done");
         assert_eq!(slices[0]["args"]["queued_us"], 500);
+        assert_eq!(slices[0]["args"]["answered_us"], 2001);
         assert_eq!(slices[1]["ts"], 2000);
         assert_eq!(slices[1]["args"]["error"], "module `m` said: no");
         assert_eq!(

@@ -55,11 +55,17 @@ struct Cli {
     /// one port
     #[arg(short = 'p', long = "put", value_name = "PORT=VALUE", value_parser = parse_put_arg)]
     puts: Vec<(String, Value)>,
-    /// Print the result as JSON (with "ending": {"complete": BOOL, "tokens_left": [{"place",
-    /// "tokens"}], "empty_outputs": [PORT], "starved": [{"transition", "place"}],
-    /// "more_starved": N})
+    /// Print the result as JSON: {"outputs": {PORT: {"type": T, "tokens": [...]}}, "firings",
+    /// "tasks", "ending": {"complete": BOOL, "tokens_left": [{"place", "tokens"}],
+    /// "empty_outputs": [PORT], "starved": [{"transition", "place"}], "more_starved": N}}; the
+    /// tokens in the JSON encoding of values (the modules' and `pnetget --json`'s, see
+    /// runtime/worker/MODULES.md)
     #[arg(long)]
     json: bool,
+    /// With --json: json (default) or literal (the tokens as strings in the literal syntax:
+    /// "3L", "Struct [a := 1L]")
+    #[arg(long, value_name = "FORM", value_parser = ["json", "literal"], requires = "json")]
+    values: Option<String>,
     /// Exit with 3 when the net stopped with an out port empty or tokens left on inner places
     /// (without it: a warning, exit 0)
     #[arg(long)]
@@ -112,6 +118,11 @@ struct Cli {
         help_heading = "Seeing and controlling the run"
     )]
     control: Option<PathBuf>,
+    /// Serve a live web page of the run (workers, jobs, tasks per worker over time, their
+    /// logs and errors) on 127.0.0.1 and print its URL on stderr at the start (see `gspc
+    /// monitor`); it reads the --control socket, else one of its own
+    #[arg(long, help_heading = "Seeing and controlling the run")]
+    monitor: bool,
     /// Write a Chrome trace-event JSON (open it in Perfetto or chrome://tracing: one lane per
     /// worker, one slice per task from its start on the worker to its end, the wait before
     /// as an async `queued` slice, a failed task's error in its slice's args)
@@ -171,6 +182,7 @@ struct Args {
     net: Option<PathBuf>,
     puts: Vec<(String, Value)>,
     json: bool,
+    literal: bool,
     require_outputs: bool,
     result: Option<PathBuf>,
     config: pnet_engine::RunConfig,
@@ -186,6 +198,7 @@ struct Args {
     max_retries: Option<u32>,
     dry_run: bool,
     control: Option<PathBuf>,
+    monitor: bool,
     trace: Option<PathBuf>,
     log: Option<PathBuf>,
     logs: Option<PathBuf>,
@@ -259,6 +272,7 @@ fn parse_args(argv: Vec<OsString>) -> Result<Args, ExitCode> {
         net: cli.net,
         puts: cli.puts,
         json: cli.json,
+        literal: cli.values.as_deref() == Some("literal"),
         require_outputs: cli.require_outputs,
         result: cli.result,
         config,
@@ -274,6 +288,7 @@ fn parse_args(argv: Vec<OsString>) -> Result<Args, ExitCode> {
         max_retries: w.max_retries,
         dry_run: cli.dry_run,
         control: cli.control,
+        monitor: cli.monitor,
         trace: cli.trace,
         log: cli.log,
         logs: cli.logs,
@@ -423,6 +438,18 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
     if let Some(dir) = worker.parent().filter(|d| !d.as_os_str().is_empty()) {
         module_path.push(dir.to_path_buf());
     }
+    let mut control = args.control.clone();
+    let _monitor = if args.monitor {
+        match crate::monitor::start(&mut control, &net) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                pnet_stdlib::errln!("gspc-run: error: --monitor: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        None
+    };
     let config = pnet_agent::AgentConfig {
         run,
         plan,
@@ -437,7 +464,7 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
         progress: args
             .progress
             .unwrap_or_else(|| std::io::stderr().is_terminal()),
-        control: args.control.clone(),
+        control,
         max_retries: args.max_retries,
         start_workers: pnet_agent::StartWorkers::IfModules,
         fake_hosts: args.fake_hosts,
@@ -490,7 +517,13 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     }
-    print_result(result, args.json, args.require_outputs)
+    let types = pnet_bundle::result::output_types(&bundle);
+    let form = match (args.json, args.literal) {
+        (false, _) => pnet_agent::output::Form::Text,
+        (true, true) => pnet_agent::output::Form::JsonLiteral,
+        (true, false) => pnet_agent::output::Form::Json(&types),
+    };
+    print_result(result, form, args.require_outputs)
 }
 
 /// Checks the `-p` values against the root's in ports before anything starts (the engine's
@@ -509,13 +542,17 @@ fn check_inputs(bundle: &Bundle, inputs: &[(String, Vec<Value>)]) -> Result<(), 
     Ok(())
 }
 
-fn print_result(result: pnet_engine::RunResult, json: bool, require_outputs: bool) -> ExitCode {
+fn print_result(
+    result: pnet_engine::RunResult,
+    form: pnet_agent::output::Form<'_>,
+    require_outputs: bool,
+) -> ExitCode {
     let text = pnet_agent::output::format_outputs(
         &result.outputs,
         result.stats.firings,
         result.stats.tasks,
         &result.ending,
-        json,
+        form,
     );
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

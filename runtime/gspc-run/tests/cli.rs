@@ -99,8 +99,12 @@ fn json_output_and_bundles() {
     let o = gspc_run(&[&net, "-p", "n=5L", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
-    assert_eq!(doc["outputs"]["done"][0], "0L");
+    assert_eq!(doc["outputs"]["done"]["tokens"][0], 0);
+    assert_eq!(doc["outputs"]["done"]["type"], "long");
     assert_eq!(doc["firings"], 6);
+    let o = gspc_run(&[&net, "-p", "n=5L", "--json", "--values=literal"]);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(doc["outputs"]["done"][0], "0L");
 }
 
 #[test]

@@ -25,9 +25,9 @@ gspc status: the runtime (pid, address, uptime, jobs) and a table of its workers
 
 Usage: gspc status [--json] [--state-dir DIR]
 
-Worker columns: name, host, pid, capabilities, health (`up 0.1s`: the age of its last
-heartbeat; `starting`, `lost: ...`, `exited: ...`), the task it runs (job/transition), the
-tasks it holds, and the tasks it has done. Then the global memory: segments (workers with
+Worker columns: name, host, pid, capabilities, health (`last heartbeat 0.1s ago`; `starting`,
+`lost: ...`, `exited: ...`), the task it runs (job/transition), the tasks it holds, and the
+tasks it has done. Then the global memory: segments (workers with
 working memory), capacity, bytes allocated, allocations, bytes moved into module buffers
 (got) and out of them (put), and the same per host. --json prints the same with stable keys
 (\"memory\": {\"segments\", \"capacity\", \"allocated\", \"allocations\", \"bytes_got\",
@@ -38,12 +38,13 @@ working memory), capacity, bytes allocated, allocations, bytes moved into module
             "\
 gspc submit: start a workflow on the runtime and print its job id (at once)
 
-Usage: gspc submit NET [-p PORT=VALUE]... [--module-path DIR]... [--json] [COMPILER OPTIONS]
-                   [--state-dir DIR]
+Usage: gspc submit NET [-p PORT=VALUE]... [--name NAME] [--module-path DIR]... [--json]
+                   [COMPILER OPTIONS] [--state-dir DIR]
 
 NET is a bundle (.pnet) or an .xpnet file (compiled here). -p puts a token on an input port
 (VALUE in the expression language's literal syntax: 3L, \"s\", Struct [a := 1], ...);
-repeatable. --json prints {\"job\": N}.
+repeatable. --name names the job in `gspc jobs` (default: NET's file name). --json prints
+{\"job\": N}.
 
 The workers look for this job's modules (lib<module>.so, executables <module>.<function> or
 <module>) in each --module-path DIR (repeatable, in order), then in NET's folder, then along
@@ -58,9 +59,13 @@ warning on stderr.
             "\
 gspc wait: wait for a job to end and print its output tokens like gspc-run
 
-Usage: gspc wait JOB [--json] [--result FILE] [--timeout SECS] [--require-outputs]
-                 [--state-dir DIR]
+Usage: gspc wait JOB [--json [--values=json|literal]] [--result FILE] [--timeout SECS]
+                 [--require-outputs] [--state-dir DIR]
 
+--json prints {\"outputs\": {PORT: {\"type\": T, \"tokens\": [...]}}, \"firings\", \"tasks\",
+\"ending\"}: the tokens in the JSON encoding of values (the modules' and `pnetget --json`'s,
+see runtime/worker/MODULES.md); --values=literal gives them as strings in the literal
+syntax (3L, Struct [...]) instead.
 --result FILE also writes the output tokens with their types to FILE (read it with pnetget).
 --timeout SECS returns after SECS seconds (a decimal number) if the job has not ended by
 then, printing its state on stderr (`gspc: job 3 has not ended after 5 s: running, tasks: 2
@@ -100,9 +105,57 @@ clients until it is closed.)
         }
         "jobs" => {
             "\
-gspc jobs: the runtime's jobs: id, net, state, submitted, elapsed, running/queued/done tasks
+gspc jobs: the runtime's jobs: id, name, state, submitted, elapsed, running/queued/done tasks
 
 Usage: gspc jobs [--json] [--state-dir DIR]
+
+NAME is the name given to `gspc submit --name`, else the net's file name. RUNNING counts the
+tasks started on a worker, QUEUED those waiting (in the runtime or in a worker's queue).
+Then a line per failed job with the reason (`job 3 failed: ...`) and per job that waits for a
+worker. --json: [{\"id\", \"name\", \"net\", \"state\", \"error\", \"submitted_unix\",
+\"elapsed_ms\", \"tasks_running\", \"tasks_sent\", \"tasks_queued\", \"tasks_done\",
+\"waiting\"}].
+"
+        }
+        "tasks" => {
+            "\
+gspc tasks: a job's tasks (of a running job, or of one of the last ended ones)
+
+Usage: gspc tasks JOB [--json] [--state-dir DIR]
+
+One row per task sent to a worker: its number, transition, state (`sent`: in the worker's
+queue, `running`, `done`, `failed`, `cancelled`, `lost`: its worker was lost), worker, when
+it was sent, started and ended (seconds since the job started; the start and end as the
+worker measured them), retries, and the bytes of its log (`gspc logs`). Then the error of
+each failed task. The latest 20,000 ended tasks of a job are kept. --json: {\"job\",
+\"tasks\": [{\"task\", \"transition\", \"module\", \"worker\", \"worker_id\", \"state\",
+\"sent_us\", \"started_us\", \"ended_us\", \"retries\", \"error\", \"log_bytes\"}], \"queued\",
+\"dropped\"}.
+"
+        }
+        "trace" => {
+            "\
+gspc trace: a job's tasks as a Chrome trace-event file
+
+Usage: gspc trace JOB [-o FILE] [--state-dir DIR]
+
+Writes {\"traceEvents\": [...]} to FILE (default: standard output): one lane per worker, one
+slice per ended task from its start on the worker to its end (as the worker measured them),
+the time it waited from being sent to its start as an async `queued` slice, a failed task's
+error in its slice's args. Open it in Perfetto (ui.perfetto.dev) or chrome://tracing.
+"
+        }
+        "logs" => {
+            "\
+gspc logs: what a job's tasks logged
+
+Usage: gspc logs JOB [TASK] [--json] [--state-dir DIR]
+
+A command module's standard error and the lines of its standard output before its answer,
+a native module's log lines (`Context::log` of pnet-module-sdk, `log` of the C ABI). Each
+task keeps the last 64 KiB of its log, a job the last 16 MiB of its tasks' logs. Without
+TASK, every task's log, each under a header `== task N (TRANSITION on WORKER)`. --json:
+[{\"task\", \"transition\", \"worker\", \"text\", \"dropped\"}].
 "
         }
         "add-workers" => {
@@ -197,6 +250,8 @@ struct Args {
     offset: Option<u64>,
     size: Option<u64>,
     output: Option<PathBuf>,
+    name: Option<String>,
+    literal: bool,
 }
 
 /// Every option of the client commands; [`allowed`] says which command takes which (the
@@ -251,6 +306,13 @@ struct ClientCli {
     /// Remove workers of this class
     #[arg(long, value_name = "CLASS")]
     class: Option<String>,
+    /// The job's name in `gspc jobs` (default: the net's file name)
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// How --json gives the tokens: json (the JSON encoding of values, default) or literal
+    /// (strings in the literal syntax)
+    #[arg(long, value_name = "FORM", value_parser = ["json", "literal"])]
+    values: Option<String>,
     /// How many workers of --class to remove
     #[arg(long, value_name = "N")]
     count: Option<u32>,
@@ -270,10 +332,16 @@ fn allowed(cmd: &str, id: &str) -> bool {
     ];
     match id {
         "positional" | "state_dir" | "help" => true,
-        "json" => matches!(cmd, "status" | "submit" | "wait" | "jobs" | "alloc"),
+        "json" => matches!(
+            cmd,
+            "status" | "submit" | "wait" | "jobs" | "alloc" | "tasks" | "logs"
+        ),
         "from" => cmd == "alloc",
         "offset" => matches!(cmd, "mem-write" | "mem-read"),
-        "size" | "output" => cmd == "mem-read",
+        "size" => cmd == "mem-read",
+        "output" => matches!(cmd, "mem-read" | "trace"),
+        "name" => cmd == "submit",
+        "values" => cmd == "wait",
         "wait" => cmd == "stop",
         "result" | "require_outputs" => cmd == "wait",
         "close" => cmd == "put-token",
@@ -367,7 +435,14 @@ fn parse(cmd: &str, argv: &[OsString]) -> Result<Args, ExitCode> {
         offset: size("--offset", &cli.offset)?,
         size: size("--size", &cli.size)?,
         output: cli.output,
+        name: cli.name,
+        literal: cli.values.as_deref() == Some("literal"),
     };
+    if a.literal && !a.json {
+        return Err(usage_error(&format!(
+            "{cmd}: --values=literal goes with --json"
+        )));
+    }
     if let Some(v) = cli.timeout {
         if cmd == "wait" {
             let secs: f64 = v
@@ -402,6 +477,17 @@ fn job_id(cmd: &str, a: &Args) -> Result<u64, ExitCode> {
             .parse()
             .map_err(|_| usage_error(&format!("{cmd}: '{s}' is not a job id (a number)"))),
     }
+}
+
+/// The optional TASK after JOB (`gspc logs JOB TASK`).
+fn task_id(a: &Args) -> Result<Option<u64>, ExitCode> {
+    a.positional
+        .get(1)
+        .map(|s| {
+            s.parse()
+                .map_err(|_| usage_error(&format!("logs: '{s}' is not a task number")))
+        })
+        .transpose()
 }
 
 fn positional_count(cmd: &str, a: &Args, n: usize) -> Result<(), ExitCode> {
@@ -456,9 +542,14 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
     // Usage checks first, so that they do not depend on a running runtime.
     match cmd {
         "status" | "jobs" | "stop" => positional_count(cmd, a, 0)?,
-        "wait" | "cancel" | "close" => {
+        "wait" | "cancel" | "close" | "tasks" | "trace" => {
             job_id(cmd, a)?;
             positional_count(cmd, a, 1)?
+        }
+        "logs" => {
+            job_id(cmd, a)?;
+            task_id(a)?;
+            positional_count(cmd, a, 2)?
         }
         "put-token" => {
             job_id(cmd, a)?;
@@ -631,6 +722,71 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        "tasks" => {
+            let job = job_id(cmd, a)?;
+            match client.call(RtRequest::Tasks { job }, SHORT)? {
+                RtResponse::Tasks(t) => {
+                    if a.json {
+                        let v = serde_json::to_value(&t).map_err(|e| {
+                            RtError::new("gspc-protocol", format!("tasks as JSON: {e}"))
+                        })?;
+                        stdout(&format!("{v}\n"));
+                    } else {
+                        stdout(&tasks_table(&t));
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                r => Err(unexpected(r)),
+            }
+        }
+        "trace" => {
+            let job = job_id(cmd, a)?;
+            match client.call(RtRequest::Tasks { job }, SHORT)? {
+                RtResponse::Tasks(t) => {
+                    let text = format!("{}\n", pnet_agent::trace::chrome_trace(&t));
+                    match &a.output {
+                        Some(path) => std::fs::write(path, text).map_err(|e| {
+                            RtError::new(
+                                "gspc-file",
+                                format!("trace: cannot write {}: {e}", path.display()),
+                            )
+                        })?,
+                        None => stdout(&text),
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                r => Err(unexpected(r)),
+            }
+        }
+        "logs" => {
+            let job = job_id(cmd, a)?;
+            let task = task_id(a)?;
+            match client.call(RtRequest::Logs { job, task }, SHORT)? {
+                RtResponse::Logs(logs) => {
+                    if a.json {
+                        let v = serde_json::to_value(&logs).map_err(|e| {
+                            RtError::new("gspc-protocol", format!("logs as JSON: {e}"))
+                        })?;
+                        stdout(&format!("{v}\n"));
+                        return Ok(ExitCode::SUCCESS);
+                    }
+                    if logs.is_empty() {
+                        match task {
+                            Some(t) => pnet_stdlib::errln!(
+                                "gspc: task {t} of job {job} logged nothing (or its log is no \
+                                 longer kept)"
+                            ),
+                            None => {
+                                pnet_stdlib::errln!("gspc: no task of job {job} logged anything")
+                            }
+                        }
+                    }
+                    stdout(&logs_text(&logs, task.is_none()));
+                    Ok(ExitCode::SUCCESS)
+                }
+                r => Err(unexpected(r)),
+            }
+        }
         "jobs" => match client.call(RtRequest::Jobs, SHORT)? {
             RtResponse::Jobs(jobs) => {
                 if a.json {
@@ -667,18 +823,25 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
                 );
             }
             let module_path = job_module_path(&a.module_path, path)?;
-            let name = path
+            let file = path
                 .file_name()
                 .map_or_else(|| net.clone(), |n| n.to_string_lossy().into_owned());
-            match client.call(
-                RtRequest::SubmitAt {
-                    net: name,
+            let request = match &a.name {
+                Some(name) => RtRequest::SubmitNamed {
+                    name: name.clone(),
+                    net: file,
                     bundle: bytes,
                     inputs,
                     module_path,
                 },
-                SHORT,
-            )? {
+                None => RtRequest::SubmitAt {
+                    net: file,
+                    bundle: bytes,
+                    inputs,
+                    module_path,
+                },
+            };
+            match client.call(request, SHORT)? {
                 RtResponse::Submitted { job } => {
                     if a.json {
                         stdout(&format!("{}\n", serde_json::json!({ "job": job })));
@@ -729,7 +892,7 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
                             return Ok(ExitCode::from(1));
                         }
                     }
-                    Ok(print_outcome(job, &outcome, a.json, a.require_outputs))
+                    Ok(print_outcome(job, &outcome, a, a.require_outputs))
                 }
                 r => Err(unexpected(r)),
             }
@@ -990,17 +1153,23 @@ fn timeout_line(j: &JobSummary, waited: Duration) -> String {
     line
 }
 
-fn print_outcome(job: u64, outcome: &JobOutcome, json: bool, require_outputs: bool) -> ExitCode {
+fn print_outcome(job: u64, outcome: &JobOutcome, a: &Args, require_outputs: bool) -> ExitCode {
+    let json = a.json;
     match outcome {
         JobOutcome::Done {
             outputs,
             firings,
             tasks,
             ending,
-            ..
+            types,
         } => {
             use std::io::Write;
-            let text = pnet_agent::output::format_outputs(outputs, *firings, *tasks, ending, json);
+            let form = match (json, a.literal) {
+                (false, _) => pnet_agent::output::Form::Text,
+                (true, true) => pnet_agent::output::Form::JsonLiteral,
+                (true, false) => pnet_agent::output::Form::Json(types),
+            };
+            let text = pnet_agent::output::format_outputs(outputs, *firings, *tasks, ending, form);
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(text.as_bytes());
             let _ = out.flush();
@@ -1063,7 +1232,7 @@ fn status_table(s: &RuntimeStatus) -> String {
                     w.capabilities.join(",")
                 },
                 match w.heartbeat_age_ms {
-                    Some(ms) if w.state == "up" => format!("up {}", secs(ms)),
+                    Some(ms) if w.state == "up" => format!("last heartbeat {} ago", secs(ms)),
                     _ => w.state.clone(),
                 },
                 w.running
@@ -1169,12 +1338,12 @@ fn jobs_table(jobs: &[JobSummary]) -> String {
         .map(|j| {
             [
                 j.id.to_string(),
-                j.net.clone(),
+                j.name.clone().unwrap_or_else(|| j.net.clone()),
                 j.state.clone(),
                 when(j.submitted_unix),
                 secs(j.elapsed_ms),
                 j.tasks_running.to_string(),
-                j.tasks_queued.to_string(),
+                (j.tasks_queued + j.tasks_sent).to_string(),
                 j.tasks_done.to_string(),
             ]
         })
@@ -1182,7 +1351,7 @@ fn jobs_table(jobs: &[JobSummary]) -> String {
     table(
         &[
             "JOB",
-            "NET",
+            "NAME",
             "STATE",
             "SUBMITTED",
             "ELAPSED",
@@ -1194,11 +1363,101 @@ fn jobs_table(jobs: &[JobSummary]) -> String {
     ) + &jobs
         .iter()
         .filter_map(|j| {
-            j.waiting
+            j.error
                 .as_ref()
-                .map(|w| format!("job {} waits: {w}\n", j.id))
+                .map(|e| format!("job {} failed: {e}\n", j.id))
         })
         .collect::<String>()
+        + &jobs
+            .iter()
+            .filter_map(|j| {
+                j.waiting
+                    .as_ref()
+                    .map(|w| format!("job {} waits: {w}\n", j.id))
+            })
+            .collect::<String>()
+}
+
+/// Microseconds since the job started as seconds (`-` for none).
+fn at(us: Option<u64>) -> String {
+    us.map_or("-".into(), |us| format!("{:.3}", us as f64 / 1e6))
+}
+
+fn tasks_table(t: &pnet_agent::control::JobTasks) -> String {
+    let rows: Vec<[String; 10]> = t
+        .tasks
+        .iter()
+        .map(|k| {
+            [
+                k.task.to_string(),
+                k.transition.clone(),
+                k.state.clone(),
+                k.worker.clone(),
+                at(Some(k.sent_us)),
+                at(k.started_us),
+                at(k.ended_us),
+                k.retries.to_string(),
+                k.log_bytes.to_string(),
+                k.module.clone(),
+            ]
+        })
+        .collect();
+    let mut out = table(
+        &[
+            "TASK",
+            "TRANSITION",
+            "STATE",
+            "WORKER",
+            "SENT",
+            "STARTED",
+            "ENDED",
+            "RETRIES",
+            "LOG",
+            "MODULE",
+        ],
+        &rows,
+    );
+    for k in t.tasks.iter().filter(|k| k.error.is_some()) {
+        out.push_str(&format!(
+            "task {} {}: {}\n",
+            k.task,
+            k.state,
+            k.error.as_deref().unwrap_or_default()
+        ));
+    }
+    if t.queued > 0 {
+        out.push_str(&format!(
+            "{} tasks queued in the runtime, not sent yet\n",
+            t.queued
+        ));
+    }
+    if t.dropped > 0 {
+        out.push_str(&format!(
+            "{} older ended tasks are no longer kept\n",
+            t.dropped
+        ));
+    }
+    out
+}
+
+fn logs_text(logs: &[pnet_agent::control::TaskLog], headers: bool) -> String {
+    let mut out = String::new();
+    for l in logs {
+        if headers {
+            out.push_str(&format!(
+                "== task {} ({} on {})\n",
+                l.task, l.transition, l.worker
+            ));
+        }
+        if l.dropped > 0 {
+            out.push_str(&format!("[... {} bytes cut]\n", l.dropped));
+        }
+        out.push_str(&l.text);
+        if !l.text.ends_with('\n') && !l.text.is_empty() {
+            out.push('\n');
+        }
+    }
+    out
 }
 
 fn jobs_json(jobs: &[JobSummary]) -> serde_json::Value {
@@ -1207,11 +1466,14 @@ fn jobs_json(jobs: &[JobSummary]) -> serde_json::Value {
             .map(|j| {
                 serde_json::json!({
                     "id": j.id,
+                    "name": j.name.clone().unwrap_or_else(|| j.net.clone()),
                     "net": j.net,
                     "state": j.state,
+                    "error": j.error,
                     "submitted_unix": j.submitted_unix,
                     "elapsed_ms": j.elapsed_ms,
                     "tasks_running": j.tasks_running,
+                    "tasks_sent": j.tasks_sent,
                     "tasks_queued": j.tasks_queued,
                     "tasks_done": j.tasks_done,
                     "waiting": j.waiting,
@@ -1349,7 +1611,7 @@ mod tests {
         assert!(lines[3].starts_with("NAME  HOST  PID  CAPABILITIES  HEALTH"));
         assert_eq!(
             lines[4],
-            "w     h     9    A,B           up 0.1s  2/square  1      4"
+            "w     h     9    A,B           last heartbeat 0.1s ago  2/square  1      4"
         );
         assert_eq!(
             lines[5],

@@ -79,9 +79,18 @@ enum Command {
     /// JOB: no more tokens will come: the job ends once nothing is left to do
     #[command(disable_help_flag = true)]
     Close(Rest),
-    /// The jobs: id, net, state, submitted, running and done tasks
+    /// The jobs: id, name, state, submitted, running and done tasks, why a job failed
     #[command(disable_help_flag = true)]
     Jobs(Rest),
+    /// JOB: the job's tasks: state, worker, when sent, started and ended, retries, error
+    #[command(disable_help_flag = true)]
+    Tasks(Rest),
+    /// JOB -o FILE: the job's tasks as a Chrome trace (Perfetto, chrome://tracing)
+    #[command(disable_help_flag = true)]
+    Trace(Rest),
+    /// JOB [TASK]: what the job's tasks logged (module output, log lines)
+    #[command(disable_help_flag = true)]
+    Logs(Rest),
     /// DESC: start more workers (a topology description like "compute+CPU:2")
     #[command(disable_help_flag = true)]
     AddWorkers(Rest),
@@ -139,6 +148,9 @@ fn main() -> ExitCode {
         Command::PutToken(r) => client::main("put-token", &r.args),
         Command::Close(r) => client::main("close", &r.args),
         Command::Jobs(r) => client::main("jobs", &r.args),
+        Command::Tasks(r) => client::main("tasks", &r.args),
+        Command::Trace(r) => client::main("trace", &r.args),
+        Command::Logs(r) => client::main("logs", &r.args),
         Command::AddWorkers(r) => client::main("add-workers", &r.args),
         Command::RemoveWorkers(r) => client::main("remove-workers", &r.args),
         Command::Stop(r) => client::main("stop", &r.args),

@@ -302,7 +302,7 @@ impl Shell<'_> {
             if had_events || !out.is_empty() {
                 more = true;
             }
-            if config.progress && last_progress.elapsed() >= Duration::from_millis(100) {
+            if config.progress && last_progress.elapsed() >= self.log.progress_every() {
                 last_progress = Instant::now();
                 self.show_progress();
             }

@@ -2,8 +2,8 @@
 //! `--verbose`) and the progress line (`--progress`).
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::time::Instant;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::time::{Duration, Instant};
 
 use super::{Mode, Shell};
 use crate::{AgentConfig, AgentError};
@@ -14,7 +14,13 @@ pub(super) struct Logger {
     pub(super) verbose: bool,
     pub(super) start: Instant,
     pub(super) progress_shown: bool,
+    /// Standard error is a terminal: the progress line is redrawn in place; else it goes out
+    /// as a line of its own every [`PROGRESS_LINE_EVERY`].
+    pub(super) tty: bool,
 }
+
+/// How often the progress goes out as a line when standard error is a file or a pipe.
+pub(super) const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(5);
 
 impl Logger {
     /// The log of a shell: its file (`--log`; appended to by a runtime, truncated by a job)
@@ -45,6 +51,7 @@ impl Logger {
             verbose: config.verbose,
             start,
             progress_shown: false,
+            tty: std::io::stderr().is_terminal(),
         })
     }
 
@@ -60,6 +67,15 @@ impl Logger {
                 self.progress_shown = false;
             }
             eprintln!("[{t:>10.3}s] {msg}");
+        }
+    }
+
+    /// How often the progress is shown.
+    pub(super) fn progress_every(&self) -> Duration {
+        if self.tty {
+            Duration::from_millis(100)
+        } else {
+            PROGRESS_LINE_EVERY
         }
     }
 
@@ -102,19 +118,26 @@ impl Shell<'_> {
         }
     }
 
-    /// The progress line of `--progress` (job 0), on standard error.
+    /// The progress line of `--progress` (job 0), on standard error: redrawn in place on a
+    /// terminal, else a line of its own. `running` counts the tasks started on a worker,
+    /// `queued` those waiting in the agent or in a worker's queue.
     pub(super) fn show_progress(&mut self) {
         if let Some(s) = self.hub.job_status(0) {
-            eprint!(
-                "\r\x1b[K{:.1}s  {} firings  tasks: {} done, {} running, {} queued  {} workers",
+            let line = format!(
+                "{:.1}s  {} firings  tasks: {} done, {} running, {} queued  {} workers",
                 self.start.elapsed().as_secs_f64(),
                 s.firings,
                 s.tasks_done,
                 s.tasks_running,
-                s.tasks_queued,
+                s.tasks_queued + s.tasks_sent,
                 s.workers.len()
             );
-            self.log.progress_shown = true;
+            if self.log.tty {
+                eprint!("\r\x1b[K{line}");
+                self.log.progress_shown = true;
+            } else {
+                eprintln!("gspc-run: progress: {line}");
+            }
         }
     }
 }

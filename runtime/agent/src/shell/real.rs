@@ -130,3 +130,122 @@ fn a_killed_worker_s_task_runs_on_another() {
     let log = std::fs::read_to_string(dir.0.join("events.log")).unwrap();
     assert!(log.contains(" lost: "), "{log}");
 }
+
+/// Writes the command module `clock.tick` into `dir`: it logs its start and end (the
+/// module's own clock, nanoseconds since the epoch) on standard error and a line on standard
+/// output before its answer, and runs for 200 ms.
+fn clock_module(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join("clock.tick");
+    std::fs::write(
+        &p,
+        "#!/bin/sh\ncat >/dev/null\necho \"start $(date +%s%N)\" >&2\nsleep 0.2\n\
+         echo \"end $(date +%s%N)\" >&2\necho ticked\necho '{\"done\": null}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// `start NANOS` / `end NANOS` of a task's log, in milliseconds.
+fn module_times(log: &str) -> (f64, f64) {
+    let at = |key: &str| -> f64 {
+        let line = log
+            .lines()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("no `{key}` in {log:?}"));
+        line[key.len()..].trim().parse::<f64>().unwrap() / 1e6
+    };
+    (at("start "), at("end "))
+}
+
+#[test]
+fn four_tasks_queued_on_one_worker_are_drawn_back_to_back_at_their_true_times() {
+    let dir = TempDir::new();
+    let mods = dir.0.join("mods");
+    std::fs::create_dir_all(&mods).unwrap();
+    clock_module(&mods);
+    let mut cfg = config(1, &dir);
+    cfg.module_path.insert(0, mods);
+    let trace_path = dir.0.join("trace.json");
+    cfg.trace = Some(trace_path.clone());
+    let logs = dir.0.join("logs");
+    cfg.logs = Some(logs.clone());
+    // A window of 4: the four tasks are sent at once and wait in the worker's queue.
+    let options = crate::JobOptions {
+        sched: crate::sched::SchedConfig::fixed(4),
+        ..crate::JobOptions::default()
+    };
+    let r = crate::run_job_with(
+        &net("call_clock"),
+        &[("mss".to_string(), longs([0; 4]))],
+        &cfg,
+        options,
+    )
+    .expect("job");
+    assert_eq!(r.stats.tasks, 4);
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace_path).unwrap()).unwrap();
+    let ev = trace["traceEvents"].as_array().unwrap();
+    let mut slices: Vec<&serde_json::Value> = ev.iter().filter(|e| e["ph"] == "X").collect();
+    slices.sort_by_key(|e| e["ts"].as_u64());
+    assert_eq!(slices.len(), 4, "{trace:#}");
+    let ms = |v: &serde_json::Value| v.as_f64().unwrap() / 1000.0;
+    // One lane, four slices one after the other (not four from the same start).
+    assert!(slices.iter().all(|e| e["tid"] == slices[0]["tid"]));
+    for w in slices.windows(2) {
+        let end = ms(&w[0]["ts"]) + ms(&w[0]["dur"]);
+        let next = ms(&w[1]["ts"]);
+        assert!(next >= end, "overlap: {} then {}", w[0], w[1]);
+        assert!(
+            next - end < 30.0,
+            "a gap of {} ms: {} then {}",
+            next - end,
+            w[0],
+            w[1]
+        );
+    }
+    // All four were sent at once: the later ones waited, shown as `queued` async slices.
+    let sent: Vec<f64> = slices.iter().map(|e| ms(&e["args"]["sent_us"])).collect();
+    assert!(sent.iter().all(|s| (s - sent[0]).abs() < 5.0), "{sent:?}");
+    let queued = ev
+        .iter()
+        .filter(|e| e["cat"] == "queued" && e["ph"] == "b")
+        .count();
+    assert!(queued >= 3, "{queued} queued slices");
+    // The trace agrees with the times the module itself saw (its log, kept by --logs): the
+    // same starts relative to each other and the same durations, give or take the time to
+    // start the command's processes (drawn from the same start, the tasks would be 200, 400
+    // and 600 ms off).
+    let mut module = Vec::new();
+    for s in &slices {
+        let task = s["args"]["task"].as_u64().unwrap();
+        let path = logs.join(format!("task-{task}-tick.log"));
+        let log =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(log.starts_with("ticked\n"), "{log:?}");
+        module.push(module_times(&log));
+    }
+    for (k, s) in slices.iter().enumerate() {
+        let (start, end) = module[k];
+        let (ts, dur) = (ms(&s["ts"]), ms(&s["dur"]));
+        // The slice also covers starting the command: it is a little longer.
+        assert!(
+            dur >= end - start - 1.0,
+            "task {k}: slice {dur} ms, module {} ms",
+            end - start
+        );
+        assert!(
+            dur - (end - start) < 100.0,
+            "task {k}: slice {dur} ms, module {} ms",
+            end - start
+        );
+        if k > 0 {
+            let trace_step = ts - ms(&slices[0]["ts"]);
+            let module_step = start - module[0].0;
+            assert!(
+                (trace_step - module_step).abs() < 100.0,
+                "task {k}: {trace_step} ms after the first in the trace, {module_step} ms by the module"
+            );
+        }
+    }
+}
