@@ -3,7 +3,10 @@
 //! private 10.213.X.0/24 that exist only here), workers started on them by the ssh launcher
 //! of `gspc-run`, the agent listening on the bridge's address. Faults are injected while the
 //! net runs: a host's link cut, a host frozen (SIGSTOP), packets lost; the agent notices a
-//! lost host within its heartbeat timeout, runs its tasks elsewhere, and the result is exact.
+//! lost host within its heartbeat timeout, runs its tasks elsewhere, and the result is exact
+//! (also when the host comes back and its late messages arrive). Global memory moves between
+//! workers on two namespace hosts over TCP; a class placed on the first hosts only
+//! (`solo:1x2`) runs its tasks there.
 //!
 //! The tests need root (CI runs as root): elsewhere each says "skipped" and passes.
 
@@ -672,4 +675,106 @@ fn hosts_are_torn_down_on_drop_and_on_panic() {
             );
         }
     }
+}
+
+/// Tokens 0..n on `i` for `call` (no requirement) and 0..m on `j` for `solo` (requires the
+/// capability `solo`), both the `nap` module: out ports `y`, `w` and `sy`, `sw`.
+fn placement_net(n: usize, m: usize) -> String {
+    let tokens = |k: usize| -> String {
+        (0..k)
+            .map(|v| format!("<token><value>{v}L</value></token>"))
+            .collect()
+    };
+    let transition = |name: &str, input: &str, y: &str, w: &str, require: &str| {
+        format!(
+            r#"<transition name="{name}">
+      <defun>{require}
+        <in name="x" type="long"/>
+        <out name="y" type="long"/>
+        <out name="w" type="string"/>
+        <module name="nap" function="f (x, y, w)"/>
+      </defun>
+      <connect-in port="x" place="{input}"/>
+      <connect-out port="y" place="{y}"/>
+      <connect-out port="w" place="{w}"/>
+    </transition>"#
+        )
+    };
+    format!(
+        r#"<defun name="placement">
+  <out name="y" type="long" place="y"/>
+  <out name="w" type="string" place="w"/>
+  <out name="sy" type="long" place="sy"/>
+  <out name="sw" type="string" place="sw"/>
+  <net>
+    <place name="i" type="long">{}</place>
+    <place name="j" type="long">{}</place>
+    <place name="y" type="long"/>
+    <place name="w" type="string"/>
+    <place name="sy" type="long"/>
+    <place name="sw" type="string"/>
+    {}
+    {}
+  </net>
+</defun>
+"#,
+        tokens(n),
+        tokens(m),
+        transition("call", "i", "y", "w", ""),
+        transition(
+            "solo",
+            "j",
+            "sy",
+            "sw",
+            r#"<require key="solo" mandatory="true"/>"#
+        ),
+    )
+}
+
+#[test]
+fn host_based_placement_puts_a_class_on_its_hosts_only() {
+    if netns::unavailable() {
+        return;
+    }
+    bin_dir();
+    let Some(hosts) = Hosts::start("placement", 4) else {
+        return;
+    };
+    let dir = hosts.dir().join("run");
+    std::fs::create_dir_all(&dir).unwrap();
+    nap_module(&dir, "0.05");
+    let net = dir.join("placement.xpnet");
+    let (n, m) = (32, 12);
+    std::fs::write(&net, placement_net(n, m)).unwrap();
+    // `solo:1x2`: one `solo` worker on each of the first two hosts of the nodefile only.
+    let mut run = Run::start(&hosts, &dir, &net, "w:1 solo:1x2", &[]);
+    let out = run.finish(&hosts);
+    let per_host = check_exact(&out, n);
+    let mut sy: Vec<i64> = port_values(&out, "sy")
+        .iter()
+        .map(|y| y.trim_end_matches('L').parse().unwrap())
+        .collect();
+    sy.sort_unstable();
+    assert_eq!(sy, (1..=m as i64).collect::<Vec<_>>(), "{out}");
+    let mut solo_hosts = BTreeMap::new();
+    for w in port_values(&out, "sw") {
+        let w = w.trim_matches('"').to_string();
+        let (worker, host) = w.rsplit_once('@').unwrap();
+        assert!(worker.starts_with("solo-"), "{w}");
+        *solo_hosts.entry(host.to_string()).or_insert(0) += 1;
+    }
+    let first_two: Vec<&str> = (hosts.hosts[..2].iter())
+        .map(|h| h.hostname.as_str())
+        .collect();
+    assert!(
+        solo_hosts.keys().all(|h| first_two.contains(&h.as_str())),
+        "{solo_hosts:?} not only on {first_two:?}"
+    );
+    let log = run.log();
+    assert_eq!(log.matches("started worker `solo-").count(), 2, "{log}");
+    println!(
+        "placement: solo tasks per host {solo_hosts:?} (solo workers on {first_two:?} only); \
+         other tasks per host {per_host:?}; run took {:.1} s",
+        run.start.elapsed().as_secs_f64()
+    );
 }
