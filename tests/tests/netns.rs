@@ -4,7 +4,8 @@
 //! of `gspc-run`, the agent listening on the bridge's address. Faults are injected while the
 //! net runs: a host's link cut, a host frozen (SIGSTOP), packets lost; the agent notices a
 //! lost host within its heartbeat timeout, runs its tasks elsewhere, and the result is exact
-//! (also when the host comes back and its late messages arrive). Global memory moves between
+//! (also when the host comes back and its late messages arrive); a host down from the start
+//! leaves the run to the others. Global memory moves between
 //! workers on two namespace hosts over TCP; a class placed on the first hosts only
 //! (`solo:1x2`) runs its tasks there.
 //!
@@ -775,6 +776,52 @@ fn host_based_placement_puts_a_class_on_its_hosts_only() {
     println!(
         "placement: solo tasks per host {solo_hosts:?} (solo workers on {first_two:?} only); \
          other tasks per host {per_host:?}; run took {:.1} s",
+        run.start.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn a_host_down_from_the_start_leaves_the_run_to_the_others() {
+    if netns::unavailable() {
+        return;
+    }
+    bin_dir();
+    let Some(hosts) = Hosts::start("down", 4) else {
+        return;
+    };
+    let dir = hosts.dir().join("run");
+    std::fs::create_dir_all(&dir).unwrap();
+    nap_module(&dir, "0.1");
+    let n = 48;
+    let net = dir.join("fan.xpnet");
+    std::fs::write(&net, fan_net(n)).unwrap();
+    // Host 3 is unreachable before its workers are started: ssh cannot connect to it.
+    let down = 3;
+    hosts.cut(down);
+    let mut run = Run::start(&hosts, &dir, &net, &format!("w:{PER_HOST}"), &[]);
+    let out = run.finish(&hosts);
+    let per_host = check_exact(&out, n);
+    let log = run.log();
+    let addr = &hosts.hosts[down].addr;
+    assert!(
+        !per_host.contains_key(&hosts.hosts[down].hostname),
+        "{per_host:?}"
+    );
+    assert_eq!(
+        (log.lines())
+            .filter(|l| l.contains(" joined with capabilities"))
+            .count(),
+        PER_HOST * (hosts.hosts.len() - 1),
+        "{log}"
+    );
+    assert!(
+        !log.lines()
+            .any(|l| l.contains(" joined with capabilities") && l.contains(addr.as_str())),
+        "{log}"
+    );
+    println!(
+        "down: host {down} ({addr}) unreachable from the start; results per host: \
+         {per_host:?}; run took {:.1} s",
         run.start.elapsed().as_secs_f64()
     );
 }
