@@ -5,9 +5,8 @@
 //! net runs: a host's link cut, a host frozen (SIGSTOP), packets lost; the agent notices a
 //! lost host within its heartbeat timeout, runs its tasks elsewhere, and the result is exact
 //! (also when the host comes back and its late messages arrive); a host down from the start
-//! leaves the run to the others. Global memory moves between
-//! workers on two namespace hosts over TCP; a class placed on the first hosts only
-//! (`solo:1x2`) runs its tasks there.
+//! leaves the run to the others. Global memory moves between workers on two namespace hosts
+//! over TCP; a class placed on the first hosts only (`solo:1x2`) runs its tasks there.
 //!
 //! The tests need root (CI runs as root): elsewhere each says "skipped" and passes.
 
