@@ -5,8 +5,9 @@
 //! net runs: a host's link cut, a host frozen (SIGSTOP), packets lost; the agent notices a
 //! lost host within its heartbeat timeout, runs its tasks elsewhere, and the result is exact
 //! (also when the host comes back and its late messages arrive); a host down from the start
-//! leaves the run to the others. Global memory moves between workers on two namespace hosts
-//! over TCP; a class placed on the first hosts only (`solo:1x2`) runs its tasks there.
+//! leaves the run to the others; a `gspc` runtime booted over the hosts keeps two jobs exact
+//! through a cut. Global memory moves between workers on two namespace hosts over TCP; a
+//! class placed on the first hosts only (`solo:1x2`) runs its tasks there.
 //!
 //! The tests need root (CI runs as root): elsewhere each says "skipped" and passes.
 
@@ -29,11 +30,11 @@ const NOTICE_SLACK: Duration = Duration::from_millis(1000);
 /// Workers per host.
 const PER_HOST: usize = 2;
 
-/// The folder with `gspc-run`, `gspc-worker` and `pnetc` (built once per test run, before
+/// The folder with `gspc-run`, `gspc-worker`, `pnetc` and `gspc` (built once per test run, before
 /// any hosts are made: the build may wait for cargo's lock).
 fn bin_dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| build_packages(&["gspc-run", "pnet-worker", "pnetc"]))
+    DIR.get_or_init(|| build_packages(&["gspc-run", "pnet-worker", "pnetc", "pnet-gspc"]))
 }
 
 /// A net with tokens 0..n on place `i`; each fires `call` (module `nap`, function `f`) with
@@ -188,16 +189,32 @@ impl Run {
         }
     }
 
-    /// The names of the `started/` markers: `x.worker`.
     fn started(&self) -> Vec<String> {
-        std::fs::read_dir(self.dir.join("started"))
-            .map(|d| {
-                d.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default()
+        started(&self.dir)
     }
+}
+
+/// The names of the `started/` markers of the `nap` module in `dir`: `x.worker`.
+fn started(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir.join("started"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether each of the `PER_HOST` workers on `addr` started two tasks (so one came back).
+fn host_busy(started: &[String], addr: &str) -> bool {
+    let marker = format!("-{addr}-");
+    let mut per_worker: BTreeMap<&str, usize> = BTreeMap::new();
+    for m in started.iter().filter(|m| m.contains(&marker)) {
+        if let Some((_, w)) = m.split_once('.') {
+            *per_worker.entry(w).or_insert(0) += 1;
+        }
+    }
+    per_worker.len() == PER_HOST && per_worker.values().all(|&k| k >= 2)
 }
 
 impl Drop for Run {
@@ -287,7 +304,6 @@ fn lose_host_mid_run(
     let mut run = Run::start(&hosts, &dir, &net, &format!("w:{PER_HOST}"), &[]);
     let victim = 2;
     let addr = hosts.hosts[victim].addr.clone();
-    let marker = format!("-{addr}-");
     let workers = PER_HOST * hosts.hosts.len();
     run.wait_for(
         &hosts,
@@ -295,17 +311,9 @@ fn lose_host_mid_run(
         Duration::from_secs(30),
         |r| {
             let s = r.started();
-            // Tasks started per worker of the faulty host: two each means one came back.
-            let mut on_victim: BTreeMap<&str, usize> = BTreeMap::new();
-            for m in s.iter().filter(|m| m.contains(&marker)) {
-                if let Some((_, w)) = m.split_once('.') {
-                    *on_victim.entry(w).or_insert(0) += 1;
-                }
-            }
             r.log().matches(" joined with capabilities").count() == workers
                 && s.len() >= after
-                && on_victim.len() == PER_HOST
-                && on_victim.values().all(|&k| k >= 2)
+                && host_busy(&s, &addr)
         },
     );
     let started_before = run.started().len();
@@ -823,4 +831,100 @@ fn a_host_down_from_the_start_leaves_the_run_to_the_others() {
          {per_host:?}; run took {:.1} s",
         run.start.elapsed().as_secs_f64()
     );
+}
+
+#[test]
+fn a_gspc_runtime_over_namespace_hosts_keeps_its_jobs_exact_when_a_host_is_cut() {
+    if netns::unavailable() {
+        return;
+    }
+    bin_dir();
+    let Some(hosts) = Hosts::start("gspc", 4) else {
+        return;
+    };
+    let dir = hosts.dir().join("run");
+    std::fs::create_dir_all(&dir).unwrap();
+    nap_module(&dir, "0.25");
+    let n = 48;
+    let net = dir.join("fan.xpnet");
+    std::fs::write(&net, fan_net(n)).unwrap();
+    let nodes = dir.join("nodes");
+    std::fs::write(&nodes, hosts.nodefile()).unwrap();
+    // Dropped before the hosts: the runtime stops while they still exist.
+    let s = pnet_tests::GspcScratch::new("netns", "gspc", bin_dir().join("gspc"));
+    let listen = format!("{}:0", hosts.agent_addr());
+    let mut boot: Vec<String> = [
+        "boot",
+        "--topology",
+        &format!("w:{PER_HOST}"),
+        "--launcher",
+        "ssh",
+        "--nodefile",
+        &nodes.display().to_string(),
+        "--listen",
+        &listen,
+        "--module-path",
+        &dir.display().to_string(),
+        "--timeout",
+        "30",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    boot.extend(hosts.ssh_args().iter().map(|a| format!("--ssh-option={a}")));
+    let boot: Vec<&str> = boot.iter().map(String::as_str).collect();
+    s.ok(&boot);
+    let net = net.display().to_string();
+    let jobs: Vec<String> = (0..2)
+        .map(|_| s.ok(&["submit", &net]).trim().to_string())
+        .collect();
+    let victim = 2;
+    let addr = hosts.hosts[victim].addr.clone();
+    let log_path = s.state().join("daemon.log");
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !host_busy(&started(&dir), &addr) {
+        assert!(
+            Instant::now() < deadline,
+            "host {victim} ran no tasks:\n{}\n{}",
+            log(),
+            hosts.log()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    hosts.cut(victim);
+    let t0 = Instant::now();
+    // Each job logs the loss of each of the host's workers.
+    while lost_lines(&log(), &addr).len() < PER_HOST * jobs.len() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the cut was not noticed:\n{}",
+            log()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let noticed = t0.elapsed();
+    let mut per_job = Vec::new();
+    for job in &jobs {
+        let out = s.ok(&["wait", job, "--timeout", "40"]);
+        per_job.push(check_exact(&out, n));
+    }
+    let log = log();
+    let lost = lost_lines(&log, &addr);
+    println!(
+        "gspc: host {victim} ({addr}) cut off while 2 jobs ran; its workers lost after {} ms; \
+         {} tasks queued again; results per host and job: {per_job:?}",
+        noticed.as_millis(),
+        requeued(&lost)
+    );
+    assert!(
+        noticed <= HEARTBEAT_TIMEOUT + NOTICE_SLACK,
+        "noticed after {noticed:?}:\n{log}"
+    );
+    assert_eq!(
+        log.matches(" lost: ").count(),
+        PER_HOST * jobs.len(),
+        "{log}"
+    );
+    assert!(requeued(&lost) >= 1, "{log}");
 }
