@@ -252,6 +252,9 @@ fn wait_for(b: &Browser, secs: u64, what: &str, ok: impl Fn(&Value) -> bool) -> 
     }
 }
 
+/// What both tests build (one set: another would rebuild shared dependencies).
+const PACKAGES: &[&str] = &["pnet-gspc", "gspc-run", "pnet-worker"];
+
 const NET: &str = r#"<defun name="NAME">
   <in name="x" type="long" place="x"/>
   <out name="y" type="long" place="y"/>
@@ -279,7 +282,7 @@ fn the_monitor_page_shows_workers_jobs_and_task_bars_live() {
         );
         return;
     };
-    let bin = pnet_tests::build_packages(&["pnet-gspc", "pnet-worker"]);
+    let bin = pnet_tests::build_packages(PACKAGES);
     let scratch = pnet_tests::GspcScratch::new("monitor", "page", bin.join("gspc"));
     let mods = scratch.dir.join("mods");
     std::fs::create_dir_all(&mods).unwrap();
@@ -338,10 +341,15 @@ fn the_monitor_page_shows_workers_jobs_and_task_bars_live() {
     let t0 = Instant::now();
     let b = Browser::start(&driver, &chromium);
     b.call("POST", "/url", Some(&json!({ "url": url })));
-    let page = wait_for(&b, 15, "three workers", |p| {
+    let page = wait_for(&b, 30, "three workers", |p| {
         p["workers"].as_array().unwrap().len() == 3 && p["conn"] == "live"
     });
     assert_eq!(page["bars"], 0, "{page:#}");
+    b.js(&format!(
+        "window.__seen = []; const read = () => {{ {READ_PAGE} }}; \
+         new MutationObserver(() => window.__seen.push(read())).observe(document.body, \
+         {{ attributes: true, attributeFilter: ['data-seq'] }}); return true;"
+    ));
 
     let mut submit = vec!["submit".to_string(), naps];
     for i in 1..=8 {
@@ -349,23 +357,33 @@ fn the_monitor_page_shows_workers_jobs_and_task_bars_live() {
     }
     let submit: Vec<&str> = submit.iter().map(String::as_str).collect();
     let job = scratch.ok(&submit).trim().to_string();
-    let first = wait_for(&b, 15, "the running job and its bars", |p| {
-        job_state(p, &job) == "running" && p["bars"].as_u64().unwrap() >= 1
-    });
-    assert!(
-        first["workers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w.as_str().unwrap().ends_with(": nap")),
-        "no worker shows its task: {first:#}"
-    );
+    // The page is read every 100 ms, but on a loaded machine a WebDriver call may take longer
+    // than the job: the page itself also records what each render showed.
+    let t1 = Instant::now();
+    let first = loop {
+        let seen = b.js("return window.__seen");
+        let first = seen.as_array().unwrap().iter().find(|p| {
+            job_state(p, &job) == "running"
+                && p["bars"].as_u64().unwrap() >= 1
+                && (p["workers"].as_array().unwrap().iter())
+                    .any(|w| w.as_str().unwrap().ends_with(": nap"))
+        });
+        if let Some(f) = first {
+            break f.clone();
+        }
+        assert!(
+            t1.elapsed() < Duration::from_secs(30),
+            "the page did not show the running job, its bars and a worker's task within 30 \
+             s: {seen:#}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
     let bad = scratch
         .ok(&["submit", &broken, "-p", "x=1L"])
         .trim()
         .to_string();
     let bars = first["bars"].as_u64().unwrap();
-    let page = wait_for(&b, 30, "more bars, the job done, the other failed", |p| {
+    let page = wait_for(&b, 45, "more bars, the job done, the other failed", |p| {
         p["bars"].as_u64().unwrap() > bars
             && job_state(p, &job) == "done"
             && job_state(p, &bad) == "failed"
@@ -386,8 +404,25 @@ fn the_monitor_page_shows_workers_jobs_and_task_bars_live() {
         "{failed_row}"
     );
 
-    // Click the failed task: its details show the error (a bar that scrolled out of the view
-    // between finding and clicking it is looked for again).
+    // Stop following the clock (the bars stand still), then click the failed task: its
+    // details show the error (a bar replaced between finding and clicking it is looked for
+    // again).
+    let follow = b.call(
+        "POST",
+        "/element",
+        Some(&json!({"using": "css selector", "value": "#follow"})),
+    );
+    let follow = follow.as_object().unwrap().values().next().unwrap();
+    let follow = follow.as_str().unwrap().to_string();
+    b.call(
+        "POST",
+        &format!("/element/{follow}/click"),
+        Some(&json!({})),
+    );
+    assert_eq!(
+        b.js("return document.getElementById('follow').checked"),
+        false
+    );
     let mut clicked = Err(String::new());
     for _ in 0..5 {
         let el = b.call(
@@ -447,7 +482,7 @@ fn http_get(url: &str) -> Option<String> {
 /// removed.
 #[test]
 fn gspc_run_monitor_serves_the_run_while_it_runs() {
-    let bin = pnet_tests::build_packages(&["gspc-run", "pnet-worker"]);
+    let bin = pnet_tests::build_packages(PACKAGES);
     let dir = std::env::temp_dir().join(format!("pnet-monitor-run-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

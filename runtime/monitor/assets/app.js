@@ -182,12 +182,14 @@ function renderGantt(s) {
     r.setAttribute("class", "bar state-" + b.state + (b.id === selected ? " selected" : ""));
     r.setAttribute("x", x0);
     r.setAttribute("y", y);
-    r.setAttribute("width", Math.max(3, x1 - x0));
+    r.setAttribute("width", Math.max(4, x1 - x0));
     r.setAttribute("height", h);
     r.setAttribute("rx", 2);
     r.dataset.state = b.state;
     r.dataset.worker = b.worker;
     r.firstChild.textContent = b.transition + " (" + b.state + ", " + dur(end - b.start_ms) + ")";
+    // A failed or selected task stays on top of its neighbours (a short one is a sliver).
+    if (b.state === "failed" || b.id === selected) fg.append(r);
     if (x1 - x0 > 40) el("text", { class: "bar-label", x: x0 + 3, y: y + h / 2 + 4 }, b.transition.slice(0, Math.floor((x1 - x0 - 6) / 6.5)), fg);
     shown++;
   }
@@ -298,7 +300,19 @@ $("zoom-all").onclick = () => {
   $("follow").checked = true;
   renderGantt(snap);
 };
-$("follow").onchange = (e) => { view.follow = e.target.checked; if (snap) renderGantt(snap); };
+// Stops following the clock: the window shown stays where it is.
+function freeze() {
+  if (!view.follow) return;
+  const [t0, t1] = window_();
+  view.follow = false;
+  view.end = t1;
+  view.span = t1 - t0;
+  $("follow").checked = false;
+}
+$("follow").onchange = (e) => {
+  if (e.target.checked) view.follow = true; else { view.follow = true; freeze(); }
+  if (snap) renderGantt(snap);
+};
 $("gantt").addEventListener("wheel", (e) => {
   e.preventDefault();
   const r = $("gantt").getBoundingClientRect();
@@ -306,12 +320,12 @@ $("gantt").addEventListener("wheel", (e) => {
   const px = e.clientX - r.left - LABEL_W;
   const at = t0 + (px / Math.max(1, r.width - LABEL_W - 8)) * (t1 - t0);
   if (e.shiftKey) { // pan
-    view.follow = false; $("follow").checked = false;
+    freeze();
     view.end += (e.deltaY / 500) * view.span;
     renderGantt(snap);
     return;
   }
-  if (px > 0) { view.follow = false; $("follow").checked = false; }
+  if (px > 0) freeze();
   zoom(e.deltaY < 0 ? 0.8 : 1.25, px > 0 ? at : undefined);
 }, { passive: false });
 window.addEventListener("resize", () => snap && renderGantt(snap));
