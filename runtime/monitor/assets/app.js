@@ -72,11 +72,12 @@ function renderJobs(s) {
   for (const j of s.jobs) {
     const tr = document.createElement("tr");
     tr.dataset.job = j.id;
-    const total = j.tasks_done + j.tasks_running + j.tasks_queued;
+    const total = j.tasks_done + j.tasks_running + j.tasks_queued + (j.tasks_sent || 0);
     const pct = total ? Math.round((100 * j.tasks_done) / total) : (j.state === "running" ? 0 : 100);
     const prog = document.createElement("td");
     prog.innerHTML = '<span class="meter"><span style="width:' + pct + '%"></span></span>';
-    prog.append(j.tasks_done + " done, " + j.tasks_running + " running, " + j.tasks_queued + " queued" +
+    prog.append(j.tasks_done + " done, " + j.tasks_running + " running, " +
+      (j.tasks_sent ? j.tasks_sent + " sent to workers, " : "") + j.tasks_queued + " queued" +
       (j.firings != null ? ", " + j.firings + " firings" : ""));
     const why = j.error ? cell(j.error, "error") : cell(j.waiting ?? "", "note");
     tr.append(cell(j.id, "num"), cell(j.net), cell(j.state, "state " + j.state.split(" ")[0]), prog, cell(dur(j.elapsed_ms), "num"), why);
@@ -255,7 +256,7 @@ function renderMemory(s) {
     html += "<p>" + m.segments + " segments, " + bytes(m.capacity) + " capacity, " + bytes(m.allocated) + " allocated in " +
       m.allocations + " allocations; transfers: " + bytes(m.bytes_got) + " got, " + bytes(m.bytes_put) + " put</p>";
     if (m.hosts.length) {
-      html += "<table><thead><tr><th>host</th><th>segments</th><th>capacity</th><th>allocated</th><th>used</th></tr></thead><tbody>";
+      html += "<table><thead><tr><th>host</th><th class=\"num\">segments</th><th class=\"num\">capacity</th><th class=\"num\">allocated</th><th>used</th></tr></thead><tbody>";
       for (const h of m.hosts) {
         const pct = h.capacity ? Math.round((100 * h.allocated) / h.capacity) : 0;
         html += "<tr><td>" + esc(h.host) + '</td><td class="num">' + h.segments + '</td><td class="num">' + bytes(h.capacity) +

@@ -66,6 +66,8 @@ pub struct JobSample {
     pub elapsed_ms: u64,
     pub tasks_running: u64,
     pub tasks_queued: u64,
+    /// Sent to a worker that has not started them yet.
+    pub tasks_sent: u64,
     pub tasks_done: u64,
     pub firings: Option<u64>,
     /// What it waits for, when a queued task fits no live worker.
@@ -303,6 +305,7 @@ impl Source for RuntimeSource {
                 elapsed_ms: j.elapsed_ms,
                 tasks_running: j.tasks_running,
                 tasks_queued: j.tasks_queued,
+                tasks_sent: j.tasks_sent,
                 tasks_done: j.tasks_done,
                 firings: None,
                 waiting: j.waiting,
@@ -391,6 +394,7 @@ impl Source for JobSource {
                         }
                         j.tasks_running = 0;
                         j.tasks_queued = 0;
+                        j.tasks_sent = 0;
                     }
                     for w in &mut last.workers {
                         w.state = "stopped".into();
@@ -451,6 +455,7 @@ impl Source for JobSource {
                 elapsed_ms: status.elapsed_ms,
                 tasks_running: status.tasks_running,
                 tasks_queued: status.tasks_queued,
+                tasks_sent: status.tasks_sent,
                 tasks_done: status.tasks_done,
                 firings: Some(status.firings),
                 waiting: status.waiting,
