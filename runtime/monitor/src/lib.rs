@@ -146,6 +146,10 @@ pub fn start(source: Box<dyn Source>, options: Options) -> std::io::Result<Monit
     })
 }
 
+/// Snapshots of more JSON bytes than this are sent at most once a second (a bar is about
+/// 200 bytes).
+const BIG_SNAPSHOT: usize = 256 << 10;
+
 fn poll_loop(
     mut source: Box<dyn Source>,
     interval: Duration,
@@ -154,6 +158,7 @@ fn poll_loop(
 ) {
     let t0 = Instant::now();
     let mut model = Model::new(interval.as_millis() as u64);
+    let mut last_sent = t0;
     while !stop.load(Ordering::Relaxed) {
         let began = Instant::now();
         let polled = source.poll();
@@ -163,7 +168,11 @@ fn poll_loop(
             Err(e) => model.failed(now, e),
         }
         if let Ok(json) = serde_json::to_string(model.snapshot()) {
-            tx.send_replace(Arc::new(json));
+            // A big snapshot (thousands of bars) goes out at most once a second.
+            if json.len() <= BIG_SNAPSHOT || last_sent.elapsed() >= Duration::from_secs(1) {
+                tx.send_replace(Arc::new(json));
+                last_sent = Instant::now();
+            }
         }
         // Sleep out the interval in small steps, to stop promptly.
         while !stop.load(Ordering::Relaxed) && began.elapsed() < interval {
