@@ -111,9 +111,9 @@ fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
         }
     }
     let mut e = Elab {
-        parsed,
+        parsed: Rc::new(parsed),
         root_file: inputs.first().map_or(FileId(0), |f| *f.id(db)),
-        links,
+        links: Rc::new(links),
         no_inline: *ws.no_inline(db),
         synthesize: *ws.synthesize_virtual_places(db),
         build_modules: *ws.build_modules(db),
@@ -134,6 +134,7 @@ fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
         .map(|f| SourceFile::new(f.path(db).display().to_string(), f.text(db)))
         .collect();
     let root = e.root();
+    e.check_externals();
     Elaborated {
         bundle: Bundle {
             root,
@@ -150,10 +151,10 @@ fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
 
 struct Elab<'a> {
     /// The parsed files by id.
-    parsed: HashMap<FileId, &'a Parsed>,
+    parsed: Rc<HashMap<FileId, &'a Parsed>>,
     /// The root file (the workspace's first).
     root_file: FileId,
-    links: HashMap<(FileId, &'a str), Option<FileId>>,
+    links: Rc<HashMap<(FileId, &'a str), Option<FileId>>>,
     no_inline: bool,
     synthesize: bool,
     /// Module code is generated: a `duplicate_external_function` is an error.
@@ -162,6 +163,9 @@ struct Elab<'a> {
     codes: Vec<Code>,
     structs: Vec<StructType>,
     diags: Vec<(Diagnostic, Option<bool>)>,
+    /// The module functions met, in order; duplicates are found once the whole workspace
+    /// is elaborated ([`Elab::check_externals`]), so that a transition's elaboration does
+    /// not depend on the transitions before it.
     externals: Vec<External>,
     facts: Facts,
     /// The place symbols of the net elaborated last.
@@ -178,12 +182,17 @@ struct Elab<'a> {
     misnamed: Vec<SourceSpan>,
 }
 
-/// A module function seen so far, to find duplicates.
+/// A module function met, to find duplicates.
 struct External {
     module: String,
+    /// The key of the function (its name, target and type substitution).
     function: String,
+    /// Its name, for messages.
+    name: String,
     fingerprint: String,
     span: Span,
+    /// The scoped setting of `duplicate-external-function` where it was met.
+    warning: Option<bool>,
 }
 
 /// The lexical context of an element.

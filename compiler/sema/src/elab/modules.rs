@@ -249,61 +249,67 @@ impl<'a> Elab<'a> {
         let mut subst: Vec<_> = ctx.subst.iter().collect();
         subst.sort();
         let function = format!("{}@{key_target}@{subst:?}", module.signature.function);
-        if let Some(first) = self
-            .externals
-            .iter()
-            .find(|x| x.module == module.name && x.function == function)
-        {
-            let first_span = first.span;
-            if first.fingerprint != fingerprint && self.build_modules {
-                self.error(
-                    Diagnostic::error(
-                        "duplicate_external_function",
-                        format!(
-                            "the external function `{}.{}` is defined twice, differently",
-                            module.name, module.signature.function
-                        ),
-                    )
-                    .with_primary(m.tag, "this definition")
-                    .with_secondary(first_span, "differs from this one"),
-                );
-            } else if first.fingerprint != fingerprint {
-                // GPI-Space: only an error when module code is generated.
-                self.warn(
-                    ctx,
-                    Diagnostic::warning(
-                        "duplicate-external-function",
-                        format!(
-                            "the external function `{}.{}` is defined twice, differently",
-                            module.name, module.signature.function
-                        ),
-                    )
-                    .with_primary(m.tag, "this definition")
-                    .with_secondary(first_span, "differs from this one")
-                    .with_note("an error with `--build-modules`, where module code is generated"),
-                );
-            } else {
-                self.warn(
-                    ctx,
-                    Diagnostic::warning(
-                        "duplicate-external-function",
-                        format!(
-                            "the external function `{}.{}` is defined twice",
-                            module.name, module.signature.function
-                        ),
-                    )
-                    .with_primary(m.tag, "this definition")
-                    .with_secondary(first_span, "repeats this one"),
-                );
-            }
-        } else {
-            self.externals.push(External {
-                module: module.name.clone(),
-                function,
-                fingerprint,
-                span: m.tag,
-            });
-        }
+        self.externals.push(External {
+            module: module.name.clone(),
+            function,
+            name: module.signature.function.clone(),
+            fingerprint,
+            span: m.tag,
+            warning: ctx.override_for("duplicate-external-function"),
+        });
         module
+    }
+
+    /// Reports module functions defined twice (once the whole workspace is elaborated: the
+    /// first definition met is the one the others are compared with).
+    pub(super) fn check_externals(&mut self) {
+        let mut first: Vec<usize> = Vec::new();
+        for k in 0..self.externals.len() {
+            let x = &self.externals[k];
+            let Some(&f) = first.iter().find(|&&f| {
+                let y = &self.externals[f];
+                y.module == x.module && y.function == x.function
+            }) else {
+                first.push(k);
+                continue;
+            };
+            let y = &self.externals[f];
+            let (first_span, differs) = (y.span, y.fingerprint != x.fingerprint);
+            let (module, name, span, warning) = (&x.module, &x.name, x.span, x.warning);
+            let d = if differs && self.build_modules {
+                Diagnostic::error(
+                    "duplicate_external_function",
+                    format!(
+                        "the external function `{module}.{name}` is defined twice, differently"
+                    ),
+                )
+                .with_primary(span, "this definition")
+                .with_secondary(first_span, "differs from this one")
+            } else if differs {
+                // GPI-Space: only an error when module code is generated.
+                Diagnostic::warning(
+                    "duplicate-external-function",
+                    format!(
+                        "the external function `{module}.{name}` is defined twice, differently"
+                    ),
+                )
+                .with_primary(span, "this definition")
+                .with_secondary(first_span, "differs from this one")
+                .with_note("an error with `--build-modules`, where module code is generated")
+            } else {
+                Diagnostic::warning(
+                    "duplicate-external-function",
+                    format!("the external function `{module}.{name}` is defined twice"),
+                )
+                .with_primary(span, "this definition")
+                .with_secondary(first_span, "repeats this one")
+            };
+            let o = if d.severity == pnet_syntax::Severity::Error {
+                None
+            } else {
+                warning
+            };
+            self.diags.push((d, o));
+        }
     }
 }

@@ -3,7 +3,42 @@
 
 use super::*;
 
+/// What elaborating one transition gives. It depends on the transition's syntax and its
+/// net's scope only (the declared places, the struct and function scopes), not on the
+/// transitions before it: its functions and codes have ids local to it, and what it adds to
+/// the net is assembled into the parent at the end ([`Elab::absorb`]).
+pub(super) struct TransitionOut {
+    functions: Vec<Function>,
+    codes: Vec<Code>,
+    structs: Vec<StructType>,
+    diags: Vec<(Diagnostic, Option<bool>)>,
+    facts: Facts,
+    /// Checks, their ranges into `diags`.
+    checks: Vec<Check>,
+    misnamed: Vec<SourceSpan>,
+    externals: Vec<External>,
+    struct_depth_reported: bool,
+    effect: Effect,
+}
+
+/// What a transition adds to its net.
+pub(super) enum Effect {
+    /// Nothing (an error was reported).
+    Nothing,
+    /// A transition (its function and condition ids local to the [`TransitionOut`]).
+    Transition(Transition),
+    /// An inlined child net: its places (each mapped to a place of the parent or new, named
+    /// with `prefix`) and transitions.
+    Inline {
+        prefix: String,
+        child: Net,
+        map: Vec<Option<PlaceId>>,
+    },
+}
+
 impl<'a> Elab<'a> {
+    /// Elaborates transition `t` of a net with the places `places` (declared, in order;
+    /// `by_name` and `place_spans` index them) and adds it to `net`.
     pub(super) fn transition(
         &mut self,
         ctx: &Ctx<'a>,
@@ -12,6 +47,167 @@ impl<'a> Elab<'a> {
         by_name: &HashMap<String, usize>,
         place_spans: &[Span],
     ) {
+        let declared = &net.places[..place_spans.len()];
+        let out = self
+            .item()
+            .transition_out(ctx, t, declared, by_name, place_spans);
+        self.absorb(out, net);
+    }
+
+    /// A fresh elaboration for one item, sharing this one's files and options.
+    fn item(&self) -> Elab<'a> {
+        Elab {
+            parsed: self.parsed.clone(),
+            root_file: self.root_file,
+            links: self.links.clone(),
+            no_inline: self.no_inline,
+            synthesize: self.synthesize,
+            build_modules: self.build_modules,
+            functions: Vec::new(),
+            codes: Vec::new(),
+            structs: Vec::new(),
+            diags: Vec::new(),
+            externals: Vec::new(),
+            facts: Facts::default(),
+            net_places: Vec::new(),
+            checks: Vec::new(),
+            struct_depth: self.struct_depth,
+            struct_depth_reported: self.struct_depth_reported,
+            misnamed: Vec::new(),
+        }
+    }
+
+    /// The pure elaboration of one transition (see [`TransitionOut`]).
+    pub(super) fn transition_out(
+        mut self,
+        ctx: &Ctx<'a>,
+        t: &'a TransitionDecl,
+        places: &[Place],
+        by_name: &HashMap<String, usize>,
+        place_spans: &[Span],
+    ) -> TransitionOut {
+        let effect = self
+            .transition_effect(ctx, t, places, by_name, place_spans)
+            .unwrap_or(Effect::Nothing);
+        TransitionOut {
+            functions: self.functions,
+            codes: self.codes,
+            structs: self.structs,
+            diags: self.diags,
+            facts: self.facts,
+            checks: self.checks,
+            misnamed: self.misnamed,
+            externals: self.externals,
+            struct_depth_reported: self.struct_depth_reported,
+            effect,
+        }
+    }
+
+    /// Adds a transition's result to this elaboration and to `net`: its functions and codes
+    /// after this one's (their ids shifted), its diagnostics, facts and checks.
+    pub(super) fn absorb(&mut self, out: TransitionOut, net: &mut Net) {
+        let fbase = self.functions.len();
+        let cbase = self.codes.len();
+        let dbase = self.diags.len();
+        let fid = |f: FunctionId| FunctionId::from(f.index() + fbase);
+        let cid = |c: CodeId| CodeId::from(c.index() + cbase);
+        let shift = |t: &mut Transition| {
+            t.function = fid(t.function);
+            t.condition = t.condition.map(cid);
+        };
+        for mut f in out.functions {
+            match &mut f.body {
+                Body::Expression(c) => *c = cid(*c),
+                Body::Module(m) => m.eureka_group = m.eureka_group.map(cid),
+                Body::Modules { modules, .. } => {
+                    for m in modules {
+                        m.eureka_group = m.eureka_group.map(cid);
+                    }
+                }
+                Body::Net(n) => n.transitions.iter_mut().for_each(shift),
+            }
+            for b in &mut f.memory_buffers {
+                b.size = cid(b.size);
+                b.alignment = b.alignment.map(cid);
+            }
+            for m in &mut f.memory_transfers {
+                m.global = cid(m.global);
+                m.local = cid(m.local);
+            }
+            self.functions.push(f);
+        }
+        self.codes.extend(out.codes);
+        for st in out.structs {
+            if !self.structs.contains(&st) {
+                self.structs.push(st);
+            }
+        }
+        self.diags.extend(out.diags);
+        self.checks.extend(out.checks.into_iter().map(|mut c| {
+            c.diags = c.diags.start + dbase..c.diags.end + dbase;
+            c
+        }));
+        let Facts {
+            symbols,
+            references,
+            scopes,
+        } = out.facts;
+        self.facts.symbols.extend(symbols);
+        self.facts.references.extend(references);
+        self.facts.scopes.extend(scopes);
+        self.misnamed.extend(out.misnamed);
+        self.externals.extend(out.externals);
+        self.struct_depth_reported |= out.struct_depth_reported;
+        match out.effect {
+            Effect::Nothing => {}
+            Effect::Transition(mut t) => {
+                shift(&mut t);
+                net.transitions.push(t);
+            }
+            Effect::Inline {
+                prefix,
+                child,
+                mut map,
+            } => {
+                for (i, mut p) in child.places.into_iter().enumerate() {
+                    match map[i] {
+                        Some(target) => {
+                            let tokens = std::mem::take(&mut p.tokens);
+                            net.places[target.index()].tokens.extend(tokens);
+                        }
+                        None => {
+                            p.name = format!("{prefix}{}", p.name);
+                            p.is_virtual = false;
+                            net.places.push(p);
+                            map[i] = Some(PlaceId::from(net.places.len() - 1));
+                        }
+                    }
+                }
+                let remap = |p: PlaceId| map.get(p.index()).copied().flatten().unwrap_or(p);
+                for mut ct in child.transitions {
+                    ct.name = format!("{prefix}{}", ct.name);
+                    shift(&mut ct);
+                    for c in &mut ct.connections {
+                        c.place = remap(c.place);
+                    }
+                    for pm in &mut ct.place_map {
+                        pm.1 = remap(pm.1);
+                    }
+                    net.transitions.push(ct);
+                }
+            }
+        }
+    }
+
+    /// The body of [`Elab::transition_out`]: `None` when nothing is added to the net.
+    fn transition_effect(
+        &mut self,
+        ctx: &Ctx<'a>,
+        t: &'a TransitionDecl,
+        places: &[Place],
+        by_name: &HashMap<String, usize>,
+        place_spans: &[Span],
+    ) -> Option<Effect> {
         if ctx.depth > MAX_DEPTH {
             self.error(
                 Diagnostic::error(
@@ -20,7 +216,7 @@ impl<'a> Elab<'a> {
                 )
                 .with_primary(t.name.span, "is a function using itself?"),
             );
-            return;
+            return None;
         }
         if t.passthrough_shared && (t.produce_shared || t.consume_shared) {
             let other = if t.produce_shared {
@@ -58,7 +254,7 @@ impl<'a> Elab<'a> {
                     );
                     match tm.defun.as_deref() {
                         Some(d) => self.defun(&ctx.with_include(file), d, &label),
-                        None => return,
+                        None => return None,
                     }
                 }
                 Some(_) => {
@@ -69,9 +265,9 @@ impl<'a> Elab<'a> {
                         )
                         .with_primary(h.path.span, "expected a file whose root is `defun`"),
                     );
-                    return;
+                    return None;
                 }
-                None => return,
+                None => return None,
             },
             Some(TransitionBody::Use(name)) => match self.used(ctx, name) {
                 Some((d, c)) => {
@@ -79,9 +275,9 @@ impl<'a> Elab<'a> {
                     ef.function.name.get_or_insert_with(|| name.text.clone());
                     ef
                 }
-                None => return,
+                None => return None,
             },
-            None => return,
+            None => return None,
         };
         let priority = match &t.priority {
             None => None,
@@ -257,15 +453,15 @@ impl<'a> Elab<'a> {
                     .with_primary(place_name.span, "no place of this name in the net")
                     .with_notes(did_you_mean(
                         &place_name.text,
-                        net.places.iter().map(|p| p.name.as_str()),
+                        places.iter().map(|p| p.name.as_str()),
                     )),
                 );
                 self.misnamed.push(sspan(t.span));
-                self.meant_place(&place_name.text, &net.places);
+                self.meant_place(&place_name.text, places);
                 continue;
             };
             let place_id = PlaceId::from(pl);
-            let place = net.place(place_id);
+            let place = &places[pl];
             self.facts.references.push(Reference {
                 kind: SymbolKind::Place,
                 name: place.name.clone(),
@@ -467,7 +663,7 @@ impl<'a> Elab<'a> {
                         .with_primary(pm.real.span, "no place of this name in the net")
                         .with_notes(did_you_mean(
                             &pm.real.text,
-                            net.places.iter().map(|p| p.name.as_str()),
+                            places.iter().map(|p| p.name.as_str()),
                         )),
                 );
             }
@@ -497,7 +693,7 @@ impl<'a> Elab<'a> {
                 );
             }
             if let (Some(v), Some(r), Body::Net(cn)) = (virt, real, &f.body) {
-                let (vt, rt) = (&cn.places[v].ty, &net.places[r].ty);
+                let (vt, rt) = (&cn.places[v].ty, &places[r].ty);
                 if vt != rt && *vt != Type::Any && *rt != Type::Any {
                     self.error(
                         Diagnostic::error(
@@ -547,7 +743,7 @@ impl<'a> Elab<'a> {
                 function, bindings, ..
             } = ef;
             let Body::Net(child) = function.body else {
-                return;
+                return None;
             };
             let prefix = format!("_{}_", t.name.text);
             let mut map: Vec<Option<PlaceId>> = vec![None; child.places.len()];
@@ -567,32 +763,7 @@ impl<'a> Elab<'a> {
                     map[v.index()] = Some(r);
                 }
             }
-            for (i, mut p) in child.places.into_iter().enumerate() {
-                match map[i] {
-                    Some(target) => {
-                        let tokens = std::mem::take(&mut p.tokens);
-                        net.places[target.index()].tokens.extend(tokens);
-                    }
-                    None => {
-                        p.name = format!("{prefix}{}", p.name);
-                        p.is_virtual = false;
-                        net.places.push(p);
-                        map[i] = Some(PlaceId::from(net.places.len() - 1));
-                    }
-                }
-            }
-            let remap = |p: PlaceId| map.get(p.index()).copied().flatten().unwrap_or(p);
-            for mut ct in child.transitions {
-                ct.name = format!("{prefix}{}", ct.name);
-                for c in &mut ct.connections {
-                    c.place = remap(c.place);
-                }
-                for pm in &mut ct.place_map {
-                    pm.1 = remap(pm.1);
-                }
-                net.transitions.push(ct);
-            }
-            return;
+            return Some(Effect::Inline { prefix, child, map });
         }
         let requires = t
             .requires
@@ -604,7 +775,7 @@ impl<'a> Elab<'a> {
             .collect();
         self.functions.push(ef.function);
         let function = FunctionId::from(self.functions.len() - 1);
-        net.transitions.push(Transition {
+        Some(Effect::Transition(Transition {
             name: t.name.text.clone(),
             priority: priority.unwrap_or(0),
             function,
@@ -619,6 +790,6 @@ impl<'a> Elab<'a> {
             consume_shared: t.consume_shared,
             passthrough_shared: t.passthrough_shared,
             span: sspan(t.span),
-        });
+        }))
     }
 }
