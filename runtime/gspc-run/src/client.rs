@@ -94,9 +94,15 @@ fn parse(cmd: &str, argv: &[OsString]) -> Result<ClientArgs, ExitCode> {
     })
 }
 
+/// Waits until the job listens on `socket` (or `wait` has passed): the file appears when the
+/// job binds it, the job listens a moment later (milliseconds on a loaded machine, during
+/// which a client would be refused).
 fn wait_for(socket: &Path, wait: Duration) {
     let start = Instant::now();
-    while !socket.exists() && start.elapsed() < wait {
+    while start.elapsed() < wait {
+        if socket.exists() && std::os::unix::net::UnixStream::connect(socket).is_ok() {
+            return;
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
