@@ -95,8 +95,12 @@ struct Cli {
     #[arg(long)]
     no_scc: bool,
     /// Skip the place/transition invariants
-    #[arg(long)]
+    #[arg(long, overrides_with = "invariants")]
     no_invariants: bool,
+    /// Compute every place/transition invariant whatever it costs (by default they get a
+    /// work budget in proportion to the state space and are left out past it)
+    #[arg(long, overrides_with = "no_invariants")]
+    invariants: bool,
     /// Smaller state index for P/T nets whose markings pack into 12 bytes or less (8-byte
     /// slots instead of 16: about 40% less memory per state, slower lookups; same results)
     #[arg(long)]
@@ -133,6 +137,7 @@ struct Args {
     reduction: Reduction,
     scc: bool,
     invariants: bool,
+    all_invariants: bool,
     compact: bool,
     traces: usize,
     trace_out: Option<PathBuf>,
@@ -219,6 +224,7 @@ fn parse_args() -> Args {
         },
         scc: !cli.no_scc,
         invariants: !cli.no_invariants,
+        all_invariants: cli.invariants,
         compact: cli.compact,
         traces: cli.traces,
         trace_out: cli.trace_out,
@@ -291,6 +297,7 @@ fn analyse(args: &Args, input: &Input) -> Result<(Report, Option<ColouredResult>
                 traces: args.traces,
                 graph: args.scc,
                 invariants: args.invariants,
+                all_invariants: args.all_invariants,
             };
             analyse_pt(net, &args.net, &cfg).map(|r| (r, None))
         }

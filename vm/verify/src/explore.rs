@@ -351,9 +351,15 @@ pub fn explore(
     };
     let mut packing = Packing::for_max(c.places, start_max.min(u32::MAX as u64));
     let mut restarts = 0;
+    // Without a proof of 1-safety (no invariants, or over their budget), a net whose initial
+    // marking fits one bit per place is first explored at one bit per place all the same: a
+    // complete exploration then proves it 1-safe (and bounded), and the first marking with a
+    // second token on a place ends the attempt, which is then made again as before (one bit
+    // per place, coverability check), not counted as a restart.
+    let mut optimistic = !structurally_bounded;
     loop {
         let fast = packing.bits == 1
-            && structurally_bounded
+            && (structurally_bounded || optimistic)
             && opts.reduction == Reduction::None
             && opts.max_tokens.is_none();
         let r = if fast {
@@ -367,6 +373,7 @@ pub fn explore(
                 e.structurally_bounded = structurally_bounded;
                 return e;
             }
+            Err(Restart::Widen) if fast && optimistic => optimistic = false,
             Err(Restart::Widen) => {
                 restarts += 1;
                 match packing.wider() {

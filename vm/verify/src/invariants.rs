@@ -9,10 +9,19 @@
 //! is a multiset of firings that reproduces the marking; a net without one has no cycle in
 //! any reachability graph, so it terminates.
 
-/// Minimal-support semi-positive invariants, or `None` when the elimination gave up
-/// (more than `limit` intermediate rows, or an arithmetic overflow).
-pub fn farkas(matrix: &[Vec<i64>], columns: usize, limit: usize) -> Option<Vec<Vec<u64>>> {
+/// Minimal-support semi-positive invariants, or `None` when the elimination gave up (more
+/// than `limit` intermediate rows, more than `budget` units of work, or an arithmetic
+/// overflow). A unit of work is one row read by the adjacency test or one entry of a row
+/// built (about a nanosecond each); counting work instead of time keeps the outcome
+/// independent of the machine and its load.
+pub fn farkas(
+    matrix: &[Vec<i64>],
+    columns: usize,
+    limit: usize,
+    budget: u64,
+) -> Option<Vec<Vec<u64>>> {
     let n = matrix.len();
+    let mut work = 0u64;
     let words = n.div_ceil(64).max(1);
     // A row: its remaining matrix part and its combination part (sparse-ish dense vectors).
     let mut rows: Vec<Row> = (0..n)
@@ -30,6 +39,7 @@ pub fn farkas(matrix: &[Vec<i64>], columns: usize, limit: usize) -> Option<Vec<V
         .collect();
     let mut remaining: Vec<usize> = (0..columns).collect();
     while !remaining.is_empty() {
+        work = work.saturating_add((rows.len() * remaining.len()) as u64);
         // Eliminate next the column that creates the fewest new rows (the usual heuristic of
         // the Farkas / double description method; the result does not depend on the order,
         // only the intermediate sizes do).
@@ -47,8 +57,15 @@ pub fn farkas(matrix: &[Vec<i64>], columns: usize, limit: usize) -> Option<Vec<V
         let (zero, nonzero): (Vec<Row>, Vec<Row>) = rows.into_iter().partition(|r| r.a[j] == 0);
         let (pos, neg): (Vec<Row>, Vec<Row>) = nonzero.into_iter().partition(|r| r.a[j] > 0);
         let mut next = Vec::with_capacity(zero.len());
+        let scan = (zero.len() + pos.len() + neg.len()) as u64;
+        let build = (columns + n) as u64;
         for p in &pos {
             for q in &neg {
+                // The adjacency test reads every row at worst; a built row writes `build`.
+                work += scan;
+                if work > budget {
+                    return None;
+                }
                 let support: Vec<u64> = p
                     .support
                     .iter()
@@ -83,6 +100,7 @@ pub fn farkas(matrix: &[Vec<i64>], columns: usize, limit: usize) -> Option<Vec<V
                             .checked_add(q.comb[k].checked_mul(cq)?)?,
                     );
                 }
+                work += build;
                 let mut r = Row { a, comb, support };
                 r.normalize();
                 next.push(r);
@@ -92,6 +110,11 @@ pub fn farkas(matrix: &[Vec<i64>], columns: usize, limit: usize) -> Option<Vec<V
             }
         }
         next.extend(zero);
+        // `minimal` compares each row with the rows kept before it.
+        work = work.saturating_add((next.len() as u64).pow(2) / 2);
+        if work > budget {
+            return None;
+        }
         rows = minimal(next);
     }
     let mut out: Vec<Vec<u64>> = rows
@@ -160,13 +183,25 @@ pub struct Invariants {
 /// The limit on intermediate rows of the elimination.
 pub const FARKAS_LIMIT: usize = 20_000;
 
+/// All invariants of a net with incidence matrix `c` (rows = places), with no work budget.
 pub fn invariants(c: &[Vec<i64>], transitions: usize) -> Invariants {
-    let p = farkas(c, transitions, FARKAS_LIMIT);
+    Invariants {
+        p: p_invariants(c, transitions, u64::MAX),
+        t: t_invariants(c, transitions, u64::MAX),
+    }
+}
+
+/// The minimal P-invariants, or `None` past `budget` units of work (see [`farkas`]).
+pub fn p_invariants(c: &[Vec<i64>], transitions: usize, budget: u64) -> Option<Vec<Vec<u64>>> {
+    farkas(c, transitions, FARKAS_LIMIT, budget)
+}
+
+/// The minimal T-invariants, or `None` past `budget` units of work (see [`farkas`]).
+pub fn t_invariants(c: &[Vec<i64>], transitions: usize, budget: u64) -> Option<Vec<Vec<u64>>> {
     let ct: Vec<Vec<i64>> = (0..transitions)
         .map(|t| c.iter().map(|row| row[t]).collect())
         .collect();
-    let t = farkas(&ct, c.len(), FARKAS_LIMIT);
-    Invariants { p, t }
+    farkas(&ct, c.len(), FARKAS_LIMIT, budget)
 }
 
 /// Per place, the bound the P-invariants prove for initial marking `m0` (`None`: not covered).
@@ -199,6 +234,31 @@ mod tests {
         assert_eq!(p, vec![vec![0, 0, 1]]);
         assert_eq!(inv.t.unwrap(), vec![vec![1, 1, 0]]);
         assert_eq!(place_bounds(&p, &[1, 0, 1]), vec![None, None, Some(1)]);
+    }
+
+    #[test]
+    fn over_the_budget_gives_up_and_within_it_is_exact() {
+        // A token moving between 6 places in every direction: 409 elementary cycles.
+        let n = 6;
+        let moves: Vec<(usize, usize)> = (0..n)
+            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+            .collect();
+        let c: Vec<Vec<i64>> = (0..n)
+            .map(|p| {
+                moves
+                    .iter()
+                    .map(|&(i, j)| (p == j) as i64 - (p == i) as i64)
+                    .collect()
+            })
+            .collect();
+        let all = t_invariants(&c, moves.len(), u64::MAX).unwrap();
+        assert_eq!(all.len(), 409);
+        assert_eq!(t_invariants(&c, moves.len(), 10_000), None);
+        assert_eq!(t_invariants(&c, moves.len(), 1 << 40), Some(all));
+        assert_eq!(
+            p_invariants(&c, moves.len(), 10_000),
+            Some(vec![vec![1; n]])
+        );
     }
 
     #[test]

@@ -380,13 +380,23 @@ impl Report {
                 let _ = writeln!(w, "live: no; not live: {}{more}", shown.join(", "));
             }
         }
+        let count = |v: &Option<Vec<Vec<u64>>>, what: &str| match v {
+            Some(v) => format!("{} {what}-invariant(s)", v.len()),
+            None => format!("{what}-invariants not computed"),
+        };
         match (&self.p_invariants, &self.t_invariants) {
-            (Some(p), Some(t)) => {
+            (None, None) => {
+                let _ = writeln!(w, "invariants: not computed");
+            }
+            (None, t) => {
+                let _ = writeln!(w, "invariants: {}, {}", count(&None, "P"), count(t, "T"));
+            }
+            (Some(p), t) => {
                 let _ = writeln!(
                     w,
-                    "invariants: {} P-invariant(s), {} T-invariant(s); {}",
+                    "invariants: {} P-invariant(s), {}; {}",
                     p.len(),
-                    t.len(),
+                    count(t, "T"),
                     if self.structurally_bounded {
                         "P-invariants cover every place: structurally bounded"
                     } else {
@@ -411,9 +421,6 @@ impl Report {
                 if p.len() > 8 {
                     let _ = writeln!(w, "  ... ({} more, see --json)", p.len() - 8);
                 }
-            }
-            _ => {
-                let _ = writeln!(w, "invariants: not computed (elimination too large)");
             }
         }
         for n in &self.notes {

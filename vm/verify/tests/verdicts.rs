@@ -273,3 +273,79 @@ fn report_renders_text_and_json() {
     assert_eq!(j["traces"][0]["transitions"], serde_json::json!(["go"]));
     assert_eq!(j["traces"][0]["format"], "pnet-trace");
 }
+
+/// Drain-N: one token moving between `n` places (a move for every ordered pair) and a
+/// transition that drains the first place: no P-invariant, and a minimal T-invariant for
+/// every elementary cycle of the complete digraph (2,365 for n = 7), over 8 states.
+fn drain(n: usize) -> (Vec<String>, Vec<String>) {
+    let places = (0..n)
+        .map(|i| {
+            if i == 0 {
+                "p0=1".into()
+            } else {
+                format!("p{i}")
+            }
+        })
+        .collect();
+    let mut trans: Vec<String> = (0..n)
+        .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+        .map(|(i, j)| format!("m{i}_{j}: p{i} -> p{j}"))
+        .collect();
+    trans.push("drain: p0 -> ".into());
+    (places, trans)
+}
+
+#[test]
+fn invariants_over_their_budget_are_left_out_and_the_verdicts_stay() {
+    let (p, t) = drain(7);
+    let p: Vec<&str> = p.iter().map(String::as_str).collect();
+    let t: Vec<&str> = t.iter().map(String::as_str).collect();
+    let r = analyse(&p, &t);
+    // The 1-bit exploration itself proves 1-safety and boundedness.
+    assert_eq!((r.states, r.edges), (8, 43));
+    assert_eq!(r.one_safe, Verdict::Yes);
+    assert_eq!(r.bounded, Verdict::Yes);
+    assert_eq!(r.packing_bits, Some(1));
+    assert_eq!(r.deadlock, Verdict::Yes);
+    assert_eq!(r.terminates, Verdict::No);
+    assert_eq!(r.p_invariants, Some(vec![]));
+    assert_eq!(r.t_invariants, None);
+    assert!(!r.structurally_bounded);
+    assert!(
+        r.notes.iter().any(|n| n.contains("--invariants")),
+        "{:?}",
+        r.notes
+    );
+    assert!(r.to_text().contains("T-invariants not computed"));
+    // Asked for, they are all computed; the verdicts are the same.
+    let all = PtAnalysis {
+        all_invariants: true,
+        ..Default::default()
+    };
+    let a = analyse_with(&p, &t, &all);
+    assert_eq!(a.t_invariants.as_ref().map(Vec::len), Some(2365));
+    assert_eq!((a.states, a.edges), (r.states, r.edges));
+    assert_eq!(
+        (&a.one_safe, &a.bounded, &a.deadlock, &a.terminates),
+        (&r.one_safe, &r.bounded, &r.deadlock, &r.terminates)
+    );
+    assert!(!a.notes.iter().any(|n| n.contains("--invariants")));
+}
+
+#[test]
+fn a_net_not_proven_safe_that_is_not_safe_is_explored_as_before() {
+    // No P-invariant (`u` drains q); the 1-bit attempt meets two tokens on q and the
+    // exploration is made again with the coverability check, not counted as a restart.
+    let r = analyse(&["p=1", "q"], &["t: p -> p + q", "u: q -> "]);
+    assert_eq!(r.bounded, Verdict::No);
+    assert_eq!(r.one_safe, Verdict::No);
+    assert!(r.traces.iter().any(|t| t.kind == "unbounded"));
+    assert!(!r.notes.iter().any(|n| n.contains("restarted")));
+    let no_inv = PtAnalysis {
+        invariants: false,
+        ..Default::default()
+    };
+    let n = analyse_with(&["p=1", "q"], &["t: p -> p + q", "u: q -> "], &no_inv);
+    assert_eq!((n.states, n.edges), (r.states, r.edges));
+    assert_eq!(n.traces[0].path, r.traces[0].path);
+}
