@@ -120,7 +120,7 @@ fn jobs_tasks_traces_and_logs_of_a_runtime() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|j| j["id"].to_string() == b)
+        .find(|j| j["id"].as_u64() == b.parse().ok())
         .unwrap();
     assert_eq!(jb["state"], "failed");
     assert!(jb["error"].as_str().unwrap().contains("square"), "{jb}");
@@ -208,5 +208,50 @@ fn without_a_runtime_the_message_says_how_to_start_one() {
             missing.display()
         )),
         "{err}"
+    );
+}
+
+#[test]
+fn progress_on_a_pipe_is_a_line_every_few_seconds_and_counts_started_tasks() {
+    let dir = pnet_tests::build_packages(&["gspc-run", "pnet-worker"]);
+    let s = scratch("progress");
+    let nap = s.dir.join("talk.say");
+    std::fs::write(
+        &nap,
+        "#!/bin/sh\ncat >/dev/null\nsleep 5.5\necho '{\"r\": 1}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&nap, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let net = s.dir.join("talk.xpnet");
+    std::fs::write(&net, TALK).unwrap();
+    let o = std::process::Command::new(dir.join("gspc-run"))
+        .arg(&net)
+        .args([
+            "-p",
+            "xs=1L",
+            "--topology",
+            "worker:1",
+            "--progress",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains('\r'), "carriage returns on a pipe: {err:?}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("gspc-run: progress: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    // The task had started on the worker: it counts as running, not queued.
+    assert!(
+        lines[0].contains("tasks: 0 done, 1 running, 0 queued  1 workers"),
+        "{err}"
+    );
+    let out = json(&String::from_utf8_lossy(&o.stdout));
+    assert_eq!(
+        out["outputs"]["ys"],
+        serde_json::json!({"type": "long", "tokens": [1]})
     );
 }
