@@ -195,6 +195,30 @@ impl Browser {
         webdriver(self.port, method, &path, body)
     }
 
+    /// Clicks the first element that `selector` finds (looked for again when it was replaced
+    /// between finding and clicking).
+    fn click(&self, selector: &str) {
+        let mut clicked = Err(String::new());
+        for _ in 0..5 {
+            let el = self.call(
+                "POST",
+                "/element",
+                Some(&json!({"using": "css selector", "value": selector})),
+            );
+            let id = el
+                .as_object()
+                .and_then(|o| o.values().next())
+                .and_then(Value::as_str)
+                .expect("an element id")
+                .to_string();
+            clicked = self.try_call("POST", &format!("/element/{id}/click"), Some(&json!({})));
+            if clicked.is_ok() {
+                return;
+            }
+        }
+        clicked.unwrap_or_else(|e| panic!("a click on {selector}: {e}"));
+    }
+
     fn js(&self, script: &str) -> Value {
         self.call(
             "POST",
@@ -422,45 +446,32 @@ fn the_monitor_page_shows_workers_jobs_and_task_bars_live() {
     // Stop following the clock (the bars stand still), then click the failed task: its
     // details show the error (a bar replaced between finding and clicking it is looked for
     // again).
-    let follow = b.call(
-        "POST",
-        "/element",
-        Some(&json!({"using": "css selector", "value": "#follow"})),
-    );
-    let follow = follow.as_object().unwrap().values().next().unwrap();
-    let follow = follow.as_str().unwrap().to_string();
-    b.call(
-        "POST",
-        &format!("/element/{follow}/click"),
-        Some(&json!({})),
-    );
+    b.click("#follow");
     assert_eq!(
         b.js("return document.getElementById('follow').checked"),
         false
     );
-    let mut clicked = Err(String::new());
-    for _ in 0..5 {
-        let el = b.call(
-            "POST",
-            "/element",
-            Some(&json!({"using": "css selector", "value": "#gantt .bar[data-state=\"failed\"]"})),
-        );
-        let id = el
-            .as_object()
-            .and_then(|o| o.values().next())
-            .and_then(Value::as_str)
-            .expect("an element id")
-            .to_string();
-        clicked = b.try_call("POST", &format!("/element/{id}/click"), Some(&json!({})));
-        if clicked.is_ok() {
-            break;
-        }
-    }
-    clicked.expect("a click on the failed task");
+    b.click("#gantt .bar[data-state=\"failed\"]");
     let details = b.js("return document.getElementById('details').textContent");
     let details = details.as_str().unwrap();
     assert!(details.contains("explode"), "{details}");
     assert!(details.contains("the disk is on fire"), "{details}");
+
+    // A done task's log, asked for when it is clicked.
+    b.click("#gantt .bar[data-state=\"done\"]");
+    let t2 = Instant::now();
+    loop {
+        let log =
+            b.js("const l = document.getElementById('details-log'); return l && l.textContent");
+        if log == "napping\n" {
+            break;
+        }
+        assert!(
+            t2.elapsed() < Duration::from_secs(15),
+            "the clicked task's log did not show: {log}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 
     let shot = b.call("GET", "/screenshot", None);
     let png = base64_decode(shot.as_str().unwrap());
