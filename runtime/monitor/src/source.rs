@@ -163,8 +163,10 @@ pub struct RuntimeSource {
     /// The tasks of ended jobs, asked once at their end (the latest jobs' only: at most
     /// [`crate::model::MAX_BARS`] tasks in all, but the last job's).
     ended: HashMap<u64, Vec<TaskSample>>,
-    /// False once the runtime did not answer a `Tasks` request (an older runtime).
+    /// False once the runtime did not answer its first `Tasks` request (an older runtime).
     lists_tasks: bool,
+    /// True once it answered one.
+    tasks_answered: bool,
     /// The last list of each running job's tasks, and the poll it was asked at: a long list
     /// is asked less often (every `len / 1000` polls, at most 20) to spare the runtime.
     running: HashMap<u64, (u64, Vec<TaskSample>)>,
@@ -187,6 +189,7 @@ impl RuntimeSource {
             starts: HashMap::new(),
             ended: HashMap::new(),
             lists_tasks: true,
+            tasks_answered: false,
             running: HashMap::new(),
             polls: 0,
         }
@@ -198,14 +201,21 @@ impl RuntimeSource {
             return None;
         }
         match self.client.call(RtRequest::Tasks { job }, Some(TIMEOUT)) {
-            Ok(RtResponse::Tasks(t)) => Some(
-                t.tasks
-                    .into_iter()
-                    .map(|t| task_sample(job, t, base_ms))
-                    .collect(),
-            ),
+            Ok(RtResponse::Tasks(t)) => {
+                self.tasks_answered = true;
+                Some(
+                    t.tasks
+                        .into_iter()
+                        .map(|t| task_sample(job, t, base_ms))
+                        .collect(),
+                )
+            }
             _ => {
-                self.lists_tasks = false;
+                // A runtime that never answered lists none (an older one); a failure later
+                // (a timeout under load) only leaves this job's list out of this sample.
+                if !self.tasks_answered {
+                    self.lists_tasks = false;
+                }
                 None
             }
         }
@@ -270,12 +280,18 @@ impl Source for RuntimeSource {
                 };
                 match self.running.get(&j.id) {
                     Some((at, t)) if self.polls - at < every => tasks.extend(t.iter().cloned()),
-                    _ => {
-                        if let Some(t) = self.tasks_of(j.id, start) {
+                    _ => match self.tasks_of(j.id, start) {
+                        Some(t) => {
                             tasks.extend(t.iter().cloned());
                             self.running.insert(j.id, (self.polls, t));
                         }
-                    }
+                        // Not answered this time: the last list.
+                        None => {
+                            if let Some((_, t)) = self.running.get(&j.id) {
+                                tasks.extend(t.iter().cloned());
+                            }
+                        }
+                    },
                 }
             } else if let Some(t) = self.ended.get(&j.id) {
                 tasks.extend(t.iter().cloned());
@@ -419,10 +435,15 @@ impl Source for JobSource {
                         .map(|t| task_sample(1, t, 0))
                         .collect::<Vec<_>>(),
                 ),
-                _ => {
-                    self.lists_tasks = false;
-                    None
-                }
+                // A job that never listed its tasks lists none (an older gspc-run); a failure
+                // later keeps the last list.
+                _ => match self.last.as_ref().and_then(|l| l.tasks.clone()) {
+                    Some(t) => Some(t),
+                    None => {
+                        self.lists_tasks = false;
+                        None
+                    }
+                },
             }
         } else {
             None
