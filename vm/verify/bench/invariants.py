@@ -9,7 +9,9 @@ of places and one transition that drains the first place: no P-invariant at all 
 of minimal T-invariants exponential in N (every elementary cycle of the complete digraph),
 with a small state space, the shape of the issue's worst contest models.
 For every model each binary runs the default analysis and --no-invariants, interleaved, R
-times each (CPU time by `perf stat -e task-clock`, median), then once under /usr/bin/time for
+times each (CPU time by `perf stat -e task-clock`, each time the mean of as many runs as last
+about 0.3 s; over the R times the median, and the minimum, the steadier figure on a loaded
+machine, which the ratio uses), then once under /usr/bin/time for
 the peak RSS. Prints a Markdown table; the states, edges and verdicts of every run are
 checked equal.
 """
@@ -46,8 +48,9 @@ def drain(n, k):
     return "\n".join(out) + "\n"
 
 
-def cpu_ms(cmd):
-    r = subprocess.run(["perf", "stat", "-x,", "-e", "task-clock"] + cmd,
+def cpu_ms(cmd, runs=1):
+    """Mean CPU ms of `runs` runs of `cmd` (perf stat -r), and the output of the last."""
+    r = subprocess.run(["perf", "stat", "-r", str(runs), "-x,", "-e", "task-clock"] + cmd,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in r.stderr.splitlines():
         f = line.split(",")
@@ -88,7 +91,7 @@ def main():
             f.write(text)
         models.append((name, path))
     modes = [("default", []), ("no-inv", ["--no-invariants"])]
-    head = ["model", "states"] + [f"{os.path.basename(os.path.dirname(b)) or b} {m} CPU ms"
+    head = ["model", "states"] + [f"{b} {m} CPU ms median (min)"
                                   for b in bins for m, _ in modes]
     head += [f"{b} default / no-inv" for b in range(len(bins))]
     head += [f"{b} peak RSS MB default / no-inv" for b in range(len(bins))]
@@ -97,10 +100,14 @@ def main():
     for name, path in models:
         times = {(b, m): [] for b in bins for m, _ in modes}
         ref = None
+        # Each measurement is the mean of enough runs to last about 0.3 s (short runs are
+        # dominated by the start of the process and the machine's other jobs).
+        first, _ = cpu_ms([bins[0], "--json", path])
+        runs = max(1, min(50, int(300 / max(first, 0.1))))
         for _ in range(reps):
             for b in bins:
                 for m, extra in modes:
-                    ms, out = cpu_ms([b, "--json"] + extra + [path])
+                    ms, out = cpu_ms([b, "--json"] + extra + [path], runs)
                     c = counts(out)
                     if ref is None:
                         ref = c
@@ -108,8 +115,10 @@ def main():
                         raise SystemExit(f"{name}: {b} {m} gives {c}, not {ref}")
                     times[(b, m)].append(ms)
         med = {k: statistics.median(v) for k, v in times.items()}
-        row = [name, f"{ref[0]:,}"] + [f"{med[(b, m)]:.1f}" for b in bins for m, _ in modes]
-        row += [f"{med[(b, 'default')] / med[(b, 'no-inv')]:.2f}" for b in bins]
+        low = {k: min(v) for k, v in times.items()}
+        row = [name, f"{ref[0]:,}"] + [f"{med[(b, m)]:.1f} ({low[(b, m)]:.1f})"
+                                        for b in bins for m, _ in modes]
+        row += [f"{low[(b, 'default')] / low[(b, 'no-inv')]:.2f}" for b in bins]
         row += [f"{peak_mb([b, path]):.0f} / {peak_mb([b, '--no-invariants', path]):.0f}"
                 for b in bins]
         print("| " + " | ".join(row) + " |", flush=True)

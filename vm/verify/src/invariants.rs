@@ -12,7 +12,7 @@
 /// Minimal-support semi-positive invariants, or `None` when the elimination gave up (more
 /// than `limit` intermediate rows, more than `budget` units of work, or an arithmetic
 /// overflow). A unit of work is one row read by the adjacency test or one entry of a row
-/// built (about a nanosecond each); counting work instead of time keeps the outcome
+/// built (a few nanoseconds each); counting work instead of time keeps the outcome
 /// independent of the machine and its load.
 pub fn farkas(
     matrix: &[Vec<i64>],
@@ -58,7 +58,8 @@ pub fn farkas(
         let (pos, neg): (Vec<Row>, Vec<Row>) = nonzero.into_iter().partition(|r| r.a[j] > 0);
         let mut next = Vec::with_capacity(zero.len());
         let scan = (zero.len() + pos.len() + neg.len()) as u64;
-        let build = (columns + n) as u64;
+        // A built row: its entries and three allocations.
+        let build = (columns + n) as u64 + 64;
         for p in &pos {
             for q in &neg {
                 // The adjacency test reads every row at worst; a built row writes `build`.

@@ -25,13 +25,13 @@ pub struct PtAnalysis {
 }
 
 /// The work budget (see [`invariants::farkas`]) of the P-invariants before the exploration:
-/// about a fifth of a millisecond, a fraction of the start of a process. They prove bounds and 1-safety up front (a packed marking of the
+/// some tens of microseconds, a fraction of the start of a process. They prove bounds and 1-safety up front (a packed marking of the
 /// right width, no coverability check); without them the exploration finds out itself.
-pub const PRE_BUDGET: u64 = 150_000;
+pub const PRE_BUDGET: u64 = 25_000;
 
-/// Work units of each elimination after the exploration per state and edge explored (a unit
-/// is about 1.5 ns, an edge 10 to 50 ns: the invariants stay under a fifth of the run).
-pub const WORK_PER_EDGE: u64 = 1;
+/// States and edges explored per work unit of each elimination after the exploration (a
+/// unit is a few nanoseconds, an edge 10 to 50: the invariants stay under a fifth of the run).
+pub const EDGES_PER_WORK: u64 = 4;
 
 impl Default for PtAnalysis {
     fn default() -> Self {
@@ -74,7 +74,7 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
     let mut skipped = false;
     if cfg.invariants {
         // What is left, under a budget in proportion to the state space explored.
-        let budget = pre_budget.max(WORK_PER_EDGE.saturating_mul(e.edges + e.states()));
+        let budget = pre_budget.max((e.edges + e.states()) / EDGES_PER_WORK);
         if inv.p.is_none() && budget > pre_budget {
             inv.p = invariants::p_invariants(&incidence, nt, budget);
         }
