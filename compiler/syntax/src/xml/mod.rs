@@ -3,6 +3,7 @@
 //! tree) with a diagnostic at each damage; only if even the repair is rejected, no root.
 
 pub mod ast;
+pub mod items;
 mod parser;
 mod print;
 mod recover;

@@ -43,7 +43,7 @@ pub(super) fn parse(file: FileId, text: &str) -> (File, Vec<Diagnostic>) {
     (File { file, root: None }, p.diags)
 }
 
-struct Parser<'s> {
+pub(super) struct Parser<'s> {
     file: FileId,
     /// The text roxmltree read: the file's, or its repair.
     src: &'s str,
@@ -64,7 +64,16 @@ fn is_namespace_attr(a: &roxmltree::Attribute) -> bool {
 }
 
 impl<'s> Parser<'s> {
-    fn new(file: FileId, src: &'s str, fix: Option<&'s recover::Repaired>) -> Self {
+    /// Starts at nesting depth `depth` (for an element read alone, see `items.rs`).
+    pub(super) fn set_depth(&mut self, depth: usize) {
+        self.depth = depth;
+    }
+
+    pub(super) fn into_diags(self) -> Vec<Diagnostic> {
+        self.diags
+    }
+
+    pub(super) fn new(file: FileId, src: &'s str, fix: Option<&'s recover::Repaired>) -> Self {
         Parser {
             file,
             src,
@@ -1056,7 +1065,7 @@ impl<'s> Parser<'s> {
         }
     }
 
-    fn transition(&mut self, n: Node) -> Option<TransitionDecl> {
+    pub(super) fn transition(&mut self, n: Node) -> Option<TransitionDecl> {
         if !self.enter(n) {
             return None;
         }

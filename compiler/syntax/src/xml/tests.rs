@@ -1438,3 +1438,93 @@ fn texts_of_repaired_files_map_back_to_the_file() {
         }
     }
 }
+
+/// `parse_by_items` gives the tree and diagnostics of `parse_file`, or `None`.
+fn by_items_agrees(text: &str) -> bool {
+    let f = FileId(3);
+    let Some((tree, mut diags)) = items::parse_by_items(f, text, |t| items::parse_transition(f, t))
+    else {
+        return false;
+    };
+    let (whole, mut want) = parse_file(f, text);
+    assert_eq!(tree, whole, "tree of\n{text}");
+    let key = |d: &Diagnostic| (d.primary_span().map(|s| s.start), d.code, d.message.clone());
+    diags.sort_by_key(key);
+    want.sort_by_key(key);
+    assert_eq!(diags, want, "diagnostics of\n{text}");
+    true
+}
+
+const ITEMS_NET: &str = r#"<?xml version="1.0"?>
+<!-- a <transition> in a comment -->
+<defun name="n">
+  <in name="i" type="long" place="a"/>
+  <net>
+    <struct name="s"><field name="f" type="long"/></struct>
+    <place name="a" type="long"><token><value>1L</value></token></place>
+    <place name="b" type="long"/>
+    <transition name="t1" priority="2">
+      <defun>
+        <in name="x" type="long"/><out name="y" type="long"/>
+        <expression><![CDATA[${y} := ${x} + 1L; /* </transition> */]]></expression>
+        <condition>${x} &lt; 10L</condition>
+      </defun>
+      <connect-in port="x" place="a"/>
+      <connect-out port="y" place="b"/>
+      <properties name="p"><property key="k">v</property></properties>
+    </transition>
+    <!-- between -->
+    <transition name="t2"/>
+    <transition name='t3' inline="maybe" bogus="1">
+      <defun><net><place name="c" type="long"/><transition name="inner"><use name="u"/></transition></net></defun>
+      <place-map virtual="c" real="a"/>
+      stray text
+      <connect-read port="x" place="a"/>
+    </transition>
+    <transition>
+      <include-function href="f.xpnet"/>
+    </transition>
+  </net>
+</defun>
+"#;
+
+#[test]
+fn parse_by_items_equals_parse_file() {
+    assert!(by_items_agrees(ITEMS_NET));
+    let ranges = items::transition_ranges(ITEMS_NET).expect("cut");
+    assert_eq!(ranges.len(), 4);
+    // not cut: no net, two roots, a DTD, a prefixed element, unbalanced tags
+    for text in [
+        "<defun><expression>1L</expression></defun>",
+        "<defun><net><transition name=\"t\"/></net></defun><defun/>",
+        "<!DOCTYPE x><defun><net><transition name=\"t\"/></net></defun>",
+        "<defun xmlns:g=\"u\"><net><g:transition name=\"t\"/></net></defun>",
+        "<defun><net><transition name=\"t\"></net></defun>",
+    ] {
+        assert!(!by_items_agrees(text), "{text}");
+    }
+    // every one-byte deletion: the same as a whole parse, or not cut
+    let mut cut = 0;
+    for (i, _) in ITEMS_NET.char_indices() {
+        let mut t = ITEMS_NET.to_string();
+        t.remove(i);
+        cut += usize::from(by_items_agrees(&t));
+    }
+    assert!(
+        cut > ITEMS_NET.len() / 2,
+        "{cut} of {} cut",
+        ITEMS_NET.len()
+    );
+}
+
+#[test]
+fn parse_by_items_equals_parse_file_on_the_corpus() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
+    let cut = corpus_files()
+        .iter()
+        .filter(|(_, text)| by_items_agrees(text))
+        .count();
+    assert!(cut > 50, "{cut} corpus files cut into items");
+}

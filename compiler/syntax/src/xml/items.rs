@@ -1,0 +1,343 @@
+//! Per-item parsing: the transitions of a root `defun`'s net, each parsed from its own text
+//! with spans relative to it, so that a caller can reuse the tree of an unchanged
+//! transition after an edit elsewhere (issue 22, item 1).
+//!
+//! [`transition_ranges`] finds the items with a cheap scan (no tree is built);
+//! [`parse_transition`] parses one; [`blank`] gives the rest of the file, each item replaced
+//! by spaces (offsets unchanged), for [`super::parse_file`]; [`Shift`] moves a tree or a
+//! diagnostic to an item's place. Every function gives `None` where the text is not simple
+//! enough to be cut (a DTD, a prefixed name, unbalanced tags): the caller parses the whole
+//! file then.
+//!
+//! Not yet used by sema's database: [`parse_by_items`] (tested equal to a whole parse)
+//! copies each reused tree to shift it, and on the 5,000-transition file of the LSP bench
+//! the copies cost as much as the parse they save (scan 3 ms, skeleton 10 ms, items 40 ms,
+//! copying them 40-55 ms; a whole parse 85-125 ms, loaded machine). Reuse needs the file's
+//! tree to hold items shared (`Arc`) with their spans relative to the item, mapped to file
+//! offsets by the consumer.
+
+use std::ops::Range;
+
+use roxmltree::{Document, ParsingOptions};
+
+use super::ast::*;
+use super::parser::Parser;
+use crate::span::MappedText;
+use crate::{Diagnostic, FileId, Span};
+
+/// The byte ranges of the `transition` elements directly in the `net` of the root `defun`,
+/// in document order; `None` when the text cannot be cut safely.
+pub fn transition_ranges(text: &str) -> Option<Vec<Range<usize>>> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut stack: Vec<&str> = Vec::new();
+    let mut open: Option<usize> = None;
+    let mut i = 0;
+    let mut roots = 0;
+    let find = |from: usize, pat: &str| text[from..].find(pat).map(|k| from + k);
+    while let Some(k) = find(i, "<") {
+        i = k;
+        let rest = &text[i..];
+        if rest.starts_with("<!--") {
+            i = find(i + 4, "-->")? + 3;
+            continue;
+        }
+        if rest.starts_with("<![CDATA[") {
+            i = find(i + 9, "]]>")? + 3;
+            continue;
+        }
+        if rest.starts_with("<?") {
+            i = find(i + 2, "?>")? + 2;
+            continue;
+        }
+        if rest.starts_with("<!") {
+            return None;
+        }
+        let closing = rest.starts_with("</");
+        let name_start = i + if closing { 2 } else { 1 };
+        let mut j = name_start;
+        while j < b.len() && !matches!(b[j], b' ' | b'\t' | b'\r' | b'\n' | b'/' | b'>') {
+            j += 1;
+        }
+        let name = &text[name_start..j];
+        if name.is_empty() || name.contains(':') || name.contains('<') {
+            return None;
+        }
+        // to the end of the tag, over quoted attribute values
+        let mut quote = None;
+        while j < b.len() {
+            match (quote, b[j]) {
+                (None, b'"' | b'\'') => quote = Some(b[j]),
+                (Some(q), c) if c == q => quote = None,
+                (None, b'>') => break,
+                (None, b'<') => return None,
+                _ => {}
+            }
+            j += 1;
+        }
+        if j >= b.len() {
+            return None;
+        }
+        let end = j + 1;
+        let self_closing = !closing && b[j - 1] == b'/';
+        let is_item = name == "transition" && stack.as_slice() == ["defun", "net"];
+        if closing {
+            if stack.pop() != Some(name) {
+                return None;
+            }
+            if stack.as_slice() == ["defun", "net"] && name == "transition" {
+                out.push(open.take()?..end);
+            }
+        } else {
+            if stack.is_empty() {
+                roots += 1;
+            }
+            if is_item {
+                if self_closing {
+                    out.push(i..end);
+                } else {
+                    open = Some(i);
+                }
+            }
+            if !self_closing {
+                stack.push(name);
+            }
+        }
+        i = end;
+    }
+    (stack.is_empty() && roots == 1).then_some(out)
+}
+
+/// Parses `text` item by item: the file with its transitions blanked, then each transition
+/// from `item` (given the transition's text; the parse of [`parse_transition`], which the
+/// caller may have kept from an earlier revision), shifted to its place. The same tree as
+/// [`super::parse_file`] and the same diagnostics (skeleton's first, then each item's);
+/// `None` when the text cannot be cut (the caller parses the whole file then).
+pub fn parse_by_items(
+    file: FileId,
+    text: &str,
+    mut item: impl FnMut(&str) -> Option<(Option<TransitionDecl>, Vec<Diagnostic>)>,
+) -> Option<(File, Vec<Diagnostic>)> {
+    let ranges = transition_ranges(text)?;
+    if ranges.is_empty() {
+        return None;
+    }
+    let skeleton = blank(text, &ranges);
+    let (mut f, mut diags) = super::parse_file(file, &skeleton);
+    if diags.iter().any(|d| d.code == "xml_syntax") {
+        return None;
+    }
+    let Some(Root::Defun(d)) = &mut f.root else {
+        return None;
+    };
+    let Some(DefunBody::Net(net)) = &mut d.body else {
+        return None;
+    };
+    if !net.transitions.is_empty() {
+        return None;
+    }
+    for r in ranges {
+        let (t, ds) = item(&text[r.clone()])?;
+        let by = u32::try_from(r.start).ok()?;
+        if let Some(mut t) = t {
+            t.shift(by);
+            net.transitions.push(t);
+        }
+        diags.extend(ds.into_iter().map(|mut d| {
+            d.shift(by);
+            d
+        }));
+    }
+    Some((f, diags))
+}
+
+/// `text` with each of `ranges` replaced by spaces (offsets unchanged).
+pub fn blank(text: &str, ranges: &[Range<usize>]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for r in ranges {
+        out.push_str(&text[at..r.start]);
+        out.extend(std::iter::repeat_n(' ', r.end - r.start));
+        at = r.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// Parses the text of one `transition` element of a root `defun`'s net alone (spans
+/// relative to the text); `None` when it is not well-formed on its own.
+pub fn parse_transition(
+    file: FileId,
+    text: &str,
+) -> Option<(Option<TransitionDecl>, Vec<Diagnostic>)> {
+    let opts = ParsingOptions {
+        allow_dtd: false,
+        ..ParsingOptions::default()
+    };
+    let doc = Document::parse_with_options(text, opts).ok()?;
+    let n = doc.root_element();
+    if n.tag_name().name() != "transition" || n.tag_name().namespace().is_some() {
+        return None;
+    }
+    let mut p = Parser::new(file, text, None);
+    // as deep as in the file: inside `defun` and `net`
+    p.set_depth(2);
+    let t = p.transition(n);
+    Some((t, p.into_diags()))
+}
+
+/// Moves every span of a tree or diagnostic by a number of bytes.
+pub trait Shift {
+    fn shift(&mut self, by: u32);
+}
+
+impl Shift for Span {
+    fn shift(&mut self, by: u32) {
+        self.start += by;
+        self.end += by;
+    }
+}
+
+impl Shift for MappedText {
+    fn shift(&mut self, by: u32) {
+        for (_, f) in &mut self.map {
+            *f += by;
+        }
+    }
+}
+
+impl<T: Shift> Shift for Option<T> {
+    fn shift(&mut self, by: u32) {
+        if let Some(x) = self {
+            x.shift(by);
+        }
+    }
+}
+
+impl<T: Shift> Shift for Vec<T> {
+    fn shift(&mut self, by: u32) {
+        for x in self {
+            x.shift(by);
+        }
+    }
+}
+
+impl<T: Shift> Shift for Box<T> {
+    fn shift(&mut self, by: u32) {
+        (**self).shift(by);
+    }
+}
+
+impl<A: Shift, B: Shift> Shift for (A, B) {
+    fn shift(&mut self, by: u32) {
+        self.0.shift(by);
+        self.1.shift(by);
+    }
+}
+
+impl Shift for Diagnostic {
+    fn shift(&mut self, by: u32) {
+        for l in &mut self.labels {
+            l.span.shift(by);
+        }
+    }
+}
+
+/// `impl Shift` for a struct: the listed fields are shifted.
+macro_rules! shift_fields {
+    ($($t:ty { $($f:ident),* })*) => {
+        $(impl Shift for $t {
+            fn shift(&mut self, by: u32) {
+                $(self.$f.shift(by);)*
+            }
+        })*
+    };
+}
+
+shift_fields! {
+    Name { span }
+    Href { path, span }
+    Defun { name, ports, memory_buffers, memory_transfers, structs, properties, requires, conditions, body, span, tag }
+    PortDecl { name, ty, place, properties, span }
+    StructDef { name, fields, span }
+    NetDecl { places, transitions, templates, specializes, structs, properties, span }
+    Template { name, params, defun, span, tag }
+    Specialize { name, use_, type_maps, type_gets, span }
+    PlaceDecl { name, ty, tokens, properties, span }
+    TokenDecl { values, span }
+    TransitionDecl { name, priority, body, connections, place_maps, conditions, requires, properties, span, tag }
+    ConnectDecl { port, place, properties, span }
+    PlaceMapDecl { virtual_, real, span }
+    ModuleDecl { name, function, target, eureka_group, cincludes, ld, cxx, code, span, tag }
+    ModulesDecl { preferences, modules, span }
+    Properties { name, items, span }
+    RequireDecl { key, span }
+    MemoryBufferDecl { name, size, alignment, span }
+    MemoryTransferDecl { global, local, span }
+}
+
+impl Shift for DefunBody {
+    fn shift(&mut self, by: u32) {
+        match self {
+            DefunBody::Expression(t) => t.shift(by),
+            DefunBody::Module(m) => m.shift(by),
+            DefunBody::Modules(m) => m.shift(by),
+            DefunBody::Net(n) => n.shift(by),
+        }
+    }
+}
+
+impl Shift for StructItem {
+    fn shift(&mut self, by: u32) {
+        match self {
+            StructItem::Def(d) => d.shift(by),
+            StructItem::Include(h) => h.shift(by),
+        }
+    }
+}
+
+impl Shift for FieldDecl {
+    fn shift(&mut self, by: u32) {
+        match self {
+            FieldDecl::Field { name, ty, span } => {
+                name.shift(by);
+                ty.shift(by);
+                span.shift(by);
+            }
+            FieldDecl::Struct(d) => d.shift(by),
+        }
+    }
+}
+
+impl Shift for TemplateItem {
+    fn shift(&mut self, by: u32) {
+        match self {
+            TemplateItem::Inline(t) => t.shift(by),
+            TemplateItem::Include(h) => h.shift(by),
+        }
+    }
+}
+
+impl Shift for TransitionBody {
+    fn shift(&mut self, by: u32) {
+        match self {
+            TransitionBody::Defun(d) => d.shift(by),
+            TransitionBody::Include(h) => h.shift(by),
+            TransitionBody::Use(n) => n.shift(by),
+        }
+    }
+}
+
+impl Shift for PropertiesItem {
+    fn shift(&mut self, by: u32) {
+        match self {
+            PropertiesItem::Property { key, value, span } => {
+                key.shift(by);
+                value.shift(by);
+                span.shift(by);
+            }
+            PropertiesItem::Group(p) => p.shift(by),
+            PropertiesItem::Include(h) => h.shift(by),
+        }
+    }
+}
