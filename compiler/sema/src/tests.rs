@@ -1812,6 +1812,71 @@ fn duplicate_external_function_is_an_error_only_when_building_modules() {
     );
 }
 
+/// Duplicate module functions are found once the workspace is elaborated (a transition's
+/// elaboration does not see the transitions before it): each repeat is compared with the
+/// first definition met, also from inside a child net, and a scoped setting still applies.
+#[test]
+fn duplicate_external_functions_are_compared_with_the_first() {
+    let module = |code: &str| {
+        format!(
+            r#"<defun><in name="x" type="long"/><module name="m" function="f (x)"><code>{code}</code></module></defun>"#
+        )
+    };
+    let xml = net(
+        r#"<place name="p" type="long"/>"#,
+        &format!(
+            r#"<transition name="a">{}<connect-in port="x" place="p"/></transition>
+<transition name="b"><defun><in name="x" type="long"/><net><place name="q" type="long"/><transition name="c">{}<connect-in port="x" place="q"/></transition></net></defun><connect-in port="x" place="p"/></transition>
+<transition name="d">{}<connect-in port="x" place="p"/></transition>
+<transition name="e">{}<connect-in port="x" place="p"/></transition>"#,
+            module("one;"),
+            module("two;"),
+            module("one;"),
+            module("one;").replace(
+                "<defun>",
+                r#"<defun><properties name="pnetc"><properties name="warning"><property key="duplicate-external-function">false</property></properties></properties>"#
+            ),
+        ),
+    );
+    let out = compile_source(
+        Path::new("/nonexistent/test.xpnet"),
+        &xml,
+        &Options::default(),
+    );
+    let first = xml.find("<module").unwrap() + 1;
+    let got: Vec<(usize, &str, Vec<usize>)> = out
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == "duplicate-external-function")
+        .map(|d| {
+            let at = d.primary_span().unwrap().start as usize;
+            let line = xml[..at].lines().count();
+            let secondary = d
+                .labels
+                .iter()
+                .filter(|l| !l.primary)
+                .map(|l| l.span.start as usize)
+                .collect();
+            (line, d.message.as_str(), secondary)
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                5,
+                "the external function `m.f` is defined twice, differently",
+                vec![first]
+            ),
+            (
+                6,
+                "the external function `m.f` is defined twice",
+                vec![first]
+            ),
+        ]
+    );
+}
+
 #[test]
 fn a_memory_buffer_may_be_the_module_result() {
     // GPI-Space accepts it: the module returns a pointer into buffer `b`.
