@@ -71,7 +71,8 @@ syntax (3L, Struct [...]) instead.
 then, printing its state on stderr (`gspc: job 3 has not ended after 5 s: running, tasks: 2
 running, 4 queued, 10 done`, and `; waiting: ...` when the job waits for a worker; --json:
 {\"job\", \"state\": \"timeout\", \"job_state\", \"waited_ms\", \"tasks_running\",
-\"tasks_queued\", \"tasks_done\", \"waiting\"} on stdout); the job keeps running.
+\"tasks_sent\", \"tasks_queued\", \"tasks_done\", \"waiting\"} on stdout; running: started on
+a worker, sent: in a worker's queue, queued: in the runtime); the job keeps running.
 
 A job whose net stopped with tokens left on inner places or an out port empty gets a warning
 on stderr after its outputs (`gspc: warning: job 3: the net stopped with tokens left on: p
@@ -1125,6 +1126,7 @@ fn wait_timed_out(
                 "job_state": j.state,
                 "waited_ms": waited.as_millis() as u64,
                 "tasks_running": j.tasks_running,
+                "tasks_sent": j.tasks_sent,
                 "tasks_queued": j.tasks_queued,
                 "tasks_done": j.tasks_done,
                 "waiting": j.waiting,
@@ -1144,7 +1146,7 @@ fn timeout_line(j: &JobSummary, waited: Duration) -> String {
         waited.as_secs_f64(),
         j.state,
         j.tasks_running,
-        j.tasks_queued,
+        j.tasks_queued + j.tasks_sent,
         j.tasks_done
     );
     if let Some(w) = &j.waiting {
