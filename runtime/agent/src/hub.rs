@@ -254,6 +254,9 @@ pub struct Hub {
     workers_coming: usize,
     /// The last pump shared the workers' loads between jobs.
     shared_loads: bool,
+    /// The ended jobs that keep their task records, in the order they ended (the last
+    /// [`KEEP_TASK_BOOKS`]; a runtime keeps thousands of jobs).
+    booked: std::collections::VecDeque<JobId>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -309,6 +312,7 @@ impl Hub {
             scratch: Vec::new(),
             workers_coming: 0,
             shared_loads: false,
+            booked: std::collections::VecDeque::new(),
         }
     }
 
@@ -509,16 +513,6 @@ impl Hub {
                 break;
             };
             self.records.remove(&old);
-        }
-        // The task records of the latest ended jobs only (a runtime keeps thousands of jobs).
-        let mut ended = 0;
-        for r in self.records.values_mut().rev() {
-            if r.outcome.is_some() {
-                ended += 1;
-                if ended > KEEP_TASK_BOOKS {
-                    r.book = TaskBook::default();
-                }
-            }
         }
     }
 
@@ -1056,6 +1050,14 @@ impl Hub {
             r.end = Some(self.now);
             r.outcome = Some(outcome.clone());
             r.tasks_done = done;
+        }
+        self.booked.push_back(job);
+        while self.booked.len() > KEEP_TASK_BOOKS {
+            if let Some(old) = self.booked.pop_front()
+                && let Some(r) = self.records.get_mut(&old)
+            {
+                r.book = TaskBook::default();
+            }
         }
         for client in self.waiters.remove(&job).unwrap_or_default() {
             out.push(HubCmd::Reply {

@@ -244,6 +244,36 @@ fn a_job_keeps_its_tasks_logs_name_and_error() {
 }
 
 #[test]
+fn only_the_last_ended_jobs_keep_their_tasks() {
+    let mut core = hub(1).cfg.core.clone();
+    core.trace = true;
+    let mut h = Hub::new(
+        HubConfig {
+            run: RunConfig::default(),
+            core,
+            job_prefix: true,
+            keep_ended: 100,
+            forget_modules: true,
+        },
+        1,
+    );
+    let mut f = Fakes::default();
+    let mut out = Vec::new();
+    h.worker_joined(0, &hello("w0", &[]), 0, &mut out);
+    let n = KEEP_TASK_BOOKS as u64 + 3;
+    for _ in 0..n {
+        h.add_job("a", net("square"), &xs(0..1), &mut out).unwrap();
+        settle(&mut h, &mut f, &mut out);
+        while f.answer_one(&mut h, 0, &mut out).is_some() {
+            settle(&mut h, &mut f, &mut out);
+        }
+    }
+    let kept = |job: JobId| h.tasks(job).unwrap().tasks.len();
+    assert_eq!((kept(1), kept(3), kept(4), kept(n)), (0, 0, 1, 1));
+    assert_eq!(h.jobs().len() as u64, n, "the jobs themselves stay listed");
+}
+
+#[test]
 fn task_ids_carry_their_job() {
     assert_eq!(split_task(global_task(7, 12345)), (7, 12345));
     assert_eq!(split_task(global_task(0, 5)), (0, 5));
