@@ -20,18 +20,24 @@ pub struct PtAnalysis {
     /// Compute them whatever they cost (`pnetv --invariants`). Otherwise they get a work
     /// budget: [`PRE_BUDGET`] for the P-invariants before the exploration, then for what is
     /// still missing (the T-invariants, the P-invariants if they did not fit) a budget in
-    /// proportion to the exploration's size, so that they never dominate the run.
+    /// proportion to the exploration's size (at least [`POST_BUDGET_MIN`]), so that they
+    /// never dominate the run.
     pub all_invariants: bool,
 }
 
 /// The work budget (see [`invariants::farkas`]) of the P-invariants before the exploration:
-/// some tens of microseconds, a fraction of the start of a process. They prove bounds and 1-safety up front (a packed marking of the
-/// right width, no coverability check); without them the exploration finds out itself.
+/// some tens of microseconds, a fraction of the start of a process. They prove bounds and
+/// 1-safety up front (a packed marking of the right width, no coverability check); without
+/// them the exploration finds out itself.
 pub const PRE_BUDGET: u64 = 25_000;
 
 /// States and edges explored per work unit of each elimination after the exploration (a
 /// unit is a few nanoseconds, an edge 10 to 50: the invariants stay under a fifth of the run).
 pub const EDGES_PER_WORK: u64 = 4;
+
+/// The smallest budget of each elimination after the exploration: on the smallest state
+/// spaces the whole run is the start of the process, a few milliseconds.
+pub const POST_BUDGET_MIN: u64 = 5_000;
 
 impl Default for PtAnalysis {
     fn default() -> Self {
@@ -74,7 +80,11 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
     let mut skipped = false;
     if cfg.invariants {
         // What is left, under a budget in proportion to the state space explored.
-        let budget = pre_budget.max((e.edges + e.states()) / EDGES_PER_WORK);
+        let budget = if cfg.all_invariants {
+            u64::MAX
+        } else {
+            POST_BUDGET_MIN.max((e.edges + e.states()) / EDGES_PER_WORK)
+        };
         if inv.p.is_none() && budget > pre_budget {
             inv.p = invariants::p_invariants(&incidence, nt, budget);
         }
