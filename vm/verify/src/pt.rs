@@ -93,7 +93,13 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
     }
     r.p_invariants = inv.p.clone();
     r.t_invariants = inv.t.clone();
-    r.structurally_bounded = e.structurally_bounded;
+    // The P-invariants may have been computed after the exploration (over the first budget).
+    r.structurally_bounded = e.structurally_bounded
+        || inv.p.as_deref().is_some_and(|p| {
+            invariants::place_bounds(p, &net.initial_marking())
+                .iter()
+                .all(Option::is_some)
+        });
     let full = cfg.explore.reduction == Reduction::None;
     r.reduction = if full { "none" } else { "stubborn sets" };
     r.states = e.states();
@@ -122,7 +128,7 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
     r.bounded = if let Some((_, _, grow)) = &e.unbounded {
         r.unbounded_places = grow.iter().map(|p| p.index()).collect();
         Verdict::No
-    } else if e.structurally_bounded || (r.complete && full) {
+    } else if r.structurally_bounded || (r.complete && full) {
         Verdict::Yes
     } else if !full {
         reduced()
