@@ -196,6 +196,7 @@ mod tests {
             task: 1,
             cancelled: &cancelled,
             buffers: &refs,
+            log: None,
         };
         let mut out = Vec::new();
         // SAFETY: a function of this crate's module; every buffer is a live, unaliased slice.
