@@ -195,3 +195,25 @@ impl Drop for GspcScratch {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// A net of one module call on long tokens: in port `xs` -> transition `transition` (the
+/// function `function` of module `module`, called as `r FUNCTION (n)`) -> out port `ys`;
+/// the net is named `name`.
+pub fn module_net(name: &str, transition: &str, module: &str, function: &str) -> String {
+    format!(
+        r#"<defun name="{name}">
+  <in name="xs" type="long" place="xs"/>
+  <out name="ys" type="long" place="ys"/>
+  <net>
+    <place name="xs" type="long"/>
+    <place name="ys" type="long"/>
+    <transition name="{transition}">
+      <defun><in name="n" type="long"/><out name="r" type="long"/>
+        <module name="{module}" function="r {function} (n)"/></defun>
+      <connect-in port="n" place="xs"/><connect-out port="r" place="ys"/>
+    </transition>
+  </net>
+</defun>
+"#
+    )
+}

@@ -122,22 +122,6 @@ fn up_workers(s: &serde_json::Value) -> Vec<String> {
     v
 }
 
-/// `xs` (long tokens) -> `square` (arith.square) -> out port `ys`.
-const SQUARES: &str = r#"<defun name="squares">
-  <in name="xs" type="long" place="xs"/>
-  <out name="ys" type="long" place="ys"/>
-  <net>
-    <place name="xs" type="long"/>
-    <place name="ys" type="long"/>
-    <transition name="square">
-      <defun><in name="n" type="long"/><out name="r" type="long"/>
-        <module name="arith" function="r square (n)"/></defun>
-      <connect-in port="n" place="xs"/><connect-out port="r" place="ys"/>
-    </transition>
-  </net>
-</defun>
-"#;
-
 /// Tokens put into `xs` while it runs -> `square` -> out port `ys`.
 const FEED: &str = r#"<defun name="feed">
   <out name="ys" type="long" place="ys"/>
@@ -189,7 +173,10 @@ fn three_workflows_at_once_put_tokens_cancel_wait_and_stop() {
 
     let spin = s.net("spin.xpnet", &SPIN.replace("REQ", ""));
     let feed = s.net("feed.xpnet", FEED);
-    let squares = s.net("squares.xpnet", SQUARES);
+    let squares = s.net(
+        "squares.xpnet",
+        &pnet_tests::module_net("squares", "square", "arith", "square"),
+    );
     let mut ms_args = vec!["submit", spin.as_str()];
     for _ in 0..20 {
         ms_args.extend(["-p", "mss=300L"]);

@@ -460,58 +460,11 @@ fn lost_packets_and_slow_links_still_give_the_exact_result() {
     );
 }
 
-/// The net of `tests/tests/memory.rs` (with GPI-Space's `memory/global/range.xpnet` structs
+/// The net of `tests/tests/memory.rs`, `tests/data/memory/inc.xpnet` (with GPI-Space's `memory/global/range.xpnet` structs
 /// written out, so it needs no corpus): ports `a` and `b` each take a global range onto place
 /// `m`; transition `work` runs the module on each and puts the sums of the bytes it got on
 /// `sums`.
-const INC_NET: &str = r#"<defun name="inc">
-  <struct name="global_memory_handle_type"><field name="name" type="string"/></struct>
-  <struct name="global_memory_range">
-    <field name="handle" type="global_memory_handle_type"/>
-    <field name="offset" type="unsigned long"/>
-    <field name="size" type="unsigned long"/>
-  </struct>
-  <in name="a" type="global_memory_range" place="m"/>
-  <in name="b" type="global_memory_range" place="m"/>
-  <out name="sums" type="unsigned long" place="sums"/>
-  <net>
-    <place name="m" type="global_memory_range"/>
-    <place name="sums" type="unsigned long"/>
-    <transition name="work">
-      <defun>
-        <in name="range" type="global_memory_range"/>
-        <out name="sum" type="unsigned long"/>
-        <memory-buffer name="data">
-          <size>${range.size}</size>
-        </memory-buffer>
-        <memory-getput>
-          <global>stack_push (List(), ${range})</global>
-          <local>
-            ${r.buffer} := "data";
-            ${r.offset} := 0UL;
-            ${r.size} := ${range.size};
-            stack_push (List(), ${r})
-          </local>
-        </memory-getput>
-        <module name="inc_module" function="sum inc (data, range)">
-          <code><![CDATA[
-            unsigned char* p (static_cast<unsigned char*> (data));
-            unsigned long s (0);
-            for (unsigned long k (0); k < range.size; ++k)
-            {
-              s += p[k];
-              p[k] = static_cast<unsigned char> (p[k] + 1);
-            }
-            return s;
-          ]]></code>
-        </module>
-      </defun>
-      <connect-in port="range" place="m"/>
-      <connect-out port="sum" place="sums"/>
-    </transition>
-  </net>
-</defun>
-"#;
+const INC_NET: &str = include_str!("../data/memory/inc.xpnet");
 
 /// The host identities and memory servers the workers reported: `(host, server)`.
 fn segments(log: &str) -> Vec<(String, String)> {

@@ -19,36 +19,14 @@ fn scratch(name: &str) -> pnet_tests::GspcScratch {
 }
 
 /// `xs` (long tokens) -> `say` (the command module `talk.say`) -> out port `ys`.
-const TALK: &str = r#"<defun name="talk">
-  <in name="xs" type="long" place="xs"/>
-  <out name="ys" type="long" place="ys"/>
-  <net>
-    <place name="xs" type="long"/>
-    <place name="ys" type="long"/>
-    <transition name="say">
-      <defun><in name="n" type="long"/><out name="r" type="long"/>
-        <module name="talk" function="r say (n)"/></defun>
-      <connect-in port="n" place="xs"/><connect-out port="r" place="ys"/>
-    </transition>
-  </net>
-</defun>
-"#;
+fn talk_xpnet() -> String {
+    pnet_tests::module_net("talk", "say", "talk", "say")
+}
 
 /// `xs` -> `square` (arith.square, which fails on an overflow) -> `ys`.
-const SQUARES: &str = r#"<defun name="squares">
-  <in name="xs" type="long" place="xs"/>
-  <out name="ys" type="long" place="ys"/>
-  <net>
-    <place name="xs" type="long"/>
-    <place name="ys" type="long"/>
-    <transition name="square">
-      <defun><in name="n" type="long"/><out name="r" type="long"/>
-        <module name="arith" function="r square (n)"/></defun>
-      <connect-in port="n" place="xs"/><connect-out port="r" place="ys"/>
-    </transition>
-  </net>
-</defun>
-"#;
+fn squares_xpnet() -> String {
+    pnet_tests::module_net("squares", "square", "arith", "square")
+}
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
@@ -75,9 +53,9 @@ fn jobs_tasks_traces_and_logs_of_a_runtime() {
     .unwrap();
     std::fs::set_permissions(&talk, std::fs::Permissions::from_mode(0o755)).unwrap();
     let talk_net = s.dir.join("talk.xpnet");
-    std::fs::write(&talk_net, TALK).unwrap();
+    std::fs::write(&talk_net, talk_xpnet()).unwrap();
     let squares = s.dir.join("squares.xpnet");
-    std::fs::write(&squares, SQUARES).unwrap();
+    std::fs::write(&squares, squares_xpnet()).unwrap();
     let talk_net = talk_net.display().to_string();
     let squares = squares.display().to_string();
 
@@ -223,7 +201,7 @@ fn progress_on_a_pipe_is_a_line_every_few_seconds_and_counts_started_tasks() {
     .unwrap();
     std::fs::set_permissions(&nap, std::fs::Permissions::from_mode(0o755)).unwrap();
     let net = s.dir.join("talk.xpnet");
-    std::fs::write(&net, TALK).unwrap();
+    std::fs::write(&net, talk_xpnet()).unwrap();
     let o = std::process::Command::new(dir.join("gspc-run"))
         .arg(&net)
         .args([
