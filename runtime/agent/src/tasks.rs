@@ -19,10 +19,6 @@ pub struct TaskBook {
     workers: BTreeMap<u32, String>,
 }
 
-fn micros(d: std::time::Duration) -> u64 {
-    d.as_micros() as u64
-}
-
 impl TaskBook {
     /// A worker's name (for the lanes of a trace).
     pub fn worker(&mut self, id: u32, name: &str) {
@@ -36,20 +32,11 @@ impl TaskBook {
             self.ended.pop_front();
             self.dropped += 1;
         }
-        self.ended.push_back(TaskInfo {
-            task: r.task,
-            transition: r.name.to_string(),
-            module: r.module.to_string(),
-            worker_id: r.worker,
-            worker: worker.to_string(),
-            state: r.outcome.to_string(),
-            sent_us: micros(r.sent),
-            started_us: r.started.map(micros),
-            ended_us: Some(micros(r.end)),
-            retries: r.retries,
-            error: r.error.clone(),
+        let info = TaskInfo {
             log_bytes: self.log_sizes.get(&r.task).copied().unwrap_or(0),
-        });
+            ..crate::trace::record_info(r, worker)
+        };
+        self.ended.push_back(info);
     }
 
     /// A task logged `text` (`dropped` bytes before it were cut by the worker).
