@@ -3,7 +3,7 @@
 //! A runtime with three workers runs a job of eight 1.2 s tasks and a job whose task fails;
 //! the page must show the workers, the running job and its task bars, and then update: more
 //! bars, the job done, the other job failed with the task's error in the failed bar's
-//! details. The page is kept as target/monitor-test/screenshot.png.
+//! details (with its inputs). The page is kept as target/monitor-test/screenshot.png.
 //!
 //! Without `chromium` or `chromedriver` (`.ci/setup` installs both), it checks the snapshot
 //! over HTTP only and says that the browser part was skipped.
@@ -456,6 +456,10 @@ fn the_monitor_page_shows_workers_jobs_and_task_bars_live() {
     let details = details.as_str().unwrap();
     assert!(details.contains("explode"), "{details}");
     assert!(details.contains("the disk is on fire"), "{details}");
+    assert!(
+        details.contains("a = 1L"),
+        "the failed task's inputs: {details}"
+    );
 
     // A done task's log, asked for when it is clicked.
     b.click("#gantt .bar[data-state=\"done\"]");

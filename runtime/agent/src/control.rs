@@ -95,7 +95,12 @@ pub struct TaskInfo {
     pub error: Option<String>,
     /// Bytes of its log kept (see [`Request::Logs`]).
     pub log_bytes: u64,
+    /// Its inputs, `port = value, ...` in the literal form, cut at [`MAX_INPUTS_TEXT`] bytes.
+    pub inputs: Option<String>,
 }
+
+/// The longest text of a task's inputs kept in its record (longer ones end with `...`).
+pub const MAX_INPUTS_TEXT: usize = 1024;
 
 /// A job's tasks.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -129,6 +129,8 @@ pub struct TraceRecord {
     pub error: Option<String>,
     /// Runs before this one on workers that were lost.
     pub retries: u32,
+    /// Its inputs (see [`crate::control::TaskInfo::inputs`]).
+    pub inputs: Option<String>,
 }
 
 /// Places a worker's report of a task ([`TaskTimes`]: from its receipt to its start, from its
@@ -398,6 +400,50 @@ impl<'b> Core<'b> {
         }
     }
 
+    /// A task's inputs as its record shows them: `port = value, ...` in the literal form, cut
+    /// at [`crate::control::MAX_INPUTS_TEXT`] bytes.
+    fn inputs_text(&self, inf: &crate::sched::InFlight) -> String {
+        use std::fmt::Write;
+        let max = crate::control::MAX_INPUTS_TEXT;
+        let names = self
+            .defs
+            .get(inf.def as usize)
+            .map(|d| &d.inputs[..])
+            .unwrap_or(&[]);
+        let mut text = String::new();
+        for (k, v) in inf.task.inputs.iter().enumerate() {
+            if k > 0 {
+                text.push_str(", ");
+            }
+            match names.get(k) {
+                Some((name, _)) => {
+                    let _ = write!(text, "{name} = ");
+                }
+                None => {
+                    let _ = write!(text, "#{k} = ");
+                }
+            }
+            // A value's text is cut as it is written: a large value never prints whole.
+            let _ = write!(
+                Cut {
+                    text: &mut text,
+                    max
+                },
+                "{v}"
+            );
+            if text.len() >= max {
+                let mut end = max;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+                text.push_str("...");
+                break;
+            }
+        }
+        text
+    }
+
     /// The tasks in flight (sent, not answered), oldest first per worker, as `sent`:
     /// which of them runs is for the caller to say (see [`Core::running_task`]).
     pub fn in_flight_tasks(&self) -> Vec<TaskInfo> {
@@ -417,6 +463,7 @@ impl<'b> Core<'b> {
                     retries: inf.task.retries,
                     error: None,
                     log_bytes: 0,
+                    inputs: Some(self.inputs_text(inf)),
                 });
             }
         }
@@ -540,6 +587,7 @@ impl<'b> Core<'b> {
                     answered: self.now,
                     error: Some(cause.clone()),
                     retries: inf.task.retries,
+                    inputs: Some(self.inputs_text(inf)),
                 }));
             }
         }
@@ -650,6 +698,7 @@ impl<'b> Core<'b> {
                     _ => None,
                 },
                 retries: inf.task.retries,
+                inputs: Some(self.inputs_text(&inf)),
             }));
         }
         let id = TaskId(task);
@@ -1175,3 +1224,21 @@ impl<'b> Core<'b> {
 
 #[cfg(test)]
 pub(crate) mod tests;
+
+/// A writer that stops taking text past `max` bytes of `text` (it reports an error then, so
+/// that a value's `Display` stops early).
+struct Cut<'a> {
+    text: &'a mut String,
+    max: usize,
+}
+
+impl std::fmt::Write for Cut<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.text.push_str(s);
+        if self.text.len() > self.max {
+            Err(std::fmt::Error)
+        } else {
+            Ok(())
+        }
+    }
+}

@@ -114,6 +114,7 @@ mod tests {
             answered: Duration::from_millis(sent_ms + 4),
             error: None,
             retries: 0,
+            inputs: None,
         }
     }
 

@@ -32,6 +32,7 @@ pub fn record_info(r: &TraceRecord, worker: &str) -> TaskInfo {
         retries: r.retries,
         error: r.error.clone(),
         log_bytes: 0,
+        inputs: r.inputs.clone(),
     }
 }
 
@@ -63,6 +64,9 @@ impl Lanes {
         }
         if t.retries > 0 {
             args["retries"] = json!(t.retries);
+        }
+        if let Some(i) = &t.inputs {
+            args["inputs"] = json!(i);
         }
         let mut v = Vec::with_capacity(3);
         if reported && start > t.sent_us {
@@ -183,6 +187,7 @@ mod tests {
             answered: Duration::from_micros(end + 1),
             error: None,
             retries: 0,
+            inputs: None,
         }
     }
 

@@ -142,7 +142,7 @@ fn task_sample(job: u64, t: control::TaskInfo, base_ms: u64) -> TaskSample {
         start_ms: t.started_us.map(at),
         end_ms: t.ended_us.map(at),
         retries: t.retries,
-        inputs: None,
+        inputs: t.inputs,
         error: t.error,
         log: None,
         log_bytes: t.log_bytes,

@@ -74,6 +74,7 @@ fn task(n: u64, state: &str, ended_us: Option<u64>, error: Option<&str>) -> Task
         retries: 0,
         error: error.map(str::to_string),
         log_bytes: 5,
+        inputs: Some(format!("n = {n}L")),
     }
 }
 
@@ -117,6 +118,7 @@ fn a_jobs_socket_gives_samples_with_its_tasks_and_logs() {
         ]
     );
     assert_eq!(tasks[2].error.as_deref(), Some("exit 3"));
+    assert_eq!(tasks[2].inputs.as_deref(), Some("n = 2L"));
     let log = src.log_reader().unwrap();
     assert_eq!(
         log(Some(1), 2).unwrap(),

@@ -293,6 +293,12 @@ fn runs_tasks_on_workers() {
             .iter()
             .all(|t| t.outcome == "done" && &*t.name == "square")
     );
+    // Each record shows its task's inputs.
+    let mut inputs: Vec<String> = h.traces.iter().filter_map(|t| t.inputs.clone()).collect();
+    inputs.sort();
+    let mut want: Vec<String> = (0..50).map(|x| format!("n = {x}L")).collect();
+    want.sort();
+    assert_eq!(inputs, want);
     assert!(h.logs.iter().any(|l| l.contains("worker 0 `w0` joined")));
 }
 
@@ -893,3 +899,25 @@ fn control_after_the_end_is_answered() {
 }
 
 pub(crate) mod memory_tests;
+
+#[test]
+fn a_task_record_cuts_long_inputs() {
+    // The square net on strings (the fake worker's answer does not matter here).
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/square.ir");
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace(": long", ": string");
+    let b = pnet_bundle::text::parse(&text).unwrap();
+    let long = Value::string("x".repeat(5000).as_str());
+    let mut h = Harness::new(&b, &[("xs".to_string(), vec![long])], cfg(1, 1));
+    h.join(0, "w0", &[]);
+    h.run();
+    let inputs = h.traces[0].inputs.clone().unwrap();
+    assert!(inputs.starts_with("n = \"xxx"), "{inputs}");
+    assert!(inputs.ends_with("..."), "{inputs}");
+    assert!(
+        inputs.len() <= crate::control::MAX_INPUTS_TEXT + 3,
+        "{}",
+        inputs.len()
+    );
+}
