@@ -373,16 +373,21 @@ impl<'a> Elab<'a> {
             .links
             .get(&(href.path.span.file, href.path.text.as_str()))?)?;
         if ctx.includes.contains(&target) || href.path.span.file == target {
-            self.error(
-                Diagnostic::error(
-                    "include_cycle",
-                    format!("`{}` includes itself", href.path.text),
-                )
-                .with_primary(href.path.span, "this include closes a cycle"),
-            );
+            self.include_cycle(href);
             return None;
         }
         Some((target, self.ast(target)?))
+    }
+
+    /// Reports that the include element `href` closes a cycle of includes.
+    pub(super) fn include_cycle(&mut self, href: &Href) {
+        self.error(
+            Diagnostic::error(
+                "include_cycle",
+                format!("`{}` includes itself", href.path.text),
+            )
+            .with_primary(href.path.span, "this include closes a cycle"),
+        );
     }
 
     // ---------------------------------------------------------------- root

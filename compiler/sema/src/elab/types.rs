@@ -25,13 +25,7 @@ impl<'a> Elab<'a> {
                         continue;
                     };
                     if stack.contains(&target) || ctx.includes.contains(&target) {
-                        self.error(
-                            Diagnostic::error(
-                                "include_cycle",
-                                format!("`{}` includes itself", h.path.text),
-                            )
-                            .with_primary(h.path.span, "this include closes a cycle"),
-                        );
+                        self.include_cycle(h);
                         continue;
                     }
                     match self.ast(target) {
@@ -392,13 +386,7 @@ impl<'a> Elab<'a> {
                         continue;
                     };
                     if stack.contains(&target) {
-                        self.error(
-                            Diagnostic::error(
-                                "include_cycle",
-                                format!("`{}` includes itself", h.path.text),
-                            )
-                            .with_primary(h.path.span, "this include closes a cycle"),
-                        );
+                        self.include_cycle(h);
                         continue;
                     }
                     match root {
