@@ -246,14 +246,7 @@ impl<'a> Elab<'a> {
                 );
             }
         }
-        let requires = d
-            .requires
-            .iter()
-            .map(|r| Require {
-                key: r.key.text.clone(),
-                mandatory: r.mandatory,
-            })
-            .collect();
+        let requires = requires(&d.requires);
         let (conditions, condition_texts) = self.parse_conditions(&d.conditions);
 
         let mut bindings = Vec::new();

@@ -535,3 +535,14 @@ fn empty_function() -> Function {
         span: SourceSpan::default(),
     }
 }
+
+/// The requirements of a defun or transition as the bundle keeps them.
+pub(super) fn requires(decls: &[pnet_syntax::xml::ast::RequireDecl]) -> Vec<Require> {
+    decls
+        .iter()
+        .map(|r| Require {
+            key: r.key.text.clone(),
+            mandatory: r.mandatory,
+        })
+        .collect()
+}

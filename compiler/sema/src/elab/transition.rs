@@ -765,14 +765,7 @@ impl<'a> Elab<'a> {
             }
             return Some(Effect::Inline { prefix, child, map });
         }
-        let requires = t
-            .requires
-            .iter()
-            .map(|r| Require {
-                key: r.key.text.clone(),
-                mandatory: r.mandatory,
-            })
-            .collect();
+        let requires = requires(&t.requires);
         self.functions.push(ef.function);
         let function = FunctionId::from(self.functions.len() - 1);
         Some(Effect::Transition(Transition {
