@@ -4,6 +4,7 @@
 pub mod ast;
 #[cfg(test)]
 mod depth_tests;
+pub mod format;
 pub mod lexer;
 mod parser;
 pub mod printer;
