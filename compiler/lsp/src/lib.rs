@@ -6,6 +6,7 @@
 pub mod actions;
 pub mod analysis;
 pub mod features;
+pub mod format;
 pub mod generate;
 pub mod line_index;
 pub mod rename;

@@ -13,8 +13,8 @@ use lsp_types::notification::{
     DidOpenTextDocument, DidSaveTextDocument, Notification as _, PublishDiagnostics,
 };
 use lsp_types::request::{
-    CodeActionRequest, Completion, DocumentSymbolRequest, GotoDefinition, HoverRequest,
-    InlayHintRequest, PrepareRenameRequest, References, Rename, Request as _,
+    CodeActionRequest, Completion, DocumentSymbolRequest, Formatting, GotoDefinition, HoverRequest,
+    InlayHintRequest, PrepareRenameRequest, RangeFormatting, References, Rename, Request as _,
     SemanticTokensFullRequest, SignatureHelpRequest, WorkspaceSymbolRequest,
 };
 use lsp_types::{
@@ -72,6 +72,8 @@ pub fn capabilities() -> ServerCapabilities {
             ),
         ),
         inlay_hint_provider: Some(OneOf::Left(true)),
+        document_formatting_provider: Some(OneOf::Left(true)),
+        document_range_formatting_provider: Some(OneOf::Left(true)),
         workspace_symbol_provider: Some(OneOf::Left(true)),
         rename_provider: Some(OneOf::Right(lsp_types::RenameOptions {
             prepare_provider: Some(true),
@@ -455,6 +457,24 @@ impl Server {
                 let hints = inlay_hints(a, &path, s, e);
                 to_json(Some(hints))
             }
+            Formatting::METHOD => {
+                let p: lsp_types::DocumentFormattingParams =
+                    serde_json::from_value(req.params).map_err(bad)?;
+                let path = uri_to_path(&p.text_document.uri);
+                to_json(Some(text_edits(a, &path, None)))
+            }
+            RangeFormatting::METHOD => {
+                let p: lsp_types::DocumentRangeFormattingParams =
+                    serde_json::from_value(req.params).map_err(bad)?;
+                let path = uri_to_path(&p.text_document.uri);
+                let (Some(s), Some(e)) = (
+                    features::offset_in(a, &path, p.range.start),
+                    features::offset_in(a, &path, p.range.end),
+                ) else {
+                    return Ok(serde_json::Value::Null);
+                };
+                to_json(Some(text_edits(a, &path, Some((s, e)))))
+            }
             m => Err((
                 ErrorCode::MethodNotFound,
                 format!("unsupported request `{m}`"),
@@ -657,6 +677,14 @@ fn code_actions(
         }
     }
     actions
+}
+
+/// The formatting edits of the expression texts of `path` (in the byte range `range`).
+fn text_edits(a: &Analysis, path: &Path, range: Option<(u32, u32)>) -> Vec<lsp_types::TextEdit> {
+    crate::format::formatting(a, path, range)
+        .into_iter()
+        .map(|e| lsp_types::TextEdit::new(features::range_in(a, path, e.start, e.end), e.text))
+        .collect()
 }
 
 fn inlay_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<lsp_types::InlayHint> {

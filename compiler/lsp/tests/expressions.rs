@@ -1,0 +1,168 @@
+//! End-to-end, against the real binary, inside expressions: formatting (whole document and
+//! a range), the inlay hints of local variables, and go to definition from a `${port}`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Client, errors, pos_of, uri};
+use serde_json::{Value, json};
+
+fn unsaved(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("pnet-lsp-expressions/{name}"))
+}
+
+/// The byte offset of a (line, character) position (ASCII texts).
+fn offset_of(text: &str, p: &Value) -> usize {
+    let line = p["line"].as_u64().unwrap() as usize;
+    let start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
+    start + p["character"].as_u64().unwrap() as usize
+}
+
+/// Applies an array of `TextEdit`s.
+fn apply(text: &str, edits: &Value) -> String {
+    let mut edits: Vec<(usize, usize, String)> = edits
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                offset_of(text, &e["range"]["start"]),
+                offset_of(text, &e["range"]["end"]),
+                e["newText"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+    let mut out = text.to_string();
+    for (s, t, n) in edits {
+        out.replace_range(s..t, &n);
+    }
+    out
+}
+
+const NET: &str = r#"<defun name="f">
+  <in name="a" type="long"/>
+  <out name="b" type="long"/>
+  <net>
+    <place name="p" type="long"/>
+    <place name="q" type="long"/>
+    <transition name="t">
+      <defun>
+        <in name="x" type="long"/>
+        <out name="y" type="long"/>
+        <expression>
+          ${n}:=${x}*2L;   /* twice */
+          ${y}   :=max(${n},${x}+1L)
+        </expression>
+        <condition>${x}&gt;0L :and: ! (${x}:eq:7L)</condition>
+      </defun>
+      <connect-in port="x" place="p"/>
+      <connect-out port="y" place="q"/>
+    </transition>
+    <transition name="u">
+      <defun>
+        <in name="v" type="long"/>
+        <out name="w" type="long"/>
+        <expression>${w}:=${v}</expression>
+      </defun>
+      <connect-in port="v" place="q"/>
+      <connect-out port="w" place="p"/>
+    </transition>
+  </net>
+  <connect-in port="a" place="p"/>
+  <connect-out port="b" place="q"/>
+</defun>
+"#;
+
+const FORMATTED: &str = r#"<defun name="f">
+  <in name="a" type="long"/>
+  <out name="b" type="long"/>
+  <net>
+    <place name="p" type="long"/>
+    <place name="q" type="long"/>
+    <transition name="t">
+      <defun>
+        <in name="x" type="long"/>
+        <out name="y" type="long"/>
+        <expression>
+          ${n} := ${x} * 2L; /* twice */
+          ${y} := max (${n}, ${x} + 1L)
+        </expression>
+        <condition>${x} &gt; 0L :and: !(${x} :eq: 7L)</condition>
+      </defun>
+      <connect-in port="x" place="p"/>
+      <connect-out port="y" place="q"/>
+    </transition>
+    <transition name="u">
+      <defun>
+        <in name="v" type="long"/>
+        <out name="w" type="long"/>
+        <expression>${w} := ${v}</expression>
+      </defun>
+      <connect-in port="v" place="q"/>
+      <connect-out port="w" place="p"/>
+    </transition>
+  </net>
+  <connect-in port="a" place="p"/>
+  <connect-out port="b" place="q"/>
+</defun>
+"#;
+
+fn format_request(c: &mut Client, path: &Path, range: Option<Value>) -> Value {
+    let opts = json!({"tabSize": 2, "insertSpaces": true});
+    match range {
+        None => c.request(
+            "textDocument/formatting",
+            json!({"textDocument": {"uri": uri(path)}, "options": opts}),
+        ),
+        Some(r) => c.request(
+            "textDocument/rangeFormatting",
+            json!({"textDocument": {"uri": uri(path)}, "range": r, "options": opts}),
+        ),
+    }
+}
+
+#[test]
+fn formatting_changes_only_the_expression_texts() {
+    let path = unsaved("format.xpnet");
+    let mut c = Client::start(json!({}));
+    c.open(&path, NET);
+    assert_eq!(errors(&c.diagnostics(&path, 1)), Vec::<&Value>::new());
+
+    let edits = format_request(&mut c, &path, None);
+    // one edit per expression text that changes, nothing outside them
+    assert_eq!(edits.as_array().unwrap().len(), 3, "{edits}");
+    let out = apply(NET, &edits);
+    assert_eq!(out, FORMATTED);
+
+    // formatted again: nothing to do
+    c.change_full(&path, 2, &out);
+    assert_eq!(errors(&c.diagnostics(&path, 2)), Vec::<&Value>::new());
+    assert_eq!(format_request(&mut c, &path, None), json!([]));
+
+    // a range (a line, as an editor's selection of lines): only the expression texts it meets,
+    // the second transition's
+    c.change_full(&path, 3, NET);
+    c.diagnostics(&path, 3);
+    let (l, _) = pos_of(NET, "${w}:=${v}", 0);
+    let edits = format_request(
+        &mut c,
+        &path,
+        Some(json!({"start": {"line": l, "character": 0}, "end": {"line": l + 1, "character": 0}})),
+    );
+    let out = apply(NET, &edits);
+    assert_eq!(
+        out,
+        NET.replace("${w}:=${v}", "${w} := ${v}"),
+        "range formatting changed more than the one expression"
+    );
+
+    // a text with a syntax error is left as it is, the others are formatted
+    let broken = NET.replace("${w}:=${v}", "${w} = ${v}");
+    c.change_full(&path, 4, &broken);
+    c.diagnostics(&path, 4);
+    let out = apply(&broken, &format_request(&mut c, &path, None));
+    assert_eq!(out, FORMATTED.replace("${w} := ${v}", "${w} = ${v}"));
+    c.shutdown();
+}
