@@ -162,6 +162,12 @@ fn target_at(a: &Analysis, path: &Path, offset: u32) -> Option<Target> {
     None
 }
 
+/// The declaration of the port or field a `${port.field}` inside an expression names, at
+/// `offset` (go to definition, when the name is no recorded reference).
+pub(crate) fn expression_declaration(a: &Analysis, path: &Path, offset: u32) -> Option<Loc> {
+    target_at(a, path, offset).map(|t| t.decl)
+}
+
 /// `prepareRename`: the span of the name under the cursor and the name, if it can be renamed.
 pub fn prepare(a: &Analysis, path: &Path, offset: u32) -> Option<((u32, u32), String)> {
     let t = target_at(a, path, offset)?;

@@ -166,3 +166,47 @@ fn formatting_changes_only_the_expression_texts() {
     assert_eq!(out, FORMATTED.replace("${w} := ${v}", "${w} = ${v}"));
     c.shutdown();
 }
+
+#[test]
+fn definition_of_a_port_inside_an_expression() {
+    let path = unsaved("definition.xpnet");
+    let mut c = Client::start(json!({}));
+    c.open(&path, NET);
+    c.diagnostics(&path, 1);
+    let cases = [
+        // `${x}` in the expression and in the condition: the input port `x`
+        (
+            pos_of(NET, "${n}:=${x}", 8),
+            pos_of(NET, "<in name=\"x\"", 10),
+        ),
+        (
+            pos_of(NET, "<condition>${x}", 13),
+            pos_of(NET, "<in name=\"x\"", 10),
+        ),
+        // the assigned output port `y`, and `w` of the other transition
+        (
+            pos_of(NET, "${y}   :=", 2),
+            pos_of(NET, "<out name=\"y\"", 11),
+        ),
+        (pos_of(NET, "${w}:=", 3), pos_of(NET, "<out name=\"w\"", 11)),
+        // a place in a connection: the place
+        (
+            pos_of(NET, "port=\"v\" place=\"q", 16),
+            pos_of(NET, "<place name=\"q\"", 13),
+        ),
+    ];
+    for ((l, ch), (dl, dc)) in cases {
+        let d = c.request("textDocument/definition", Client::at(&path, l, ch));
+        assert_eq!(d[0]["uri"], json!(uri(&path)), "{l}:{ch}: {d}");
+        assert_eq!(
+            d[0]["range"]["start"],
+            json!({"line": dl, "character": dc}),
+            "{l}:{ch}: {d}"
+        );
+    }
+    // a local variable has no declaration
+    let (l, ch) = pos_of(NET, "max(${n}", 6);
+    let d = c.request("textDocument/definition", Client::at(&path, l, ch));
+    assert_eq!(d, json!([]));
+    c.shutdown();
+}
