@@ -267,7 +267,7 @@ impl Analysis {
                 .first()
                 .map(|f| {
                     matches!(
-                        db::parse(&self.db, *f).ast.root,
+                        db::source_tree(&self.db, *f).ast.root,
                         Some(pnet_syntax::xml::Root::Defun(_)) | None
                     )
                 })

@@ -1,12 +1,23 @@
 //! The salsa database: source files and the include graph are inputs; parsing and include
 //! collection are tracked queries (elaboration: [`crate::elab::elaborate`]). No I/O happens
 //! in here.
+//!
+//! Two parses of a file: [`parse`], the whole file with file offsets (for tools and
+//! `--emit=ast`), and [`source_tree`], what the elaboration reads: when the file can be cut
+//! ([`xml::items`]), each transition of its root net is parsed alone by [`parse_item`], keyed
+//! by its text, with an item file id of its own and spans relative to its start. An edit
+//! elsewhere leaves such a tree equal, so it is reused; [`Resolver`] maps its spans back to
+//! the file once the elaboration is done.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use pnet_bundle::{SourceFileId, SourceSpan};
+use pnet_syntax::span::MappedText;
+
 use pnet_syntax::xml::{
-    self, DefunBody, PropertiesItem, Root, StructItem, TemplateItem, TransitionBody,
+    self, DefunBody, PropertiesItem, Root, StructItem, TemplateItem, TransitionBody, TransitionDecl,
 };
 use pnet_syntax::{Diagnostic, FileId, Span};
 
@@ -51,6 +62,16 @@ pub struct Workspace {
 pub struct Parsed {
     pub ast: xml::File,
     pub diagnostics: Vec<Diagnostic>,
+    /// The items parsed alone ([`source_tree`]): their trees' spans (and their diagnostics')
+    /// are relative to them, in their own file id; empty for a whole parse.
+    pub items: Vec<Item>,
+}
+
+/// An item of a file parsed alone: its own file id, and its offset in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Item {
+    pub id: FileId,
+    pub at: u32,
 }
 
 /// Parses one file.
@@ -59,7 +80,152 @@ pub fn parse(db: &dyn salsa::Database, file: SourceInput) -> Parsed {
     let id = file.id(db);
     let text = file.text(db);
     let (ast, diagnostics) = xml::parse_file(*id, text);
-    Parsed { ast, diagnostics }
+    Parsed {
+        ast,
+        diagnostics,
+        items: Vec::new(),
+    }
+}
+
+/// The high bit of an item's file id (the rest is the index of its [`ItemText`]).
+pub const ITEM_FILE: u32 = 1 << 31;
+
+/// The text of one transition of a file's root net: the key of its parse.
+#[salsa::interned(debug)]
+pub struct ItemText<'db> {
+    pub file: FileId,
+    #[returns(ref)]
+    pub text: String,
+    /// How many transitions of the file with the same text come before it.
+    pub nth: u32,
+}
+
+/// The parse of one item alone, spans relative to its start in its file id (`None`: the
+/// transition is not well-formed alone).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ItemTree {
+    pub tree: Option<Arc<TransitionDecl>>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The file id of an item's tree (`None` when the index does not fit).
+fn item_file(item: ItemText<'_>) -> Option<FileId> {
+    use salsa::plumbing::AsId;
+    let index = item.as_id().index();
+    (index < ITEM_FILE).then_some(FileId(ITEM_FILE | index))
+}
+
+/// Parses one transition alone.
+#[salsa::tracked(returns(ref))]
+pub fn parse_item<'db>(db: &'db dyn salsa::Database, item: ItemText<'db>) -> Option<ItemTree> {
+    let id = item_file(item)?;
+    let (tree, diagnostics) = xml::items::parse_transition(id, item.text(db))?;
+    Some(ItemTree {
+        tree: tree.map(Arc::new),
+        diagnostics,
+    })
+}
+
+/// A file's tree by items (see the module's documentation); `None` when it cannot be cut.
+#[salsa::tracked(returns(ref))]
+pub fn tree(db: &dyn salsa::Database, file: SourceInput) -> Option<Parsed> {
+    let id = *file.id(db);
+    let text = file.text(db);
+    let (mut ast, mut diagnostics, ranges) = xml::items::skeleton(id, text)?;
+    let mut seen: HashMap<&str, u32> = HashMap::new();
+    let mut items = Vec::with_capacity(ranges.len());
+    let mut trees = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        let t = &text[r.clone()];
+        let nth = seen.entry(t).or_insert(0);
+        let key = ItemText::new(db, id, t.to_string(), *nth);
+        *nth += 1;
+        let parsed = parse_item(db, key).as_ref()?;
+        items.push(Item {
+            id: item_file(key)?,
+            at: u32::try_from(r.start).ok()?,
+        });
+        trees.extend(parsed.tree.clone());
+        diagnostics.extend(parsed.diagnostics.iter().cloned());
+    }
+    xml::items::root_net(&mut ast)?.transitions = trees;
+    Some(Parsed {
+        ast,
+        diagnostics,
+        items,
+    })
+}
+
+/// The tree the elaboration reads: by items ([`tree`]) if the file can be cut, else the
+/// whole parse.
+pub fn source_tree(db: &dyn salsa::Database, file: SourceInput) -> &Parsed {
+    match tree(db, file) {
+        Some(t) => t,
+        None => parse(db, file),
+    }
+}
+
+/// Maps the spans of items parsed alone back to their files.
+#[derive(Clone, Debug, Default)]
+pub struct Resolver {
+    items: HashMap<FileId, (FileId, u32)>,
+}
+
+impl Resolver {
+    /// Adds the items of a file's tree.
+    pub fn add(&mut self, p: &Parsed) {
+        for i in &p.items {
+            self.items.insert(i.id, (p.ast.file, i.at));
+        }
+    }
+
+    /// Whether no span needs mapping.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    fn get(&self, f: FileId) -> Option<&(FileId, u32)> {
+        if f.0 & ITEM_FILE == 0 {
+            return None;
+        }
+        self.items.get(&f)
+    }
+
+    /// The file an id belongs to (itself for a file).
+    pub fn file(&self, f: FileId) -> FileId {
+        self.get(f).map_or(f, |i| i.0)
+    }
+
+    pub fn span(&self, s: &mut Span) {
+        if let Some(&(file, at)) = self.get(s.file) {
+            *s = Span::new(file, s.start + at, s.end + at);
+        }
+    }
+
+    pub fn source(&self, s: &mut SourceSpan) {
+        if let Some(&(file, at)) = self.get(FileId(s.file.0)) {
+            *s = SourceSpan {
+                file: SourceFileId(file.0),
+                start: s.start + at,
+                end: s.end + at,
+            };
+        }
+    }
+
+    pub fn text(&self, t: &mut MappedText) {
+        if let Some(&(file, at)) = self.get(t.file) {
+            t.file = file;
+            for (_, f) in &mut t.map {
+                *f += at;
+            }
+        }
+    }
+
+    pub fn diagnostic(&self, d: &mut Diagnostic) {
+        for l in &mut d.labels {
+            self.span(&mut l.span);
+        }
+    }
 }
 
 /// The `href`s of a file's include elements (`include-structs`, `-function`, `-template`,
@@ -67,12 +233,20 @@ pub fn parse(db: &dyn salsa::Database, file: SourceInput) -> Parsed {
 #[salsa::tracked(returns(ref))]
 pub fn includes(db: &dyn salsa::Database, file: SourceInput) -> Vec<(String, Span)> {
     let mut out = Vec::new();
-    if let Some(root) = &parse(db, file).ast.root {
+    let parsed = source_tree(db, file);
+    if let Some(root) = &parsed.ast.root {
         match root {
             Root::Defun(d) => defun_hrefs(d, &mut out),
             Root::Template(t) => template_hrefs(t, &mut out),
             Root::Structs(items) => struct_hrefs(items, &mut out),
             Root::Props(p) => prop_hrefs(&p.items, &mut out),
+        }
+    }
+    if !parsed.items.is_empty() {
+        let mut r = Resolver::default();
+        r.add(parsed);
+        for (_, s) in &mut out {
+            r.span(s);
         }
     }
     out
@@ -147,3 +321,112 @@ pub struct Database {
 
 #[salsa::db]
 impl salsa::Database for Database {}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use salsa::Setter;
+
+    use super::*;
+
+    const NET: &str = r#"<defun name="n">
+  <net>
+    <place name="a" type="long"><token><value>1L</value></token></place>
+    <place name="b" type="long"/>
+    <transition name="t">
+      <defun>
+        <in name="x" type="long"/><out name="y" type="long"/>
+        <expression>${y} := ${x} + 1</expression>
+      </defun>
+      <connect-in port="x" place="a"/>
+      <connect-out port="y" place="b"/>
+    </transition>
+    <transition name="u">
+      <defun>
+        <in name="x" type="long"/><out name="y" type="long"/>
+        <expression>${y} := ${x} + 1L</expression>
+      </defun>
+      <connect-in port="x" place="b"/>
+      <connect-out port="y" place="a"/>
+      <connect-out port="y" place="nope"/>
+    </transition>
+  </net>
+</defun>"#;
+
+    fn load(db: &mut Database, text: &str) -> (Workspace, SourceInput) {
+        let ws = crate::load(
+            db,
+            Path::new("/nonexistent/n.xpnet"),
+            text,
+            &Default::default(),
+        );
+        let file = ws.files(db)[0];
+        (ws, file)
+    }
+
+    /// The elaboration reads the transitions parsed alone; every span it returns is in the
+    /// file, at the offsets of a whole parse.
+    #[test]
+    fn items_are_parsed_alone_and_their_spans_mapped_back() {
+        let mut db = Database::default();
+        let (ws, file) = load(&mut db, NET);
+        let tree = tree(&db, file).as_ref().expect("cut into items");
+        assert_eq!(tree.items.len(), 2);
+        assert_eq!(tree.items[0].at as usize, NET.find("<transition").unwrap());
+        assert!(tree.items.iter().all(|i| i.id.0 & ITEM_FILE != 0));
+        let e = crate::elab::elaborate(&db, ws);
+        let at = |d: &Diagnostic| {
+            let s = d.primary_span().expect("a span");
+            assert_eq!(s.file, FileId(0));
+            &NET[s.start as usize..s.end as usize]
+        };
+        let codes: Vec<(&str, &str)> = e.diagnostics.iter().map(|(d, _)| (d.code, at(d))).collect();
+        assert!(codes.contains(&("unknown_place", "nope")), "{codes:?}");
+        assert!(codes.contains(&("type_error", "${x} + 1")), "{codes:?}");
+        for r in &e.facts.references {
+            assert_eq!(
+                &NET[r.span.start as usize..r.span.end as usize],
+                r.name,
+                "{r:?}"
+            );
+        }
+        // everything as from the whole parse
+        let whole = crate::elab::run(&db, ws, parse);
+        assert_eq!(*e, whole);
+    }
+
+    /// An edit outside a transition leaves its tree shared: it is not parsed again.
+    #[test]
+    fn an_edit_elsewhere_reuses_the_items_trees() {
+        let mut db = Database::default();
+        let (_, file) = load(&mut db, NET);
+        let before: Vec<Arc<TransitionDecl>> = match &tree(&db, file).as_ref().unwrap().ast.root {
+            Some(Root::Defun(d)) => match &d.body {
+                Some(DefunBody::Net(n)) => n.transitions.clone(),
+                _ => panic!("a net"),
+            },
+            _ => panic!("a defun"),
+        };
+        let edited = NET.replace(
+            "<place name=\"b\" type=\"long\"/>",
+            "<place name=\"bb\" type=\"long\"/>\n    <place name=\"b\" type=\"long\"/>",
+        );
+        file.set_text(&mut db).to(Arc::from(edited.as_str()));
+        let after = tree(&db, file).as_ref().unwrap();
+        let Some(Root::Defun(d)) = &after.ast.root else {
+            panic!("a defun")
+        };
+        let Some(DefunBody::Net(n)) = &d.body else {
+            panic!("a net")
+        };
+        assert_eq!(n.transitions.len(), 2);
+        for (a, b) in before.iter().zip(&n.transitions) {
+            assert!(Arc::ptr_eq(a, b), "reused");
+        }
+        assert_eq!(
+            after.items[0].at as usize,
+            edited.find("<transition").unwrap()
+        );
+    }
+}

@@ -38,6 +38,7 @@ mod defun;
 mod exprs;
 mod modules;
 mod net;
+mod resolve;
 mod transition;
 mod types;
 
@@ -72,15 +73,21 @@ pub struct Elaborated {
 /// Elaborates the root file (file 0) of the workspace.
 #[salsa::tracked(returns(ref))]
 pub fn elaborate(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
-    run(db, ws)
+    run(db, ws, db::source_tree)
 }
 
-fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
+/// The file trees to elaborate: [`db::source_tree`] (items parsed alone) or, in tests,
+/// [`db::parse`] (whole files).
+pub(crate) type Trees = for<'d> fn(&'d dyn salsa::Database, db::SourceInput) -> &'d Parsed;
+
+pub(crate) fn run(db: &dyn salsa::Database, ws: Workspace, trees: Trees) -> Elaborated {
     let inputs = ws.files(db);
-    let parsed: HashMap<FileId, &Parsed> = inputs
-        .iter()
-        .map(|f| (*f.id(db), db::parse(db, *f)))
-        .collect();
+    let parsed: HashMap<FileId, &Parsed> =
+        inputs.iter().map(|f| (*f.id(db), trees(db, *f))).collect();
+    let mut resolver = db::Resolver::default();
+    for p in parsed.values() {
+        resolver.add(p);
+    }
     let mut links = HashMap::new();
     let mut diags = Vec::new();
     let mut facts = Facts::default();
@@ -112,6 +119,7 @@ fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
     }
     let mut e = Elab {
         parsed: Rc::new(parsed),
+        resolver: Rc::new(resolver),
         root_file: inputs.first().map_or(FileId(0), |f| *f.id(db)),
         links: Rc::new(links),
         no_inline: *ws.no_inline(db),
@@ -135,7 +143,7 @@ fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
         .collect();
     let root = e.root();
     e.check_externals();
-    Elaborated {
+    let mut out = Elaborated {
         bundle: Bundle {
             root,
             functions: e.functions,
@@ -146,12 +154,16 @@ fn run(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
         diagnostics: e.diags,
         facts: e.facts,
         checks: e.checks,
-    }
+    };
+    resolve::elaborated(&e.resolver, &mut out);
+    out
 }
 
 struct Elab<'a> {
     /// The parsed files by id.
     parsed: Rc<HashMap<FileId, &'a Parsed>>,
+    /// The file of each item parsed alone (spans are mapped to files at the end: [`resolve`]).
+    resolver: Rc<db::Resolver>,
     /// The root file (the workspace's first).
     root_file: FileId,
     links: Rc<HashMap<(FileId, &'a str), Option<FileId>>>,
@@ -369,10 +381,9 @@ impl<'a> Elab<'a> {
     /// The file an include element refers to, or `None` (the error was reported already, or
     /// is reported here for a cycle).
     pub(super) fn include(&mut self, ctx: &Ctx<'a>, href: &'a Href) -> Option<(FileId, &'a Root)> {
-        let target = (*self
-            .links
-            .get(&(href.path.span.file, href.path.text.as_str()))?)?;
-        if ctx.includes.contains(&target) || href.path.span.file == target {
+        let from = self.resolver.file(href.path.span.file);
+        let target = (*self.links.get(&(from, href.path.text.as_str()))?)?;
+        if ctx.includes.contains(&target) || from == target {
             self.include_cycle(href);
             return None;
         }

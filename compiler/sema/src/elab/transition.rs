@@ -58,6 +58,7 @@ impl<'a> Elab<'a> {
     fn item(&self) -> Elab<'a> {
         Elab {
             parsed: self.parsed.clone(),
+            resolver: self.resolver.clone(),
             root_file: self.root_file,
             links: self.links.clone(),
             no_inline: self.no_inline,

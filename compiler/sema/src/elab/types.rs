@@ -18,7 +18,7 @@ impl<'a> Elab<'a> {
                 StructItem::Include(h) => {
                     let Some(target) = self
                         .links
-                        .get(&(h.path.span.file, h.path.text.as_str()))
+                        .get(&(self.resolver.file(h.path.span.file), h.path.text.as_str()))
                         .copied()
                         .flatten()
                     else {

@@ -3,6 +3,8 @@
 //! Boolean attributes are already parsed (with their defaults applied); everything else that
 //! needs the context (types, names, references) is checked by sema.
 
+use std::sync::Arc;
+
 use crate::span::MappedText;
 use crate::{FileId, Span};
 
@@ -106,7 +108,9 @@ pub enum FieldDecl {
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetDecl {
     pub places: Vec<PlaceDecl>,
-    pub transitions: Vec<TransitionDecl>,
+    /// Shared, so that a tree built from items ([`super::items`]) reuses an unchanged
+    /// transition's tree.
+    pub transitions: Vec<Arc<TransitionDecl>>,
     pub templates: Vec<TemplateItem>,
     pub specializes: Vec<Specialize>,
     pub structs: Vec<StructItem>,

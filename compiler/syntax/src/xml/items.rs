@@ -9,14 +9,15 @@
 //! enough to be cut (a DTD, a prefixed name, unbalanced tags): the caller parses the whole
 //! file then.
 //!
-//! Not yet used by sema's database: [`parse_by_items`] (tested equal to a whole parse)
-//! copies each reused tree to shift it, and on the 5,000-transition file of the LSP bench
-//! the copies cost as much as the parse they save (scan 3 ms, skeleton 10 ms, items 40 ms,
-//! copying them 40-55 ms; a whole parse 85-125 ms, loaded machine). Reuse needs the file's
-//! tree to hold items shared (`Arc`) with their spans relative to the item, mapped to file
-//! offsets by the consumer.
+//! Sema's database parses each transition by [`parse_transition`] in a query of its own,
+//! keyed by its text, with a file id of its own (spans relative to the item), on the
+//! [`skeleton`] of the file: the file's tree shares the items' trees (`Arc`), and an edit
+//! outside a transition leaves its tree equal and reused; sema maps the spans back to the
+//! file. [`parse_by_items`] builds the tree with file offsets instead (copying every item to
+//! shift it), for the tests that compare it with a whole parse.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use roxmltree::{Document, ParsingOptions};
 
@@ -118,30 +119,14 @@ pub fn parse_by_items(
     text: &str,
     mut item: impl FnMut(&str) -> Option<(Option<TransitionDecl>, Vec<Diagnostic>)>,
 ) -> Option<(File, Vec<Diagnostic>)> {
-    let ranges = transition_ranges(text)?;
-    if ranges.is_empty() {
-        return None;
-    }
-    let skeleton = blank(text, &ranges);
-    let (mut f, mut diags) = super::parse_file(file, &skeleton);
-    if diags.iter().any(|d| d.code == "xml_syntax") {
-        return None;
-    }
-    let Some(Root::Defun(d)) = &mut f.root else {
-        return None;
-    };
-    let Some(DefunBody::Net(net)) = &mut d.body else {
-        return None;
-    };
-    if !net.transitions.is_empty() {
-        return None;
-    }
+    let (mut f, mut diags, ranges) = skeleton(file, text)?;
+    let net = root_net(&mut f)?;
     for r in ranges {
         let (t, ds) = item(&text[r.clone()])?;
         let by = u32::try_from(r.start).ok()?;
         if let Some(mut t) = t {
             t.shift(by);
-            net.transitions.push(t);
+            net.transitions.push(Arc::new(t));
         }
         diags.extend(ds.into_iter().map(|mut d| {
             d.shift(by);
@@ -149,6 +134,37 @@ pub fn parse_by_items(
         }));
     }
     Some((f, diags))
+}
+
+/// The skeleton of `text`: the parse of the text with its transitions blanked (a root
+/// `defun` whose net has no transition yet), its diagnostics, and the transitions' ranges
+/// (of [`transition_ranges`], at least one). `None` when the text cannot be cut that way (no
+/// transition, an XML error outside them): the caller parses the whole file then.
+pub fn skeleton(file: FileId, text: &str) -> Option<(File, Vec<Diagnostic>, Vec<Range<usize>>)> {
+    let ranges = transition_ranges(text)?;
+    if ranges.is_empty() {
+        return None;
+    }
+    let skeleton = blank(text, &ranges);
+    let (mut f, diags) = super::parse_file(file, &skeleton);
+    if diags.iter().any(|d| d.code == "xml_syntax") {
+        return None;
+    }
+    if !root_net(&mut f)?.transitions.is_empty() {
+        return None;
+    }
+    Some((f, diags, ranges))
+}
+
+/// The net of a file's root `defun`.
+pub fn root_net(f: &mut File) -> Option<&mut NetDecl> {
+    let Some(Root::Defun(d)) = &mut f.root else {
+        return None;
+    };
+    let Some(DefunBody::Net(net)) = &mut d.body else {
+        return None;
+    };
+    Some(net)
 }
 
 /// `text` with each of `ranges` replaced by spaces (offsets unchanged).
@@ -219,6 +235,12 @@ impl<T: Shift> Shift for Vec<T> {
         for x in self {
             x.shift(by);
         }
+    }
+}
+
+impl<T: Shift + Clone> Shift for Arc<T> {
+    fn shift(&mut self, by: u32) {
+        Arc::make_mut(self).shift(by);
     }
 }
 

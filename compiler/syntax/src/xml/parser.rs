@@ -978,7 +978,9 @@ impl<'s> Parser<'s> {
         for c in self.elements(n) {
             match c.tag_name().name() {
                 "place" => net.places.extend(self.place(c)),
-                "transition" => net.transitions.extend(self.transition(c)),
+                "transition" => net
+                    .transitions
+                    .extend(self.transition(c).map(std::sync::Arc::new)),
                 "template" => net
                     .templates
                     .extend(self.template(c).map(TemplateItem::Inline)),
