@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod features;
 pub mod format;
 pub mod generate;
+pub mod hints;
 pub mod line_index;
 pub mod rename;
 pub mod server;

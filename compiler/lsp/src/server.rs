@@ -688,7 +688,10 @@ fn text_edits(a: &Analysis, path: &Path, range: Option<(u32, u32)>) -> Vec<lsp_t
 }
 
 fn inlay_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<lsp_types::InlayHint> {
-    crate::tokens::inlay_hints(a, path, start, end)
+    let mut hints = crate::tokens::inlay_hints(a, path, start, end);
+    hints.extend(crate::hints::local_hints(a, path, start, end));
+    hints.sort_by_key(|h| h.0);
+    hints
         .into_iter()
         .map(|(at, label)| lsp_types::InlayHint {
             position: features::range_in(a, path, at, at).start,

@@ -210,3 +210,58 @@ fn definition_of_a_port_inside_an_expression() {
     assert_eq!(d, json!([]));
     c.shutdown();
 }
+
+/// The inlay hints of a document, each as the text before it on its line (from the last
+/// `${`) and its label.
+fn hints(c: &mut Client, path: &Path, text: &str) -> Vec<String> {
+    let r = c.request(
+        "textDocument/inlayHint",
+        json!({"textDocument": {"uri": uri(path)},
+               "range": {"start": {"line": 0, "character": 0}, "end": {"line": 99, "character": 0}}}),
+    );
+    r.as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let before = &text[..offset_of(text, &h["position"])];
+            format!(
+                "{}{}",
+                &before[before.rfind("${").unwrap()..],
+                h["label"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn inlay_hints_of_local_variables() {
+    let path = unsaved("hints.xpnet");
+    let text = NET.replace(
+        "${y}   :=max(${n},${x}+1L)",
+        "${s} := Struct [a := 1L, b := \"x\"]; ${s.b} := \"y\";\n          \
+         ${m} := Map [1L -> 2.0]; ${d} := ${n} > 1L;\n          \
+         ${y}   :=max(${n},${x}+1L)",
+    );
+    let mut c = Client::start(json!({}));
+    c.open(&path, &text);
+    assert_eq!(errors(&c.diagnostics(&path, 1)), Vec::<&Value>::new());
+    assert_eq!(
+        hints(&mut c, &path, &text),
+        [
+            // a local: after its assignment's target; a port: after every reference
+            "${n}: long",
+            "${x}: long",
+            "${s}: struct{a: long, b: string}",
+            "${s.b}: string",
+            "${m}: map<long, double>",
+            "${d}: bool",
+            "${y}: long",
+            "${x}: long",
+            "${x}: long",
+            "${x}: long",
+            "${w}: long",
+            "${v}: long",
+        ]
+    );
+    c.shutdown();
+}

@@ -1,0 +1,105 @@
+//! Inlay hints for local variables: after the target of each assignment to a local
+//! (`${x} := ...`, `${s.f} := ...`), its type (`: long`), as the expression's type check
+//! gives it (a local has the type of its first assignment). Ports get theirs from the
+//! `${...}` reference hints (`tokens::inlay_hints`).
+
+use std::path::Path;
+
+use pnet_sema::expr::{Env, Mode, PortSig, lower};
+use pnet_stdlib::Type;
+use pnet_syntax::expr::{self, Expr, ExprKind};
+
+use crate::analysis::Analysis;
+use crate::features::ScopeIndex;
+use crate::tokens::expression_texts;
+
+/// `(offset, label)`: after each assignment target that is a local variable in `start..end`,
+/// its type.
+pub fn local_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<(u32, String)> {
+    let (Some(doc), Some(l)) = (a.docs.get(path), a.locate(path).into_iter().next()) else {
+        return Vec::new();
+    };
+    let Some(parsed) = a.parsed(l) else {
+        return Vec::new();
+    };
+    let Some(root) = &parsed.ast.root else {
+        return Vec::new();
+    };
+    let index = ScopeIndex::new(a.facts(l.ws), l.file);
+    // a port's direction does not change the locals' types: every port may be read and
+    // assigned (the type check's diagnostics are not wanted here)
+    let Ok(dir) = serde_json::from_value(serde_json::Value::from("InOut")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for text in expression_texts(root) {
+        let whole = text.whole();
+        if whole.end < start || whole.start > end || !text.text.contains(":=") {
+            continue;
+        }
+        let Some(scope) = index.at(whole.start, whole.end) else {
+            continue;
+        };
+        let ports: Vec<PortSig> = scope
+            .ports
+            .iter()
+            .map(|p| PortSig {
+                name: p.name.clone(),
+                dir,
+                ty: p.ty.clone().unwrap_or(Type::Any),
+            })
+            .collect();
+        let (tree, _) = expr::parse(text);
+        let env = Env {
+            ports: &ports,
+            mode: Mode::Expression,
+            name: String::new(),
+            expected: None,
+        };
+        let (code, _) = lower(&tree, &env);
+        let locals: Vec<(&str, &Type)> = code
+            .slots
+            .iter()
+            .skip(ports.len())
+            .map(|s| (s.name.as_str(), &s.ty))
+            .collect();
+        tree.walk(&mut |e: &Expr| {
+            let ExprKind::Assign { target, .. } = &e.kind else {
+                return;
+            };
+            let Some(&(_, ty)) = target
+                .first()
+                .and_then(|root| locals.iter().find(|(n, _)| *n == root.name))
+            else {
+                return;
+            };
+            let mut ty = ty.clone();
+            for seg in &target[1..] {
+                ty = match &ty {
+                    Type::Struct(st) => match st.fields.iter().find(|(n, _)| **n == *seg.name) {
+                        Some((_, t)) => t.clone(),
+                        None => return,
+                    },
+                    _ => return,
+                };
+            }
+            // after the reference's `}`
+            let Some(last) = target.last() else {
+                return;
+            };
+            let after = last.span.end as usize;
+            let Some(close) = doc.text.get(after..).and_then(|s| s.find('}')) else {
+                return;
+            };
+            let at = (after + close + 1) as u32;
+            if (start..=end).contains(&at) {
+                let name = match &ty {
+                    Type::Struct(st) => st.name.to_string(),
+                    t => t.to_string(),
+                };
+                out.push((at, format!(": {name}")));
+            }
+        });
+    }
+    out
+}
