@@ -1,0 +1,93 @@
+"""pnet.run: the one-shot path, values both ways."""
+
+import dataclasses
+import os
+
+import pytest
+
+import pnet
+from conftest import ROOT, net
+
+import pymodules  # noqa: F401 - registers the Python modules
+
+
+def test_hello():
+    assert pnet.run(os.path.join(ROOT, "examples/hello/hello.xpnet"), {"name": "world"}) == {
+        "greeting": ["Hello, world!"]
+    }
+
+
+def test_every_kind_of_value_goes_in_and_comes_out():
+    inputs = {
+        "c": None,
+        "b": True,
+        "i": -3,
+        "l": 2**40,
+        "u": 2**64 - 1,
+        "f": 0.1,
+        "d": 2.5,
+        "ch": "A",
+        "s": "text",
+        "big": -(10**30),
+        "bits": {0, 2, 64},
+        "bytes": b"\x00\xff",
+        "xs": [1, "a", [2.5]],
+        "st": {3, 1, 2},
+        "m": {1: "one", 2: "two"},
+        "p": pnet.Struct(x=1, y=2),
+    }
+    out = pnet.run(net("values.xpnet"), inputs)
+    assert out == {k: [v] for k, v in inputs.items()}
+    p = out["p"][0]
+    assert (p.x, p.y) == (1, 2) and p._asdict() == {"x": 1, "y": 2}
+    assert type(out["big"][0]) is int and type(out["st"][0]) is set
+
+
+def test_structs_from_dicts_and_dataclasses_and_several_tokens():
+    @dataclasses.dataclass
+    class Point:
+        x: int
+        y: int
+
+    out = pnet.run(
+        net("values.xpnet"),
+        {"p": pnet.Tokens([{"x": 5, "y": 6}, Point(7, 8)]), "st": pnet.Tokens([{(1, 2)}, {3}])},
+    )
+    assert out["p"] == [pnet.Struct(x=5, y=6), pnet.Struct(x=7, y=8)]
+    # Sets of lists: the lists are tuples inside a set.
+    assert out["st"] == [{(1, 2)}, {3}]
+    assert out["l"] == []
+
+
+def test_run_details_and_the_expression_language():
+    r = pnet.run_details(
+        os.path.join(ROOT, "examples/points/points.xpnet"),
+        {"points": pnet.Tokens([pnet.Struct(x=1, y=2), pnet.Struct(x=3, y=4)]), "scale": 10},
+    )
+    assert r == {"total": [pnet.Struct(x=40, y=60)]}
+    assert r.complete and r.firings >= 3 and r.warning is None
+
+
+def test_bad_inputs_are_errors_naming_the_port():
+    with pytest.raises(ValueError, match=r"inputs.i: expected int, found 1099511627776"):
+        pnet.run(net("values.xpnet"), {"i": 2**40})
+    with pytest.raises(pnet.PnetError, match="no in port `nope`"):
+        pnet.run(net("values.xpnet"), {"nope": 1})
+    with pytest.raises(TypeError, match="cannot pass a value of type `object`"):
+        pnet.run(net("values.xpnet"), {"l": object()})
+
+
+def test_a_python_module_runs_on_workers():
+    out = pnet.run(
+        net("geometry.xpnet"),
+        {"p": pnet.Struct(x=3.0, y=4.0), "tag": "one"},
+        topology="worker:1",
+    )
+    assert out == {"q": [pnet.Struct(x=4.0, y=3.0)], "r": [5.0]}
+
+
+def test_a_failing_python_module_fails_the_run_with_its_error():
+    with pytest.raises(pnet.JobFailed) as info:
+        pnet.run(net("nap.xpnet"), {"ms": -5}, topology="worker:1")
+    assert "cannot sleep -5 ms" in info.value.message
+    assert "transition `nap`" in info.value.message
