@@ -23,7 +23,7 @@
 //! the front of its queue, so the idle worker gets it at the next dispatch. Queues whose
 //! work is known to be shorter than a round trip ([`STEAL_MIN_WORK`]) are not stolen from.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -200,6 +200,14 @@ pub struct InFlight {
 /// waiting for it.
 pub const STEAL_MIN_WORK: Duration = Duration::from_millis(2);
 
+/// At most this many steals are asked for in one call of [`Sched::steal`] (it is called at
+/// every dispatch: the other idle workers get theirs at the next one).
+const MAX_STEALS: usize = 256;
+
+/// A worker tasks may be stolen from: its id, estimated service time, and stealable tasks as
+/// (order, task, class).
+type Victim = (WorkerId, Option<f64>, Vec<(u64, u64, u32)>);
+
 #[derive(Debug)]
 struct Worker {
     name: Arc<str>,
@@ -215,6 +223,10 @@ struct Worker {
     /// Tasks of other jobs it holds (a runtime with several jobs: see
     /// [`Sched::set_external`]).
     external: u32,
+    /// The classes it fits: (class, number of capabilities, module definition).
+    fits: Vec<(u32, usize, u32)>,
+    /// Its load in the classes' `ready` sets (None: not there, its window is full).
+    indexed: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -223,6 +235,11 @@ struct Class {
     queue: VecDeque<Pending>,
     /// Fitting workers: (number of capabilities, worker, module definition), sorted.
     fitting: Vec<(usize, WorkerId, u32)>,
+    /// The fitting workers with room in their window, by (number of capabilities, load,
+    /// worker, module definition): the first is the one to place on (see [`best_worker`]).
+    /// Kept up to date at every change of a worker's tasks, window or external load, so
+    /// that placing a task costs O(log N), not a scan of all N workers.
+    ready: BTreeSet<(usize, usize, WorkerId, u32)>,
 }
 
 /// What happened to a lost worker's tasks.
@@ -262,6 +279,10 @@ pub struct Sched {
     next_order: u64,
     /// Scratch: classes with queued tasks during a dispatch.
     cand: Vec<u32>,
+    /// Workers with tasks of this job in flight, and those of them that also hold tasks of
+    /// other jobs (the cheap test of [`Sched::steal`]).
+    n_busy: usize,
+    n_shared: usize,
 }
 
 impl Sched {
@@ -276,16 +297,67 @@ impl Sched {
             next_seq: 0,
             next_order: 0,
             cand: Vec::new(),
+            n_busy: 0,
+            n_shared: 0,
+        }
+    }
+
+    /// Brings a worker's entries in the classes' `ready` sets and the busy counts up to
+    /// date after a change of its tasks, window or external load.
+    fn reindex(&mut self, id: WorkerId) {
+        let Some(Some(w)) = self.workers.get_mut(id as usize) else {
+            return;
+        };
+        let room = w.in_flight.len() < w.window as usize;
+        let load = room.then(|| w.in_flight.len() + w.external as usize);
+        if load != w.indexed {
+            for &(c, ncaps, def) in &w.fits {
+                let ready = &mut self.classes[c as usize].ready;
+                if let Some(old) = w.indexed {
+                    ready.remove(&(ncaps, old, id, def));
+                }
+                if let Some(l) = load {
+                    ready.insert((ncaps, l, id, def));
+                }
+            }
+            w.indexed = load;
+        }
+    }
+
+    /// Counts a worker out of the busy counts (before a change), see [`Sched::count_in`].
+    fn count_out(&mut self, id: WorkerId) {
+        if let Some(Some(w)) = self.workers.get(id as usize)
+            && !w.in_flight.is_empty()
+        {
+            self.n_busy -= 1;
+            self.n_shared -= usize::from(w.external > 0);
+        }
+    }
+
+    /// Counts a worker into the busy counts (after a change).
+    fn count_in(&mut self, id: WorkerId) {
+        if let Some(Some(w)) = self.workers.get(id as usize)
+            && !w.in_flight.is_empty()
+        {
+            self.n_busy += 1;
+            self.n_shared += usize::from(w.external > 0);
         }
     }
 
     pub fn add_class(&mut self, spec: ClassSpec) -> u32 {
+        let class = self.classes.len() as u32;
         let mut fitting = Vec::new();
-        for (id, w) in self.workers.iter().enumerate() {
+        let mut ready = BTreeSet::new();
+        for (id, w) in self.workers.iter_mut().enumerate() {
             if let Some(w) = w
                 && let Some(d) = spec.pick(&w.caps)
             {
-                fitting.push((w.caps.len(), id as WorkerId, d));
+                let ncaps = w.caps.len();
+                fitting.push((ncaps, id as WorkerId, d));
+                w.fits.push((class, ncaps, d));
+                if let Some(l) = w.indexed {
+                    ready.insert((ncaps, l, id as WorkerId, d));
+                }
             }
         }
         fitting.sort_unstable();
@@ -293,8 +365,9 @@ impl Sched {
             spec,
             queue: VecDeque::new(),
             fitting,
+            ready,
         });
-        (self.classes.len() - 1) as u32
+        class
     }
 
     pub fn class(&self, c: u32) -> &ClassSpec {
@@ -311,10 +384,13 @@ impl Sched {
         if self.workers[i].is_some() {
             return;
         }
-        for c in &mut self.classes {
+        let mut fits = Vec::new();
+        for (k, c) in self.classes.iter_mut().enumerate() {
             if let Some(d) = c.spec.pick(&caps) {
-                c.fitting.push((caps.len(), id, d));
-                c.fitting.sort_unstable();
+                let entry = (caps.len(), id, d);
+                let at = c.fitting.binary_search(&entry).unwrap_or_else(|at| at);
+                c.fitting.insert(at, entry);
+                fits.push((k as u32, caps.len(), d));
             }
         }
         self.workers[i] = Some(Worker {
@@ -327,8 +403,11 @@ impl Sched {
             done: 0,
             awaiting_steal: false,
             external: 0,
+            fits,
+            indexed: None,
         });
         self.n_workers += 1;
+        self.reindex(id);
     }
 
     /// Removes a lost worker: its tasks go back to the front of their queues in their order;
@@ -336,12 +415,18 @@ impl Sched {
     pub fn remove_worker(&mut self, id: WorkerId) -> LostTasks {
         let mut lost = LostTasks::default();
         let running = self.running_record(id).map(|t| t.task.id);
+        self.count_out(id);
         let Some(w) = self.workers.get_mut(id as usize).and_then(Option::take) else {
             return lost;
         };
         self.n_workers -= 1;
         for c in &mut self.classes {
             c.fitting.retain(|&(_, wid, _)| wid != id);
+        }
+        if let Some(l) = w.indexed {
+            for &(c, ncaps, def) in &w.fits {
+                self.classes[c as usize].ready.remove(&(ncaps, l, id, def));
+            }
         }
         let mut tasks: Vec<InFlight> = w.in_flight.into_values().collect();
         self.running -= tasks.len();
@@ -389,8 +474,15 @@ impl Sched {
     /// fitting workers the one with the fewest tasks of all jobs is preferred. The window
     /// stays per job (fairness).
     pub fn set_external(&mut self, id: WorkerId, tasks: u32) {
-        if let Some(Some(w)) = self.workers.get_mut(id as usize) {
-            w.external = tasks;
+        if let Some(Some(w)) = self.workers.get(id as usize)
+            && w.external != tasks
+        {
+            self.count_out(id);
+            if let Some(Some(w)) = self.workers.get_mut(id as usize) {
+                w.external = tasks;
+            }
+            self.count_in(id);
+            self.reindex(id);
         }
     }
 
@@ -451,7 +543,7 @@ impl Sched {
                 (best, cand[best])
             };
             let class = &self.classes[c as usize];
-            let Some((wid, def)) = best_worker(&self.workers, &class.fitting) else {
+            let Some((wid, def)) = best_worker(&class.ready) else {
                 cand.swap_remove(k);
                 continue;
             };
@@ -476,11 +568,14 @@ impl Sched {
                 steal_for: None,
                 started: false,
             };
+            self.count_out(wid);
             let Some(Some(w)) = self.workers.get_mut(wid as usize) else {
                 continue;
             };
             send(wid, &inf);
             w.in_flight.insert(id, inf);
+            self.count_in(wid);
+            self.reindex(wid);
         }
         self.cand = cand;
     }
@@ -488,6 +583,11 @@ impl Sched {
     /// A worker answered for a task: removes it from the worker's tasks (None: unknown task,
     /// for example one of a worker that was already declared lost).
     pub fn finish(&mut self, wid: WorkerId, task: u64, now: Duration) -> Option<InFlight> {
+        let w = self.workers.get(wid as usize)?.as_ref()?;
+        if !w.in_flight.contains_key(&task) {
+            return None;
+        }
+        self.count_out(wid);
         let w = self.workers.get_mut(wid as usize)?.as_mut()?;
         let inf = w.in_flight.remove(&task)?;
         self.running -= 1;
@@ -511,6 +611,8 @@ impl Sched {
                 .clamp(self.cfg.min_window.max(1), self.cfg.max_window.max(1));
         }
         w.last_done = now;
+        self.count_in(wid);
+        self.reindex(wid);
         self.clear_steal(thief);
         Some(inf)
     }
@@ -529,69 +631,89 @@ impl Sched {
     /// for, by victim (send them [`pnet_protocol::AgentMsg::Steal`]).
     pub fn steal(&mut self) -> Vec<(WorkerId, Vec<u64>)> {
         let mut asks: Vec<(WorkerId, Vec<u64>)> = Vec::new();
-        // Cheap test first: one worker holds none of this job's tasks, and some worker
-        // holds more than one (or holds tasks of other jobs, which may run first).
-        let mut busy = 0;
-        let mut shared = false;
-        for w in self.workers.iter().flatten() {
-            busy += usize::from(!w.in_flight.is_empty());
-            shared |= w.external > 0 && !w.in_flight.is_empty();
-        }
+        // Cheap test first (counts kept up to date, no scan): one worker holds none of this
+        // job's tasks, and some worker holds more than one (or holds tasks of other jobs,
+        // which may run first).
+        let (busy, shared) = (self.n_busy, self.n_shared > 0);
         if busy == self.n_workers || (self.running <= busy && !shared) {
             return asks;
         }
         let min_work = STEAL_MIN_WORK.as_secs_f64();
-        for thief in 0..self.workers.len() {
-            match &self.workers[thief] {
-                Some(w) if w.in_flight.is_empty() && w.external == 0 && !w.awaiting_steal => {}
-                _ => continue,
+        // The victims, once: each worker's stealable tasks as (order, task, class), and its
+        // estimated service time. A task given to a thief leaves its victim's list, so the
+        // next thief sees what the scan of every worker saw before (one scan per call, not
+        // one per thief).
+        let mut victims: Vec<Victim> = Vec::new();
+        for (vid, v) in self.workers.iter().enumerate() {
+            let Some(v) = v else { continue };
+            // The worker runs its oldest task of this job, unless it holds tasks of other
+            // jobs (which may come first): then any may still be queued.
+            let first = if v.external == 0 {
+                if v.in_flight.len() < 2 {
+                    continue;
+                }
+                v.in_flight.values().map(|t| t.order).min()
+            } else {
+                None
+            };
+            let tasks: Vec<(u64, u64, u32)> = v
+                .in_flight
+                .values()
+                .filter(|t| {
+                    Some(t.order) != first && !t.cancelled && !t.started && t.steal_for.is_none()
+                })
+                .map(|t| (t.order, t.task.id, t.task.class))
+                .collect();
+            if !tasks.is_empty() {
+                victims.push((vid as WorkerId, v.est, tasks));
             }
+        }
+        let mut steals = 0;
+        for thief in 0..self.workers.len() {
+            if victims.is_empty() || steals >= MAX_STEALS {
+                break;
+            }
+            let fits = match &self.workers[thief] {
+                Some(w) if w.in_flight.is_empty() && w.external == 0 && !w.awaiting_steal => {
+                    &w.fits
+                }
+                _ => continue,
+            };
             let thief = thief as WorkerId;
-            // (queued work, victim, task)
-            let mut best: Option<(f64, WorkerId, u64)> = None;
-            for (vid, v) in self.workers.iter().enumerate() {
-                let Some(v) = v else { continue };
-                // The worker runs its oldest task of this job, unless it holds tasks of other
-                // jobs (which may come first): then any may still be queued.
-                let first = if v.external == 0 {
-                    if v.in_flight.len() < 2 {
-                        continue;
-                    }
-                    v.in_flight.values().map(|t| t.order).min()
-                } else {
-                    None
-                };
+            // (queued work, victim index, task index)
+            let mut best: Option<(f64, usize, usize)> = None;
+            for (k, (_, est, tasks)) in victims.iter().enumerate() {
                 let mut n = 0usize;
-                let mut newest: Option<(u64, u64)> = None;
-                for t in v.in_flight.values() {
-                    if Some(t.order) == first || t.cancelled || t.started || t.steal_for.is_some() {
-                        continue;
-                    }
-                    if !self.classes[t.task.class as usize]
-                        .fitting
-                        .iter()
-                        .any(|&(_, w, _)| w == thief)
-                    {
+                let mut newest: Option<(u64, usize)> = None;
+                for (i, &(order, _, class)) in tasks.iter().enumerate() {
+                    if !fits.iter().any(|&(c, ..)| c == class) {
                         continue;
                     }
                     n += 1;
-                    if newest.is_none_or(|(o, _)| t.order > o) {
-                        newest = Some((t.order, t.task.id));
+                    if newest.is_none_or(|(o, _)| order > o) {
+                        newest = Some((order, i));
                     }
                 }
-                let Some((_, task)) = newest else { continue };
+                let Some((_, i)) = newest else { continue };
                 // Unknown service time: worth moving (that is when queues go wrong).
-                let work = v.est.map_or(f64::INFINITY, |e| e * n as f64);
+                let work = est.map_or(f64::INFINITY, |e| e * n as f64);
                 if work < min_work {
                     continue;
                 }
                 if best.is_none_or(|(bw, ..)| work > bw) {
-                    best = Some((work, vid as WorkerId, task));
+                    best = Some((work, k, i));
                 }
             }
-            let Some((_, victim, task)) = best else {
+            let Some((_, k, i)) = best else {
                 continue;
             };
+            let victim = victims[k].0;
+            let (_, task, _) = victims[k].2.swap_remove(i);
+            if victims[k].2.is_empty() {
+                // In worker order still: among equal work, the lowest worker goes first.
+                victims.remove(k);
+            }
+            steals += 1;
             if let Some(Some(v)) = self.workers.get_mut(victim as usize)
                 && let Some(inf) = v.in_flight.get_mut(&task)
             {
@@ -613,6 +735,7 @@ impl Sched {
     /// their thieves may ask again. Returns the tasks taken back that had been cancelled
     /// meanwhile (the caller discards them).
     pub fn returned(&mut self, wid: WorkerId, tasks: &[u64], kept: &[u64]) -> Vec<u64> {
+        self.count_out(wid);
         let Some(Some(w)) = self.workers.get_mut(wid as usize) else {
             return Vec::new();
         };
@@ -631,6 +754,8 @@ impl Sched {
                 }
             }
         }
+        self.count_in(wid);
+        self.reindex(wid);
         for t in thieves {
             self.clear_steal(Some(t));
         }
@@ -656,8 +781,17 @@ impl Sched {
     /// Takes back a task that was placed on a worker but never sent (its dispatch failed):
     /// no service time is measured and nothing is counted as done.
     pub fn withdraw(&mut self, wid: WorkerId, task: u64) -> Option<InFlight> {
+        self.workers
+            .get(wid as usize)?
+            .as_ref()?
+            .in_flight
+            .get(&task)?;
+        self.count_out(wid);
         let w = self.workers.get_mut(wid as usize)?.as_mut()?;
-        let inf = w.in_flight.remove(&task)?;
+        let inf = w.in_flight.remove(&task);
+        self.count_in(wid);
+        self.reindex(wid);
+        let inf = inf?;
         self.running -= 1;
         Some(inf)
     }
@@ -820,30 +954,9 @@ impl Sched {
 }
 
 /// The fitting worker with room that has the fewest capabilities, then the fewest tasks in
-/// flight (of every job), then the lowest id.
-fn best_worker(
-    workers: &[Option<Worker>],
-    fitting: &[(usize, WorkerId, u32)],
-) -> Option<(WorkerId, u32)> {
-    let mut best: Option<(usize, usize, WorkerId, u32)> = None;
-    for &(ncaps, wid, def) in fitting {
-        if let Some((bc, ..)) = best
-            && ncaps > bc
-        {
-            break;
-        }
-        let Some(Some(w)) = workers.get(wid as usize) else {
-            continue;
-        };
-        if w.in_flight.len() >= w.window as usize {
-            continue;
-        }
-        let load = w.in_flight.len() + w.external as usize;
-        if best.is_none_or(|(_, bl, ..)| load < bl) {
-            best = Some((ncaps, load, wid, def));
-        }
-    }
-    best.map(|(_, _, w, d)| (w, d))
+/// flight (of every job), then the lowest id: the first of a class's `ready` set.
+fn best_worker(ready: &BTreeSet<(usize, usize, WorkerId, u32)>) -> Option<(WorkerId, u32)> {
+    ready.first().map(|&(_, _, w, d)| (w, d))
 }
 
 #[cfg(test)]

@@ -13,12 +13,11 @@ use futures_util::FutureExt;
 use pnet_protocol::frame::encode;
 use pnet_protocol::peer::current_uid;
 use pnet_protocol::{AgentMsg, Secret};
-use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::control_socket::{Auth, bind_control};
 use super::launch::LOST_EXIT_WAIT;
-use super::workers::{AbortOnDrop, Conn, Pending, Shared, accept_loop};
+use super::workers::{Conn, IoThread, Pending, Shared};
 use super::{ClientConn, End, Mode, Shell, ShellEvent, setup};
 use crate::AgentError;
 use crate::control::{INFO_FILE, SOCKET_FILE};
@@ -65,8 +64,12 @@ impl Shell<'_> {
 
         let listen = start_workers || self.options.external_workers > 0;
         let mut planned_names: HashSet<String> = HashSet::new();
+        // Declared before the acceptor: dropped after it, at the very end (after the
+        // workers' Shutdown was flushed), which closes the connections.
+        let io_thread;
         let _accept = if listen {
-            let listener = TcpListener::bind(config.listen).await.map_err(|e| {
+            io_thread = IoThread::start().map_err(setup("cannot start the connection thread"))?;
+            let listener = io_thread.listen(config.listen).map_err(|e| {
                 AgentError::Setup(format!("cannot listen on {}: {e}", config.listen))
             })?;
             let addr = listener
@@ -92,7 +95,7 @@ impl Shell<'_> {
                 pending: Mutex::new(Pending::default()),
             });
             self.shared = Some(shared.clone());
-            let accept = AbortOnDrop(tokio::spawn(accept_loop(listener, shared)));
+            let accept = io_thread.serve(listener, shared);
             self.agent_addr = if addr.ip().is_unspecified() {
                 format!("{}:{}", pnet_topology::local_hostname(), addr.port())
             } else {

@@ -2,7 +2,8 @@
 //! with a reason otherwise; at most [`PREAUTH_CONNECTIONS`] connections waiting for their
 //! Hello), then one reader and one writer task per worker (the writer feeds each message of
 //! a batch and flushes once, and sends heartbeats; the reader forwards batches of messages
-//! and declares the worker lost when it is silent for [`HEARTBEAT_TIMEOUT`]).
+//! and declares the worker lost when it is silent for [`HEARTBEAT_TIMEOUT`]). All of them
+//! run on their own thread ([`IoThread`]), apart from the event loop.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -84,6 +85,70 @@ pub(super) struct AbortOnDrop(pub(super) JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+/// The listening socket's backlog (the kernel caps it at `net.core.somaxconn`).
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// The thread of the worker connections: its own runtime runs the listener, the handshakes
+/// and every worker's reader and writer, so that heartbeats (both ways) and the silence
+/// check never wait behind the hub's work (a long pump, a batch of events, the engine) on
+/// the event loop's thread. Stopped (and its connections closed) when dropped.
+pub(super) struct IoThread {
+    handle: tokio::runtime::Handle,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl IoThread {
+    pub(super) fn start() -> std::io::Result<IoThread> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let handle = rt.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("agent-workers".into())
+            .spawn(move || {
+                rt.block_on(async {
+                    let _ = stopped.await;
+                });
+            })?;
+        Ok(IoThread {
+            handle,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Listens on `addr` (with a backlog of [`LISTEN_BACKLOG`], for thousands of workers
+    /// connecting at once).
+    pub(super) fn listen(&self, addr: SocketAddr) -> std::io::Result<TcpListener> {
+        let _enter = self.handle.enter();
+        let socket = match addr {
+            SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+            SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+        };
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        socket.listen(LISTEN_BACKLOG)
+    }
+
+    /// Serves the workers that connect to `listener` (made by [`IoThread::listen`]).
+    pub(super) fn serve(&self, listener: TcpListener, shared: Arc<Shared>) -> AbortOnDrop {
+        AbortOnDrop(self.handle.spawn(accept_loop(listener, shared)))
+    }
+}
+
+impl Drop for IoThread {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
