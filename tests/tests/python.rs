@@ -119,7 +119,14 @@ fn the_python_package_passes_its_tests() {
     // pytest, from outside the source folder (so that `import pnet` is the installed one).
     let t2 = Instant::now();
     let o = run(Command::new(bin.join("pytest"))
-        .args(["-q", "-p", "no:cacheprovider", "-o", "addopts=", "--durations=5"])
+        .args([
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "--durations=5",
+        ])
         .arg(root.join("python/tests"))
         .current_dir(&target)
         .env("PATH", path_with(&bin))
