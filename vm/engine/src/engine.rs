@@ -263,7 +263,7 @@ impl<'b> Engine<'b> {
         let p = net
             .place_by_name(place)
             .filter(|p| net.place(*p).put_token)
-            .ok_or_else(|| input_error(format!("no put_token place `{place}`")))?;
+            .ok_or_else(|| input_error(no_put_token_place(net, place)))?;
         if !fits(&value, &net.place(p).ty) {
             let ty = &net.place(p).ty;
             let hint = pnet_stdlib::suggest::mismatch_hint(&value, ty)
@@ -598,6 +598,28 @@ impl<'b> Engine<'b> {
         }
         ending
     }
+}
+
+/// "no put_token place `p`", with the nearest put_token place's name and the list of them.
+fn no_put_token_place(net: &pnet_bundle::Net, place: &str) -> String {
+    let puts: Vec<&pnet_bundle::Place> = net.places.iter().filter(|p| p.put_token).collect();
+    let mut msg = format!("no put_token place `{place}`");
+    if let Some(near) = pnet_stdlib::suggest::nearest(place, puts.iter().map(|p| p.name.as_str())) {
+        msg.push_str(&format!("; did you mean `{near}`?"));
+    }
+    let listed: Vec<String> = puts
+        .iter()
+        .map(|p| format!("{} ({})", p.name, p.ty))
+        .collect();
+    msg.push_str(&format!(
+        " (the root net's put_token places: {})",
+        if listed.is_empty() {
+            "none".to_string()
+        } else {
+            listed.join(", ")
+        }
+    ));
+    msg
 }
 
 fn input_error(m: String) -> RunError {

@@ -769,7 +769,10 @@ fn wait_for_output_and_put_token() {
         h.replies.pop(),
         Some((
             7,
-            Response::Error("bad input: no put_token place `nope`".into())
+            Response::Error(
+                "bad input: no put_token place `nope` (the root net's put_token places: xs (long))"
+                    .into()
+            )
         ))
     );
     h.event(Event::Control {

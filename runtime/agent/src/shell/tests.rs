@@ -382,7 +382,10 @@ fn control_socket_put_token_status_and_workflow_response() {
     let v = crate::control::workflow_response(&sock, "req", &Value::Long(9)).expect("response");
     assert_eq!(v, Value::Long(10));
     let e = crate::control::put_token(&sock, "nope", &Value::Long(1)).unwrap_err();
-    assert_eq!(e, "bad input: no put_token place `nope`");
+    assert_eq!(
+        e,
+        "bad input: no put_token place `nope` (the root net's put_token places: req (any))"
+    );
     crate::control::close(&sock).expect("close");
     let r = job.join().unwrap().expect("job");
     assert!(r.outputs.is_empty());

@@ -290,7 +290,15 @@ code c0 "expression of take" : any
     engine.put_token("inbox", Value::Long(4)).unwrap();
     assert!(matches!(engine.step().unwrap(), Step::Fired));
     assert!(matches!(engine.step().unwrap(), Step::Done));
-    assert!(engine.put_token("r", Value::Long(1)).is_err());
+    // an unknown or not put_token place: the nearest put_token place and the list of them
+    let e = engine.put_token("inbx", Value::Long(1)).unwrap_err();
+    expect![[r#"bad input: no put_token place `inbx`; did you mean `inbox`? (the root net's put_token places: inbox (long))"#]]
+        .assert_eq(&e.to_string());
+    let e = engine.put_token("r", Value::Long(1)).unwrap_err();
+    expect![[
+        r#"bad input: no put_token place `r` (the root net's put_token places: inbox (long))"#
+    ]]
+    .assert_eq(&e.to_string());
     let r = engine.result();
     expect![[r#"r: 4L"#]].assert_eq(&format!("{}: {}", r.outputs[0].0, show(&r.outputs[0].1[0])));
 }
