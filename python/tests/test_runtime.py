@@ -103,3 +103,17 @@ def test_a_failed_job_raises_with_the_module_error(runtime):
         job.result()
     with pytest.raises(pnet.JobFailed):
         job.future().result(timeout=10)
+
+
+def test_blocking_calls_release_the_gil(runtime):
+    job = runtime.submit(net("inbox.xpnet"))
+    waiter = concurrent.futures.ThreadPoolExecutor(1).submit(job.result, 60)
+    # While the other thread blocks in job.result(), this one runs Python code.
+    count = 0
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 0.5:
+        count += 1
+    assert not waiter.done() and count > 10_000
+    job.put_token("inbox", 21)
+    job.close()
+    assert waiter.result(timeout=60) == {"doubled": [42]}
