@@ -109,7 +109,10 @@ fn the_python_package_passes_its_tests() {
         .current_dir(&root)
         .env("PATH", path_with(&bin))
         .env("CARGO_TARGET_DIR", &target)
-        .env("MATURIN_PEP517_ARGS", format!("--profile {profile}")));
+        .env(
+            "MATURIN_PEP517_ARGS",
+            format!("--profile {profile} --strip"),
+        ));
     assert!(
         o.status.success(),
         "pip install ./python failed:\n{}",
