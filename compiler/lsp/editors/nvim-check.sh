@@ -3,8 +3,9 @@
 # opens a net with an error in nvim --headless and waits for pnet-lsp's diagnostics; then,
 # in a second net, presses the documented mappings and checks what they did: `K` (hover) and
 # `gd` (definition) on a connection's place, `<leader>rn` (rename, the prompt answered),
-# `]d` and `<leader>ca` (a quick fix, the first one chosen) on a misspelled place; and asks
-# for signature help, workspace symbols, inlay hints and semantic tokens.
+# `]d` and `<leader>ca` (a quick fix, the first one chosen) on a misspelled place; asks
+# for signature help, workspace symbols, inlay hints and semantic tokens; then `<leader>f`
+# (formatting an expression), `gd` on a `${port}` inside it, and the hints of a local.
 # usage: editors/nvim-check.sh [path/to/pnet-lsp]   (exits 0 on success; 77 if no nvim)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -154,6 +155,28 @@ vim.lsp.buf.workspace_symbol("total")
 vim.wait(20000, function() return #vim.fn.getqflist() > 0 end, 50)
 local qf = vim.fn.getqflist()[1]
 out:write(string.format("ws: %d %s\n", qf and qf.lnum or 0, qf and qf.text or "none"))
+-- <leader>f formats the expression (vim.lsp.buf.format, or formatting_sync in Neovim 0.7)
+vim.cmd("cclose") -- workspace_symbol's quickfix window
+er = find("<expression>")
+vim.api.nvim_buf_set_lines(buf, er - 1, er, false, { "        <expression>${n}:=${a}*2L</expression>" })
+vim.api.nvim_win_set_cursor(0, { er, 0 })
+vim.api.nvim_feedkeys("\\f", "x", false)
+vim.wait(20000, function() return line(er):find(":= ", 1, true) ~= nil end, 50)
+out:write("fmt: " .. line(er):gsub("^%s+", "") .. "\n")
+-- gd on a port inside the expression: its declaration
+vim.api.nvim_win_set_cursor(0, { er, line(er):find("${a}", 1, true) + 1 })
+vim.api.nvim_feedkeys("gd", "x", false)
+vim.wait(20000, function() return vim.api.nvim_win_get_cursor(0)[1] ~= er end, 50)
+pos = vim.api.nvim_win_get_cursor(0)
+out:write(string.format("gd-expr: %d:%d\n", pos[1], pos[2]))
+-- inlay hints: the local's type after its assignment's target, the port's after `${a}`
+hints = results("textDocument/inlayHint", { textDocument = doc,
+  range = { start = { line = 0, character = 0 }, ["end"] = { line = 99, character = 0 } } }) or {}
+local shown = {}
+for _, h in ipairs(hints) do
+  table.insert(shown, string.format("%d:%d%s", h.position.line + 1, h.position.character, h.label))
+end
+out:write("local-hints: " .. table.concat(shown, " ") .. "\n")
 out:close()
 vim.cmd("qa!")
 LUA
@@ -176,4 +199,11 @@ grep -q "^ws: 3 .*total" "$tmp/out.txt" || { echo "nvim-check: no workspace symb
 # `max (${a}, `: the hint after `${a}`, two tokens (max, ${a})
 grep -q "^hints: : long$" "$tmp/out.txt" || { echo "nvim-check: no inlay hint"; exit 1; }
 grep -q "^tokens: 2$" "$tmp/out.txt" || { echo "nvim-check: no semantic tokens"; exit 1; }
+# <leader>f formatted the expression; gd on `${a}` went to the port (line 6, its name); the
+# hints: `${n}` (a local) and `${a}` (the port) are long
+grep -q '^fmt: <expression>${n} := ${a} \* 2L</expression>$' "$tmp/out.txt" \
+  || { echo "nvim-check: <leader>f did not format"; exit 1; }
+grep -q "^gd-expr: 6:18$" "$tmp/out.txt" || { echo "nvim-check: gd in an expression did not jump"; exit 1; }
+grep -q "^local-hints: 7:24: long 7:32: long$" "$tmp/out.txt" \
+  || { echo "nvim-check: no inlay hint of the local"; exit 1; }
 echo "nvim-check: ok"

@@ -31,6 +31,14 @@ vim.api.nvim_create_autocmd("FileType", {
         map("<leader>ca", vim.lsp.buf.code_action, "pnet: code action")
         map("[d", vim.diagnostic.goto_prev, "previous diagnostic")
         map("]d", vim.diagnostic.goto_next, "next diagnostic")
+        -- format the expressions and conditions (only their texts change)
+        map("<leader>f", function()
+          if vim.lsp.buf.format then
+            vim.lsp.buf.format({ bufnr = bufnr, timeout_ms = 5000 })
+          else -- Neovim 0.7
+            vim.lsp.buf.formatting_sync(nil, 5000)
+          end
+        end, "pnet: format expressions")
       end,
     }
     if vim.lsp.start then

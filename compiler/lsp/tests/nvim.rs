@@ -2,8 +2,9 @@
 //! build of the server by `editors/nvim-check.sh` (the one test that runs it; `.ci/setup`
 //! installs Neovim, so a missing `nvim` fails): diagnostics arrive, and the documented
 //! mappings answer: `K` (hover), `gd` (definition), `<leader>rn` (rename), `]d` and
-//! `<leader>ca` (a quick fix); signature help, workspace symbols, and (asked through Neovim's
-//! client, which in 0.7 shows neither) inlay hints and semantic tokens.
+//! `<leader>ca` (a quick fix), `<leader>f` (formatting the expressions), `gd` on a `${port}`
+//! inside an expression; signature help, workspace symbols, and (asked through Neovim's
+//! client, which in 0.7 shows neither) inlay hints (of ports and locals) and semantic tokens.
 
 use std::process::Command;
 
@@ -44,6 +45,20 @@ fn neovim_mappings_hover_jump_rename_and_fix() {
     assert!(stdout.contains("ws: 3 [Variable] total"), "{stdout}");
     assert!(stdout.lines().any(|l| l == "hints: : long"), "{stdout}");
     assert!(stdout.lines().any(|l| l == "tokens: 2"), "{stdout}");
+    // <leader>f (formatting), gd on a `${port}` inside an expression, a local's inlay hint
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l == "fmt: <expression>${n} := ${a} * 2L</expression>"),
+        "{stdout}"
+    );
+    assert!(stdout.lines().any(|l| l == "gd-expr: 6:18"), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l == "local-hints: 7:24: long 7:32: long"),
+        "{stdout}"
+    );
     assert!(stdout.contains("nvim-check: ok"), "{stdout}");
     // The diagnostic nvim received: line 3 (0-based), from pnet, about the type.
     assert!(
