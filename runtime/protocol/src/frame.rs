@@ -1,5 +1,6 @@
 //! Length-delimited postcard frames, over tokio streams (the agent and workers) and over
-//! blocking `std::io` streams (simple clients and tests).
+//! blocking `std::io` streams (simple clients and tests); and the JSON framing of the control
+//! sockets (one JSON text a line, see [`JSON_FIRST_BYTE`] and `docs/PROTOCOL.md`).
 
 use std::io::{Read, Write};
 
@@ -7,7 +8,9 @@ use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use serde::{Serialize, de::DeserializeOwned};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
+use tokio_util::codec::{
+    FramedRead, FramedWrite, LengthDelimitedCodec, LinesCodec, LinesCodecError,
+};
 
 /// The largest frame accepted (64 MiB).
 pub const MAX_FRAME: usize = 64 << 20;
@@ -135,6 +138,105 @@ pub fn read_msg<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<T, FrameError
     postcard::from_bytes(&body).map_err(FrameError::Decode)
 }
 
+// ---------------------------------------------------------------------------------------------
+// The JSON framing of the control sockets: newline-delimited JSON (one JSON text a line, UTF-8,
+// no line breaks inside a text). A client chooses it with its first byte: a postcard frame
+// starts with its 4-byte big-endian length, whose first byte is at most 3 for every frame up
+// to [`MAX_FRAME`] (64 MiB = 2^26 bytes), so a connection whose first byte is `{` (0x7B, the
+// start of the JSON hello) speaks JSON.
+
+/// The first byte of a connection that speaks the JSON framing (the `{` of its hello).
+pub const JSON_FIRST_BYTE: u8 = b'{';
+
+/// Whether a connection whose first byte is `first` speaks the JSON framing (a postcard
+/// frame's length header starts with 0..=3: frames are at most [`MAX_FRAME`] bytes).
+pub fn is_json_start(first: u8) -> bool {
+    first == JSON_FIRST_BYTE
+}
+
+/// A reader of JSON lines over an async stream, refusing lines longer than `max` bytes (use
+/// [`crate::peer::PREAUTH_MAX_FRAME`] for the hello, [`MAX_FRAME`] after it).
+pub fn json_lines<R: AsyncRead>(r: R, max: usize) -> FramedRead<R, LinesCodec> {
+    FramedRead::with_capacity(r, LinesCodec::new_with_max_length(max), 4 << 10)
+}
+
+/// Lifts the line limit of a [`json_lines`] reader to [`MAX_FRAME`] (after the hello).
+pub fn json_lines_authenticated<R>(r: &mut FramedRead<R, LinesCodec>) {
+    *r.decoder_mut() = LinesCodec::new_with_max_length(MAX_FRAME);
+}
+
+/// Receives one line (without its line break; a `\r` before it is dropped too).
+pub async fn recv_line<R: AsyncRead + Unpin>(
+    r: &mut FramedRead<R, LinesCodec>,
+) -> Result<String, FrameError> {
+    match r.next().await {
+        None => Err(FrameError::Closed),
+        Some(Ok(line)) => Ok(line),
+        Some(Err(LinesCodecError::Io(e))) => Err(FrameError::Io(e)),
+        Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+            Err(FrameError::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "line longer than the limit",
+            )))
+        }
+    }
+}
+
+/// Writes one line (`text` must hold no line break) to an async stream.
+pub async fn send_line<W: AsyncWrite + Unpin>(w: &mut W, text: &str) -> Result<(), FrameError> {
+    use tokio::io::AsyncWriteExt;
+    debug_assert!(!text.contains('\n'));
+    let mut buf = Vec::with_capacity(text.len() + 1);
+    buf.extend_from_slice(text.as_bytes());
+    buf.push(b'\n');
+    w.write_all(&buf).await?;
+    w.flush().await?;
+    Ok(())
+}
+
+/// Writes one line to a blocking stream.
+pub fn write_line<W: Write>(w: &mut W, text: &str) -> Result<(), FrameError> {
+    let mut buf = Vec::with_capacity(text.len() + 1);
+    buf.extend_from_slice(text.as_bytes());
+    buf.push(b'\n');
+    w.write_all(&buf)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// Reads one line from a buffered blocking stream (at most [`MAX_FRAME`] bytes).
+pub fn read_line<R: std::io::BufRead>(r: &mut R) -> Result<String, FrameError> {
+    use std::io::BufRead;
+    let mut buf = Vec::new();
+    let n = r
+        .by_ref()
+        .take(MAX_FRAME as u64 + 1)
+        .read_until(b'\n', &mut buf)?;
+    if n == 0 {
+        return Err(FrameError::Closed);
+    }
+    if buf.last() != Some(&b'\n') {
+        return Err(FrameError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            if n > MAX_FRAME {
+                "line longer than the limit"
+            } else {
+                "line cut short"
+            },
+        )));
+    }
+    buf.pop();
+    if buf.last() == Some(&b'\r') {
+        buf.pop();
+    }
+    String::from_utf8(buf).map_err(|e| {
+        FrameError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("line is not UTF-8: {e}"),
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,5 +328,50 @@ mod tests {
             recv::<_, AgentMsg>(&mut r2).await.unwrap(),
             AgentMsg::Shutdown
         );
+    }
+
+    /// No postcard frame's header starts with the JSON framing's first byte.
+    #[test]
+    fn json_is_told_apart_by_its_first_byte() {
+        assert!(is_json_start(b'{'));
+        assert!(!is_json_start((MAX_FRAME as u32).to_be_bytes()[0]));
+        let mut buf = Vec::new();
+        write_msg(&mut buf, &AgentMsg::Heartbeat).unwrap();
+        assert!(!is_json_start(buf[0]));
+    }
+
+    #[test]
+    fn json_lines_round_trip() {
+        let mut buf = Vec::new();
+        write_line(&mut buf, r#"{"kind":"status"}"#).unwrap();
+        buf.extend_from_slice(b"{\"a\":1}\r\n{\"cut");
+        let mut r = std::io::BufReader::new(buf.as_slice());
+        assert_eq!(read_line(&mut r).unwrap(), r#"{"kind":"status"}"#);
+        assert_eq!(read_line(&mut r).unwrap(), r#"{"a":1}"#);
+        match read_line(&mut r) {
+            Err(FrameError::Io(e)) => assert!(e.to_string().contains("cut short"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(read_line(&mut r), Err(FrameError::Closed)));
+    }
+
+    #[tokio::test]
+    async fn async_json_lines_have_a_limit_until_lifted() {
+        let (mut a, b) = tokio::io::duplex(1 << 16);
+        let mut r = json_lines(b, 16);
+        send_line(&mut a, "short").await.unwrap();
+        assert_eq!(recv_line(&mut r).await.unwrap(), "short");
+        json_lines_authenticated(&mut r);
+        let long = "x".repeat(1000);
+        send_line(&mut a, &long).await.unwrap();
+        assert_eq!(recv_line(&mut r).await.unwrap(), long);
+        let (mut a, b) = tokio::io::duplex(1 << 16);
+        let mut r = json_lines(b, 16);
+        send_line(&mut a, &long).await.unwrap();
+        match recv_line(&mut r).await {
+            Err(FrameError::Io(e)) => assert!(e.to_string().contains("limit"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        drop(a);
     }
 }
