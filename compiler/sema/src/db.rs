@@ -10,6 +10,7 @@
 //! the file once the elaboration is done.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -138,7 +139,8 @@ pub fn tree(db: &dyn salsa::Database, file: SourceInput) -> Option<Parsed> {
     for r in ranges {
         let t = &text[r.clone()];
         let nth = seen.entry(t).or_insert(0);
-        let key = ItemText::new(db, id, t.to_string(), *nth);
+        // looked up by `&str`: no copy of an item seen before
+        let key = ItemText::new(db, id, t, *nth);
         *nth += 1;
         let parsed = parse_item(db, key).as_ref()?;
         items.push(Item {
@@ -168,7 +170,28 @@ pub fn source_tree(db: &dyn salsa::Database, file: SourceInput) -> &Parsed {
 /// Maps the spans of items parsed alone back to their files.
 #[derive(Clone, Debug, Default)]
 pub struct Resolver {
-    items: HashMap<FileId, (FileId, u32)>,
+    items: HashMap<FileId, (FileId, u32), BuildHasherDefault<IdHasher>>,
+}
+
+/// A hasher for file ids (one `u32`, an index: multiplied, not SipHashed; every span of an
+/// elaboration's result is looked up once).
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0.rotate_left(5) ^ u64::from(n)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
 }
 
 impl Resolver {
