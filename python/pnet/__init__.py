@@ -177,6 +177,9 @@ def run_details(
     trace: Optional[PathLike] = None,
 ) -> RunResult:
     """:func:`run`, returning a :class:`RunResult` (the outputs with the run's figures)."""
+    from ._modules import refuse_in_worker
+
+    refuse_in_worker("pnet.run")
     bundle = _bundle(net, search_paths)
     paths = [os.fspath(p) for p in module_path]
     # As gspc-run: the net's folder is searched too (after the given ones).

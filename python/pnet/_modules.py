@@ -30,10 +30,28 @@ class ModuleFunction:
     module: str
     function: str
     func: Callable[..., Any]
-    script: str
+    #: The file that defines it (None for a function typed at a prompt).
+    script: Optional[str]
 
 
 _REGISTRY: dict[tuple[str, str], ModuleFunction] = {}
+
+#: True while a worker imports the script of a module function (pnet.worker_entry): a script
+#: that runs or submits nets outside `if __name__ == "__main__":` would start them again in
+#: every call; they refuse instead.
+IMPORTING_FOR_WORKER = False
+
+
+def refuse_in_worker(what: str) -> None:
+    """Raises when a worker is importing a module function's script."""
+    if IMPORTING_FOR_WORKER:
+        from .errors import PnetError
+
+        raise PnetError(
+            "pnet-in-module-import",
+            f"{what} was called while a worker imported the script of a module function: "
+            'keep the script\'s work under `if __name__ == "__main__":`',
+        )
 
 
 def module(name: str, function: Optional[str] = None) -> Callable[[F], F]:
@@ -60,9 +78,9 @@ def module(name: str, function: Optional[str] = None) -> Callable[[F], F]:
     def wrap(func: F) -> F:
         fname = function or func.__name__
         try:
-            script = os.path.abspath(inspect.getfile(func))
-        except TypeError as e:
-            raise TypeError(f"@pnet.module: cannot find the file of {func!r}: {e}") from None
+            script: Optional[str] = os.path.abspath(inspect.getfile(func))
+        except TypeError:
+            script = None  # typed at a prompt: write_modules says so
         _REGISTRY[(name, fname)] = ModuleFunction(name, fname, func, script)
         setattr(func, "pnet_module", (name, fname))
         return func
@@ -92,6 +110,11 @@ def write_modules(directory: str, bundle: Any = None) -> list[str]:
     for (m, f), mf in _REGISTRY.items():
         if bundle is not None and (m, f) not in calls:
             continue
+        if mf.script is None or not os.path.exists(mf.script):
+            raise TypeError(
+                f"@pnet.module({m!r}, {f!r}): the function must be defined in a file that the "
+                "workers can import (not typed at a prompt)"
+            )
         ins, outs = calls.get((m, f), ([], []))
         spec = {
             "module": m,

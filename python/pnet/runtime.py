@@ -54,6 +54,9 @@ class Runtime:
         holds its control socket, secret and ``daemon.log``; ``module_path`` is searched by
         the workers for every job. The daemon is ``python -m pnet._daemon``, in its own
         session; it lives until :meth:`stop` (or ``gspc stop --state-dir DIR``)."""
+        from ._modules import refuse_in_worker
+
+        refuse_in_worker("pnet.Runtime.boot")
         if state_dir is None:
             d = tempfile.mkdtemp(prefix="pnet-runtime-")
         else:
@@ -146,6 +149,7 @@ class Runtime:
         calls come first)."""
         from . import _bundle, _inputs, _modules
 
+        _modules.refuse_in_worker("Runtime.submit")
         bundle = _bundle(net, search_paths)
         paths = [os.path.abspath(os.fspath(p)) for p in module_path]
         if not isinstance(net, _native.Bundle):
@@ -162,7 +166,7 @@ class Runtime:
 
     def job(self, job_id: int, net: Any = None) -> "Job":
         """A job of this runtime by its id (``net``, a path or bundle, is needed for
-        :meth:`Job.put_token` and :meth:`Job.submit` only)."""
+        :meth:`Job.put_token` only)."""
         from . import _bundle
 
         return Job(self, job_id, _bundle(net) if net is not None else None)

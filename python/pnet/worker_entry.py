@@ -50,7 +50,6 @@ def main(argv: list[str]) -> int:
             sys.path.insert(0, p)
     script = spec["script"]
     sys.path.insert(0, os.path.dirname(script))
-    os.environ["PNET_WORKER_ENTRY"] = "1"
 
     from pnet import _native, _modules
 
@@ -70,7 +69,11 @@ def main(argv: list[str]) -> int:
         return 1
     mod = importlib.util.module_from_spec(mod_spec)
     sys.modules["__pnet_module_script__"] = mod
-    mod_spec.loader.exec_module(mod)
+    _modules.IMPORTING_FOR_WORKER = True
+    try:
+        mod_spec.loader.exec_module(mod)
+    finally:
+        _modules.IMPORTING_FOR_WORKER = False
     mf = _modules.lookup(spec["module"], spec["function"])
     if mf is None:
         print(

@@ -91,3 +91,24 @@ def test_a_failing_python_module_fails_the_run_with_its_error():
         pnet.run(net("nap.xpnet"), {"ms": -5}, topology="worker:1")
     assert "cannot sleep -5 ms" in info.value.message
     assert "transition `nap`" in info.value.message
+
+
+def test_runs_are_refused_while_a_worker_imports_a_module_script(monkeypatch):
+    from pnet import _modules
+
+    monkeypatch.setattr(_modules, "IMPORTING_FOR_WORKER", True)
+    with pytest.raises(pnet.PnetError, match='under `if __name__ == "__main__":`'):
+        pnet.run(os.path.join(ROOT, "examples/hello/hello.xpnet"), {"name": "x"})
+    with pytest.raises(pnet.PnetError, match="pnet-in-module-import"):
+        pnet.Runtime.boot("worker:1")
+
+
+def test_a_function_typed_at_a_prompt_cannot_be_a_module(tmp_path):
+    from pnet import _modules
+
+    exec('import pnet\n@pnet.module("prompt", "f")\ndef f(x):\n    return x\n', {})
+    try:
+        with pytest.raises(TypeError, match="defined in a file"):
+            pnet.write_modules(str(tmp_path))
+    finally:
+        del _modules._REGISTRY[("prompt", "f")]
