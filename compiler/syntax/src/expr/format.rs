@@ -313,7 +313,7 @@ fn comment_len(s: &str) -> usize {
 mod tests {
     use super::format;
     use crate::expr::ast::{Expr, ExprKind, Ident};
-    use crate::expr::parse_str;
+    use crate::expr::{parse_str, to_sexpr};
     use crate::xml::{self, DefunBody, Root, TransitionBody};
     use crate::{FileId, Span};
 
@@ -470,16 +470,154 @@ mod tests {
         }
     }
 
-    /// Every expression and condition of GPI-Space's nets: formatted, it parses to the same
-    /// tree, and formatting it again changes nothing.
-    #[test]
-    fn corpus_expressions_keep_their_tree() {
-        if pnet_tests::corpus_absent() {
-            return;
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+
+        /// Random token soup: when it parses, the formatted text has its tree and formats to
+        /// itself.
+        #[test]
+        fn token_soup_formats_to_the_same_tree(
+            parts in proptest::collection::vec(proptest::sample::select(SOUP), 1..14)
+        ) {
+            check(&parts.concat(), "");
         }
+    }
+
+    /// Random expression texts from a small grammar, with random blanks and comments.
+    fn program() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let ws = || proptest::sample::select(&["", " ", "  ", "\n", "\t", " /* c */ "][..]);
+        let leaf = proptest::sample::select(
+            &[
+                "${a}",
+                "${ b . c }",
+                "1",
+                "2L",
+                "1.5",
+                "-3",
+                "true",
+                "\"s\"",
+                "'x'",
+                "pi",
+                "[]",
+                "{1 2}",
+                "y(1 -2)",
+                "List ()",
+            ][..],
+        )
+        .prop_map(str::to_string);
+        let expr = leaf.prop_recursive(4, 24, 3, move |inner| {
+            let ops = proptest::sample::select(
+                &[
+                    "+", "-", "*", "/", "**", ":eq:", "<", "&&", "|", "mod", "div", "^", "!=",
+                    ":or:",
+                ][..],
+            );
+            prop_oneof![
+                (inner.clone(), ws(), ops, ws(), inner.clone())
+                    .prop_map(|(a, w1, op, w2, b)| format!("{a}{w1} {op} {w2}{b}")),
+                (
+                    proptest::sample::select(&["-", "!", "- ", "+"][..]),
+                    inner.clone()
+                )
+                    .prop_map(|(p, a)| format!("{p}{a}")),
+                (
+                    proptest::sample::select(&["min", "max", "mod", "div"][..]),
+                    ws(),
+                    inner.clone(),
+                    ws(),
+                    inner.clone()
+                )
+                    .prop_map(|(f, w1, a, w2, b)| format!("{f}{w1}({a}{w2},{b})")),
+                (ws(), inner.clone()).prop_map(|(w, a)| format!("abs{w}({a})")),
+                (ws(), inner.clone()).prop_map(|(w, a)| format!("({w}{a})")),
+                (ws(), inner.clone()).prop_map(|(w, a)| format!("shared_p{w}({a})")),
+                (ws(), ws()).prop_map(|(w1, w2)| format!("Struct{w1}[x{w2}:=1L, y := \"a\"]")),
+                ws().prop_map(|w| format!("Map{w}[1 -> 2, 3->4]")),
+                ws().prop_map(|w| format!("Set{w}{{1,2}}")),
+            ]
+        });
+        proptest::collection::vec((ws(), expr, ws(), any::<bool>()), 1..4).prop_map(|stmts| {
+            let mut out = String::new();
+            for (i, (w1, e, w2, assign)) in stmts.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(';');
+                }
+                out.push_str(w1);
+                if assign {
+                    out.push_str("${r} :=");
+                }
+                out.push_str(&e);
+                out.push_str(w2);
+            }
+            out
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1024))]
+
+        /// Random programs: the formatted text has the tree of the program and formats to
+        /// itself.
+        #[test]
+        fn random_programs_format_to_the_same_tree(text in program()) {
+            check(&text, "    ");
+        }
+    }
+
+    const SOUP: &[&str] = &[
+        "${a}",
+        "${ b . c }",
+        "1",
+        "2L",
+        "-",
+        "+",
+        "!",
+        "*",
+        "**",
+        "/",
+        ":=",
+        ":eq:",
+        "<",
+        "&&",
+        "|",
+        "(",
+        ")",
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ";",
+        " ",
+        "\n",
+        "/* c */",
+        "y",
+        "mod",
+        "div",
+        "min",
+        "abs",
+        "List",
+        "Set",
+        "Map",
+        "Struct",
+        "->",
+        "shared_p",
+        "true",
+        "\"s\"",
+        "'x'",
+        "f",
+        "1.5",
+        "e",
+        "pi",
+    ];
+
+    /// The expression and condition texts of GPI-Space's nets.
+    fn corpus_texts() -> Vec<String> {
         let mut paths = Vec::new();
         walk(&pnet_tests::gpispace(), &mut paths);
-        let (mut formatted, mut changed) = (0, 0);
+        paths.sort();
+        let mut out = Vec::new();
         for p in &paths {
             let src = std::fs::read_to_string(p).expect("corpus file");
             let (file, _) = xml::parse_file(FileId(0), &src);
@@ -493,12 +631,76 @@ mod tests {
                 }
                 _ => {}
             }
-            for t in texts {
-                for indent in ["", "      "] {
-                    if let Some(out) = check(t, indent) {
-                        formatted += 1;
-                        changed += usize::from(out != t.trim());
-                    }
+            out.extend(texts.into_iter().map(str::to_string));
+        }
+        out
+    }
+
+    /// Blanks, line breaks and comments added between the tokens of a corpus expression: the
+    /// formatted text has the same tree; with blanks only, it is the same text.
+    #[test]
+    fn blanks_and_comments_between_tokens_change_nothing() {
+        use logos::Logos;
+        use proptest::prelude::*;
+        if pnet_tests::corpus_absent() {
+            return;
+        }
+        let texts: Vec<String> = corpus_texts()
+            .into_iter()
+            .filter(|t| parse_str(t).1.is_empty() && !t.trim().is_empty())
+            .collect();
+        const INSERTS: [&str; 6] = [" ", "\t", "   ", "\n", "\n\n", "/* c */"];
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(256));
+        let strategy = (
+            any::<prop::sample::Index>(),
+            prop::collection::vec((any::<prop::sample::Index>(), 0..INSERTS.len()), 1..8),
+        );
+        runner
+            .run(&strategy, |(i, inserts)| {
+                let text = &texts[i.index(texts.len())];
+                let ends: Vec<usize> = crate::expr::lexer::RawTok::lexer(text)
+                    .spanned()
+                    .map(|(_, r)| r.end)
+                    .collect();
+                let mut at: Vec<(usize, &str)> = inserts
+                    .iter()
+                    .map(|(j, k)| (ends[j.index(ends.len())], INSERTS[*k]))
+                    .collect();
+                at.sort_by_key(|&(p, _)| std::cmp::Reverse(p));
+                let mut changed = text.clone();
+                for &(p, s) in &at {
+                    changed.insert_str(p, s);
+                }
+                let out = check(&changed, "  ").expect("still parses");
+                let (before, _) = parse_str(text);
+                let (after, _) = parse_str(&out);
+                // (as S-expressions: the parser marks a word operator `:eq:` only when no
+                // comment stands before it)
+                prop_assert_eq!(to_sexpr(&before), to_sexpr(&after), "{:?}", changed);
+                if at
+                    .iter()
+                    .all(|(_, s)| s.trim().is_empty() && !s.contains('\n'))
+                {
+                    prop_assert_eq!(Some(out), format(text, "  "), "{:?}", changed);
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    /// Every expression and condition of GPI-Space's nets: formatted, it parses to the same
+    /// tree, and formatting it again changes nothing.
+    #[test]
+    fn corpus_expressions_keep_their_tree() {
+        if pnet_tests::corpus_absent() {
+            return;
+        }
+        let (mut formatted, mut changed) = (0, 0);
+        for t in &corpus_texts() {
+            for indent in ["", "      "] {
+                if let Some(out) = check(t, indent) {
+                    formatted += 1;
+                    changed += usize::from(out != t.trim());
                 }
             }
         }
