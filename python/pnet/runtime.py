@@ -76,6 +76,13 @@ class Runtime:
         for m in module_path:
             args += ["--module-path", os.path.abspath(os.fspath(m))]
         worker = find_worker()
+        if worker is None and planned > 0:
+            os.unlink(secret)
+            raise PnetError(
+                "no-worker-program",
+                "cannot find gspc-worker: set GSPC_WORKER or put it on PATH (cargo build "
+                "--release -p pnet-worker)",
+            )
         if worker is not None:
             args += ["--worker", worker]
         if max_retries is not None:

@@ -117,3 +117,10 @@ def test_blocking_calls_release_the_gil(runtime):
     job.put_token("inbox", 21)
     job.close()
     assert waiter.result(timeout=60) == {"doubled": [42]}
+
+
+def test_boot_without_a_worker_program_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(pnet, "find_worker", lambda: None)
+    with pytest.raises(pnet.PnetError, match="cannot find gspc-worker"):
+        pnet.Runtime.boot("worker:1", state_dir=tmp_path / "rt")
+    assert not (tmp_path / "rt" / "secret").exists()
