@@ -14,6 +14,11 @@
 //!
 //! The socket file is created with mode 0600 in a directory that must not be writable by
 //! group or others; it is removed when the job ends.
+//!
+//! Besides these postcard frames, both sockets speak a JSON framing for clients in other
+//! languages ([`json`], documented in `docs/PROTOCOL.md`).
+
+pub mod json;
 
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -50,6 +55,18 @@ pub enum Request {
     /// [`Response::Logs`].
     Logs {
         task: Option<u64>,
+    },
+    /// [`Request::PutToken`] with the value as the text of its JSON encoding (a JSON client's,
+    /// `docs/PROTOCOL.md`): the job decodes it against the place's type.
+    PutTokenJson {
+        place: String,
+        value: String,
+    },
+    /// [`Request::WorkflowResponse`] with the value as the text of its JSON encoding, decoded
+    /// against the type of the place's field `value`; answered with [`Response::Value`].
+    WorkflowResponseJson {
+        place: String,
+        value: String,
     },
 }
 
@@ -300,6 +317,13 @@ pub enum RtRequest {
         bundle: Vec<u8>,
         inputs: Vec<(String, Vec<Value>)>,
         module_path: Vec<String>,
+    },
+    /// [`RtRequest::PutToken`] with the value as the text of its JSON encoding (a JSON
+    /// client's, `docs/PROTOCOL.md`): the job decodes it against the place's type.
+    PutTokenJson {
+        job: u64,
+        place: String,
+        value: String,
     },
 }
 

@@ -808,6 +808,24 @@ impl<'b> Core<'b> {
             Request::Tasks | Request::Logs { .. } => {
                 Response::Error("the job keeps no task records".into())
             }
+            // A JSON client's token: typed by its place, then as a postcard client's.
+            Request::PutTokenJson { place, value } => {
+                match crate::control::json::token_from_json(self.bundle, &place, &value, false) {
+                    Ok(value) => {
+                        return self.control(client, Request::PutToken { place, value }, out);
+                    }
+                    Err(e) => Response::Error(e),
+                }
+            }
+            Request::WorkflowResponseJson { place, value } => {
+                match crate::control::json::token_from_json(self.bundle, &place, &value, true) {
+                    Ok(value) => {
+                        let request = Request::WorkflowResponse { place, value };
+                        return self.control(client, request, out);
+                    }
+                    Err(e) => Response::Error(e),
+                }
+            }
         };
         out.push(Command::Reply { client, response });
     }

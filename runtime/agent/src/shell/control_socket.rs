@@ -14,7 +14,7 @@ use futures_util::SinkExt;
 use pnet_protocol::Secret;
 use pnet_protocol::frame;
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::task::JoinHandle;
 
 use super::ShellEvent;
@@ -141,13 +141,29 @@ async fn control_client(
         let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
         return;
     }
-    let (rd, wr) = s.into_split();
-    let mut r = frame::reader(rd);
-    let mut w = frame::writer(wr);
+    let (mut rd, wr) = s.into_split();
     let (tx, mut rx) = unbounded_channel::<Bytes>();
     if ev.send(ShellEvent::ClientOpened { client, tx }).is_err() {
         return;
     }
+    // The first byte tells the framing: `{` starts a JSON hello, anything else a postcard
+    // frame's length (read again by the frame reader below).
+    let mut first = [0u8; 1];
+    if tokio::io::AsyncReadExt::read_exact(&mut rd, &mut first)
+        .await
+        .is_err()
+    {
+        let _ = ev.send(ShellEvent::ClientClosed { client });
+        return;
+    }
+    let rd = tokio::io::AsyncReadExt::chain(std::io::Cursor::new(first), rd);
+    if frame::is_json_start(first[0]) {
+        json_client(rd, wr, client, &ev, auth.as_deref(), &mut rx).await;
+        let _ = ev.send(ShellEvent::ClientClosed { client });
+        return;
+    }
+    let mut r = frame::reader(rd);
+    let mut w = frame::writer(wr);
     loop {
         let event = match &auth {
             None => match frame::recv::<_, Request>(&mut r).await {
@@ -205,4 +221,99 @@ async fn control_client(
         }
     }
     let _ = ev.send(ShellEvent::ClientClosed { client });
+}
+
+/// A client of the JSON framing (`docs/PROTOCOL.md`): the hello line, then one request a line,
+/// each answered with one line. A request that is not understood is answered with an error
+/// and the connection stays open; a wrong secret is refused and closes it.
+async fn json_client<R, W>(
+    rd: R,
+    mut wr: W,
+    client: u64,
+    ev: &UnboundedSender<ShellEvent>,
+    auth: Option<&Auth>,
+    rx: &mut UnboundedReceiver<Bytes>,
+) where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    use crate::control::json;
+    let mut r = frame::json_lines(rd, pnet_protocol::PREAUTH_MAX_FRAME);
+    let send = |j: serde_json::Value| j.to_string();
+    let Ok(hello) = frame::recv_line(&mut r).await else {
+        return;
+    };
+    if let Err(e) = json::check_hello(&hello) {
+        let _ = frame::send_line(&mut wr, &send(json::error(e))).await;
+        return;
+    }
+    if frame::send_line(&mut wr, &send(json::hello_answer(auth.is_some())))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    frame::json_lines_authenticated(&mut r);
+    loop {
+        let line = match frame::recv_line(&mut r).await {
+            Ok(l) => l,
+            Err(frame::FrameError::Closed) => break,
+            Err(e) => {
+                let _ = frame::send_line(&mut wr, &send(json::error(e.to_string()))).await;
+                break;
+            }
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed: Result<serde_json::Value, String> =
+            serde_json::from_str(&line).map_err(|e| format!("malformed request: not JSON: {e}"));
+        let event = match (parsed, auth) {
+            (Err(e), _) => Err(e),
+            (Ok(j), None) => {
+                json::job_request(&j).map(|request| ShellEvent::Control { client, request })
+            }
+            (Ok(j), Some(a)) => match json::runtime_request(&j) {
+                Ok((secret, request)) => {
+                    if !Secret::from_hex(&secret).is_some_and(|s| s.matches(&a.secret)) {
+                        let refused = json::refused(
+                            "wrong secret: the request does not carry this runtime's secret \
+                             (clients read it from the state directory's `secret` file)",
+                        );
+                        let _ = frame::send_line(&mut wr, &send(refused)).await;
+                        break;
+                    }
+                    Ok(ShellEvent::Runtime { client, request })
+                }
+                Err(e) => Err(e),
+            },
+        };
+        let event = match event {
+            Ok(e) => e,
+            Err(e) => {
+                if frame::send_line(&mut wr, &send(json::error(e)))
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+                continue;
+            }
+        };
+        if ev.send(event).is_err() {
+            break;
+        }
+        let Some(bytes) = rx.recv().await else {
+            break;
+        };
+        let answer = if auth.is_some() {
+            postcard::from_bytes::<RtResponse>(&bytes).map(|r| json::runtime_response(&r))
+        } else {
+            postcard::from_bytes::<Response>(&bytes).map(|r| json::response(&r))
+        }
+        .unwrap_or_else(|e| json::error(format!("internal: cannot read the answer: {e}")));
+        if frame::send_line(&mut wr, &send(answer)).await.is_err() {
+            break;
+        }
+    }
 }

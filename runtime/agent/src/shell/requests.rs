@@ -129,6 +129,11 @@ impl Shell<'_> {
                 self.hub.job_control(job, client, Request::Close, out);
                 return None;
             }
+            RtRequest::PutTokenJson { job, place, value } => {
+                let request = Request::PutTokenJson { place, value };
+                self.hub.job_control(job, client, request, out);
+                return None;
+            }
             RtRequest::AddWorkers { topology, hosts } => self.add_workers(&topology, hosts),
             RtRequest::RemoveWorkers {
                 names,

@@ -1,0 +1,179 @@
+//! `libpnet_client` from C and C++: the example `examples/c/boot_submit_wait.c` is built with
+//! `cc` against `runtime/client-c/include/pnet_client.h` and `libpnet_client.so`, connects to
+//! a runtime booted by the test, submits a net, puts a token, waits, and prints the outputs.
+//! The header also compiles as C++ and the static library links.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// r = n + extra; extra comes from put_token (the net of docs/PROTOCOL.md).
+const ADD: &str = r#"<defun name="add">
+  <in name="n" type="long" place="n"/>
+  <out name="r" type="long" place="r"/>
+  <net>
+    <place name="n" type="long"/>
+    <place name="r" type="long"/>
+    <place name="extra" type="long" put_token="true"/>
+    <transition name="add">
+      <defun><in name="a" type="long"/><in name="b" type="long"/><out name="c" type="long"/>
+        <expression>${c} := ${a} + ${b}</expression></defun>
+      <connect-in port="a" place="n"/><connect-in port="b" place="extra"/>
+      <connect-out port="c" place="r"/>
+    </transition>
+  </net>
+</defun>
+"#;
+
+fn has(tool: &str) -> bool {
+    let ok = Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        println!("skipped: {tool} is not installed");
+    }
+    ok
+}
+
+fn compile(tool: &str, args: &[&std::ffi::OsStr]) {
+    let o = Command::new(tool).args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{tool} {args:?}:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn the_c_example_submits_puts_a_token_and_waits() {
+    if !has("cc") {
+        return;
+    }
+    let bin = pnet_tests::build_packages(&["pnet-client-c", "pnet-gspc", "pnet-worker", "pnetc"]);
+    let root = pnet_tests::workspace_root();
+    let include = root.join("runtime/client-c/include");
+    let example = root.join("examples/c/boot_submit_wait.c");
+    let gspc = pnet_tests::GspcScratch::new("client-c", "example", bin.join("gspc"));
+    let dir: PathBuf = gspc.dir.clone();
+
+    // Build: the example against the shared library; the header as C++; the static library.
+    let exe = dir.join("boot_submit_wait");
+    let os = |p: &Path| p.as_os_str().to_owned();
+    let rpath = format!("-Wl,-rpath,{}", bin.display());
+    let inc = format!("-I{}", include.display());
+    let lib = format!("-L{}", bin.display());
+    compile(
+        "cc",
+        &[
+            "-std=c99".as_ref(),
+            "-Wall".as_ref(),
+            "-Werror".as_ref(),
+            inc.as_ref(),
+            &os(&example),
+            lib.as_ref(),
+            "-lpnet_client".as_ref(),
+            rpath.as_ref(),
+            "-o".as_ref(),
+            &os(&exe),
+        ],
+    );
+    if has("c++") {
+        let cpp = dir.join("header.cpp");
+        std::fs::write(
+            &cpp,
+            "#include <pnet_client.h>\nint main() { pnet_client *c = nullptr; \
+             pnet_disconnect(c); return pnet_last_error()[0]; }\n",
+        )
+        .unwrap();
+        compile(
+            "c++",
+            &[
+                "-Wall".as_ref(),
+                "-Werror".as_ref(),
+                inc.as_ref(),
+                &os(&cpp),
+                &os(&bin.join("libpnet_client.a")),
+                "-lhwloc".as_ref(),
+                "-lpthread".as_ref(),
+                "-ldl".as_ref(),
+                "-lm".as_ref(),
+                "-o".as_ref(),
+                &os(&dir.join("header_cpp")),
+            ],
+        );
+        let o = Command::new(dir.join("header_cpp")).output().unwrap();
+        assert!(o.status.success(), "the static C++ program failed: {o:?}");
+    }
+
+    // Without a runtime: a clear error.
+    let o = Command::new(&exe)
+        .arg(gspc.state())
+        .arg(dir.join("none.pnet"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).starts_with("connect failed (2): "),
+        "{}",
+        text(&o.stderr)
+    );
+
+    let net = dir.join("add.xpnet");
+    std::fs::write(&net, ADD).unwrap();
+    let bundle = dir.join("add.pnet");
+    let o = Command::new(bin.join("pnetc"))
+        .arg(&net)
+        .arg("-o")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    gspc.ok(&["boot", "--topology", "worker:1", "--timeout", "30"]);
+
+    let o = Command::new(&exe)
+        .arg(gspc.state())
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
+    println!("{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "submitted job 1", "{out}");
+    assert!(
+        lines[1].starts_with("refused: value: expected an integer (long), found the string"),
+        "{out}"
+    );
+    let status: serde_json::Value =
+        serde_json::from_str(lines[2].strip_prefix("status: ").unwrap()).unwrap();
+    assert_eq!(status["id"], 1);
+    assert_eq!(status["name"], "c-example");
+    let outputs: serde_json::Value =
+        serde_json::from_str(lines[3].strip_prefix("outputs: ").unwrap()).unwrap();
+    assert_eq!(outputs["state"], "done", "{out}");
+    assert_eq!(
+        outputs["outputs"],
+        serde_json::json!({"r": {"type": "long", "tokens": [42]}})
+    );
+
+    // The job is in `gspc jobs` as the C program named it.
+    let jobs = gspc.ok(&["jobs"]);
+    assert!(jobs.contains("c-example"), "{jobs}");
+
+    // A missing bundle is an error of its own.
+    let o = Command::new(&exe)
+        .arg(gspc.state())
+        .arg(dir.join("none.pnet"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).starts_with("submit failed (6): cannot read "),
+        "{}",
+        text(&o.stderr)
+    );
+}
