@@ -213,6 +213,9 @@ pub struct Core<'b> {
     losses: Vec<LostWorker>,
     /// Lost workers being restarted: a task no live worker can run waits for them.
     workers_coming: usize,
+    /// What changed the engine, with the engine's firing count at that moment, for the
+    /// journal (see [`crate::journal`]); None: not journaled.
+    ops: Option<Vec<(u64, crate::journal::Op)>>,
 }
 
 /// A lost worker, for messages.
@@ -344,7 +347,37 @@ impl<'b> Core<'b> {
             batches: Vec::new(),
             losses: Vec::new(),
             workers_coming: 0,
+            ops: None,
         })
+    }
+
+    /// How many tasks the engine has made (they are numbered from 0).
+    pub fn tasks_made(&self) -> u64 {
+        self.engine.stats().tasks
+    }
+
+    /// Keeps what changes the engine from now on for [`Core::take_ops`] (the journal).
+    pub fn set_journaling(&mut self, on: bool) {
+        self.ops = on.then(Vec::new);
+    }
+
+    /// Moves the operations kept since the last call to `into` (see [`Core::set_journaling`]).
+    pub fn take_ops(&mut self, into: &mut Vec<(u64, crate::journal::Op)>) {
+        if let Some(ops) = &mut self.ops {
+            into.append(ops);
+        }
+    }
+
+    fn note(&mut self, op: crate::journal::Op) {
+        if let Some(ops) = &mut self.ops {
+            ops.push((self.engine.stats().firings, op));
+        }
+    }
+
+    /// [`Engine::discard_task`], journaled.
+    fn discard(&mut self, id: TaskId) -> Result<(), RunError> {
+        self.note(crate::journal::Op::Discard { task: id.0 });
+        self.engine.discard_task(id)
     }
 
     /// Every module implementation of the job (for the Welcome).
@@ -607,7 +640,7 @@ impl<'b> Core<'b> {
             )));
         }
         for id in lost.discarded {
-            if let Err(e) = self.engine.discard_task(TaskId(id)) {
+            if let Err(e) = self.discard(TaskId(id)) {
                 return self.fail(AgentError::Run(e), out);
             }
         }
@@ -634,7 +667,7 @@ impl<'b> Core<'b> {
             WorkerMsg::Cancelled { task } => (*task, "cancelled"),
             WorkerMsg::Returned { tasks, kept } => {
                 for id in self.sched.returned(worker, tasks, kept) {
-                    if let Err(e) = self.engine.discard_task(TaskId(id)) {
+                    if let Err(e) = self.discard(TaskId(id)) {
                         return self.fail(AgentError::Run(e), out);
                     }
                 }
@@ -703,7 +736,7 @@ impl<'b> Core<'b> {
         }
         let id = TaskId(task);
         if inf.cancelled {
-            if let Err(e) = self.engine.discard_task(id) {
+            if let Err(e) = self.discard(id) {
                 self.fail(AgentError::Run(e), out);
             }
             return;
@@ -735,6 +768,15 @@ impl<'b> Core<'b> {
                         ),
                     );
                     return self.fail(AgentError::Run(e), out);
+                }
+                if let Some(ops) = &mut self.ops {
+                    let transition = self.sched.class(inf.task.class).name.to_string();
+                    let op = crate::journal::Op::Done {
+                        task,
+                        transition,
+                        outputs: outputs.clone(),
+                    };
+                    ops.push((self.engine.stats().firings, op));
                 }
                 let outs = ports.iter().copied().zip(outputs).collect();
                 self.tasks_done += 1;
@@ -775,7 +817,7 @@ impl<'b> Core<'b> {
     fn control(&mut self, client: u64, req: Request, out: &mut Vec<Command>) {
         let response = match req {
             Request::Status => Response::Status(self.status()),
-            Request::PutToken { place, value } => match self.engine.put_token(&place, value) {
+            Request::PutToken { place, value } => match self.put_token(place, value) {
                 Ok(()) => {
                     self.state = EngineState::Busy;
                     Response::Ok
@@ -783,6 +825,12 @@ impl<'b> Core<'b> {
                 Err(e) => Response::Error(e.to_string()),
             },
             Request::WorkflowResponse { place, value } => {
+                if self.ops.is_some() {
+                    self.note(crate::journal::Op::Response {
+                        place: place.clone(),
+                        value: value.clone(),
+                    });
+                }
                 match self.engine.request_response(&place, value) {
                     Ok(id) => {
                         self.state = EngineState::Busy;
@@ -793,6 +841,7 @@ impl<'b> Core<'b> {
                 }
             }
             Request::Close => {
+                self.note(crate::journal::Op::Close);
                 self.closed = true;
                 Response::Ok
             }
@@ -830,6 +879,17 @@ impl<'b> Core<'b> {
         out.push(Command::Reply { client, response });
     }
 
+    /// [`Engine::put_token`], journaled when it took the token.
+    fn put_token(&mut self, place: String, value: Value) -> Result<(), RunError> {
+        let kept = self.ops.is_some().then(|| (place.clone(), value.clone()));
+        let firings = self.engine.stats().firings;
+        self.engine.put_token(&place, value)?;
+        if let (Some(ops), Some((place, value))) = (&mut self.ops, kept) {
+            ops.push((firings, crate::journal::Op::Put { place, value }));
+        }
+        Ok(())
+    }
+
     /// Eurekas and workflow responses the engine produced.
     fn after_engine(&mut self, out: &mut Vec<Command>) {
         if !self.engine.has_eurekas_or_responses() {
@@ -845,7 +905,7 @@ impl<'b> Core<'b> {
                 running.len()
             )));
             for id in removed {
-                if let Err(e) = self.engine.discard_task(TaskId(id)) {
+                if let Err(e) = self.discard(TaskId(id)) {
                     return self.fail(AgentError::Run(e), out);
                 }
             }
@@ -1240,6 +1300,7 @@ impl<'b> Core<'b> {
     }
 }
 
+mod replay;
 #[cfg(test)]
 pub(crate) mod tests;
 

@@ -33,6 +33,7 @@ use crate::control::{
     Status, TaskLog,
 };
 use crate::core::{Command, Core, CoreConfig, Event, TraceRecord};
+use crate::journal::{Journal, Op, Record as JRecord};
 use crate::memory::SharedTable;
 use crate::sched::WorkerId;
 use crate::tasks::TaskBook;
@@ -146,6 +147,26 @@ impl OwnedCore {
     pub fn running_task(&self, worker: WorkerId) -> Option<(u64, Duration)> {
         self.core.running_task(worker)
     }
+
+    /// See [`Core::set_journaling`].
+    pub fn set_journaling(&mut self, on: bool) {
+        self.core.set_journaling(on)
+    }
+
+    /// See [`Core::take_ops`].
+    pub fn take_ops(&mut self, into: &mut Vec<(u64, crate::journal::Op)>) {
+        self.core.take_ops(into)
+    }
+
+    /// See [`Core::tasks_made`].
+    pub fn tasks_made(&self) -> u64 {
+        self.core.tasks_made()
+    }
+
+    /// See [`Core::replay`].
+    pub fn replay(&mut self, ops: &[(u64, crate::journal::Op)]) -> Result<(), String> {
+        self.core.replay(ops)
+    }
 }
 
 /// Something for the shell to do.
@@ -219,6 +240,8 @@ struct Record {
     end: Option<Duration>,
     outcome: Option<JobOutcome>,
     tasks_done: u64,
+    /// How many tasks the job made (its tasks are numbered from 0), once it has ended.
+    tasks_made: Option<u64>,
 }
 
 /// Settings of the hub.
@@ -257,6 +280,10 @@ pub struct Hub {
     /// The ended jobs that keep their task records, in the order they ended (the last
     /// [`KEEP_TASK_BOOKS`]; a runtime keeps thousands of jobs).
     booked: std::collections::VecDeque<JobId>,
+    /// The journal of the jobs (a persistent runtime; see [`crate::journal`]).
+    journal: Option<Journal>,
+    /// Operations taken from a core, on their way to the journal.
+    ops: Vec<(u64, Op)>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -313,7 +340,105 @@ impl Hub {
             workers_coming: 0,
             shared_loads: false,
             booked: std::collections::VecDeque::new(),
+            journal: None,
+            ops: Vec::new(),
         }
+    }
+
+    /// Journals the jobs from now on (see [`crate::journal`]).
+    pub fn set_journal(&mut self, journal: Journal) {
+        for j in self.jobs.values_mut() {
+            j.core.set_journaling(true);
+        }
+        self.journal = Some(journal);
+    }
+
+    /// The journal, if the jobs are journaled.
+    pub fn journal(&self) -> Option<&Journal> {
+        self.journal.as_ref()
+    }
+
+    /// Appends a record to the journal (if there is one).
+    pub fn journal_append(&self, rec: JRecord) {
+        if let Some(j) = &self.journal {
+            j.append([rec]);
+        }
+    }
+
+    /// The next job gets the number `next` (a resumed runtime goes on after the journal's).
+    pub fn set_next_job(&mut self, next: JobId) {
+        self.next_job = self.next_job.max(next);
+    }
+
+    /// How many ended jobs are kept.
+    pub fn keep_ended(&self) -> usize {
+        self.cfg.keep_ended.max(1)
+    }
+
+    /// Puts back an ended job from the journal (for `wait` and `jobs`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn restore_ended(
+        &mut self,
+        job: JobId,
+        net: String,
+        name: Option<String>,
+        submitted_unix: u64,
+        outcome: JobOutcome,
+        tasks_done: u64,
+        elapsed_ms: u64,
+    ) {
+        self.next_job = self.next_job.max(job + 1);
+        self.records.insert(
+            job,
+            Record {
+                net,
+                name,
+                book: TaskBook::default(),
+                submitted_unix,
+                start: Duration::ZERO,
+                end: Some(Duration::from_millis(elapsed_ms)),
+                tasks_made: match &outcome {
+                    JobOutcome::Done { tasks, .. } => Some(*tasks),
+                    _ => None,
+                },
+                outcome: Some(outcome),
+                tasks_done,
+            },
+        );
+        self.trim_records();
+    }
+
+    /// Brings back a job that had not ended from its submission and journaled operations
+    /// (see [`Core::replay`]): its tasks without results are queued again.
+    #[allow(clippy::too_many_arguments)]
+    pub fn restore_live(
+        &mut self,
+        job: JobId,
+        net: &str,
+        bundle: Bundle,
+        inputs: &[(String, Vec<Value>)],
+        module_path: Vec<String>,
+        seed: u64,
+        submitted_unix: u64,
+        name: Option<String>,
+        ops: &[(u64, Op)],
+    ) -> Result<(), String> {
+        let run = RunConfig {
+            seed,
+            ..self.cfg.run.clone()
+        };
+        let mut core = OwnedCore::new(bundle, inputs, &run, self.cfg.core.clone())
+            .map_err(|e| e.to_string())?;
+        core.set_journaling(self.journal.is_some());
+        core.replay(ops)?;
+        self.next_job = self.next_job.max(job + 1);
+        let mut out = Vec::new();
+        self.install(job, net, core, module_path, &mut out);
+        if let Some(r) = self.records.get_mut(&job) {
+            r.submitted_unix = submitted_unix;
+            r.name = name;
+        }
+        Ok(())
     }
 
     /// Sets the clock (time since the runtime started).
@@ -378,10 +503,41 @@ impl Hub {
         module_path: Vec<String>,
         out: &mut Vec<HubCmd>,
     ) -> Result<JobId, AgentError> {
+        let submit = self.journal.as_ref().map(|_| {
+            (
+                pnet_bundle::format::encode(&bundle).unwrap_or_default(),
+                inputs.to_vec(),
+            )
+        });
         let mut core = OwnedCore::new(bundle, inputs, &self.cfg.run, self.cfg.core.clone())?;
-        core.set_workers_coming(self.workers_coming);
         let id = self.next_job;
         self.next_job += 1;
+        if let Some((bundle, inputs)) = submit {
+            core.set_journaling(true);
+            self.journal_append(JRecord::Submit {
+                job: id,
+                net: net.to_string(),
+                bundle,
+                inputs,
+                module_path: module_path.clone(),
+                submitted_unix: unix_now(),
+                seed: self.cfg.run.seed,
+            });
+        }
+        self.install(id, net, core, module_path, out);
+        Ok(id)
+    }
+
+    /// Makes a job of a core: tells it about the workers, gives its modules global ids.
+    fn install(
+        &mut self,
+        id: JobId,
+        net: &str,
+        mut core: OwnedCore,
+        module_path: Vec<String>,
+        out: &mut Vec<HubCmd>,
+    ) {
+        core.set_workers_coming(self.workers_coming);
         let def_base = self.next_def;
         let n = core.module_defs().len() as u32;
         self.next_def = self.next_def.wrapping_add(n);
@@ -440,16 +596,38 @@ impl Hub {
                 end: None,
                 outcome: None,
                 tasks_done: 0,
+                tasks_made: None,
             },
         );
+        self.journal_ops(id);
         let cmds = std::mem::take(&mut self.scratch);
         self.translate(id, cmds, out);
         self.trim_records();
-        Ok(id)
+    }
+
+    /// Journals the operations a job's core made.
+    fn journal_ops(&mut self, job: JobId) {
+        let (Some(jr), Some(j)) = (&self.journal, self.jobs.get_mut(&job)) else {
+            return;
+        };
+        j.core.take_ops(&mut self.ops);
+        if !self.ops.is_empty() {
+            jr.append(
+                self.ops
+                    .drain(..)
+                    .map(|(firings, op)| JRecord::Op { job, firings, op }),
+            );
+        }
     }
 
     /// Names a job (`gspc submit --name`).
     pub fn name_job(&mut self, job: JobId, name: String) {
+        if self.records.contains_key(&job) {
+            self.journal_append(JRecord::Name {
+                job,
+                name: name.clone(),
+            });
+        }
         if let Some(r) = self.records.get_mut(&job) {
             r.name = Some(name);
         }
@@ -497,9 +675,29 @@ impl Hub {
         Some(r.book.tasks(job, live, queued))
     }
 
-    /// The logs kept of a job's tasks (one, or all).
-    pub fn logs(&self, job: JobId, task: Option<u64>) -> Option<Vec<TaskLog>> {
-        Some(self.records.get(&job)?.book.logs(task))
+    /// The logs kept of a job's tasks (one, or all); an error for a job or task that never
+    /// was.
+    pub fn logs(&self, job: JobId, task: Option<u64>) -> Result<Vec<TaskLog>, String> {
+        let r = self
+            .records
+            .get(&job)
+            .ok_or_else(|| format!("there is no job {job} (see `gspc jobs`)"))?;
+        let made = match self.jobs.get(&job) {
+            Some(j) => Some(j.core.tasks_made()),
+            None => r.tasks_made,
+        };
+        if let (Some(t), Some(n)) = (task, made)
+            && t >= n
+        {
+            return Err(match n {
+                0 => format!("job {job} has no task {t} (it has made no tasks)"),
+                _ => format!(
+                    "job {job} has no task {t} (its tasks are numbered 0 to {})",
+                    n - 1
+                ),
+            });
+        }
+        Ok(r.book.logs(task))
     }
 
     fn trim_records(&mut self) {
@@ -792,16 +990,20 @@ impl Hub {
         out: &mut Vec<HubCmd>,
     ) {
         let answer = match &request {
-            Request::Tasks => Some(self.tasks(job).map(Response::Tasks)),
-            Request::Logs { task } => Some(self.logs(job, *task).map(Response::Logs)),
+            Request::Tasks => Some(self.tasks(job).map_or_else(
+                || Response::Error(format!("there is no job {job}")),
+                Response::Tasks,
+            )),
+            Request::Logs { task } => Some(
+                self.logs(job, *task)
+                    .map_or_else(Response::Error, Response::Logs),
+            ),
             _ => None,
         };
         if let Some(a) = answer {
             out.push(HubCmd::Reply {
                 client,
-                reply: ClientReply::Job(
-                    a.unwrap_or_else(|| Response::Error(format!("there is no job {job}"))),
-                ),
+                reply: ClientReply::Job(a),
             });
             return;
         }
@@ -886,6 +1088,7 @@ impl Hub {
         j.core.set_now(self.now.saturating_sub(j.start));
         j.core.handle(ev, &mut self.scratch);
         j.more = true;
+        self.journal_ops(job);
         let cmds = std::mem::take(&mut self.scratch);
         self.translate(job, cmds, out);
     }
@@ -912,6 +1115,7 @@ impl Hub {
             j.core.set_now(self.now.saturating_sub(j.start));
             j.more = j.core.pump(&mut self.scratch);
             any |= j.more;
+            self.journal_ops(id);
             let cmds = std::mem::take(&mut self.scratch);
             self.translate(id, cmds, out);
         }
@@ -1046,10 +1250,20 @@ impl Hub {
         }
         let outcome = outcome_of(&result, pnet_bundle::result::output_types(j.core.bundle()));
         let done = j.core.status().tasks_done;
+        if self.journal.is_some() {
+            let start = self.records.get(&job).map_or(self.now, |r| r.start);
+            self.journal_append(JRecord::End {
+                job,
+                outcome: outcome.clone(),
+                tasks_done: done,
+                elapsed_ms: self.now.saturating_sub(start).as_millis() as u64,
+            });
+        }
         if let Some(r) = self.records.get_mut(&job) {
             r.end = Some(self.now);
             r.outcome = Some(outcome.clone());
             r.tasks_done = done;
+            r.tasks_made = Some(j.core.tasks_made());
         }
         self.booked.push_back(job);
         while self.booked.len() > KEEP_TASK_BOOKS {

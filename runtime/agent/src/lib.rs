@@ -31,6 +31,7 @@ use pnet_stdlib::Value;
 pub mod control;
 pub mod core;
 pub mod hub;
+pub mod journal;
 pub mod memory;
 pub mod output;
 pub mod sched;
@@ -268,7 +269,16 @@ impl std::fmt::Debug for RuntimeConfig {
 /// [`control::RtRequest`]), runs the submitted jobs on the shared workers, and returns what
 /// the stop stopped.
 pub fn serve(config: RuntimeConfig) -> Result<control::StopReport, AgentError> {
-    shell::serve(config)
+    shell::serve(config, journal::Journaling::Off)
+}
+
+/// [`serve`] with a journal of the jobs in the state directory (see [`journal`]): a new one,
+/// or the one a crashed runtime left, whose jobs come back ([`journal::Journaling::Resume`]).
+pub fn serve_journaled(
+    config: RuntimeConfig,
+    journaling: journal::Journaling,
+) -> Result<control::StopReport, AgentError> {
+    shell::serve(config, journaling)
 }
 
 /// Runs a job: starts the planned workers, runs the net with its module calls on them, stops

@@ -192,7 +192,10 @@ pub(crate) fn run(
 }
 
 /// The persistent runtime: serves its control socket until a `Stop` request or a signal.
-pub(crate) fn serve(rc: RuntimeConfig) -> Result<StopReport, AgentError> {
+pub(crate) fn serve(
+    rc: RuntimeConfig,
+    journal: crate::journal::Journaling,
+) -> Result<StopReport, AgentError> {
     let config = &rc.agent;
     let core_cfg = CoreConfig {
         max_retries: config.max_retries,
@@ -204,7 +207,7 @@ pub(crate) fn serve(rc: RuntimeConfig) -> Result<StopReport, AgentError> {
         wait_for_workers: true,
         ..CoreConfig::default()
     };
-    let hub = Hub::new(
+    let mut hub = Hub::new(
         HubConfig {
             run: config.run.clone(),
             core: core_cfg,
@@ -216,6 +219,7 @@ pub(crate) fn serve(rc: RuntimeConfig) -> Result<StopReport, AgentError> {
     );
     let state_dir = rc.state_dir.clone();
     crate::control::check_private_dir(&state_dir).map_err(|e| AgentError::Setup(e.message))?;
+    crate::journal::open(&mut hub, &state_dir, journal).map_err(AgentError::Setup)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

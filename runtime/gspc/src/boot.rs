@@ -28,9 +28,21 @@ memory transfers run only on them. Clients allocate, fill, read and free global 
 The runtime runs in its own session (it survives the shell); its output and worker event
 log go to DIR/daemon.log. `gspc stop` stops it.
 
+Crashes: the runtime keeps a journal of its jobs in DIR/journal (their nets, inputs, tokens
+put, task results, ends). After a crash (or SIGKILL), `gspc boot --resume` starts a runtime
+on the same state directory with the workers it had (the saved boot options, unless others
+are given): the jobs that had not ended go on from their journaled state (only the tasks
+whose results were not journaled run again), the ended ones keep their outcome for `gspc
+wait` and `gspc jobs`, and job numbers go on. A boot without --resume starts a new journal
+(the old one is kept as DIR/journal.old).
+
 Examples:
   gspc boot --topology 'compute:4' --module-path build
-  gspc boot --nodefile hosts --launcher ssh --topology 'worker:8,67108864'";
+  gspc boot --nodefile hosts --launcher ssh --topology 'worker:8,67108864'
+  gspc boot --resume";
+
+/// The file with the options of the last boot (for `--resume`).
+const BOOT_ARGS_FILE: &str = "boot-args.json";
 
 /// gspc boot: start a runtime with its workers in the background
 #[derive(Parser)]
@@ -44,6 +56,13 @@ struct BootCli {
     /// The state directory (see `gspc --help`); created with mode 700
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
+    /// Bring back the jobs of a runtime that crashed in this state directory (from its
+    /// journal), with the workers it had
+    #[arg(long)]
+    resume: bool,
+    /// Keep no journal (a crash loses the jobs; for measuring what the journal costs)
+    #[arg(long, conflicts_with = "resume")]
+    no_journal: bool,
 }
 
 /// Options shared by `boot` and `daemon`.
@@ -60,6 +79,8 @@ struct BootArgs {
     state_dir: Option<PathBuf>,
     fake_hosts: Option<u32>,
     isolate_modules: bool,
+    resume: bool,
+    no_journal: bool,
 }
 
 fn parse(prog: &str, argv: Vec<OsString>) -> BootArgs {
@@ -78,7 +99,64 @@ fn parse(prog: &str, argv: Vec<OsString>) -> BootArgs {
         state_dir: cli.state_dir,
         fake_hosts: w.fake_hosts,
         isolate_modules: w.isolate_modules,
+        resume: cli.resume,
+        no_journal: cli.no_journal,
     }
+}
+
+/// For `--resume` without worker options: the options of the boot before, saved in the
+/// state directory.
+fn saved_boot(dir: &Path, args: BootArgs) -> Result<BootArgs, RtError> {
+    let journal = dir.join(pnet_agent::journal::JOURNAL_FILE);
+    if !journal.exists() {
+        return Err(RtError::new(
+            "gspc-no-journal",
+            format!(
+                "--resume: there is no journal in {} (no runtime ran there, or it was stopped                  and its jobs are over): boot without --resume",
+                dir.display()
+            ),
+        ));
+    }
+    if args.topology.is_some() || args.nodefile.is_some() {
+        return Ok(args);
+    }
+    let path = dir.join(BOOT_ARGS_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        RtError::new(
+            "gspc-no-journal",
+            format!(
+                "--resume: cannot read the options of the last boot ({}: {e}); give the                  workers with --topology",
+                path.display()
+            ),
+        )
+    })?;
+    let saved: Vec<String> = serde_json::from_str(&text).map_err(|e| {
+        RtError::new(
+            "gspc-no-journal",
+            format!("--resume: {} is damaged ({e})", path.display()),
+        )
+    })?;
+    let mut back = parse("gspc boot", saved.into_iter().map(OsString::from).collect());
+    back.state_dir = args.state_dir;
+    back.timeout = args.timeout.or(back.timeout);
+    back.resume = true;
+    Ok(back)
+}
+
+/// Saves the worker options of a boot for a later `--resume`.
+fn save_boot(dir: &Path, daemon_args: &[String]) {
+    // The daemon's options less `daemon --state-dir DIR`.
+    let mut keep = Vec::new();
+    let mut it = daemon_args.iter().skip(1);
+    while let Some(a) = it.next() {
+        if a == "--state-dir" {
+            it.next();
+        } else if a != "--resume" {
+            keep.push(a.clone());
+        }
+    }
+    let text = serde_json::to_string(&keep).unwrap_or_default();
+    let _ = std::fs::write(dir.join(BOOT_ARGS_FILE), text);
 }
 
 /// Creates the state directory (mode 700; for the default one, its parent too) and checks
@@ -135,6 +213,14 @@ fn live_runtime(dir: &Path) -> Option<i32> {
 pub fn boot(argv: Vec<OsString>) -> ExitCode {
     let args = parse("gspc boot", argv);
     let dir = args.state_dir.clone().unwrap_or_else(default_state_dir);
+    let args = if args.resume {
+        match saved_boot(&dir, args) {
+            Ok(a) => a,
+            Err(e) => return fail(&e),
+        }
+    } else {
+        args
+    };
     // Check the plan here, so that mistakes are usage errors with rendered diagnostics.
     let launcher = args.launcher.as_deref().unwrap_or("local");
     let plan = match topo::plan(
@@ -241,6 +327,18 @@ pub fn boot(argv: Vec<OsString>) -> ExitCode {
     }
     if args.isolate_modules {
         daemon_args.push("--isolate-modules".into());
+    }
+    if args.no_journal {
+        daemon_args.push("--no-journal".into());
+    }
+    save_boot(&dir, &daemon_args);
+    if args.resume {
+        daemon_args.push("--resume".into());
+    } else {
+        let journal = dir.join(pnet_agent::journal::JOURNAL_FILE);
+        if journal.exists() {
+            let _ = std::fs::rename(&journal, journal.with_extension("old"));
+        }
     }
     let stderr = match log.try_clone() {
         Ok(f) => f,
@@ -366,6 +464,25 @@ pub fn boot(argv: Vec<OsString>) -> ExitCode {
             w.capabilities.join(",")
         );
     }
+    if args.resume {
+        // What the journal gave back (the runtime says it in its log).
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let from = text
+            .rfind("journal: resumed")
+            .map_or(text.len(), |k| text[..k].rfind('\n').map_or(0, |n| n + 1));
+        let mut start = from;
+        // The lines about a torn tail come just before.
+        for l in text[..from].lines().rev() {
+            if l.starts_with("journal: ") {
+                start -= l.len() + 1;
+            } else {
+                break;
+            }
+        }
+        for l in text[start..].lines().filter(|l| l.starts_with("journal: ")) {
+            pnet_stdlib::outln!("  {l}");
+        }
+    }
     let hint = if args.state_dir.is_some() {
         format!(" --state-dir {}", dir.display())
     } else {
@@ -430,7 +547,14 @@ pub fn daemon(argv: Vec<OsString>) -> ExitCode {
         sched: pnet_agent::SchedConfig::default(),
         stop_grace: Duration::from_secs(3),
     };
-    match pnet_agent::serve(rc) {
+    let journaling = if args.resume {
+        pnet_agent::journal::Journaling::Resume
+    } else if args.no_journal {
+        pnet_agent::journal::Journaling::Off
+    } else {
+        pnet_agent::journal::Journaling::New
+    };
+    match pnet_agent::serve_journaled(rc, journaling) {
         Ok(r) => {
             pnet_stdlib::errln!(
                 "gspc daemon: stopped: {} jobs cancelled, {} workers stopped, {} left",

@@ -75,8 +75,8 @@ impl Shell<'_> {
                 None => RtResponse::Error(format!("there is no job {job} (see `gspc jobs`)")),
             },
             RtRequest::Logs { job, task } => match self.hub.logs(job, task) {
-                Some(l) => RtResponse::Logs(l),
-                None => RtResponse::Error(format!("there is no job {job} (see `gspc jobs`)")),
+                Ok(l) => RtResponse::Logs(l),
+                Err(e) => RtResponse::Error(e),
             },
             RtRequest::SubmitNamed {
                 name,

@@ -1,0 +1,258 @@
+//! A `gspc` runtime that survives its own crash: the daemon is SIGKILLed while three jobs
+//! run (one fed through put_token), its workers go with it, and `gspc boot --resume` brings
+//! the jobs back from the journal to their exact results, re-running only the tasks whose
+//! results were not journaled. Also: `--resume` without a journal, `gspc logs` for a task a
+//! job never had.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::Output;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use pnet_launch::testing::wait_gone;
+
+fn bin_dir() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| pnet_tests::build_packages(&["pnet-gspc", "pnet-worker"]))
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A command module `work.run`: 300 ms of work, then it appends its input to `calls` and
+/// answers three times it.
+fn work_module(calls: &std::path::Path) -> String {
+    format!(
+        "#!/bin/sh\ninput=$(cat)\nn=$(printf '%s' \"$input\" | tr -dc '0-9-')\nsleep 0.3\n\
+         echo \"$n\" >> {}\necho \"{{\\\"r\\\": $((n * 3))}}\"\n",
+        calls.display()
+    )
+}
+
+/// Tokens put into `xs` while it runs -> `work` -> out port `ys`.
+const FEED: &str = r#"<defun name="feed">
+  <out name="ys" type="long" place="ys"/>
+  <net>
+    <place name="xs" type="long" put_token="true"/>
+    <place name="ys" type="long"/>
+    <transition name="work">
+      <defun><in name="n" type="long"/><out name="r" type="long"/>
+        <module name="work" function="r run (n)"/></defun>
+      <connect-in port="n" place="xs"/><connect-out port="r" place="ys"/>
+    </transition>
+  </net>
+</defun>
+"#;
+
+/// The processes whose command line mentions `needle` (this test's folder).
+fn processes_with(needle: &str) -> Vec<(u32, String)> {
+    let mut v = Vec::new();
+    let me = std::process::id();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        let zombie = std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        });
+        if cmd.contains(needle) && !zombie {
+            v.push((pid, cmd));
+        }
+    }
+    v
+}
+
+/// The `ys = NL` lines of a `gspc wait`, sorted.
+fn sorted_lines(text: &str) -> Vec<String> {
+    let mut v: Vec<String> = text.lines().map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+fn expected(inputs: impl IntoIterator<Item = i64>) -> Vec<String> {
+    let mut v: Vec<String> = inputs
+        .into_iter()
+        .map(|n| format!("ys = {}L", 3 * n))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_sigkilled_runtime_resumes_its_three_jobs_to_their_exact_results() {
+    let s = pnet_tests::GspcScratch::new("resume", "kill", bin_dir().join("gspc"));
+    let calls = s.dir.join("calls");
+    let mods = s.dir.join("mods");
+    std::fs::create_dir_all(&mods).unwrap();
+    let module = mods.join("work.run");
+    std::fs::write(&module, work_module(&calls)).unwrap();
+    std::fs::set_permissions(&module, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let booted = s.ok(&[
+        "boot",
+        "--topology",
+        "worker:3",
+        "--module-path",
+        &mods.display().to_string(),
+        "--timeout",
+        "30",
+    ]);
+    assert!(booted.contains("gspc: runtime booted (pid "), "{booted}");
+    let net = s.dir.join("many.xpnet");
+    std::fs::write(&net, pnet_tests::module_net("many", "work", "work", "run")).unwrap();
+    let feed = s.dir.join("feed.xpnet");
+    std::fs::write(&feed, FEED).unwrap();
+    let net = net.display().to_string();
+    let submit = |inputs: std::ops::RangeInclusive<i64>| {
+        let mut args = vec!["submit".to_string(), net.clone()];
+        args.extend(inputs.map(|n| format!("-pxs={n}L")));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        s.ok(&args).trim().to_string()
+    };
+    let a = submit(1..=8);
+    let b = submit(101..=108);
+    let c = s
+        .ok(&["submit", &feed.display().to_string()])
+        .trim()
+        .to_string();
+    assert_eq!((a.as_str(), b.as_str(), c.as_str()), ("1", "2", "3"));
+    s.ok(&["put-token", &c, "xs=201L", "xs=202L", "xs=203L", "xs=204L"]);
+
+    // Mid-run: some tasks are done, others are not.
+    let t = Instant::now();
+    let lines = |p: &PathBuf| {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    while lines(&calls) < 6 {
+        assert!(t.elapsed() < Duration::from_secs(30), "no task ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let st: serde_json::Value = serde_json::from_str(&s.ok(&["status", "--json"])).unwrap();
+    let daemon = st["pid"].as_u64().unwrap() as u32;
+    let workers: Vec<u32> = st["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["pid"].as_u64())
+        .map(|p| p as u32)
+        .collect();
+    assert_eq!(workers.len(), 3, "{st:#}");
+    // SAFETY: kill(2) of the runtime this test booted.
+    assert_eq!(unsafe { libc::kill(daemon as i32, libc::SIGKILL) }, 0);
+    assert!(wait_gone(daemon, Duration::from_secs(10)));
+    // Its workers (and the commands they ran) go with it: nothing of this test is left.
+    for &w in &workers {
+        assert!(
+            wait_gone(w, Duration::from_secs(10)),
+            "worker {w} outlived its runtime"
+        );
+    }
+    let needle = s.dir.display().to_string();
+    let t = Instant::now();
+    while !processes_with(&needle).is_empty() && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = processes_with(&needle);
+    for (pid, _) in &left {
+        // SAFETY: kill(2) of a process this test started (its command line names our folder).
+        unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let ran_before = lines(&calls);
+    let jobs_before = s.gspc(&["jobs"]);
+    assert_ne!(jobs_before.status.code(), Some(0), "the runtime is gone");
+
+    let resumed = s.ok(&["boot", "--resume", "--timeout", "30"]);
+    assert!(resumed.contains("gspc: runtime booted (pid "), "{resumed}");
+    assert!(resumed.contains("workers          3"), "{resumed}");
+    assert!(
+        resumed.contains("  journal: resumed 3 job(s) (1, 2, 3), 0 ended job(s) kept"),
+        "{resumed}"
+    );
+    let log = std::fs::read_to_string(s.state().join("daemon.log")).unwrap();
+    assert!(log.contains("journal: resumed 3 job(s) (1, 2, 3)"), "{log}");
+    // The fed job takes more tokens, then it is closed.
+    s.ok(&["put-token", &c, "xs=205L", "xs=206L", "--close"]);
+    let wa = s.gspc(&["wait", &a]);
+    assert_eq!(wa.status.code(), Some(0), "{}", err(&wa));
+    assert_eq!(sorted_lines(&out(&wa)), expected(1..=8));
+    let wb = s.gspc(&["wait", &b]);
+    assert_eq!(wb.status.code(), Some(0), "{}", err(&wb));
+    assert_eq!(sorted_lines(&out(&wb)), expected(101..=108));
+    let wc = s.gspc(&["wait", &c]);
+    assert_eq!(wc.status.code(), Some(0), "{}", err(&wc));
+    assert_eq!(sorted_lines(&out(&wc)), expected(201..=206));
+
+    // Every task ran; the ones that ran twice are at most those the 3 workers had started
+    // when the runtime died (their results never reached the journal).
+    let text = std::fs::read_to_string(&calls).unwrap();
+    let mut runs: BTreeMap<i64, usize> = BTreeMap::new();
+    for l in text.lines() {
+        *runs.entry(l.trim().parse().unwrap()).or_default() += 1;
+    }
+    let all: Vec<i64> = (1..=8).chain(101..=108).chain(201..=206).collect();
+    assert_eq!(runs.keys().copied().collect::<Vec<_>>(), all, "{text}");
+    let again: usize = runs.values().map(|n| n - 1).sum();
+    assert!(
+        again <= 3,
+        "{again} tasks ran again ({ran_before} had run before the crash): {runs:?}"
+    );
+    assert!(ran_before >= 6);
+    eprintln!("{ran_before} tasks ran before the crash, {again} ran again after it");
+
+    // The jobs table and job numbers go on.
+    let d = submit(7..=7);
+    assert_eq!(d, "4");
+    assert_eq!(sorted_lines(&s.ok(&["wait", &d])), expected(7..=7));
+    let jobs: serde_json::Value = serde_json::from_str(&s.ok(&["jobs", "--json"])).unwrap();
+    let states: Vec<&str> = jobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["done"; 4], "{jobs:#}");
+
+    // `gspc logs` for a task the job never had says so and fails.
+    let none = s.gspc(&["logs", &a, "99"]);
+    assert_eq!(none.status.code(), Some(1), "{}", err(&none));
+    assert!(
+        err(&none).contains("job 1 has no task 99 (its tasks are numbered 0 to 7)"),
+        "{}",
+        err(&none)
+    );
+    let quiet = s.gspc(&["logs", &d, "0"]);
+    assert_eq!(quiet.status.code(), Some(0), "{}", err(&quiet));
+    s.ok(&["stop"]);
+}
+
+#[test]
+fn resume_without_a_journal_is_a_clear_error() {
+    let s = pnet_tests::GspcScratch::new("resume", "none", bin_dir().join("gspc"));
+    let o = s.gspc(&["boot", "--resume", "--timeout", "5"]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(
+        err(&o).contains("error[gspc-no-journal]: --resume: there is no journal in"),
+        "{}",
+        err(&o)
+    );
+    assert!(!s.state().join("pid").exists());
+}
