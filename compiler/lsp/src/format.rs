@@ -96,10 +96,9 @@ pub fn format_text(doc: &str, t: &MappedText) -> Option<Edit> {
     let end = end.unwrap_or(raw);
     let start = start?;
     let original = doc.get(start..end)?;
-    // inside a CDATA section nothing is escaped
-    let cdata = doc[..start]
-        .rfind("<![CDATA[")
-        .is_some_and(|i| !doc[i..start].contains("]]>"));
+    // inside a CDATA section (the text is all of it: the walk above met no `]]>`) nothing is
+    // escaped
+    let cdata = doc[..t.file_offset(0) as usize].ends_with("<![CDATA[");
     // the column of the first character, as blanks
     let line_start = doc[..start].rfind('\n').map_or(0, |i| i + 1);
     let indent: String = doc[line_start..start]
