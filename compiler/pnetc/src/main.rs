@@ -273,7 +273,7 @@ fn run(args: &Args) -> ExitCode {
         match emit {
             Emit::Xpnet => {}
             Emit::Ast => {
-                if let (Some(ast), Some(root)) = (&output.ast, output.files.first()) {
+                if let (Some(ast), Some(root)) = (&output.ast(), output.files.first()) {
                     out!("{}", pnet_syntax::xml::print_ast(ast, &root.text));
                 }
             }

@@ -68,8 +68,6 @@ pub struct Output {
     /// Every file read, indexed by `FileId` (file `i` has id `FileId(i)`); the first is the
     /// root file. The bundle's `files` use the same numbering.
     pub files: Vec<LoadedFile>,
-    /// The root file's AST (for `--emit=ast`).
-    pub ast: Option<pnet_syntax::xml::File>,
     /// The bundle, when there were no errors (warnings turned errors by `--Werror` included).
     pub bundle: Option<Bundle>,
     /// All diagnostics, in a stable order (by file, then position).
@@ -79,6 +77,13 @@ pub struct Output {
 impl Output {
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(|d| d.is_error())
+    }
+
+    /// The root file's AST (for `--emit=ast`): parsed from its text when asked (the
+    /// elaboration reads transitions parsed alone, [`db::source_tree`]).
+    pub fn ast(&self) -> Option<pnet_syntax::xml::File> {
+        let root = self.files.first()?;
+        Some(pnet_syntax::xml::parse_file(root.id, &root.text).0)
     }
 
     /// The files the root file depends on (includes, transitively), without the root.
@@ -266,14 +271,12 @@ pub fn output(db: &db::Database, ws: db::Workspace, options: &Options) -> Output
             text: f.text(db).clone(),
         })
         .collect();
-    let ast = inputs.first().map(|f| db::parse(db, *f).ast.clone());
     let elaborated = elab::elaborate(db, ws);
     let diagnostics = warnings::apply(&options.warnings, elaborated.diagnostics.clone());
     let has_errors = diagnostics.iter().any(|d| d.is_error());
     let bundle = (!has_errors).then(|| elaborated.bundle.clone());
     Output {
         files,
-        ast,
         bundle,
         diagnostics,
     }

@@ -184,7 +184,7 @@ fn corpus_tally() {
         let out = compile_path(path, &options);
         let rel = path.strip_prefix(corpus()).unwrap().display().to_string();
         let is_defun = matches!(
-            out.ast.as_ref().and_then(|a| a.root.as_ref()),
+            out.ast().as_ref().and_then(|a| a.root.as_ref()),
             Some(pnet_syntax::xml::Root::Defun(_))
         );
         defuns += usize::from(is_defun);
