@@ -192,8 +192,10 @@ pub fn definition(a: &Analysis, path: &Path, offset: u32) -> Vec<Loc> {
     match item_at(a, path, offset) {
         Some((l, Item::Ref(r))) => loc_of(a, l, r.target).into_iter().collect(),
         Some((l, Item::Sym(s))) => loc_of(a, l, s.span).into_iter().collect(),
-        // a `${port}` or `${port.field}` inside an expression
+        // a `${port}` or `${port.field}` inside an expression, or a local variable's first
+        // assignment
         None => crate::rename::expression_declaration(a, path, offset)
+            .or_else(|| crate::hints::local_definition(a, path, offset))
             .into_iter()
             .collect(),
     }

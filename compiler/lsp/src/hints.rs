@@ -1,7 +1,7 @@
-//! Inlay hints for local variables: after the target of each assignment to a local
+//! Local variables of expressions: inlay hints after the target of each assignment to a local
 //! (`${x} := ...`, `${s.f} := ...`), its type (`: long`), as the expression's type check
-//! gives it (a local has the type of its first assignment). Ports get theirs from the
-//! `${...}` reference hints (`tokens::inlay_hints`).
+//! gives it (a local has the type of its first assignment; ports get theirs from the `${...}`
+//! reference hints, `tokens::inlay_hints`); and a local's definition, its first assignment.
 
 use std::path::Path;
 
@@ -10,7 +10,7 @@ use pnet_stdlib::Type;
 use pnet_syntax::expr::{self, Expr, ExprKind};
 
 use crate::analysis::Analysis;
-use crate::features::ScopeIndex;
+use crate::features::{Loc, ScopeIndex};
 use crate::tokens::expression_texts;
 
 /// `(offset, label)`: after each assignment target that is a local variable in `start..end`,
@@ -102,4 +102,50 @@ pub fn local_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<(u32,
         });
     }
     out
+}
+
+/// For a `${name...}` of a local variable at `offset`: the target of its first assignment in
+/// the same expression text (`None` for a port, or outside a reference).
+pub fn local_definition(a: &Analysis, path: &Path, offset: u32) -> Option<Loc> {
+    let l = a.locate(path).into_iter().next()?;
+    let root = a.parsed(l)?.ast.root.as_ref()?;
+    let text = expression_texts(root).into_iter().find(|t| {
+        let w = t.whole();
+        w.start <= offset && offset <= w.end
+    })?;
+    let (tree, _) = expr::parse(text);
+    let mut name = None;
+    tree.walk(&mut |e: &Expr| {
+        let path = match &e.kind {
+            ExprKind::Ref(p) => p,
+            ExprKind::Assign { target, .. } => target,
+            _ => return,
+        };
+        if let (Some(root), Some(last)) = (path.first(), path.last())
+            && root.span.start <= offset
+            && offset <= last.span.end
+        {
+            name = Some(root.name.clone());
+        }
+    });
+    let name = name?;
+    let scope = ScopeIndex::new(a.facts(l.ws), l.file).at(text.whole().start, text.whole().end);
+    if scope.is_some_and(|s| s.ports.iter().any(|p| p.name == name)) {
+        return None;
+    }
+    // its first assignment in the text
+    let mut assigned = Vec::new();
+    tree.walk(&mut |e: &Expr| {
+        if let ExprKind::Assign { target, .. } = &e.kind
+            && target.first().is_some_and(|r| r.name == name)
+        {
+            assigned.push(target[0].span);
+        }
+    });
+    let span = assigned.into_iter().min_by_key(|s| s.start)?;
+    Some(Loc {
+        path: path.to_path_buf(),
+        start: span.start,
+        end: span.end,
+    })
 }

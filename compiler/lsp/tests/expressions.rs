@@ -1,5 +1,6 @@
 //! End-to-end, against the real binary, inside expressions: formatting (whole document and
-//! a range), the inlay hints of local variables, and go to definition from a `${port}`.
+//! a range), the inlay hints of local variables, and go to definition from a `${port}` (the
+//! port) or a local variable (its first assignment).
 
 mod common;
 
@@ -204,8 +205,17 @@ fn definition_of_a_port_inside_an_expression() {
             "{l}:{ch}: {d}"
         );
     }
-    // a local variable has no declaration
+    // a local variable: its first assignment
     let (l, ch) = pos_of(NET, "max(${n}", 6);
+    let d = c.request("textDocument/definition", Client::at(&path, l, ch));
+    let (dl, dc) = pos_of(NET, "${n}:=", 2);
+    assert_eq!(
+        d[0]["range"]["start"],
+        json!({"line": dl, "character": dc}),
+        "{d}"
+    );
+    // outside any reference: nothing
+    let (l, ch) = pos_of(NET, "max(${n}", 1);
     let d = c.request("textDocument/definition", Client::at(&path, l, ch));
     assert_eq!(d, json!([]));
     c.shutdown();
