@@ -1284,6 +1284,49 @@ impl Hub {
         }
         out.push(HubCmd::Ended { job, result });
         self.trim_records();
+        if self.jobs.is_empty()
+            && self
+                .journal
+                .as_ref()
+                .is_some_and(|j| j.appended() >= j.compact_at())
+        {
+            self.compact_journal(out);
+        }
+    }
+
+    /// With no job running, rewrites the journal as the ended jobs kept (one record each).
+    fn compact_journal(&mut self, out: &mut Vec<HubCmd>) {
+        let Some(old) = self.journal.take() else {
+            return;
+        };
+        let path = old.path().to_path_buf();
+        let compact_at = old.compact_at();
+        drop(old);
+        let records: Vec<JRecord> = self
+            .records
+            .iter()
+            .filter_map(|(&job, r)| {
+                Some(JRecord::Ended {
+                    job,
+                    net: r.net.clone(),
+                    name: r.name.clone(),
+                    submitted_unix: r.submitted_unix,
+                    outcome: r.outcome.clone()?,
+                    tasks_done: r.tasks_done,
+                    elapsed_ms: r.end?.saturating_sub(r.start).as_millis() as u64,
+                })
+            })
+            .collect();
+        match Journal::create(&path, &records) {
+            Ok(mut j) => {
+                j.set_compact_at(compact_at);
+                self.journal = Some(j)
+            }
+            Err(e) => out.push(HubCmd::Log(format!(
+                "cannot rewrite the journal {}: {e}; the jobs are no longer journaled",
+                path.display()
+            ))),
+        }
     }
 
     /// The jobs for `gspc jobs`, oldest first.

@@ -50,6 +50,9 @@ pub const WAKE_AT: usize = 256 << 10;
 pub const MAX_BUFFERED: usize = 64 << 20;
 /// The writer calls `fdatasync` at most this often (and when it stops).
 pub const SYNC_EVERY: Duration = Duration::from_millis(200);
+/// With no job running, a journal that grew by this many bytes is rewritten as the ended
+/// jobs' outcomes.
+pub const COMPACT_AT: u64 = 64 << 20;
 /// The largest record read back (a bundle with its inputs).
 const MAX_RECORD: u32 = 1 << 30;
 
@@ -199,6 +202,8 @@ pub fn parse(bytes: &[u8]) -> Result<Contents, String> {
 
 struct Buffer {
     data: Vec<u8>,
+    /// Bytes appended since the journal was created.
+    appended: u64,
     closed: bool,
     error: Option<String>,
 }
@@ -220,6 +225,7 @@ impl Shared {
 /// The journal being written (see the module's documentation).
 pub struct Journal {
     shared: Arc<Shared>,
+    compact_at: u64,
     writer: Option<JoinHandle<()>>,
     path: PathBuf,
 }
@@ -261,6 +267,7 @@ impl Journal {
         let shared = Arc::new(Shared {
             buf: Mutex::new(Buffer {
                 data: Vec::with_capacity(WAKE_AT * 2),
+                appended: 0,
                 closed: false,
                 error: None,
             }),
@@ -273,6 +280,7 @@ impl Journal {
             .spawn(move || write_loop(&s, file))?;
         Ok(Journal {
             shared,
+            compact_at: COMPACT_AT,
             writer: Some(writer),
             path: path.to_path_buf(),
         })
@@ -292,9 +300,11 @@ impl Journal {
         if b.error.is_some() {
             return;
         }
+        let before = b.data.len();
         for r in records {
             encode_record(&r, &mut b.data);
         }
+        b.appended += (b.data.len() - before) as u64;
         if b.data.len() >= WAKE_AT {
             self.shared.wake.notify_one();
         }
@@ -307,6 +317,21 @@ impl Journal {
         while !b.data.is_empty() && b.error.is_none() {
             b = self.shared.room.wait(b).unwrap_or_else(|e| e.into_inner());
         }
+    }
+
+    /// With no job running, the hub rewrites a journal that grew by this many bytes
+    /// (default [`COMPACT_AT`]).
+    pub fn compact_at(&self) -> u64 {
+        self.compact_at
+    }
+
+    pub fn set_compact_at(&mut self, bytes: u64) {
+        self.compact_at = bytes;
+    }
+
+    /// Bytes appended since the journal was created.
+    pub fn appended(&self) -> u64 {
+        self.shared.lock().appended
     }
 
     /// The writer's error, if writing failed (the journal stops then).

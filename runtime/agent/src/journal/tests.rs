@@ -469,3 +469,36 @@ fn squares_of(o: &JobOutcome, port: &str) -> Vec<i64> {
         })
         .collect()
 }
+
+/// With no job running, a journal that grew past its bound is rewritten as the ended jobs'
+/// outcomes, which a resume keeps.
+#[test]
+fn an_idle_runtime_compacts_its_journal() {
+    let dir = scratch("compact");
+    let path = dir.join(JOURNAL_FILE);
+    let mut out = Vec::new();
+    let mut f = Fakes::default();
+    let mut h = hub();
+    let mut j = Journal::create(&path, &[]).unwrap();
+    j.set_compact_at(2000);
+    h.set_journal(j);
+    join(&mut h, &mut f, &mut out);
+    let a = h
+        .add_job("a", net("square"), &xs(0..100), &mut out)
+        .unwrap();
+    h.name_job(a, "big".into());
+    settle(&mut h, &mut f, &mut out);
+    answer(&mut h, &mut f, &mut out, 1000);
+    assert!(!h.has_job(a));
+    h.journal().unwrap().flush();
+    let c = parse(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(c.records.len(), 1, "{:?}", c.records.first());
+    assert!(matches!(&c.records[0], Record::Ended { job: 1, name: Some(n), .. } if n == "big"));
+    // Journaling goes on in the new file.
+    let b = h.add_job("b", net("square"), &xs(0..1), &mut out).unwrap();
+    drop(h);
+    let mut g = hub();
+    let r = resume(&mut g, &dir).unwrap();
+    assert_eq!((r.ended, r.live), (1, vec![b]));
+    let _ = std::fs::remove_dir_all(&dir);
+}
