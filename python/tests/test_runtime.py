@@ -4,6 +4,7 @@ Python modules on the runtime's workers."""
 import asyncio
 import concurrent.futures
 import os
+import subprocess
 import time
 
 import pytest
@@ -124,3 +125,24 @@ def test_boot_without_a_worker_program_says_so(tmp_path, monkeypatch):
     with pytest.raises(pnet.PnetError, match="cannot find gspc-worker"):
         pnet.Runtime.boot("worker:1", state_dir=tmp_path / "rt")
     assert not (tmp_path / "rt" / "secret").exists()
+
+
+def test_connect_to_a_runtime_booted_by_gspc(tmp_path):
+    gspc = os.environ.get("PNET_GSPC")
+    if not gspc:
+        pytest.skip("PNET_GSPC (the gspc program) is not set")
+    state = str(tmp_path / "gspc")
+    boot = subprocess.run(
+        [gspc, "boot", "--state-dir", state, "--topology", "worker:1"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert boot.returncode == 0, boot.stdout + boot.stderr
+    try:
+        rt = pnet.Runtime.connect(state)
+        assert rt.status()["workers"][0]["state"] == "up"
+        job = rt.submit(net("geometry.xpnet"), {"p": pnet.Struct(x=6.0, y=8.0), "tag": "g"})
+        assert job.result(timeout=120) == {"q": [pnet.Struct(x=8.0, y=6.0)], "r": [10.0]}
+        assert [j["id"] for j in rt.jobs()] == [job.id]
+    finally:
+        subprocess.run([gspc, "stop", "--state-dir", state], capture_output=True, timeout=120,
+                       check=False)

@@ -3,7 +3,7 @@
 //! `pnet-python` in this workspace's target folder, in the profile of this test: `dev` under
 //! `cargo test`, so the workspace's own dependencies are reused), then pytest runs
 //! `python/tests` (compile, run, boot, 20 jobs from threads, put_token, cancel, futures,
-//! asyncio, modules written in Python on workers).
+//! asyncio, modules written in Python on workers, a runtime booted by `gspc boot`).
 //!
 //! Without Python 3.11+ with `venv`, or when PyPI cannot be reached, the test says
 //! "skipped: ..." and passes. `PNET_PYTHON_PROFILE=release` builds the package as a plain
@@ -54,8 +54,9 @@ fn the_python_package_passes_its_tests() {
              python3-venv)"
         ));
     }
-    // The workers: gspc-worker of this test's profile.
-    let profile_dir = pnet_tests::build_packages(&["pnet-worker"]);
+    // The workers: gspc-worker of this test's profile; gspc boots a runtime that the package
+    // connects to.
+    let profile_dir = pnet_tests::build_packages(&["pnet-worker", "pnet-gspc"]);
     let worker = profile_dir.join("gspc-worker");
     let target = profile_dir.parent().expect("target folder").to_path_buf();
     let venv = target.join("python-venv");
@@ -134,6 +135,7 @@ fn the_python_package_passes_its_tests() {
         .current_dir(&target)
         .env("PATH", path_with(&bin))
         .env("GSPC_WORKER", &worker)
+        .env("PNET_GSPC", profile_dir.join("gspc"))
         .env("PYTHONDONTWRITEBYTECODE", "1"));
     let out = text(&o);
     println!("{out}");
