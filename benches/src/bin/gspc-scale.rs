@@ -27,8 +27,8 @@ use futures_util::{SinkExt, StreamExt};
 use pnet_agent::control::{JobOutcome, RtClient, RtRequest, RtResponse, SOCKET_FILE};
 use pnet_protocol::frame::{self, encode};
 use pnet_protocol::{
-    AgentMsg, HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, Hello, PROTOCOL_VERSION, Secret, TaskTimes,
-    WorkerMsg,
+    AGENT_SILENCE_TIMEOUT, AgentMsg, HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, Hello,
+    PROTOCOL_VERSION, Secret, TaskTimes, WorkerMsg,
 };
 use pnet_stdlib::Value;
 
@@ -56,6 +56,8 @@ Usage: gspc-scale [OPTIONS]
   --sleep-tasks-per-worker N   10 ms tasks per worker (default 10)
   --idle-secs S                how long the idle agent's CPU is measured (default 5)
   --busy K                     K threads spinning in this process all along
+  --observers K                when all N workers are real: K simulated ones beside them
+                               (they report the longest silence of the agent they saw)
   --skip LIST                  phases to skip: idle,noop,sleep,lost (comma-separated)
   -h, --help                   print this help
 ";
@@ -67,6 +69,7 @@ struct Options {
     sleep_per_worker: i64,
     idle: Duration,
     busy: usize,
+    observers: usize,
     skip: Vec<String>,
 }
 
@@ -84,6 +87,7 @@ fn main() -> ExitCode {
         sleep_per_worker: 10,
         idle: Duration::from_secs(5),
         busy: 0,
+        observers: 0,
         skip: Vec::new(),
     };
     let mut i = 0;
@@ -108,6 +112,7 @@ fn main() -> ExitCode {
                 .map(|n| o.idle = Duration::from_secs(n as u64))
                 .is_some(),
             "--busy" => num(&val).map(|n| o.busy = n).is_some(),
+            "--observers" => num(&val).map(|n| o.observers = n).is_some(),
             "--skip" => {
                 o.skip = val.split(',').map(str::to_string).collect();
                 true
@@ -138,11 +143,12 @@ fn main() -> ExitCode {
         .collect();
     pnet_stdlib::outln!(
         "gspc-scale: {} cores, RLIMIT_NOFILE {nofile}, {} busy thread(s), heartbeat every {} ms, \
-         timeout {} ms",
+         a worker is lost after {} ms of silence, a worker gives up on the agent after {} ms",
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         o.busy,
         HEARTBEAT_INTERVAL.as_millis(),
-        HEARTBEAT_TIMEOUT.as_millis()
+        HEARTBEAT_TIMEOUT.as_millis(),
+        AGENT_SILENCE_TIMEOUT.as_millis()
     );
     let mut failed = false;
     for &n in &o.workers {
@@ -314,7 +320,10 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
 
     // Join.
     let real = n.min(o.real_max);
-    let simulated = n - real;
+    // Observers: simulated workers beside N real ones, to see the agent's silences.
+    let observers = if real == n { o.observers } else { 0 };
+    let simulated = n - real + observers;
+    let n = n + observers;
     let t_join = Instant::now();
     for i in 0..real {
         let c = Command::new(bin.join("gspc-worker"))
@@ -552,6 +561,7 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
         let _ = a.wait();
     }
     let mut sim_complaints = 0u64;
+    let mut sim_silence = 0u64;
     let mut sim_summary = Vec::new();
     for mut s in fleet.sims.drain(..) {
         drop(s.stdin.take());
@@ -564,6 +574,13 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
                 {
                     sim_complaints += c;
                 }
+                if let Some(ms) = line
+                    .split_once("max-silence-ms ")
+                    .and_then(|(_, r)| r.split_whitespace().next())
+                    .and_then(|v| v.parse::<u64>().ok())
+                {
+                    sim_silence = sim_silence.max(ms);
+                }
                 sim_summary.push(line);
             }
         }
@@ -574,9 +591,14 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
     let log = std::fs::read_to_string(&agent_log).unwrap_or_default();
     let lost_hb = log.lines().filter(|l| l.contains("(no heartbeat)")).count();
     let expected_lost = usize::from(!o.skip.iter().any(|s| s == "lost"));
+    let silence = if simulated > 0 {
+        format!(", longest silence of the agent seen by a simulated worker {sim_silence} ms")
+    } else {
+        String::new()
+    };
     pnet_stdlib::outln!(
-        "heartbeat complaints: workers {complaints} (simulated: {sim_complaints}), agent: {lost_hb} \
-         worker(s) lost for silence ({expected_lost} frozen on purpose)"
+        "heartbeat complaints: workers {complaints} (simulated: {sim_complaints}{silence}), \
+         agent: {lost_hb} worker(s) lost for silence ({expected_lost} frozen on purpose)"
     );
     if complaints > 0 {
         for l in stderr.lines().filter(|l| l.contains(COMPLAINT)).take(3) {
@@ -686,8 +708,9 @@ fn sim_main(args: &[String]) -> ExitCode {
         while set.join_next().await.is_some() {}
     });
     pnet_stdlib::outln!(
-        "sim: complaints {} joined {} tasks {}",
+        "sim: complaints {} max-silence-ms {} joined {} tasks {}",
         stats.complaints.load(Ordering::Relaxed),
+        stats.max_silence_ms.load(Ordering::Relaxed),
         stats.joined.load(Ordering::Relaxed),
         stats.tasks.load(Ordering::Relaxed)
     );
@@ -697,6 +720,8 @@ fn sim_main(args: &[String]) -> ExitCode {
 #[derive(Default)]
 struct SimStats {
     complaints: AtomicU64,
+    /// The longest silence of the agent a simulated worker saw (ms, at its heartbeat ticks).
+    max_silence_ms: AtomicU64,
     joined: AtomicU64,
     tasks: AtomicU64,
 }
@@ -765,6 +790,7 @@ async fn sim_worker(
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_heard = Instant::now();
     let mut last_tick = Instant::now();
+    let mut last_sent = Instant::now();
     let io = |e: std::io::Error| e.to_string();
     loop {
         if frozen.load(Ordering::Relaxed) {
@@ -782,12 +808,17 @@ async fn sim_worker(
                 }
                 last_tick = now;
                 let silent = now.duration_since(last_heard);
-                if silent > HEARTBEAT_TIMEOUT {
+                stats.max_silence_ms.fetch_max(silent.as_millis() as u64, Ordering::Relaxed);
+                if silent > AGENT_SILENCE_TIMEOUT {
                     stats.complaints.fetch_add(1, Ordering::Relaxed);
                     return Err(format!("the agent {COMPLAINT} {} ms", silent.as_millis()));
                 }
-                let hb = WorkerMsg::Heartbeat { running: running.as_ref().map(|r| r.0) };
-                writer.send(encode(&hb)).await.map_err(io)?;
+                // As gspc-worker: a result sent lately is a sign of life enough.
+                if now.duration_since(last_sent) >= HEARTBEAT_INTERVAL / 2 {
+                    let hb = WorkerMsg::Heartbeat { running: running.as_ref().map(|r| r.0) };
+                    writer.send(encode(&hb)).await.map_err(io)?;
+                    last_sent = Instant::now();
+                }
             }
             _ = tokio::time::sleep_until(end.unwrap_or_else(tokio::time::Instant::now)), if end.is_some() => {
                 if let Some((task, out, _, started)) = running.take() {
@@ -893,6 +924,7 @@ async fn sim_worker(
             SinkExt::<bytes::Bytes>::flush(&mut writer)
                 .await
                 .map_err(io)?;
+            last_sent = Instant::now();
         }
     }
 }

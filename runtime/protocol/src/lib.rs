@@ -47,10 +47,18 @@ pub struct TaskTimes {
     pub run_us: u64,
 }
 
-/// How often both sides send a heartbeat.
+/// How often both sides send a heartbeat (a side that sent another message within the
+/// interval may skip it: any message is a sign of life).
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(250);
-/// A peer silent for this long is considered lost (noticed within 1 to 2 seconds).
+/// A peer silent for this long is considered lost (noticed within 1 to 2 seconds). This is
+/// the agent's bound: it decides that a worker is lost and runs its tasks elsewhere.
 pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_millis(1500);
+/// How long a worker waits for a word of its agent before it gives up and exits. Longer
+/// than [`HEARTBEAT_TIMEOUT`]: a crashed agent closes the connection (the worker sees that at
+/// once), so only a frozen or cut-off agent is silent, and an agent that is merely slow
+/// (thousands of workers, a busy machine) must not lose its workers. (A worker cut off from
+/// its agent was declared lost by the agent long before.)
+pub const AGENT_SILENCE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The environment variable through which launchers hand the run's secret to a worker
 /// (as 64 hex digits); a worker started with `--secret-stdin` reads it from its first line

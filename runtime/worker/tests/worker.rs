@@ -750,7 +750,8 @@ async fn exits_when_the_agent_goes_away_or_goes_silent() {
     let start = Instant::now();
     let (code, err) = exit_of(&mut w.child).await;
     assert_eq!(code, 1, "{err}");
-    assert!(start.elapsed() >= pnet_protocol::HEARTBEAT_TIMEOUT);
+    // It waits longer than the agent does for a worker (a slow agent keeps its workers).
+    assert!(start.elapsed() >= pnet_protocol::AGENT_SILENCE_TIMEOUT);
     assert!(
         err.starts_with("gspc-worker w-1: error: the agent has been silent for"),
         "{err}"

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::{FutureExt, SinkExt, StreamExt};
@@ -45,12 +45,14 @@ pub(super) struct Shared {
 }
 
 /// The worker connections waiting for their Hello, oldest first: at most
-/// [`PREAUTH_CONNECTIONS`]; one more closes the oldest (a real worker says Hello at once, so
-/// a flood of silent connections cannot keep it out).
+/// [`PREAUTH_CONNECTIONS`]; one more waits until the oldest has waited [`PREAUTH_GRACE`]
+/// and closes it (a real worker says Hello at once, so a flood of silent connections cannot
+/// keep it out).
 #[derive(Default)]
 pub(super) struct Pending {
     pub(super) next: u64,
-    pub(super) open: VecDeque<(u64, SocketAddr, tokio::task::AbortHandle)>,
+    /// (key, peer, handshake task, accepted at)
+    pub(super) open: VecDeque<(u64, SocketAddr, tokio::task::AbortHandle, Instant)>,
 }
 
 impl Shared {
@@ -61,7 +63,7 @@ impl Shared {
     /// The connection `key` is no longer waiting; false if it was closed as the oldest.
     fn unpend(&self, key: u64) -> bool {
         let mut p = self.pending();
-        match p.open.iter().position(|(k, _, _)| *k == key) {
+        match p.open.iter().position(|(k, ..)| *k == key) {
             Some(i) => {
                 p.open.remove(i);
                 true
@@ -152,32 +154,71 @@ impl Drop for IoThread {
     }
 }
 
+/// How long a connection keeps its place among the [`PREAUTH_CONNECTIONS`] waiting for
+/// their Hello before a newer one may take it.
+const PREAUTH_GRACE: Duration = Duration::from_millis(250);
+
 pub(super) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     loop {
+        make_room(&shared).await;
         match listener.accept().await {
             Ok((sock, peer)) => {
                 let _ = sock.set_nodelay(true);
-                let closed: Vec<_> = {
-                    let mut p = shared.pending();
-                    let key = p.next;
-                    p.next += 1;
-                    let task = tokio::spawn(handle_worker(sock, peer, shared.clone(), key));
-                    p.open.push_back((key, peer, task.abort_handle()));
-                    let excess = p.open.len().saturating_sub(PREAUTH_CONNECTIONS);
-                    p.open.drain(..excess).collect()
-                };
-                for (_, peer, task) in closed {
-                    task.abort();
-                    let _ = shared.ev.send(ShellEvent::Refused {
-                        peer,
-                        reason: format!(
-                            "closed: more than {PREAUTH_CONNECTIONS} connections were waiting \
-                             for their Hello"
-                        ),
-                    });
-                }
+                let mut p = shared.pending();
+                let key = p.next;
+                p.next += 1;
+                let task = tokio::spawn(handle_worker(sock, peer, shared.clone(), key));
+                p.open
+                    .push_back((key, peer, task.abort_handle(), Instant::now()));
             }
             Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+/// Waits until fewer than [`PREAUTH_CONNECTIONS`] connections wait for their Hello. When
+/// they are all there, the oldest is closed once it has waited [`PREAUTH_GRACE`] (so a flood
+/// of silent connections cannot keep a worker out); meanwhile new connections wait in the
+/// listen backlog. Thousands of workers connecting at once all get in: each says Hello at
+/// once and leaves the list within the grace.
+async fn make_room(shared: &Shared) {
+    loop {
+        let wait = {
+            let p = shared.pending();
+            match p.open.front() {
+                Some((.., since)) if p.open.len() >= PREAUTH_CONNECTIONS => {
+                    PREAUTH_GRACE.saturating_sub(since.elapsed())
+                }
+                _ => return,
+            }
+        };
+        if !wait.is_zero() {
+            tokio::time::sleep(wait.min(Duration::from_millis(2))).await;
+            continue;
+        }
+        // Let the handshakes whose Hello has arrived run first (this thread may have been
+        // busy or starved): only a connection still silent after that is closed.
+        tokio::task::yield_now().await;
+        let closed = {
+            let mut p = shared.pending();
+            match p.open.front() {
+                Some((.., since))
+                    if p.open.len() >= PREAUTH_CONNECTIONS && since.elapsed() >= PREAUTH_GRACE =>
+                {
+                    p.open.pop_front()
+                }
+                _ => None,
+            }
+        };
+        if let Some((_, peer, task, _)) = closed {
+            task.abort();
+            let _ = shared.ev.send(ShellEvent::Refused {
+                peer,
+                reason: format!(
+                    "closed: more than {PREAUTH_CONNECTIONS} connections were waiting for \
+                     their Hello"
+                ),
+            });
         }
     }
 }
@@ -390,6 +431,9 @@ async fn writer_loop(
                     if SinkExt::<Bytes>::flush(&mut w).await.is_err() {
                         return;
                     }
+                    // That was a sign of life: the next heartbeat is due an interval later
+                    // (while tasks flow, none is sent).
+                    hb.reset();
                 }
                 None => {
                     let _ = SinkExt::<Bytes>::flush(&mut w).await;
