@@ -2,6 +2,10 @@
 
 import dataclasses
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -112,3 +116,29 @@ def test_a_function_typed_at_a_prompt_cannot_be_a_module(tmp_path):
             pnet.write_modules(str(tmp_path))
     finally:
         del _modules._REGISTRY[("prompt", "f")]
+
+
+def test_ctrl_c_cancels_a_run(tmp_path):
+    script = tmp_path / "interrupted.py"
+    script.write_text(
+        "import sys, time\n"
+        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "import pnet, pymodules\n"
+        "print('start', flush=True)\n"
+        "t0 = time.monotonic()\n"
+        "try:\n"
+        f"    pnet.run({net('nap.xpnet')!r}, {{'ms': 60000}}, topology='worker:1')\n"
+        "except KeyboardInterrupt as e:\n"
+        "    print('interrupted', e, flush=True)\n"
+    )
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline() == "start\n"
+    t0 = time.monotonic()
+    time.sleep(1.5)  # the run has started its worker and the task
+    p.send_signal(signal.SIGINT)
+    try:
+        out, _ = p.communicate(timeout=30)
+    finally:
+        p.kill()
+    assert out.startswith("interrupted"), out  # Python's own KeyboardInterrupt or the run's
+    assert p.returncode == 0 and time.monotonic() - t0 < 30
