@@ -254,5 +254,9 @@ fn resume_without_a_journal_is_a_clear_error() {
         "{}",
         err(&o)
     );
-    assert!(!s.state().join("pid").exists());
+    assert!(!s.state().join("gspc.pid").exists());
+    // --no-journal keeps nothing to resume from: the two do not go together.
+    let both = s.gspc(&["boot", "--resume", "--no-journal"]);
+    assert_eq!(both.status.code(), Some(2), "{}", err(&both));
+    assert!(err(&both).contains("--no-journal"), "{}", err(&both));
 }
