@@ -114,6 +114,11 @@ struct Cli {
     /// Print the analysis time and states per second on stderr
     #[arg(long)]
     time: bool,
+    /// Threads exploring P/T nets whose markings fit one bit per place (levels of at least
+    /// 8192 states are expanded by every thread; same results). Default 1: on the 2-core
+    /// machine measured, two threads were slower (see BENCHMARKS.md)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    threads: u32,
     #[command(flatten)]
     compile: CompilerArgs,
 }
@@ -142,6 +147,7 @@ struct Args {
     traces: usize,
     trace_out: Option<PathBuf>,
     time: bool,
+    threads: usize,
     compile: pnet_sema::Options,
 }
 
@@ -229,6 +235,7 @@ fn parse_args() -> Args {
         traces: cli.traces,
         trace_out: cli.trace_out,
         time: cli.time,
+        threads: cli.threads as usize,
         compile: cli.compile.options(),
     }
 }
@@ -293,6 +300,7 @@ fn analyse(args: &Args, input: &Input) -> Result<(Report, Option<ColouredResult>
                     reduction: args.reduction,
                     compact_index: args.compact,
                     max_memory: Some(max_memory(args)),
+                    threads: args.threads,
                 },
                 traces: args.traces,
                 graph: args.scc,

@@ -105,6 +105,29 @@ fn compact_index_gives_the_same_report() {
     }
 }
 
+/// `--threads 2` (and a thread count out of range refused).
+#[test]
+fn threads_give_the_same_report() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
+    for name in [
+        "Philosophers-PT-000005",
+        "Dekker-PT-010",
+        "TokenRing-PT-005",
+    ] {
+        let model = format!("{}/{name}/model.pnml", mcc());
+        let (code, mut one) = json(&[&model]);
+        let (code2, mut two) = json(&[&model, "--threads", "2"]);
+        assert_eq!(code, code2, "{name}");
+        one["seconds"] = serde_json::Value::Null;
+        two["seconds"] = serde_json::Value::Null;
+        assert_eq!(one, two, "{name}");
+    }
+    let (code, _, err) = pnetv(&["--threads", "0", "x.pnml"]);
+    assert_eq!(code, 2, "{err}");
+}
+
 #[test]
 fn limits_exit_four() {
     if pnet_tests::corpus_absent() {

@@ -34,6 +34,9 @@ pub struct PtOptions {
     /// Stop when the states kept (arena, index, parents) take more than this many bytes
     /// (the verdicts are then partial). `pnetv` sets it from `--max-memory`.
     pub max_memory: Option<u64>,
+    /// Threads exploring (1: one, the calling thread). Used by the one-bit-per-place
+    /// explorer on levels of at least 8192 states; the results are the same.
+    pub threads: usize,
 }
 
 impl Default for PtOptions {
@@ -44,6 +47,7 @@ impl Default for PtOptions {
             max_tokens: None,
             reduction: Reduction::None,
             compact_index: false,
+            threads: 1,
         }
     }
 }
@@ -689,6 +693,8 @@ impl BitNet {
 /// in batches: the successors of up to [`BATCH_STATES`] states are computed and hashed first,
 /// then looked up and inserted in order by [`StateStore::insert_batch`], which keeps many
 /// cache misses in flight. Ids, counts and verdicts are those of a one-by-one exploration.
+/// With `opts.threads` above 1, the slices of large levels are expanded by every thread
+/// ([`Par::slice`]), with the same ids, counts and verdicts again.
 fn explore_bits(
     c: &Compiled,
     m0: &[u64],
@@ -696,6 +702,21 @@ fn explore_bits(
     pk: Packing,
     traces: usize,
 ) -> Result<PtExploration, Restart> {
+    explore_bits_sliced(c, m0, opts, pk, traces, PAR_MIN, PAR_SLICE)
+}
+
+/// [`explore_bits`] with levels of at least `par_min` states left expanded by the threads
+/// in slices of `par_slice` states (a multiple of [`BATCH_STATES`]).
+fn explore_bits_sliced(
+    c: &Compiled,
+    m0: &[u64],
+    opts: &PtOptions,
+    pk: Packing,
+    traces: usize,
+    par_min: usize,
+    par_slice: usize,
+) -> Result<PtExploration, Restart> {
+    debug_assert_eq!(par_slice % BATCH_STATES, 0);
     let stride = pk.stride();
     let net = BitNet::new(c, stride);
     let w = net.w;
@@ -728,101 +749,497 @@ fn explore_bits(
         structurally_bounded: true,
     };
     let max_states = opts.max_states.unwrap_or(u64::MAX).max(1);
-    let stop_len = usize::try_from(max_states).unwrap_or(usize::MAX);
-    let mut seen = vec![0u64; w];
-    let mut words = vec![0u64; w];
-    // Room for 16 successors per state to start with; grown as needed.
-    let room = BATCH_STATES * 16;
-    let mut batch = BitBatch {
-        sw: vec![0; w],
-        next: vec![0; w],
-        en: vec![0; net.tw],
-        n: 0,
-        keys: vec![0; room * w],
-        hashes: vec![0; room],
-        ts: vec![0; room],
-        ends: Vec::with_capacity(BATCH_STATES),
+    let lim = Limits {
+        stop_len: usize::try_from(max_states).unwrap_or(usize::MAX),
+        max_memory: opts.max_memory,
+        traces,
     };
+    let mut seen = Seen {
+        places: vec![0u64; w],
+        words: vec![0u64; w],
+    };
+    let mut batch = BitBatch::new(w, net.tw);
+    let mut par = (opts.threads > 1).then(|| Par::new(opts.threads, w, net.tw, c.transitions));
     let mut head = 0usize;
     let mut level_end = 1usize;
-    while head < e.store.len() {
+    'levels: while head < e.store.len() {
         if head == level_end {
             e.levels.push(head as u32);
             level_end = e.store.len();
         }
-        let batch_end = (head + BATCH_STATES).min(level_end);
-        batch.n = 0;
-        batch.ends.clear();
-        let (st, states) = (&e.store, head..batch_end);
-        // Constant word counts let the compiler unroll the mask loops.
-        match (w, net.tw) {
-            (1, 1) => expand_bits(1, 1, &net, st, states, &mut batch)?,
-            (1, 2) => expand_bits(1, 2, &net, st, states, &mut batch)?,
-            (2, 1) => expand_bits(2, 1, &net, st, states, &mut batch)?,
-            (2, 2) => expand_bits(2, 2, &net, st, states, &mut batch)?,
-            (w, tw) => expand_bits(w, tw, &net, st, states, &mut batch)?,
+        // Expanded one batch at a time up to `seq_end`: the next batch, or a slice of a large
+        // level that the threads left (a limit reached in it, a second token on a place).
+        let mut seq_end = head + 1;
+        if let Some(par) = &mut par
+            && level_end - head >= par_min
+        {
+            let slice_end = (head + par_slice).min(level_end);
+            if par.slice(&net, &mut e, head..slice_end, &lim, &mut seen) {
+                head = slice_end;
+                continue;
+            }
+            seq_end = slice_end;
         }
-        let old_len = e.store.len();
-        let n = batch.n;
-        let end = e
-            .store
-            .insert_batch(&batch.keys[..n * w], &batch.hashes[..n], stop_len, None);
-        // The edges handled: all, or up to the one that hit the state limit (included) or
-        // the store's capacity (included: it counts as fired); the exploration stops there,
-        // as a one-by-one one would.
-        let (edges_seen, stopped) = match end {
-            BatchEnd::All => (n, false),
-            BatchEnd::Stopped(n) => {
-                e.stop = Some(Stop::StateLimit);
-                (n, true)
+        while head < seq_end {
+            let batch_end = (head + BATCH_STATES).min(level_end);
+            if bits_batch(&net, &mut e, &mut batch, head..batch_end, &lim, &mut seen)? {
+                break 'levels;
             }
-            BatchEnd::Full(n) => {
-                e.stop = Some(Stop::Capacity("more than 2^32-2 states".into()));
-                (n + 1, true)
+            if let Some(limit) = over_memory(&e, opts) {
+                e.stop = Some(Stop::MemoryLimit(limit));
+                break 'levels;
             }
-        };
-        e.edges += edges_seen as u64;
-        let mut from = 0;
-        for (j, &to) in batch.ends.iter().enumerate() {
-            if stopped && from >= edges_seen {
-                break; // states after the one whose edge stopped the exploration
-            }
-            if to == from {
-                e.dead_count += 1;
-                if e.dead.len() < traces {
-                    e.dead.push((head + j) as u32);
-                }
-            }
-            for &t in &batch.ts[from..to] {
-                e.fired[t as usize] = true;
-            }
-            from = to;
+            head = batch_end;
         }
-        for id in old_len..e.store.len() {
-            e.store.get_words(id as u32, &mut words);
-            let mut ones = 0u64;
-            for (s, &x) in seen.iter_mut().zip(&words) {
-                ones += x.count_ones() as u64;
-                *s |= x;
-            }
-            e.marking_max = e.marking_max.max(ones);
-        }
-        if stopped {
-            break;
-        }
-        if let Some(limit) = over_memory(&e, opts) {
-            e.stop = Some(Stop::MemoryLimit(limit));
-            break;
-        }
-        head = batch_end;
     }
     for p in 0..c.places {
-        if seen[p / 64] & (1 << (p % 64)) != 0 {
+        if seen.places[p / 64] & (1 << (p % 64)) != 0 {
             e.place_max[p] = 1;
         }
     }
     e.levels.push(e.store.len() as u32);
     Ok(e)
+}
+
+/// The limits of a one-bit exploration: states, memory, dead states remembered.
+struct Limits {
+    stop_len: usize,
+    max_memory: Option<u64>,
+    traces: usize,
+}
+
+/// The places marked in some state so far and scratch words.
+struct Seen {
+    places: Vec<u64>,
+    words: Vec<u64>,
+}
+
+impl Seen {
+    /// Takes in the states from `from` on: their places and token counts.
+    fn add(&mut self, e: &mut PtExploration, from: usize) {
+        for id in from..e.store.len() {
+            e.store.get_words(id as u32, &mut self.words);
+            let mut ones = 0u64;
+            for (s, &x) in self.places.iter_mut().zip(&self.words) {
+                ones += x.count_ones() as u64;
+                *s |= x;
+            }
+            e.marking_max = e.marking_max.max(ones);
+        }
+    }
+}
+
+/// Expands one batch of states (`states`, within a level) and inserts their successors;
+/// `Ok(true)` when a limit stopped the exploration.
+fn bits_batch(
+    net: &BitNet,
+    e: &mut PtExploration,
+    batch: &mut BitBatch,
+    states: std::ops::Range<usize>,
+    lim: &Limits,
+    seen: &mut Seen,
+) -> Result<bool, Restart> {
+    let (head, w) = (states.start, net.w);
+    batch.n = 0;
+    batch.ends.clear();
+    expand_any(net, &e.store, states, batch)?;
+    let old_len = e.store.len();
+    let n = batch.n;
+    let end = e
+        .store
+        .insert_batch(&batch.keys[..n * w], &batch.hashes[..n], lim.stop_len, None);
+    // The edges handled: all, or up to the one that hit the state limit (included) or the
+    // store's capacity (included: it counts as fired); the exploration stops there, as a
+    // one-by-one one would.
+    let (edges_seen, stopped) = match end {
+        BatchEnd::All => (n, false),
+        BatchEnd::Stopped(n) => {
+            e.stop = Some(Stop::StateLimit);
+            (n, true)
+        }
+        BatchEnd::Full(n) => {
+            e.stop = Some(Stop::Capacity("more than 2^32-2 states".into()));
+            (n + 1, true)
+        }
+    };
+    e.edges += edges_seen as u64;
+    let mut from = 0;
+    for (j, &to) in batch.ends.iter().enumerate() {
+        if stopped && from >= edges_seen {
+            break; // states after the one whose edge stopped the exploration
+        }
+        if to == from {
+            e.dead_count += 1;
+            if e.dead.len() < lim.traces {
+                e.dead.push((head + j) as u32);
+            }
+        }
+        for &t in &batch.ts[from..to] {
+            e.fired[t as usize] = true;
+        }
+        from = to;
+    }
+    seen.add(e, old_len);
+    Ok(stopped)
+}
+
+/// [`expand_bits`] with constant word counts for the common sizes (the compiler then unrolls
+/// the mask loops).
+fn expand_any(
+    net: &BitNet,
+    st: &StateStore,
+    states: std::ops::Range<usize>,
+    batch: &mut BitBatch,
+) -> Result<(), Restart> {
+    match (net.w, net.tw) {
+        (1, 1) => expand_bits(1, 1, net, st, states, batch),
+        (1, 2) => expand_bits(1, 2, net, st, states, batch),
+        (2, 1) => expand_bits(2, 1, net, st, states, batch),
+        (2, 2) => expand_bits(2, 2, net, st, states, batch),
+        (w, tw) => expand_bits(w, tw, net, st, states, batch),
+    }
+}
+
+/// Levels with at least this many states left are expanded by every thread.
+const PAR_MIN: usize = 8192;
+/// States per slice expanded by the threads together (a multiple of [`BATCH_STATES`], so a
+/// slice left to one thread is cut into the batches of a one-thread exploration; small
+/// enough for a slice's successors to stay in the cache).
+const PAR_SLICE: usize = 1 << 14;
+/// How far ahead [`Shard::sift`] prefetches.
+const AHEAD: usize = 16;
+
+/// The shard (owning thread) of a marking's hash among `threads`.
+#[inline(always)]
+fn shard(h: u64, threads: usize) -> usize {
+    (((h >> 32) * threads as u64) >> 32) as usize
+}
+
+/// Several threads exploring one slice of a level at a time, with the ids a one-thread
+/// exploration gives:
+/// 1. each thread expands a contiguous share of the slice, in order: its successors, in
+///    discovery order;
+/// 2. each thread takes the successors of its shard of hashes, from every thread's list in
+///    thread order, keeps the first occurrence of each marking (a small table, in the cache)
+///    and looks those up in the store (read-only): the ones not found are new;
+/// 3. one thread numbers the new markings in discovery order (thread, then position in its
+///    list: the order of a one-thread exploration) and appends them to the arena;
+/// 4. each thread indexes its shard's new states ([`crate::store::SharedIndex`]).
+///
+/// A marking reached several times from a slice is looked up once, not once per edge. A
+/// slice in which a limit would be reached (states, memory, capacity) or a second token
+/// would land on a place is left to the one-thread code (nothing is changed before step 3).
+struct Par {
+    threads: usize,
+    found: Vec<Found>,
+    shards: Vec<Shard>,
+    /// Per shard: the ids of its new markings (as its `firsts`).
+    ids: Vec<Vec<u32>>,
+}
+
+/// One thread's share of a slice: its successors (in `batch`) and counts. Aligned (and its
+/// small buffers allocated by the thread using it) so that no cache line is written by two
+/// threads.
+#[repr(align(128))]
+struct Found {
+    batch: BitBatch,
+    /// Successors per shard.
+    per_shard: Vec<usize>,
+    dead_count: u64,
+    dead: Vec<u32>,
+    fired: Vec<bool>,
+    /// A successor with two tokens on a place.
+    clash: bool,
+}
+
+/// One thread's shard of a slice's successors (aligned as [`Found`]).
+#[repr(align(128))]
+struct Shard {
+    /// Open addressing over the shard's successors: the high half of the hash and the
+    /// successor's number (across the threads' lists) + 1; 0 empty.
+    table: Vec<u64>,
+    /// First occurrences to look up: thread, index in its list.
+    refs: Vec<(u32, u32)>,
+    /// Their markings and hashes, contiguous for [`StateStore::find_batch`].
+    keys: Vec<u64>,
+    hashes: Vec<u64>,
+    /// The indices of new markings in their thread's list: thread after thread (thread `i`'s
+    /// at `bounds[i]..bounds[i + 1]`), increasing.
+    firsts: Vec<u32>,
+    bounds: Vec<usize>,
+}
+
+impl Par {
+    fn new(threads: usize, w: usize, tw: usize, transitions: usize) -> Par {
+        Par {
+            threads,
+            found: (0..threads)
+                .map(|_| Found {
+                    batch: BitBatch::new(w, tw),
+                    per_shard: vec![0; threads],
+                    dead_count: 0,
+                    dead: Vec::new(),
+                    fired: vec![false; transitions],
+                    clash: false,
+                })
+                .collect(),
+            shards: (0..threads)
+                .map(|_| Shard {
+                    table: Vec::new(),
+                    refs: Vec::new(),
+                    keys: Vec::new(),
+                    hashes: Vec::new(),
+                    firsts: Vec::new(),
+                    bounds: Vec::new(),
+                })
+                .collect(),
+            ids: vec![Vec::new(); threads],
+        }
+    }
+
+    /// Explores the states `states` of a level (see [`Par`]); false when the slice is left
+    /// to the one-thread code, with nothing changed.
+    fn slice(
+        &mut self,
+        net: &BitNet,
+        e: &mut PtExploration,
+        states: std::ops::Range<usize>,
+        lim: &Limits,
+        seen: &mut Seen,
+    ) -> bool {
+        let (t, w) = (self.threads, net.w);
+        let (start, n) = (states.start, states.len());
+        let share = |i: usize| start + i * n / t..start + (i + 1) * n / t;
+        // 1. Expansion.
+        let store = &e.store;
+        std::thread::scope(|sc| {
+            let mut found = self.found.iter_mut().enumerate();
+            let first = found.next();
+            for (i, f) in found {
+                sc.spawn(move || f.expand(net, store, share(i), t, lim.traces));
+            }
+            if let Some((i, f)) = first {
+                f.expand(net, store, share(i), t, lim.traces);
+            }
+        });
+        if self.found.iter().any(|f| f.clash) {
+            return false;
+        }
+        // 2. New markings per shard.
+        let found = &self.found;
+        std::thread::scope(|sc| {
+            let mut shards = self.shards.iter_mut().enumerate();
+            let first = shards.next();
+            for (j, s) in shards {
+                sc.spawn(move || s.sift(j, t, found, w, store));
+            }
+            if let Some((j, s)) = first {
+                s.sift(j, t, found, w, store);
+            }
+        });
+        let old_len = e.store.len();
+        let fresh: usize = self.shards.iter().map(|s| s.firsts.len()).sum();
+        let new_len = old_len + fresh;
+        if new_len >= lim.stop_len
+            || new_len >= u32::MAX as usize - 1
+            || lim
+                .max_memory
+                .is_some_and(|l| e.store.memory_bytes_at(new_len) as u64 > l)
+        {
+            return false;
+        }
+        // 3. Ids in discovery order, the arena.
+        e.store.reserve(new_len);
+        let shards = &self.shards;
+        for (ids, s) in self.ids.iter_mut().zip(shards) {
+            ids.clear();
+            ids.resize(s.firsts.len(), u32::MAX);
+        }
+        let mut at = vec![0; t];
+        for (i, f) in found.iter().enumerate() {
+            // Thread i's new markings, merged from the shards' increasing lists.
+            for (a, s) in at.iter_mut().zip(shards) {
+                *a = s.bounds[i];
+            }
+            loop {
+                let mut next: Option<(usize, u32)> = None;
+                for (j, s) in shards.iter().enumerate() {
+                    if at[j] < s.bounds[i + 1] && next.is_none_or(|(_, k)| s.firsts[at[j]] < k) {
+                        next = Some((j, s.firsts[at[j]]));
+                    }
+                }
+                let Some((j, k)) = next else { break };
+                let k = k as usize;
+                // Room checked above.
+                self.ids[j][at[j]] = e
+                    .store
+                    .append_unindexed(&f.batch.keys[k * w..(k + 1) * w])
+                    .unwrap_or(u32::MAX);
+                at[j] += 1;
+            }
+        }
+        // 4. The index.
+        let index = e.store.shared_index();
+        let index = &index;
+        std::thread::scope(|sc| {
+            let mut shards = self.shards.iter().zip(&self.ids);
+            let first = shards.next();
+            let insert = move |(s, ids): (&Shard, &Vec<u32>)| {
+                for (i, f) in found.iter().enumerate() {
+                    let (keys, hashes) = (&f.batch.keys, &f.batch.hashes);
+                    let firsts = s.firsts(i);
+                    let ids = &ids[s.bounds[i]..s.bounds[i + 1]];
+                    for (x, (&k, &id)) in firsts.iter().zip(ids).enumerate() {
+                        if let Some(&ahead) = firsts.get(x + AHEAD) {
+                            index.prefetch(hashes[ahead as usize]);
+                        }
+                        let k = k as usize;
+                        index.insert(&keys[k * w..(k + 1) * w], hashes[k], id);
+                    }
+                }
+            };
+            for x in shards {
+                sc.spawn(move || insert(x));
+            }
+            if let Some(x) = first {
+                insert(x);
+            }
+        });
+        // Counts, in the order of a one-thread exploration.
+        for f in found {
+            e.edges += f.batch.n as u64;
+            e.dead_count += f.dead_count;
+            let room = lim.traces.saturating_sub(e.dead.len());
+            e.dead.extend(f.dead.iter().take(room));
+            for (x, &y) in e.fired.iter_mut().zip(&f.fired) {
+                *x |= y;
+            }
+        }
+        seen.add(e, old_len);
+        true
+    }
+}
+
+impl Found {
+    /// Expands `states` (step 1 of [`Par`]).
+    fn expand(
+        &mut self,
+        net: &BitNet,
+        store: &StateStore,
+        states: std::ops::Range<usize>,
+        threads: usize,
+        traces: usize,
+    ) {
+        // Small buffers allocated here, by the thread writing them.
+        let mut per_shard = vec![0; threads];
+        let mut fired = vec![false; self.fired.len()];
+        (self.dead_count, self.clash) = (0, false);
+        self.dead.clear();
+        let b = &mut self.batch;
+        b.sw = vec![0; net.w];
+        b.next = vec![0; net.w];
+        b.en = vec![0; net.tw];
+        b.n = 0;
+        b.ends.clear();
+        let first = states.start;
+        if expand_any(net, store, states, b).is_err() {
+            self.clash = true;
+            return;
+        }
+        let mut from = 0;
+        for (j, &to) in b.ends.iter().enumerate() {
+            if to == from {
+                self.dead_count += 1;
+                if self.dead.len() < traces {
+                    self.dead.push((first + j) as u32);
+                }
+            }
+            from = to;
+        }
+        for &t in &b.ts[..b.n] {
+            fired[t as usize] = true;
+        }
+        for &h in &b.hashes[..b.n] {
+            per_shard[shard(h, threads)] += 1;
+        }
+        (self.fired, self.per_shard) = (fired, per_shard);
+    }
+}
+
+impl Shard {
+    /// Keeps the first occurrence of each marking of shard `j` among the successors of every
+    /// thread, in thread order, and the ones of those the store does not hold (step 2 of
+    /// [`Par`]).
+    fn sift(&mut self, j: usize, threads: usize, found: &[Found], w: usize, store: &StateStore) {
+        let count: usize = found.iter().map(|f| f.per_shard[j]).sum();
+        let size = (2 * count).next_power_of_two().max(16);
+        let mask = size - 1;
+        self.table.clear();
+        self.table.resize(size, 0);
+        self.refs.clear();
+        self.keys.clear();
+        self.hashes.clear();
+        let mut base = 0usize;
+        for (i, f) in found.iter().enumerate() {
+            let (keys, hashes) = (&f.batch.keys, &f.batch.hashes[..f.batch.n]);
+            for (k, &h) in hashes.iter().enumerate() {
+                if let Some(&ahead) = hashes.get(k + AHEAD)
+                    && shard(ahead, threads) == j
+                {
+                    crate::store::prefetch_read(&self.table[ahead as usize & mask]);
+                }
+                if shard(h, threads) != j {
+                    continue;
+                }
+                let key = &keys[k * w..(k + 1) * w];
+                let tag = h >> 32 << 32;
+                let mut at = h as usize & mask;
+                loop {
+                    let slot = self.table[at];
+                    if slot == 0 {
+                        self.table[at] = tag | (base + k + 1) as u64;
+                        self.refs.push((i as u32, k as u32));
+                        self.keys.extend_from_slice(key);
+                        self.hashes.push(h);
+                        break;
+                    }
+                    if slot >> 32 << 32 == tag {
+                        // The thread whose list holds successor number `k2`.
+                        let (mut i2, mut k2) = (0, (slot as u32 - 1) as usize);
+                        while k2 >= found[i2].batch.n {
+                            k2 -= found[i2].batch.n;
+                            i2 += 1;
+                        }
+                        let other = &found[i2].batch.keys[k2 * w..(k2 + 1) * w];
+                        if other.iter().zip(key).all(|(a, b)| a == b) {
+                            break;
+                        }
+                    }
+                    at = (at + 1) & mask;
+                }
+            }
+            base += f.batch.n;
+        }
+        self.firsts.clear();
+        let mut bounds = vec![0; threads + 1];
+        let (refs, firsts) = (&self.refs, &mut self.firsts);
+        store.find_batch(&self.keys, &self.hashes, |x, id| {
+            if id.is_none() {
+                let (i, k) = refs[x];
+                firsts.push(k);
+                bounds[i as usize + 1] = firsts.len();
+            }
+        });
+        for i in 1..=threads {
+            bounds[i] = bounds[i].max(bounds[i - 1]);
+        }
+        self.bounds = bounds;
+    }
+
+    /// The new markings of thread `i`'s list.
+    fn firsts(&self, i: usize) -> &[u32] {
+        &self.firsts[self.bounds[i]..self.bounds[i + 1]]
+    }
 }
 
 /// Scratch space of [`expand_bits`] and the successors of a batch of states: `n` keys of
@@ -837,6 +1254,23 @@ struct BitBatch {
     hashes: Vec<u64>,
     ts: Vec<u32>,
     ends: Vec<usize>,
+}
+
+impl BitBatch {
+    /// Room for 16 successors per state of a batch to start with; grown as needed.
+    fn new(w: usize, tw: usize) -> BitBatch {
+        let room = BATCH_STATES * 16;
+        BitBatch {
+            sw: vec![0; w],
+            next: vec![0; w],
+            en: vec![0; tw],
+            n: 0,
+            keys: vec![0; room * w],
+            hashes: vec![0; room],
+            ts: vec![0; room],
+            ends: Vec::with_capacity(BATCH_STATES),
+        }
+    }
 }
 
 /// Fires every enabled transition in each of `states` (markings of one bit per place, `w`
@@ -1296,6 +1730,110 @@ mod tests {
             }
             let m: Vec<u32> = m.iter().map(|&v| v as u32).collect();
             assert_eq!(m, e.marking(last));
+        }
+    }
+
+    /// Whole explorations through the threads equal the one-thread one: same ids and
+    /// markings, levels, edges, deadlocks, fired transitions, bounds and stop, with slices
+    /// small enough for many of them per level; also when a state or memory limit, or a
+    /// second token on a place, leaves a slice to the one-thread code.
+    #[test]
+    fn threads_explore_like_one() {
+        let same = |a: &PtExploration, b: &PtExploration, what: &str| {
+            assert_eq!(a.states(), b.states(), "{what}");
+            assert_eq!(a.edges, b.edges, "{what}");
+            assert_eq!(a.levels, b.levels, "{what}");
+            assert_eq!(a.stop, b.stop, "{what}");
+            assert_eq!((a.dead_count, &a.dead), (b.dead_count, &b.dead), "{what}");
+            assert_eq!(a.fired, b.fired, "{what}");
+            assert_eq!(a.place_max, b.place_max, "{what}");
+            assert_eq!(a.marking_max, b.marking_max, "{what}");
+            assert_eq!(a.memory_bytes(), b.memory_bytes(), "{what}");
+            for id in 0..a.states() as u32 {
+                assert_eq!(a.store.get(id), b.store.get(id), "{what}: state {id}");
+            }
+            let mut w = vec![0u64; a.store.words()];
+            for id in 0..a.states() as u32 {
+                a.store.get_words(id, &mut w);
+                let h = crate::store::hash_words(&w, a.store.stride());
+                assert_eq!(b.store.find_words(&w, h), Some(id), "{what}: state {id}");
+            }
+        };
+        for (n, idle, blocked) in [(7, 0, 0), (6, 70, 3), (6, 130, 70)] {
+            let net = philosophers(n, idle, blocked);
+            let c = Compiled::new(&net).unwrap();
+            let m0 = net.initial_marking();
+            let pk = Packing::for_max(c.places, 1);
+            for compact in [false, true] {
+                for (max_states, max_memory) in [
+                    (None, None),
+                    (Some(300), None),
+                    (Some(1000), None),
+                    (None, Some(0)),
+                ] {
+                    // Some(0): a byte less than the whole state space takes.
+                    let max_memory = max_memory.map(|_| {
+                        let opts = PtOptions {
+                            compact_index: compact,
+                            ..PtOptions::default()
+                        };
+                        let Ok(all) = explore_bits(&c, &m0, &opts, pk, 3) else {
+                            panic!("a 1-safe net")
+                        };
+                        all.memory_bytes() - 1
+                    });
+                    let opts = |threads| PtOptions {
+                        max_states,
+                        max_memory,
+                        compact_index: compact,
+                        threads,
+                        ..PtOptions::default()
+                    };
+                    let Ok(one) = explore_bits(&c, &m0, &opts(1), pk, 3) else {
+                        panic!("a 1-safe net")
+                    };
+                    for threads in [2, 3] {
+                        let what = format!(
+                            "{n}/{idle}/{blocked} compact {compact} {max_states:?} \
+                             {max_memory:?} threads {threads}"
+                        );
+                        let Ok(par) = explore_bits_sliced(&c, &m0, &opts(threads), pk, 3, 64, 128)
+                        else {
+                            panic!("a 1-safe net")
+                        };
+                        same(&one, &par, &what);
+                    }
+                    let all = 3u64.pow(n as u32);
+                    let cut = max_memory.is_some() || max_states.is_some_and(|m| m < all);
+                    assert_eq!(one.stop.is_some(), cut);
+                    if !cut {
+                        assert_eq!(one.states(), all);
+                    }
+                }
+            }
+        }
+        // Two tokens on a place deep in the state space: both ask to widen the packing,
+        // or both stop at a state limit reached first.
+        let mut net = philosophers(7, 0, 0);
+        let eat = PlaceId::from(4 * 7 + 6);
+        let think = PlaceId::from(0);
+        transition(&mut net, "twice", &[eat], &[think]);
+        let c = Compiled::new(&net).unwrap();
+        let m0 = net.initial_marking();
+        let pk = Packing::for_max(c.places, 1);
+        for max_states in [None, Some(50), Some(500)] {
+            let opts = |threads| PtOptions {
+                max_states,
+                threads,
+                ..PtOptions::default()
+            };
+            let one = explore_bits(&c, &m0, &opts(1), pk, 1);
+            let par = explore_bits_sliced(&c, &m0, &opts(2), pk, 1, 64, 128);
+            match (one, par) {
+                (Err(Restart::Widen), Err(Restart::Widen)) => assert!(max_states != Some(50)),
+                (Ok(a), Ok(b)) => same(&a, &b, &format!("{max_states:?}")),
+                _ => panic!("{max_states:?}: one thread and two differ"),
+            }
         }
     }
 

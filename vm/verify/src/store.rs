@@ -218,6 +218,7 @@ mod mem {
 }
 
 use mem::ZeroBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 const EMPTY: u64 = 0;
 /// How far ahead [`StateStore::insert_batch`] prefetches index slots, and (tagged index) the
@@ -680,6 +681,91 @@ impl StateStore {
         self.len += 1;
     }
 
+    /// Looks the markings in `keys` (`words()` words each, `hashes[k]` the hash of the k-th)
+    /// up in order without changing the store, calling `f(k, id)` for each; prefetches the
+    /// index slots (and arena entries) of keys further on, as [`StateStore::insert_batch`]
+    /// does. Several threads may look up at once.
+    pub fn find_batch(&self, keys: &[u64], hashes: &[u64], mut f: impl FnMut(usize, Option<u32>)) {
+        let n = hashes.len();
+        let words = self.words;
+        for &h in &hashes[..n.min(SLOT_AHEAD)] {
+            self.prefetch(h);
+        }
+        for k in 0..n {
+            if let Some(&h) = hashes.get(k + SLOT_AHEAD) {
+                self.prefetch(h);
+            }
+            if !self.inline
+                && let Some(&h) = hashes.get(k + ENTRY_AHEAD)
+            {
+                self.prefetch_entry(h);
+            }
+            f(
+                k,
+                self.find_words(&keys[k * words..(k + 1) * words], hashes[k]),
+            );
+        }
+    }
+
+    /// Index slots once `len` states are held (the index doubles at 3/4 load).
+    fn slots_for(&self, len: usize) -> usize {
+        let mut slots = self.mask + 1;
+        while (len + 1) * 4 > slots * 3 {
+            slots *= 2;
+        }
+        slots
+    }
+
+    /// [`StateStore::memory_bytes`] once the store holds `len` states (at least its current
+    /// number), inserted one by one or through [`StateStore::reserve`] and
+    /// [`StateStore::append_unindexed`].
+    pub fn memory_bytes_at(&self, len: usize) -> usize {
+        let chunk = (self.stride << self.chunk_shift) + 8;
+        let chunks = len.div_ceil(1 << self.chunk_shift).max(self.chunks.len());
+        let slots = self.slots_for(len);
+        chunks * chunk + slots * if self.inline { 16 } else { 8 }
+    }
+
+    /// Grows the index to the size it has after `len` states were inserted one by one. Call
+    /// it before [`StateStore::append_unindexed`] appends them.
+    pub fn reserve(&mut self, len: usize) {
+        while (len + 1) * 4 > (self.mask + 1) * 3 {
+            self.grow();
+        }
+    }
+
+    /// Appends a marking (`words()` words) to the arena without indexing it: its id. The
+    /// caller indexes it through [`StateStore::shared_index`] (after a
+    /// [`StateStore::reserve`] for the new number of states, made before appending) before
+    /// the next lookup. `None` when 2^32 - 1 states are held.
+    pub fn append_unindexed(&mut self, key: &[u64]) -> Option<u32> {
+        if self.len >= u32::MAX as usize - 1 {
+            return None;
+        }
+        let id = self.len as u32;
+        self.push(key);
+        Some(id)
+    }
+
+    /// The index, for several threads to insert markings that it does not hold.
+    pub fn shared_index(&mut self) -> SharedIndex<'_> {
+        let table: &mut [u64] = &mut self.table;
+        assert_eq!(
+            table.as_ptr() as usize % align_of::<AtomicU64>(),
+            0,
+            "index alignment"
+        );
+        // SAFETY: `AtomicU64` has the size and bit validity of `u64`, the alignment is
+        // checked above, and the exclusive borrow of the table lasts as long as the view.
+        let table = unsafe { &*(table as *mut [u64] as *const [AtomicU64]) };
+        SharedIndex {
+            table,
+            mask: self.mask,
+            shift: self.shift,
+            inline: self.inline,
+        }
+    }
+
     /// Doubles the index. Inline: the old buckets are read in order and each marking goes to
     /// the new bucket of its hash's top bits, which are in the same order: the new index is
     /// written nearly sequentially. Tagged: the arena is read in id order (sequentially) and
@@ -739,6 +825,60 @@ impl StateStore {
     }
 }
 
+/// A view of a [`StateStore`]'s index through which several threads insert markings it
+/// does not hold (their arena entries already appended by
+/// [`StateStore::append_unindexed`]). A marking takes the first free slot from its home
+/// bucket (inline) or slot (tagged) on, claimed by a compare-and-swap of the slot's id word,
+/// so the used slots of a bucket stay a prefix of it, as lookups expect.
+#[derive(Debug)]
+pub struct SharedIndex<'a> {
+    table: &'a [AtomicU64],
+    mask: usize,
+    shift: u32,
+    inline: bool,
+}
+
+impl SharedIndex<'_> {
+    /// Hints the CPU to load the home slot of hash `h`.
+    #[inline]
+    pub fn prefetch(&self, h: u64) {
+        let at = if self.inline {
+            8 * (h >> self.shift) as usize
+        } else {
+            h as usize & self.mask
+        };
+        prefetch_read(&self.table[at]);
+    }
+
+    /// Indexes state `id`, marking `key` (`words()` words, hash `h`), not held yet.
+    pub fn insert(&self, key: &[u64], h: u64, id: u32) {
+        let claim = |at: usize, word: u64| {
+            self.table[at]
+                .compare_exchange(EMPTY, word, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        };
+        if self.inline {
+            let w1 = key.get(1).copied().unwrap_or(0) | (id as u64 + 1) << 32;
+            let mut b = (h >> self.shift) as usize;
+            loop {
+                for j in 0..4 {
+                    let at = 2 * (4 * b + j);
+                    if claim(at + 1, w1) {
+                        self.table[at].store(key[0], Ordering::Relaxed);
+                        return;
+                    }
+                }
+                b = (b + 1) & (self.mask >> 2);
+            }
+        }
+        let word = (h >> 32) << 32 | (id as u64 + 1);
+        let mut i = h as usize & self.mask;
+        while !claim(i, word) {
+            i = (i + 1) & self.mask;
+        }
+    }
+}
+
 /// The little-endian word at byte `at` of an arena chunk (`at + 8` may pass the end by the
 /// chunk's padding only when the chunk is shorter than expected: then zero-padded).
 #[inline(always)]
@@ -749,8 +889,9 @@ fn load_word(chunk: &[u8], at: usize) -> u64 {
     }
 }
 
+/// Hints the CPU to load the cache line of `r`.
 #[inline(always)]
-fn prefetch_read<T>(r: &T) {
+pub fn prefetch_read<T>(r: &T) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
