@@ -223,6 +223,9 @@ async fn control_client(
     let _ = ev.send(ShellEvent::ClientClosed { client });
 }
 
+/// How long a JSON client may take to send its hello line.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// A client of the JSON framing (`docs/PROTOCOL.md`): the hello line, then one request a line,
 /// each answered with one line. A request that is not understood is answered with an error
 /// and the connection stays open; a wrong secret is refused and closes it.
@@ -240,7 +243,8 @@ async fn json_client<R, W>(
     use crate::control::json;
     let mut r = frame::json_lines(rd, pnet_protocol::PREAUTH_MAX_FRAME);
     let send = |j: serde_json::Value| j.to_string();
-    let Ok(hello) = frame::recv_line(&mut r).await else {
+    // A client that does not finish its hello in time is dropped (every input has a bound).
+    let Ok(Ok(hello)) = tokio::time::timeout(HELLO_TIMEOUT, frame::recv_line(&mut r)).await else {
         return;
     };
     if let Err(e) = json::check_hello(&hello) {
