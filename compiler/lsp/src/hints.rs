@@ -25,7 +25,8 @@ pub fn local_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<(u32,
     let Some(root) = &parsed.ast.root else {
         return Vec::new();
     };
-    let index = ScopeIndex::new(a.facts(l.ws), l.file);
+    // built at the first text in the range
+    let mut index = None;
     // a port's direction does not change the locals' types: every port may be read and
     // assigned (the type check's diagnostics are not wanted here)
     let Ok(dir) = serde_json::from_value(serde_json::Value::from("InOut")) else {
@@ -37,6 +38,7 @@ pub fn local_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<(u32,
         if whole.end < start || whole.start > end || !text.text.contains(":=") {
             continue;
         }
+        let index = index.get_or_insert_with(|| ScopeIndex::new(a.facts(l.ws), l.file));
         let Some(scope) = index.at(whole.start, whole.end) else {
             continue;
         };
