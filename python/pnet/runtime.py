@@ -65,7 +65,14 @@ class Runtime:
         os.chmod(d, 0o700)
         planned = _native.plan_size(topology)
         secret = os.path.join(d, "secret")
-        fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise PnetError(
+                "gspc-already-running",
+                f"{d} holds a runtime's secret already: connect to it with "
+                "Runtime.connect, stop it, or boot into another state_dir",
+            ) from None
         with os.fdopen(fd, "w") as f:
             f.write(_native.new_secret() + "\n")
         from . import find_worker

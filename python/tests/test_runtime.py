@@ -23,6 +23,9 @@ def test_boot_gives_a_runtime_with_its_workers(runtime):
     # Another client reaches it by its state directory.
     again = pnet.Runtime.connect(runtime.state_dir)
     assert again.status()["pid"] == st["pid"]
+    # Booting into its state directory again is refused.
+    with pytest.raises(pnet.PnetError, match="holds a runtime's secret already"):
+        pnet.Runtime.boot("worker:1", state_dir=runtime.state_dir)
 
 
 def test_twenty_jobs_submitted_concurrently_from_threads(runtime):
