@@ -24,6 +24,32 @@ const ADD: &str = r#"<defun name="add">
 </defun>
 "#;
 
+/// Waits with a timeout on a job that waits for a token, cancels it, waits again.
+const WAITS: &str = r#"#include <inttypes.h>
+#include <stdio.h>
+#include "pnet_client.h"
+int main(int argc, char **argv) {
+  pnet_client *c = NULL;
+  uint64_t job = 0;
+  char *result = NULL;
+  if (argc != 3 || pnet_connect(argv[1], &c) != PNET_OK ||
+      pnet_submit(c, argv[2], "{\"n\": [1]}", NULL, &job) != PNET_OK) {
+    fprintf(stderr, "%s\n", pnet_last_error());
+    return 1;
+  }
+  int rc = pnet_wait(c, job, 0.2, &result);
+  printf("wait: %d %s\n", rc, pnet_last_error());
+  printf("cancel: %d\n", pnet_cancel(c, job));
+  rc = pnet_wait(c, job, 0, &result);
+  printf("wait: %d %s %s\n", rc, pnet_last_error(), result ? result : "(none)");
+  pnet_free_string(result);
+  rc = pnet_put_token(c, job, "extra", "1");
+  printf("put_token: %d %s\n", rc, pnet_last_error());
+  pnet_disconnect(c);
+  return 0;
+}
+"#;
+
 fn has(tool: &str) -> bool {
     let ok = Command::new(tool)
         .arg("--version")
@@ -159,6 +185,43 @@ fn the_c_example_submits_puts_a_token_and_waits() {
         outputs["outputs"],
         serde_json::json!({"r": {"type": "long", "tokens": [42]}})
     );
+
+    // A wait that times out, a cancel, and the wait that sees it (PNET_ERR_TIMEOUT = 8,
+    // PNET_ERR_JOB_FAILED = 9 with the outcome).
+    let waits = dir.join("waits.c");
+    std::fs::write(&waits, WAITS).unwrap();
+    let waits_exe = dir.join("waits");
+    compile(
+        "cc",
+        &[
+            "-std=c99".as_ref(),
+            "-Wall".as_ref(),
+            "-Werror".as_ref(),
+            inc.as_ref(),
+            &os(&waits),
+            lib.as_ref(),
+            "-lpnet_client".as_ref(),
+            rpath.as_ref(),
+            "-o".as_ref(),
+            &os(&waits_exe),
+        ],
+    );
+    let o = Command::new(&waits_exe)
+        .arg(gspc.state())
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "wait: 8 job 2 has not ended after 0.2 s", "{out}");
+    assert_eq!(lines[1], "cancel: 0", "{out}");
+    assert!(
+        lines[2].starts_with("wait: 9 job 2 was cancelled {"),
+        "{out}"
+    );
+    assert!(lines[2].contains(r#""state":"cancelled""#), "{out}");
+    assert_eq!(lines[3], "put_token: 5 job 2 has ended", "{out}");
 
     // The job is in `gspc jobs` as the C program named it.
     let jobs = gspc.ok(&["jobs"]);

@@ -128,6 +128,22 @@ def subst(line):
     return line
 
 
+# Beyond the examples: a line that is not JSON is answered with an error and the connection
+# stays open; a hello of another version is refused with the version spoken.
+c = Conn(rt_path)
+got = c.send('{"protocol":"pnet-control","version":2,"encoding":"json"}')
+if got["kind"] != "error" or "this runtime speaks version 1" not in got["message"]:
+    fail(f"a version-2 hello: {got}")
+c.close()
+c = Conn(rt_path)
+assert c.send(HELLO)["kind"] == "hello"
+got = c.send("not json")
+if got["kind"] != "error" or not got["message"].startswith("malformed request: not JSON"):
+    fail(f"a line that is not JSON: {got}")
+if c.send(json.dumps({"kind": "jobs", "secret": secret}))["kind"] != "jobs":
+    fail("the connection did not stay open after an error")
+c.close()
+
 conns = {}
 for sock, body in blocks:
     lines = [l for l in body.splitlines() if l.strip()]
