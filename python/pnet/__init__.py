@@ -175,6 +175,7 @@ def run_details(
     max_firings: Optional[int] = None,
     logs: Optional[PathLike] = None,
     trace: Optional[PathLike] = None,
+    jit: Optional[str] = None,
 ) -> RunResult:
     """:func:`run`, returning a :class:`RunResult` (the outputs with the run's figures)."""
     from ._modules import refuse_in_worker
@@ -201,6 +202,7 @@ def run_details(
             max_firings=max_firings,
             logs=os.fspath(logs) if logs is not None else None,
             trace=os.fspath(trace) if trace is not None else None,
+            jit=jit,
         )
     finally:
         if tmp is not None:
@@ -222,6 +224,7 @@ def run(
     max_firings: Optional[int] = None,
     logs: Optional[PathLike] = None,
     trace: Optional[PathLike] = None,
+    jit: Optional[str] = None,
 ) -> dict[str, list[Any]]:
     """Runs a net once (as ``gspc-run`` does, in this process) and returns a dict from out
     port to the list of its tokens as Python values.
@@ -232,7 +235,10 @@ def run(
     only when the net calls modules; they search ``module_path`` (and the net's folder, and
     the launchers of the :func:`module` functions it calls). A failed run raises
     :class:`JobFailed` naming the transition; Ctrl-C cancels the run
-    (``KeyboardInterrupt``)."""
+    (``KeyboardInterrupt``). Expressions run as with ``gspc-run``: ``jit`` is ``"auto"`` (the
+    default, or ``$PNET_JIT``), ``"on"`` or ``"off"``; ``seed`` and ``max_firings`` are its
+    ``--seed`` and ``--max-firings``, ``logs`` a folder for the tasks' logs, ``trace`` a
+    Chrome trace file."""
     return dict(
         run_details(
             net,
@@ -244,6 +250,7 @@ def run(
             max_firings=max_firings,
             logs=logs,
             trace=trace,
+            jit=jit,
         )
     )
 

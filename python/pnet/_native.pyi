@@ -53,6 +53,7 @@ def run(
     max_firings: Optional[int] = None,
     logs: Optional[str] = None,
     trace: Optional[str] = None,
+    jit: Optional[str] = None,
 ) -> tuple[dict[str, list[Any]], dict[str, Any]]: ...
 def serve(
     state_dir: str,

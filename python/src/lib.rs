@@ -326,6 +326,17 @@ fn plan(topology: Option<&str>, default_shm: u64) -> PyResult<pnet_topology::Pla
     Ok(pnet_topology::plan(&topo, &hosts))
 }
 
+/// How expressions run, as `gspc-run --jit` says: `auto` (the default: compile what pays
+/// off once it is hot), `on` or `off`; without a mode, the environment variable `PNET_JIT`.
+fn jit_mode(mode: Option<String>) -> PyResult<pnet_jit::JitMode> {
+    match mode.or_else(|| std::env::var("PNET_JIT").ok()) {
+        None => Ok(pnet_jit::JitMode::Auto),
+        Some(m) => pnet_jit::JitMode::parse(&m).ok_or_else(|| {
+            PyValueError::new_err(format!("jit: '{m}' is not one of auto, on, off"))
+        }),
+    }
+}
+
 /// The worker program: the given one, else `pnet_agent::worker_program()` (`GSPC_WORKER`, or
 /// `gspc-worker` beside the Python executable).
 fn worker(worker: Option<PathBuf>) -> PathBuf {
@@ -336,7 +347,7 @@ fn worker(worker: Option<PathBuf>) -> PathBuf {
 /// topology when the net calls modules) and returns `(outputs, info)`: outputs a dict from out
 /// port to its tokens, info a dict with `firings`, `tasks`, `complete` and `warning`.
 #[pyfunction]
-#[pyo3(signature = (bundle, inputs, topology = None, module_path = Vec::new(), worker_program = None, seed = None, max_firings = None, logs = None, trace = None))]
+#[pyo3(signature = (bundle, inputs, topology = None, module_path = Vec::new(), worker_program = None, seed = None, max_firings = None, logs = None, trace = None, jit = None))]
 #[allow(clippy::too_many_arguments)]
 fn run<'py>(
     py: Python<'py>,
@@ -349,7 +360,9 @@ fn run<'py>(
     max_firings: Option<u64>,
     logs: Option<PathBuf>,
     trace: Option<PathBuf>,
+    jit: Option<String>,
 ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    let jit = jit_mode(jit)?;
     let inputs = bundle.inputs(inputs)?;
     let shm = if pnet_agent::uses_memory(&bundle.bundle) {
         pnet_agent::DEFAULT_WORKER_SHM
@@ -373,6 +386,9 @@ fn run<'py>(
         config.run.seed = s;
     }
     config.run.max_firings = max_firings;
+    if jit != pnet_jit::JitMode::Off {
+        config.run.runner = Some(Arc::new(pnet_jit::JitFactory::new(jit)));
+    }
     let mut path = module_path;
     if let Some(dir) = worker.parent().filter(|d| !d.as_os_str().is_empty()) {
         path.push(dir.to_path_buf());
@@ -430,6 +446,8 @@ fn serve(
         path.push(d.to_path_buf());
     }
     let mut agent = pnet_agent::AgentConfig::new(plan, worker);
+    // As gspc daemon: expressions through the JIT where it pays off.
+    agent.run.runner = Some(Arc::new(pnet_jit::JitFactory::new(pnet_jit::JitMode::Auto)));
     agent.module_path = path;
     agent.listen = listen;
     agent.log = Some(state_dir.join(pnet_agent::control::LOG_FILE));

@@ -142,3 +142,14 @@ def test_ctrl_c_cancels_a_run(tmp_path):
         p.kill()
     assert out.startswith("interrupted"), out  # Python's own KeyboardInterrupt or the run's
     assert p.returncode == 0 and time.monotonic() - t0 < 30
+
+
+@pytest.mark.parametrize("jit", ["on", "off", "auto"])
+def test_expressions_run_the_same_with_and_without_the_jit(jit):
+    collatz = os.path.join(ROOT, "examples/collatz/collatz.xpnet")
+    assert pnet.run(collatz, {"start": 27}, jit=jit) == {"steps": [111]}
+
+
+def test_a_bad_jit_mode_is_refused():
+    with pytest.raises(ValueError, match="'fast' is not one of auto, on, off"):
+        pnet.run(os.path.join(ROOT, "examples/hello/hello.xpnet"), {"name": "x"}, jit="fast")
