@@ -14,7 +14,9 @@
 //!   parenthesis after a space (`max (a, b)`, GPI-Space's style); `y(...)` and prefix
 //!   operators (`-`, `+`, `!`) glued to what follows;
 //! - a line break after each `;` between statements (a blank line between two statements is
-//!   kept, several become one);
+//!   kept, several become one); an assignment wider than [`MAX_WIDTH`] columns breaks before
+//!   its `:=` (`${target}`, then `:= value` on the next line, two columns further in); no
+//!   other line is broken;
 //! - comments as written: one on a line of its own stays on a line of its own, one after a
 //!   `;` on the same line stays there, any other is written inline between spaces.
 
@@ -56,6 +58,7 @@ pub fn format(text: &str, indent: &str) -> Option<String> {
         indent,
         last: Last::Start,
         stack: Vec::new(),
+        assign: None,
     };
     let mut at = 0;
     for &(tok, s, e) in &toks {
@@ -64,6 +67,7 @@ pub fn format(text: &str, indent: &str) -> Option<String> {
         f.token(tok, class, &text[s..e]);
         at = e;
     }
+    f.end_statement();
     f.gap(&text[at..], true);
     Some(f.out)
 }
@@ -168,7 +172,13 @@ struct Formatter<'a> {
     indent: &'a str,
     last: Last,
     stack: Vec<Bracket>,
+    /// Where in `out` the space before the current statement's first top-level `:=` is.
+    assign: Option<usize>,
 }
+
+/// The widest line a statement is written on unbroken: a wider assignment breaks before its
+/// `:=` (GPI-Space's style for long ones).
+pub const MAX_WIDTH: usize = 100;
 
 impl Formatter<'_> {
     fn newline(&mut self, blank: bool) {
@@ -246,6 +256,9 @@ impl Formatter<'_> {
             (Last::Bytes, Class::Open) => false,
             _ => true,
         };
+        if tok == RawTok::Assign && self.stack.is_empty() && self.assign.is_none() {
+            self.assign = Some(self.out.len());
+        }
         if space {
             self.out.push(' ');
         }
@@ -277,7 +290,10 @@ impl Formatter<'_> {
                 Last::Other
             }
             Class::Comma => Last::Comma,
-            Class::Semi if self.stack.is_empty() => Last::Semi(false),
+            Class::Semi if self.stack.is_empty() => {
+                self.end_statement();
+                Last::Semi(false)
+            }
             Class::Semi => Last::Other,
             Class::Prefix => Last::Prefix,
             Class::Binary => Last::Binary,
@@ -285,6 +301,28 @@ impl Formatter<'_> {
             Class::Bytes => Last::Bytes,
             Class::Operand => Last::Other,
         };
+    }
+}
+
+impl Formatter<'_> {
+    /// At the end of a statement: when it is an assignment on a line wider than
+    /// [`MAX_WIDTH`], the line breaks before its `:=`, which goes two columns further in.
+    fn end_statement(&mut self) {
+        let Some(at) = self.assign.take() else {
+            return;
+        };
+        let line_start = self.out.rfind('\n').map_or(0, |i| i + 1);
+        let width = self.out[line_start..].chars().count()
+            + if line_start == 0 {
+                self.indent.chars().count()
+            } else {
+                0
+            };
+        // (`at` is on this line unless a comment or a string spans lines: then no break)
+        if width > MAX_WIDTH && at > line_start && self.out.as_bytes().get(at) == Some(&b' ') {
+            let brk = format!("\n{}  ", self.indent);
+            self.out.replace_range(at..at + 1, &brk);
+        }
     }
 }
 
@@ -430,6 +468,26 @@ mod tests {
     }
 
     #[test]
+    fn long_assignments_break_before_the_assignment() {
+        let value = "map_assign (${cache.by_slot.num_users}, ${slot}, 1L + map_get_assignment (${m}, ${slot}))";
+        let text = format!("${{cache.by_slot.num_users}}:={value};${{a}} := 1");
+        assert_eq!(
+            check(&text, "    ").unwrap(),
+            format!("${{cache.by_slot.num_users}}\n      := {value};\n    ${{a}} := 1")
+        );
+        // the indentation counts; a long line without `:=` stays whole
+        let short = format!("${{x}} := {value}");
+        assert_eq!(check(&short, "").unwrap(), short);
+        assert!(
+            check(&short, "          ")
+                .unwrap()
+                .contains("\n            := ")
+        );
+        let cond = format!("{value} :eq: {value}");
+        assert_eq!(check(&cond, "").unwrap(), cond);
+    }
+
+    #[test]
     fn broken_texts_are_not_formatted() {
         for text in ["${a} = 1", "${a} := (1", "\"abc", "${a} := 1 +", "/* open"] {
             assert_eq!(format(text, ""), None, "{text:?}");
@@ -562,6 +620,8 @@ mod tests {
         #[test]
         fn random_programs_format_to_the_same_tree(text in program()) {
             check(&text, "    ");
+            // (deep enough for every assignment to break)
+            check(&text, &" ".repeat(96));
         }
     }
 
