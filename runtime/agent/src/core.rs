@@ -129,8 +129,60 @@ pub struct TraceRecord {
     pub error: Option<String>,
     /// Runs before this one on workers that were lost.
     pub retries: u32,
-    /// Its inputs (see [`crate::control::TaskInfo::inputs`]).
-    pub inputs: Option<String>,
+    /// Its inputs (see [`crate::control::TaskInfo::inputs`]), kept as values: printed only
+    /// when the record is shown.
+    pub inputs: Option<TaskInputs>,
+}
+
+/// A task's input values and the names of its ports, as its record keeps them: printing is
+/// left to who shows the record (`gspc tasks`, the monitor, the trace), not done at every
+/// task's end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskInputs {
+    /// The ports' names, shared by every task of a module definition.
+    pub names: Arc<[Arc<str>]>,
+    /// Shared: the record goes to the job's task list and to the trace without a copy.
+    pub values: Arc<[Value]>,
+}
+
+impl TaskInputs {
+    /// `port = value, ...` in the literal form, cut at [`crate::control::MAX_INPUTS_TEXT`]
+    /// bytes (a large value never prints whole: it is cut as it is written).
+    pub fn text(&self) -> String {
+        use std::fmt::Write;
+        let max = crate::control::MAX_INPUTS_TEXT;
+        let mut text = String::new();
+        for (k, v) in self.values.iter().enumerate() {
+            if k > 0 {
+                text.push_str(", ");
+            }
+            match self.names.get(k) {
+                Some(name) => {
+                    let _ = write!(text, "{name} = ");
+                }
+                None => {
+                    let _ = write!(text, "#{k} = ");
+                }
+            }
+            let _ = write!(
+                Cut {
+                    text: &mut text,
+                    max
+                },
+                "{v}"
+            );
+            if text.len() >= max {
+                let mut end = max;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+                text.push_str("...");
+                break;
+            }
+        }
+        text
+    }
 }
 
 /// Places a worker's report of a task ([`TaskTimes`]: from its receipt to its start, from its
@@ -193,6 +245,8 @@ pub struct Core<'b> {
     cfg: CoreConfig,
     defs: Vec<ModuleDef>,
     def_names: Vec<Arc<str>>,
+    /// The input ports' names of each module definition (for the task records).
+    input_names: Vec<Arc<[Arc<str>]>>,
     fns: Vec<Option<FnInfo>>,
     /// (function, transition index) -> [(transition name, class)].
     classes: HashMap<(u32, u32), Vec<(String, u32)>>,
@@ -320,6 +374,15 @@ impl<'b> Core<'b> {
             .iter()
             .map(|d| Arc::from(format!("{}.{}", d.module, d.function)))
             .collect();
+        let input_names = defs
+            .iter()
+            .map(|d| {
+                d.inputs
+                    .iter()
+                    .map(|(n, _)| Arc::from(n.as_str()))
+                    .collect()
+            })
+            .collect();
         let has_put_token = match &bundle.function(bundle.root).body {
             Body::Net(n) => n.places.iter().any(|p| p.put_token),
             _ => false,
@@ -332,6 +395,7 @@ impl<'b> Core<'b> {
             cfg,
             defs,
             def_names,
+            input_names,
             fns,
             classes: HashMap::new(),
             class_fn: Vec::new(),
@@ -433,48 +497,17 @@ impl<'b> Core<'b> {
         }
     }
 
-    /// A task's inputs as its record shows them: `port = value, ...` in the literal form, cut
-    /// at [`crate::control::MAX_INPUTS_TEXT`] bytes.
-    fn inputs_text(&self, inf: &crate::sched::InFlight) -> String {
-        use std::fmt::Write;
-        let max = crate::control::MAX_INPUTS_TEXT;
-        let names = self
-            .defs
-            .get(inf.def as usize)
-            .map(|d| &d.inputs[..])
-            .unwrap_or(&[]);
-        let mut text = String::new();
-        for (k, v) in inf.task.inputs.iter().enumerate() {
-            if k > 0 {
-                text.push_str(", ");
-            }
-            match names.get(k) {
-                Some((name, _)) => {
-                    let _ = write!(text, "{name} = ");
-                }
-                None => {
-                    let _ = write!(text, "#{k} = ");
-                }
-            }
-            // A value's text is cut as it is written: a large value never prints whole.
-            let _ = write!(
-                Cut {
-                    text: &mut text,
-                    max
-                },
-                "{v}"
-            );
-            if text.len() >= max {
-                let mut end = max;
-                while !text.is_char_boundary(end) {
-                    end -= 1;
-                }
-                text.truncate(end);
-                text.push_str("...");
-                break;
-            }
+    /// A task's inputs for its record: its values (moved, or cloned) and the names of the
+    /// ports, printed only when a record is shown ([`TaskInputs::text`]).
+    fn task_inputs(&self, def: u32, values: Vec<Value>) -> TaskInputs {
+        TaskInputs {
+            names: self
+                .input_names
+                .get(def as usize)
+                .cloned()
+                .unwrap_or_else(|| Arc::from([])),
+            values: values.into(),
         }
-        text
     }
 
     /// The tasks in flight (sent, not answered), oldest first per worker, as `sent`:
@@ -496,7 +529,7 @@ impl<'b> Core<'b> {
                     retries: inf.task.retries,
                     error: None,
                     log_bytes: 0,
-                    inputs: Some(self.inputs_text(inf)),
+                    inputs: Some(self.task_inputs(inf.def, inf.task.inputs.clone()).text()),
                 });
             }
         }
@@ -620,7 +653,7 @@ impl<'b> Core<'b> {
                     answered: self.now,
                     error: Some(cause.clone()),
                     retries: inf.task.retries,
-                    inputs: Some(self.inputs_text(inf)),
+                    inputs: Some(self.task_inputs(inf.def, inf.task.inputs.clone())),
                 }));
             }
         }
@@ -702,7 +735,7 @@ impl<'b> Core<'b> {
                 return;
             }
         };
-        let Some(inf) = self.sched.finish(worker, task, self.now) else {
+        let Some(mut inf) = self.sched.finish(worker, task, self.now) else {
             out.push(Command::Log(format!(
                 "worker {worker} answered for task {task}, which it does not hold; ignored"
             )));
@@ -731,7 +764,7 @@ impl<'b> Core<'b> {
                     _ => None,
                 },
                 retries: inf.task.retries,
-                inputs: Some(self.inputs_text(&inf)),
+                inputs: Some(self.task_inputs(inf.def, std::mem::take(&mut inf.task.inputs))),
             }));
         }
         let id = TaskId(task);

@@ -5,12 +5,14 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::control::{JobTasks, MAX_JOB_LOG_BYTES, MAX_TASK_RECORDS, TaskInfo, TaskLog};
-use crate::core::TraceRecord;
+use crate::core::{TaskInputs, TraceRecord};
 
 /// The records of one job.
 #[derive(Debug, Default)]
 pub struct TaskBook {
-    ended: VecDeque<TaskInfo>,
+    /// The ended tasks' records without their inputs, and the inputs apart (as values:
+    /// printed when the tasks are asked for, not at every task's end).
+    ended: VecDeque<(TaskInfo, Option<TaskInputs>)>,
     dropped: u64,
     logs: VecDeque<TaskLog>,
     /// Log bytes kept per task (a task may log in several parts).
@@ -34,9 +36,9 @@ impl TaskBook {
         }
         let info = TaskInfo {
             log_bytes: self.log_sizes.get(&r.task).copied().unwrap_or(0),
-            ..crate::trace::record_info(r, worker)
+            ..crate::trace::record_info_without_inputs(r, worker)
         };
-        self.ended.push_back(info);
+        self.ended.push_back((info, r.inputs.clone()));
     }
 
     /// A task logged `text` (`dropped` bytes before it were cut by the worker).
@@ -82,7 +84,11 @@ impl TaskBook {
                 .entry(t.worker_id)
                 .or_insert_with(|| t.worker.clone());
         }
-        let mut tasks: Vec<TaskInfo> = self.ended.iter().cloned().chain(live).collect();
+        let ended = self.ended.iter().map(|(t, inputs)| TaskInfo {
+            inputs: inputs.as_ref().map(TaskInputs::text),
+            ..t.clone()
+        });
+        let mut tasks: Vec<TaskInfo> = ended.chain(live).collect();
         tasks.sort_by_key(|t| (t.sent_us, t.task));
         JobTasks {
             job,

@@ -18,6 +18,14 @@ use crate::core::TraceRecord;
 
 /// A task record as the trace draws it.
 pub fn record_info(r: &TraceRecord, worker: &str) -> TaskInfo {
+    TaskInfo {
+        inputs: r.inputs.as_ref().map(|i| i.text()),
+        ..record_info_without_inputs(r, worker)
+    }
+}
+
+/// [`record_info`] without the text of the inputs (`inputs: None`).
+pub fn record_info_without_inputs(r: &TraceRecord, worker: &str) -> TaskInfo {
     let us = |d: std::time::Duration| d.as_micros() as u64;
     TaskInfo {
         task: r.task,
@@ -32,7 +40,7 @@ pub fn record_info(r: &TraceRecord, worker: &str) -> TaskInfo {
         retries: r.retries,
         error: r.error.clone(),
         log_bytes: 0,
-        inputs: r.inputs.clone(),
+        inputs: None,
     }
 }
 
