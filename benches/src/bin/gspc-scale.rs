@@ -526,10 +526,11 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
             if workers_up(&client)? < before {
                 break t_freeze.elapsed();
             }
-            if t_freeze.elapsed() > Duration::from_secs(30) {
-                return Err("the frozen worker was not noticed within 30 s".into());
+            if t_freeze.elapsed() > Duration::from_secs(60) {
+                return Err("the frozen worker was not noticed within 60 s".into());
             }
-            std::thread::sleep(Duration::from_millis(10));
+            // Not too often: a status of thousands of workers costs the agent.
+            std::thread::sleep(Duration::from_millis(50));
         };
         let outs = wait(job)?;
         let total = t_freeze.elapsed();

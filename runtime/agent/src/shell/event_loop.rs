@@ -93,6 +93,7 @@ impl Shell<'_> {
                 next_id: AtomicU32::new(0),
                 ev: self.ev_tx.clone(),
                 pending: Mutex::new(Pending::default()),
+                beats: Mutex::default(),
             });
             self.shared = Some(shared.clone());
             let accept = io_thread.serve(listener, shared);

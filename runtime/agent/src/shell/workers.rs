@@ -5,7 +5,7 @@
 //! and declares the worker lost when it is silent for [`HEARTBEAT_TIMEOUT`]). All of them
 //! run on their own thread ([`IoThread`]), apart from the event loop.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -42,6 +42,9 @@ pub(super) struct Shared {
     pub(super) ev: UnboundedSender<ShellEvent>,
     /// The connections that have not sent their Hello yet.
     pub(super) pending: Mutex<Pending>,
+    /// Heartbeats not yet forwarded: worker -> the task it said it runs (see
+    /// [`forward_heartbeats`]).
+    pub(super) beats: Mutex<HashMap<u32, Option<u64>>>,
 }
 
 /// The worker connections waiting for their Hello, oldest first: at most
@@ -139,7 +142,11 @@ impl IoThread {
 
     /// Serves the workers that connect to `listener` (made by [`IoThread::listen`]).
     pub(super) fn serve(&self, listener: TcpListener, shared: Arc<Shared>) -> AbortOnDrop {
-        AbortOnDrop(self.handle.spawn(accept_loop(listener, shared)))
+        let beats = self.handle.spawn(forward_heartbeats(shared.clone()));
+        AbortOnDrop(self.handle.spawn(async move {
+            let _beats = AbortOnDrop(beats);
+            accept_loop(listener, shared).await;
+        }))
     }
 }
 
@@ -157,6 +164,28 @@ impl Drop for IoThread {
 /// How long a connection keeps its place among the [`PREAUTH_CONNECTIONS`] waiting for
 /// their Hello before a newer one may take it.
 const PREAUTH_GRACE: Duration = Duration::from_millis(250);
+
+/// How often the heartbeats of the workers go to the event loop, all at once.
+const HEARTBEAT_FORWARD: Duration = Duration::from_millis(100);
+
+/// Forwards the workers' heartbeats to the event loop every [`HEARTBEAT_FORWARD`], all at
+/// once, instead of one event (and one wake-up of the event loop) for each: thousands of
+/// workers send thousands of heartbeats a second. A worker's silence is judged here, on
+/// this thread, as each frame arrives; the event loop only learns what they run.
+async fn forward_heartbeats(shared: Arc<Shared>) {
+    let mut tick = tokio::time::interval(HEARTBEAT_FORWARD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let beats = std::mem::take(&mut *shared.beats.lock().unwrap_or_else(|e| e.into_inner()));
+        for (id, running) in beats {
+            let msgs = vec![WorkerMsg::Heartbeat { running }];
+            if shared.ev.send(ShellEvent::Msgs { id, msgs }).is_err() {
+                return;
+            }
+        }
+    }
+}
 
 pub(super) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     loop {
@@ -342,7 +371,7 @@ async fn handle_worker(sock: TcpStream, peer: SocketAddr, shared: Arc<Shared>, k
     {
         return;
     }
-    let reason = reader_loop(&mut r, id, &shared.ev).await;
+    let reason = reader_loop(&mut r, id, &shared).await;
     let _ = shared.ev.send(ShellEvent::Lost { id, reason });
 }
 
@@ -352,8 +381,9 @@ pub(super) const NO_HEARTBEAT: &str = "(no heartbeat)";
 async fn reader_loop(
     r: &mut FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
     id: u32,
-    ev: &UnboundedSender<ShellEvent>,
+    shared: &Shared,
 ) -> String {
+    let ev = &shared.ev;
     let decode = |f: &[u8]| postcard::from_bytes::<WorkerMsg>(f);
     loop {
         let frame = match tokio::time::timeout(HEARTBEAT_TIMEOUT, r.next()).await {
@@ -399,6 +429,15 @@ async fn reader_loop(
                     break;
                 }
             }
+        }
+        // Heartbeats alone wait for the next forwarding (the latest one counts).
+        if let [WorkerMsg::Heartbeat { running }] = msgs[..] {
+            shared
+                .beats
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id, running);
+            msgs.clear();
         }
         if !msgs.is_empty() && ev.send(ShellEvent::Msgs { id, msgs }).is_err() {
             return "the agent is stopping".into();
