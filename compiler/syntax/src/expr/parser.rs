@@ -164,14 +164,12 @@ impl<'a> Ctx<'a> {
 
     pub(crate) fn binary(&self, op: BinOp, a: Expr, b: Expr, l: usize, r: usize) -> Expr {
         // The word form (`:eq:`) is the only spelling starting with `:` (between the
-        // operands, after any closing parentheses).
+        // operands, after any closing parentheses and comments).
         let word_op = crate::expr::ast::word_form(op).is_some() && {
             let text = self.text.text.as_str();
             let from = self.text_offset(a.span.end).min(text.len());
             let to = self.text_offset(b.span.start).clamp(from, text.len());
-            let gap = text.get(from..to).unwrap_or("");
-            gap.trim_start_matches(|c: char| c.is_whitespace() || c == ')')
-                .starts_with(':')
+            operator_start(text.get(from..to).unwrap_or("")) == Some(':')
         };
         let mut e = self.node(ExprKind::Binary(op, Box::new(a), Box::new(b)), l, r);
         e.word_op = word_op && matches!(e.kind, ExprKind::Binary(..));
@@ -562,5 +560,33 @@ fn dispose(e: Expr) {
             ExprKind::Map(kvs) => stack.extend(kvs.into_iter().flat_map(|(k, v)| [k, v])),
             ExprKind::Struct(fs) => stack.extend(fs.into_iter().map(|(_, e)| e)),
         }
+    }
+}
+
+/// The first character of the operator in `gap` (the text between a binary expression's
+/// operands): after blanks, closing parentheses and (nested) `/* ... */` comments.
+fn operator_start(gap: &str) -> Option<char> {
+    let mut rest = gap;
+    loop {
+        rest = rest.trim_start_matches(|c: char| c.is_whitespace() || c == ')');
+        let Some(mut inner) = rest.strip_prefix("/*") else {
+            return rest.chars().next();
+        };
+        let mut depth = 1usize;
+        while depth > 0 {
+            let open = inner.find("/*");
+            let close = inner.find("*/")?;
+            match open {
+                Some(o) if o < close => {
+                    depth += 1;
+                    inner = &inner[o + 2..];
+                }
+                _ => {
+                    depth -= 1;
+                    inner = &inner[close + 2..];
+                }
+            }
+        }
+        rest = inner;
     }
 }

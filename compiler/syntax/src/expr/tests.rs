@@ -959,6 +959,8 @@ fn word_operators_are_marked() {
     };
     assert_eq!(written("${a} :eq: 1"), ":eq:");
     assert_eq!(written("${a} == 1"), "==");
+    assert_eq!(written("${a} /* c */ :eq: 1"), ":eq:");
+    assert_eq!(written("${a} /* c /* : */ */ == 1"), "==");
     assert_eq!(written("(${a} + 1) :lt: ( 2)"), ":lt: +");
     assert_eq!(written("${a} :and: ${b} || ${c} :ne: 1"), "|| :and: :ne:");
     assert_eq!(written("${a} &&/* : */${b}"), "&&");
