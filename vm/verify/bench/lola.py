@@ -34,6 +34,7 @@ import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ next to compare.py
 sys.path.insert(0, HERE)
 from compare import read_pt  # noqa: E402
 
