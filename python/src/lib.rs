@@ -296,20 +296,10 @@ fn plan(topology: Option<&str>, default_shm: u64) -> PyResult<pnet_topology::Pla
             (topo, t.to_string())
         }
         None => {
-            let mut topo = pnet_topology::default_topology(pnet_topology::hwloc::core_count());
-            if default_shm > 0 {
-                for c in &mut topo.classes {
-                    c.shm = default_shm;
-                    if !c
-                        .capabilities
-                        .iter()
-                        .any(|k| k == pnet_topology::GPI_CAPABILITY)
-                    {
-                        c.capabilities
-                            .push(pnet_topology::GPI_CAPABILITY.to_string());
-                    }
-                }
-            }
+            let topo = pnet_topology::default_topology_with_memory(
+                pnet_topology::hwloc::core_count(),
+                default_shm,
+            );
             let text = topo.to_string();
             (topo, text)
         }

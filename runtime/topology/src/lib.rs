@@ -76,8 +76,8 @@ pub use parse::{
     GPI_CAPABILITY, Topology, WorkerClass, check_local_sockets, check_sockets, parse_topology,
 };
 pub use plan::{
-    MAX_PLANNED_WORKERS, Plan, PlannedWorker, check_worker_count, default_topology, plan,
-    plan_with_limit, worker_count,
+    MAX_PLANNED_WORKERS, Plan, PlannedWorker, check_worker_count, default_topology,
+    default_topology_with_memory, plan, plan_with_limit, worker_count,
 };
 
 // The diagnostics are the shared ones (`pnet-diagnostics`), of a single text (file 0):

@@ -54,6 +54,21 @@ pub fn default_topology(cores: u32) -> Topology {
     }
 }
 
+/// [`default_topology`] with `shm` bytes of working memory per worker (and the capability
+/// that memory brings); `shm` 0: none.
+pub fn default_topology_with_memory(cores: u32, shm: u64) -> Topology {
+    let mut topo = default_topology(cores);
+    if shm > 0 {
+        for c in &mut topo.classes {
+            c.shm = shm;
+            if !c.capabilities.iter().any(|k| k == crate::GPI_CAPABILITY) {
+                c.capabilities.push(crate::GPI_CAPABILITY.to_string());
+            }
+        }
+    }
+    topo
+}
+
 /// Expands `topology` over `hosts`: every description gets `per_node` workers on each of the
 /// first `max_nodes` hosts (0 = all hosts). Repeated hosts count once. At most
 /// [`MAX_PLANNED_WORKERS`] workers are planned; the rest are counted in [`Plan::omitted`].
@@ -351,6 +366,15 @@ mod tests {
         let t = default_topology(4);
         assert_eq!(t.to_string(), "worker:4");
         assert_eq!(default_topology(0).to_string(), "worker");
+        let m = default_topology_with_memory(2, 4096);
+        assert_eq!(m.classes[0].shm, 4096);
+        assert!(
+            m.classes[0]
+                .capabilities
+                .iter()
+                .any(|k| k == crate::GPI_CAPABILITY)
+        );
+        assert_eq!(default_topology_with_memory(2, 0), default_topology(2));
         let p = plan(&t, &hosts(&["h1", "h2"]));
         assert_eq!(p.workers.len(), 8);
         assert!(
