@@ -179,6 +179,16 @@ fn a_sigkilled_runtime_resumes_its_three_jobs_to_their_exact_results() {
     let ran_before = lines(&calls);
     let jobs_before = s.gspc(&["jobs"]);
     assert_ne!(jobs_before.status.code(), Some(0), "the runtime is gone");
+    // The client says how to bring the jobs back.
+    assert!(
+        err(&jobs_before).contains(&format!(
+            "if it crashed or was killed, `gspc boot --resume --state-dir {}` brings back its \
+             jobs from its journal",
+            s.state().display()
+        )),
+        "{}",
+        err(&jobs_before)
+    );
 
     let resumed = s.ok(&["boot", "--resume", "--timeout", "30"]);
     assert!(resumed.contains("gspc: runtime booted (pid "), "{resumed}");
@@ -254,9 +264,52 @@ fn resume_without_a_journal_is_a_clear_error() {
         "{}",
         err(&o)
     );
+    // One line, no run of spaces left by a broken continuation in the source.
+    assert!(
+        err(&o).contains("or it was stopped and its jobs are over): boot without --resume"),
+        "{}",
+        err(&o)
+    );
     assert!(!s.state().join("gspc.pid").exists());
     // --no-journal keeps nothing to resume from: the two do not go together.
     let both = s.gspc(&["boot", "--resume", "--no-journal"]);
     assert_eq!(both.status.code(), Some(2), "{}", err(&both));
     assert!(err(&both).contains("--no-journal"), "{}", err(&both));
+}
+
+#[test]
+fn a_boot_without_resume_says_where_the_old_journal_and_its_unfinished_jobs_went() {
+    let s = pnet_tests::GspcScratch::new("resume", "fresh", bin_dir().join("gspc"));
+    let calls = s.dir.join("calls");
+    let mods = s.dir.join("mods");
+    std::fs::create_dir_all(&mods).unwrap();
+    let module = mods.join("work.run");
+    std::fs::write(&module, work_module(&calls)).unwrap();
+    std::fs::set_permissions(&module, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mods = mods.display().to_string();
+    s.ok(&["boot", "--topology", "worker:1", "--module-path", &mods]);
+    let net = s.dir.join("many.xpnet");
+    std::fs::write(&net, pnet_tests::module_net("many", "work", "work", "run")).unwrap();
+    let job = s.ok(&["submit", &net.display().to_string(), "-pxs=1L", "-pxs=2L"]);
+    assert_eq!(job.trim(), "1");
+    let st: serde_json::Value = serde_json::from_str(&s.ok(&["status", "--json"])).unwrap();
+    let daemon = st["pid"].as_u64().unwrap() as u32;
+    // Let the writer thread put the submission in the journal (it writes every 5 ms).
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: kill(2) of the runtime this test booted.
+    assert_eq!(unsafe { libc::kill(daemon as i32, libc::SIGKILL) }, 0);
+    assert!(wait_gone(daemon, Duration::from_secs(10)));
+    let fresh = s.gspc(&["boot", "--topology", "worker:1", "--module-path", &mods]);
+    assert_eq!(fresh.status.code(), Some(0), "{}", err(&fresh));
+    let old = s.state().join("journal.old");
+    assert!(old.exists());
+    assert!(
+        err(&fresh).contains(&format!(
+            "the journal of the runtime before is kept as {}",
+            old.display()
+        )) && err(&fresh).contains("its 1 unfinished job(s) (1) are not brought back"),
+        "{}",
+        err(&fresh)
+    );
+    s.ok(&["stop"]);
 }

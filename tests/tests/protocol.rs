@@ -142,6 +142,19 @@ if got["kind"] != "error" or not got["message"].startswith("malformed request: n
     fail(f"a line that is not JSON: {got}")
 if c.send(json.dumps({"kind": "jobs", "secret": secret}))["kind"] != "jobs":
     fail("the connection did not stay open after an error")
+# A request without its secret is malformed (not refused): the connection stays open.
+got = c.send(json.dumps({"kind": "jobs"}))
+if got["kind"] != "error" or 'missing field "secret"' not in got["message"]:
+    fail(f"a request without a secret: {got}")
+if c.send(json.dumps({"kind": "jobs", "secret": secret}))["kind"] != "jobs":
+    fail("the connection did not stay open after a missing secret")
+# A line that is not UTF-8 is answered with an error, then the connection is closed.
+c.s.sendall(b"\xff\xfe{}\n")
+got = json.loads(c.f.readline())
+if got["kind"] != "error":
+    fail(f"a line that is not UTF-8: {got}")
+if c.f.readline() != b"":
+    fail("the connection stayed open after a line that is not UTF-8")
 c.close()
 
 conns = {}

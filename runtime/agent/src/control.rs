@@ -613,6 +613,20 @@ pub fn check_private_dir(dir: &Path) -> Result<(), RtError> {
     Ok(())
 }
 
+/// What to do about a runtime that does not answer in `dir`: resume it if it left a journal
+/// (it crashed, was killed, or was stopped with its ended jobs' outcomes), else boot one.
+pub fn not_running_hint(dir: &Path) -> String {
+    if dir.join(crate::journal::JOURNAL_FILE).exists() {
+        format!(
+            "it is not running: if it crashed or was killed, `gspc boot --resume --state-dir \
+             {}` brings back its jobs from its journal",
+            dir.display()
+        )
+    } else {
+        format!("start one with `gspc boot --state-dir {}`", dir.display())
+    }
+}
+
 /// Reads the secret file of a state directory (it must be a regular file of this user with
 /// mode 0600 or stricter).
 pub fn read_secret(dir: &Path) -> Result<pnet_protocol::Secret, RtError> {
@@ -622,9 +636,10 @@ pub fn read_secret(dir: &Path) -> Result<pnet_protocol::Secret, RtError> {
         RtError::new(
             "gspc-no-runtime",
             format!(
-                "no runtime in {} (cannot read {}: {e}); start one with `gspc boot`",
+                "no runtime in {} (cannot read {}: {e}); {}",
                 dir.display(),
-                path.display()
+                path.display(),
+                not_running_hint(dir)
             ),
         )
     })?;
@@ -706,9 +721,9 @@ impl RtClient {
             RtError::new(
                 "gspc-not-running",
                 format!(
-                    "cannot reach the runtime at {}: {e} (is it running? start it with `gspc \
-                     boot`)",
-                    self.socket.display()
+                    "cannot reach the runtime at {}: {e} ({})",
+                    self.socket.display(),
+                    not_running_hint(self.socket.parent().unwrap_or(Path::new(".")))
                 ),
             )
         })?;

@@ -431,6 +431,64 @@ pub struct Resumed {
     pub torn: Option<(String, u64)>,
 }
 
+impl Resumed {
+    /// `resumed 2 job(s) (1, 3), 1 ended job(s) kept` (the daemon's log, `gspc boot`).
+    pub fn summary(&self) -> String {
+        let live = if self.live.is_empty() {
+            "resumed no job".to_string()
+        } else {
+            format!(
+                "resumed {} job(s) ({})",
+                self.live.len(),
+                job_list(&self.live)
+            )
+        };
+        format!("{live}, {} ended job(s) kept", self.ended)
+    }
+}
+
+fn job_list(jobs: &[JobId]) -> String {
+    jobs.iter()
+        .map(|j| j.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The jobs of the journal at `path` that had not ended (what `--resume` would bring back);
+/// `None` if it cannot be read or is no journal of this version.
+pub fn unfinished_jobs(path: &Path) -> Option<Vec<JobId>> {
+    let bytes = std::fs::read(path).ok()?;
+    let contents = parse(&bytes).ok()?;
+    Some(
+        by_job(contents.records)
+            .into_iter()
+            .filter(|(_, e)| e.submit.is_some() && e.end.is_none())
+            .map(|(j, _)| j)
+            .collect(),
+    )
+}
+
+/// What `gspc boot` without `--resume` says when it moves the journal at `path` aside to
+/// `old`: that it was kept, and the jobs it had not ended.
+pub fn kept_note(path: &Path, old: &Path) -> String {
+    let kept = format!(
+        "the journal of the runtime before is kept as {} (a boot without --resume starts a \
+         new one)",
+        old.display()
+    );
+    match unfinished_jobs(path) {
+        Some(jobs) if !jobs.is_empty() => format!(
+            "{kept}; its {} unfinished job(s) ({}) are not brought back: to resume them, stop \
+             this runtime, move {} back to {} and boot with --resume",
+            jobs.len(),
+            job_list(&jobs),
+            old.display(),
+            path.display()
+        ),
+        _ => kept,
+    }
+}
+
 /// Whether a persistent runtime keeps a journal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Journaling {
@@ -452,16 +510,7 @@ pub fn open(hub: &mut Hub, dir: &Path, how: Journaling) -> Result<(), String> {
             if let Some((why, bytes)) = &r.torn {
                 eprintln!("journal: its last {bytes} bytes were cut off: {why}");
             }
-            eprintln!(
-                "journal: resumed {} job(s) ({}), {} ended job(s) kept",
-                r.live.len(),
-                r.live
-                    .iter()
-                    .map(|j| j.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                r.ended
-            );
+            eprintln!("journal: {}", r.summary());
             for (job, why) in &r.failed {
                 eprintln!("journal: job {job}: {why}");
             }

@@ -112,7 +112,8 @@ fn saved_boot(dir: &Path, args: BootArgs) -> Result<BootArgs, RtError> {
         return Err(RtError::new(
             "gspc-no-journal",
             format!(
-                "--resume: there is no journal in {} (no runtime ran there, or it was stopped                  and its jobs are over): boot without --resume",
+                "--resume: there is no journal in {} (no runtime ran there, or it was stopped \
+                 and its jobs are over): boot without --resume",
                 dir.display()
             ),
         ));
@@ -125,7 +126,8 @@ fn saved_boot(dir: &Path, args: BootArgs) -> Result<BootArgs, RtError> {
         RtError::new(
             "gspc-no-journal",
             format!(
-                "--resume: cannot read the options of the last boot ({}: {e}); give the                  workers with --topology",
+                "--resume: cannot read the options of the last boot ({}: {e}); give the \
+                 workers with --topology",
                 path.display()
             ),
         )
@@ -337,7 +339,11 @@ pub fn boot(argv: Vec<OsString>) -> ExitCode {
     } else {
         let journal = dir.join(pnet_agent::journal::JOURNAL_FILE);
         if journal.exists() {
-            let _ = std::fs::rename(&journal, journal.with_extension("old"));
+            let old = journal.with_extension("old");
+            let note = pnet_agent::journal::kept_note(&journal, &old);
+            if std::fs::rename(&journal, &old).is_ok() {
+                pnet_stdlib::errln!("gspc: {note}");
+            }
         }
     }
     let stderr = match log.try_clone() {

@@ -502,3 +502,59 @@ fn an_idle_runtime_compacts_its_journal() {
     assert_eq!((r.ended, r.live), (1, vec![b]));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_resume_summary_and_the_note_of_a_journal_moved_aside() {
+    let none = Resumed {
+        ended: 2,
+        ..Resumed::default()
+    };
+    assert_eq!(none.summary(), "resumed no job, 2 ended job(s) kept");
+    let two = Resumed {
+        live: vec![1, 3],
+        ..Resumed::default()
+    };
+    assert_eq!(
+        two.summary(),
+        "resumed 2 job(s) (1, 3), 0 ended job(s) kept"
+    );
+
+    let dir = scratch("note");
+    let path = dir.join(JOURNAL_FILE);
+    let old = dir.join("journal.old");
+    let submit = |job| Record::Submit {
+        job,
+        net: "n".into(),
+        bundle: Vec::new(),
+        inputs: Vec::new(),
+        module_path: Vec::new(),
+        submitted_unix: 0,
+        seed: 0,
+    };
+    let end = Record::End {
+        job: 1,
+        outcome: JobOutcome::Cancelled,
+        tasks_done: 0,
+        elapsed_ms: 0,
+    };
+    drop(Journal::create(&path, &[submit(1), submit(2), end.clone(), submit(4)]).unwrap());
+    assert_eq!(unfinished_jobs(&path), Some(vec![2, 4]));
+    let note = kept_note(&path, &old);
+    assert!(
+        note.contains(&format!("kept as {}", old.display())),
+        "{note}"
+    );
+    assert!(
+        note.contains("its 2 unfinished job(s) (2, 4) are not brought back"),
+        "{note}"
+    );
+    // All ended: only where the old journal is.
+    drop(Journal::create(&path, &[submit(1), end]).unwrap());
+    assert_eq!(unfinished_jobs(&path), Some(vec![]));
+    assert!(!kept_note(&path, &old).contains("unfinished"));
+    // Not a journal: no jobs to name.
+    std::fs::write(&path, b"hello").unwrap();
+    assert_eq!(unfinished_jobs(&path), None);
+    assert!(kept_note(&path, &old).contains("kept as"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
