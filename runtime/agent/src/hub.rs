@@ -1391,18 +1391,8 @@ impl Hub {
                         transition: t.to_string(),
                     })
                 });
-                let in_flight = self
-                    .jobs
-                    .values()
-                    .map(|j| {
-                        j.core
-                            .status()
-                            .workers
-                            .iter()
-                            .find(|s| s.id == wid)
-                            .map_or(0, |s| s.tasks)
-                    })
-                    .sum();
+                // The scheduler's count, not a job's whole status per worker (O(N²)).
+                let in_flight = self.jobs.values().map(|j| j.core.load(wid)).sum();
                 (
                     wid,
                     RtWorker {
