@@ -133,6 +133,16 @@ fn a_sigkilled_runtime_resumes_its_three_jobs_to_their_exact_results() {
     assert_eq!((a.as_str(), b.as_str(), c.as_str()), ("1", "2", "3"));
     s.ok(&["put-token", &c, "xs=201L", "xs=202L", "xs=203L", "xs=204L"]);
 
+    // A client waiting for job 1 when the runtime dies.
+    let waiting = std::process::Command::new(bin_dir().join("gspc"))
+        .args(["wait", &a, "--state-dir"])
+        .arg(s.state())
+        .env_remove("GSPC_STATE_DIR")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+
     // Mid-run: some tasks are done, others are not.
     let t = Instant::now();
     let lines = |p: &PathBuf| {
@@ -177,6 +187,19 @@ fn a_sigkilled_runtime_resumes_its_three_jobs_to_their_exact_results() {
     }
     assert!(left.is_empty(), "left behind: {left:?}");
     let ran_before = lines(&calls);
+    // The waiting client is told what happened and what to do.
+    let waited = waiting.wait_with_output().unwrap();
+    assert_eq!(waited.status.code(), Some(1), "{}", err(&waited));
+    assert!(
+        err(&waited).contains(&format!(
+            "the runtime closed the connection without answering (did it stop or crash? if it \
+             crashed or was killed, `gspc boot --resume --state-dir {}` brings back its jobs \
+             from its journal; then ask again)",
+            s.state().display()
+        )),
+        "{}",
+        err(&waited)
+    );
     let jobs_before = s.gspc(&["jobs"]);
     assert_ne!(jobs_before.status.code(), Some(0), "the runtime is gone");
     // The client says how to bring the jobs back.
@@ -271,6 +294,31 @@ fn resume_without_a_journal_is_a_clear_error() {
         err(&o)
     );
     assert!(!s.state().join("gspc.pid").exists());
+    // A file that is no journal: the boot fails with why, showing only this runtime's log
+    // (not the lines of runtimes before it in the same log).
+    std::fs::create_dir_all(s.state()).unwrap();
+    std::fs::set_permissions(s.state(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(s.state().join("journal"), "hello").unwrap();
+    std::fs::write(
+        s.state().join("daemon.log"),
+        "a line of the runtime before\n",
+    )
+    .unwrap();
+    let o = s.gspc(&[
+        "boot",
+        "--resume",
+        "--topology",
+        "worker:1",
+        "--timeout",
+        "5",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(
+        err(&o).contains("it is not a gspc journal (no GSPCJRNL header); boot without --resume"),
+        "{}",
+        err(&o)
+    );
+    assert!(!err(&o).contains("the runtime before"), "{}", err(&o));
     // --no-journal keeps nothing to resume from: the two do not go together.
     let both = s.gspc(&["boot", "--resume", "--no-journal"]);
     assert_eq!(both.status.code(), Some(2), "{}", err(&both));

@@ -616,15 +616,21 @@ pub fn check_private_dir(dir: &Path) -> Result<(), RtError> {
 /// What to do about a runtime that does not answer in `dir`: resume it if it left a journal
 /// (it crashed, was killed, or was stopped with its ended jobs' outcomes), else boot one.
 pub fn not_running_hint(dir: &Path) -> String {
-    if dir.join(crate::journal::JOURNAL_FILE).exists() {
+    match resume_hint(dir) {
+        Some(h) => format!("it is not running: {h}"),
+        None => format!("start one with `gspc boot --state-dir {}`", dir.display()),
+    }
+}
+
+/// How to bring back the jobs of a runtime in `dir` that died, if it left a journal.
+fn resume_hint(dir: &Path) -> Option<String> {
+    dir.join(crate::journal::JOURNAL_FILE).exists().then(|| {
         format!(
-            "it is not running: if it crashed or was killed, `gspc boot --resume --state-dir \
-             {}` brings back its jobs from its journal",
+            "if it crashed or was killed, `gspc boot --resume --state-dir {}` brings back its \
+             jobs from its journal",
             dir.display()
         )
-    } else {
-        format!("start one with `gspc boot --state-dir {}`", dir.display())
-    }
+    })
 }
 
 /// Reads the secret file of a state directory (it must be a regular file of this user with
@@ -739,7 +745,23 @@ impl RtClient {
             )
         };
         write_msg(&mut s, &env).map_err(io)?;
-        match read_msg(&mut s).map_err(io)? {
+        let answer = read_msg(&mut s).map_err(|e| match e {
+            // The runtime went away while the request waited (a `wait` across a crash).
+            pnet_protocol::FrameError::Closed => {
+                let dir = self.socket.parent().unwrap_or(Path::new("."));
+                RtError::new(
+                    "gspc-connection",
+                    format!(
+                        "control socket {}: the runtime closed the connection without \
+                         answering (did it stop or crash? {}; then ask again)",
+                        self.socket.display(),
+                        resume_hint(dir).unwrap_or_else(|| "see `gspc status`".into())
+                    ),
+                )
+            }
+            e => io(e),
+        })?;
+        match answer {
             RtResponse::Refused(m) => Err(RtError::new("gspc-refused", m)),
             RtResponse::Error(m) => Err(RtError::new("gspc-request-failed", m)),
             RtResponse::Job(Response::Error(m)) => Err(RtError::new("gspc-request-failed", m)),

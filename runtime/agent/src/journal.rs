@@ -158,8 +158,24 @@ pub struct Contents {
 
 /// Reads a journal's bytes; an error for a file that is no journal of this version.
 pub fn parse(bytes: &[u8]) -> Result<Contents, String> {
+    const FRESH: &str = "boot without --resume to start a new journal (this file is then kept \
+                         as journal.old)";
+    if bytes.is_empty() {
+        return Err(format!(
+            "it is empty (its runtime wrote nothing to it: a full disk?); {FRESH}"
+        ));
+    }
+    if bytes.len() < 12 && MAGIC.starts_with(&bytes[..bytes.len().min(8)]) {
+        return Err(format!(
+            "its header is cut short ({} bytes; its runtime wrote nothing more: a full \
+             disk?); {FRESH}",
+            bytes.len()
+        ));
+    }
     if bytes.len() < 12 || &bytes[..8] != MAGIC {
-        return Err("it is not a gspc journal (no GSPCJRNL header)".into());
+        return Err(format!(
+            "it is not a gspc journal (no GSPCJRNL header); {FRESH}"
+        ));
     }
     let v = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
     if v != VERSION {

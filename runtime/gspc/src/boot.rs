@@ -346,6 +346,8 @@ pub fn boot(argv: Vec<OsString>) -> ExitCode {
             }
         }
     }
+    // The log is appended to: a failed boot shows only what this runtime wrote.
+    let log_start = log.metadata().map_or(0, |m| m.len()) as usize;
     let stderr = match log.try_clone() {
         Ok(f) => f,
         Err(e) => {
@@ -382,7 +384,8 @@ pub fn boot(argv: Vec<OsString>) -> ExitCode {
     let t0 = Instant::now();
     let planned = plan.workers.len();
     let log_tail = || {
-        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let bytes = std::fs::read(&log_path).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes[log_start.min(bytes.len())..]);
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(15)..].join("\n")
     };

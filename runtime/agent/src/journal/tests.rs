@@ -312,6 +312,26 @@ fn a_torn_tail_is_cut_off_and_other_journals_are_refused() {
             .unwrap_err()
             .contains("not a gspc journal")
     );
+    // An empty journal or a cut header (a full disk at boot) says so, and what to do.
+    let fresh = "boot without --resume to start a new journal (this file is then kept as \
+                 journal.old)";
+    assert_eq!(
+        parse(b"").unwrap_err(),
+        format!("it is empty (its runtime wrote nothing to it: a full disk?); {fresh}")
+    );
+    assert_eq!(
+        parse(b"GSPCJ").unwrap_err(),
+        format!(
+            "its header is cut short (5 bytes; its runtime wrote nothing more: a full disk?); \
+             {fresh}"
+        )
+    );
+    assert!(
+        parse(b"GSPCJRNL\x01\x00")
+            .unwrap_err()
+            .contains("cut short")
+    );
+    assert!(parse(b"GSPX").unwrap_err().contains("not a gspc journal"));
     std::fs::remove_file(&path).unwrap();
     let e = resume(&mut hub(), &dir).unwrap_err();
     assert!(e.contains("there is no journal in"), "{e}");
