@@ -312,16 +312,23 @@ pub fn token_from_json(
     response: bool,
 ) -> Result<Value, String> {
     let j: Json = serde_json::from_str(text).map_err(|e| format!("value: not JSON: {e}"))?;
-    let ty = root_place_type(bundle, place).unwrap_or(Type::Any);
+    let ty = root_place_type(bundle, place);
+    let not_requests = |holds: String| {
+        format!(
+            "place `{place}` holds {holds}, not workflow-response requests (a struct with the \
+             fields `value` and `response_id`): put its tokens with put-token"
+        )
+    };
     let ty = match (response, ty) {
-        (true, Type::Struct(s)) => s
+        (true, Some(Type::Struct(s))) => s
             .fields
             .iter()
             .find(|(n, _)| &**n == "value")
             .map(|(_, t)| t.clone())
-            .unwrap_or(Type::Any),
-        (true, _) => Type::Any,
-        (false, t) => t,
+            .ok_or_else(|| not_requests("structs without a field `value`".into()))?,
+        (true, None | Some(Type::Any)) => Type::Any,
+        (true, Some(t)) => return Err(not_requests(format!("{t} tokens"))),
+        (false, t) => t.unwrap_or(Type::Any),
     };
     pnet_stdlib::json::from_json_at(&j, &ty, "value")
 }
@@ -712,6 +719,24 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_workflow_response_to_a_place_of_plain_tokens_says_so() {
+        let square = crate::core::tests::net("square_wait_for_output");
+        assert_eq!(
+            token_from_json(&square, "xs", "5", true).unwrap_err(),
+            "place `xs` holds long tokens, not workflow-response requests (a struct with the \
+             fields `value` and `response_id`): put its tokens with put-token"
+        );
+        assert_eq!(
+            token_from_json(&square, "xs", "5", false),
+            Ok(Value::Long(5))
+        );
+        // A place of `any` and an unknown place are left to the engine.
+        let response = crate::core::tests::net("response");
+        assert!(token_from_json(&response, "req", "5", true).is_ok());
+        assert!(token_from_json(&square, "nope", "5", true).is_ok());
     }
 
     #[test]
