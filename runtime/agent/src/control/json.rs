@@ -363,8 +363,16 @@ pub fn runtime_request(j: &Json) -> Result<(String, RtRequest), String> {
         "jobs" => RtRequest::Jobs,
         "submit" => {
             let (bytes, net) = submit_bundle(j)?;
-            let bundle = pnet_bundle::format::decode(&bytes)
-                .map_err(|e| format!("{net}: not a valid bundle: {e}"))?;
+            let bundle = pnet_bundle::format::decode(&bytes).map_err(|e| {
+                let source = bytes.trim_ascii_start().starts_with(b"<");
+                let hint = if source {
+                    " (it is a net's source: compile it with `pnetc NET.xpnet -o NET.pnet` and \
+                     submit the .pnet)"
+                } else {
+                    ""
+                };
+                format!("{net}: not a valid bundle: {e}{hint}")
+            })?;
             let inputs = inputs_from_json(&bundle, j.get("inputs"))?;
             RtRequest::SubmitNamed {
                 name: opt_str(j, "name")?.unwrap_or_default(),
@@ -683,6 +691,20 @@ mod tests {
         let e = runtime_request(&json!({"kind": "submit", "secret": secret, "bundle": "x.pnet"}))
             .unwrap_err();
         assert!(e.contains("must be absolute"), "{e}");
+        // A net's source instead of its bundle: how to compile it.
+        let src = std::env::temp_dir().join(format!("pnet-json-src-{}.xpnet", std::process::id()));
+        std::fs::write(&src, "\n<defun name=\"n\"/>\n").unwrap();
+        let bundle = src.display().to_string();
+        let e = runtime_request(&json!({"kind": "submit", "secret": secret, "bundle": bundle}))
+            .unwrap_err();
+        let _ = std::fs::remove_file(&src);
+        assert!(
+            e.ends_with(
+                "not a valid bundle: not a pnet bundle (bad magic number) (it is a net's source: \
+                 compile it with `pnetc NET.xpnet -o NET.pnet` and submit the .pnet)"
+            ),
+            "{e}"
+        );
         // Every kind of the list parses to a request of that kind (given its fields).
         for kind in RUNTIME_KINDS.iter().filter(|k| **k != "submit") {
             let j = json!({
