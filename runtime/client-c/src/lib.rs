@@ -208,8 +208,7 @@ pub unsafe extern "C" fn pnet_submit(
         };
         let p = Path::new(path);
         let bytes = json::read_bundle_file(p).map_err(|e| fail(PNET_ERR_BUNDLE, &e))?;
-        let bundle = pnet_bundle::format::decode(&bytes)
-            .map_err(|e| fail(PNET_ERR_BUNDLE, &format!("{path}: not a valid bundle: {e}")))?;
+        let bundle = json::decode_bundle(&bytes, path).map_err(|e| fail(PNET_ERR_BUNDLE, &e))?;
         let inputs = json::inputs_from_json(&bundle, inputs.as_ref())
             .map_err(|e| fail(PNET_ERR_VALUE, &e))?;
         let net = p

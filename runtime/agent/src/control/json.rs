@@ -246,6 +246,21 @@ fn submit_bundle(j: &Json) -> Result<(Vec<u8>, String), String> {
     Ok((bytes, name))
 }
 
+/// Decodes a submitted bundle named `net`; an error says what to do with a net's source
+/// (XML) sent instead of its bundle.
+pub fn decode_bundle(bytes: &[u8], net: &str) -> Result<Bundle, String> {
+    pnet_bundle::format::decode(bytes).map_err(|e| {
+        let source = bytes.trim_ascii_start().starts_with(b"<");
+        let hint = if source {
+            " (it is a net's source: compile it with `pnetc NET.xpnet -o NET.pnet` and submit \
+             the .pnet)"
+        } else {
+            ""
+        };
+        format!("{net}: not a valid bundle: {e}{hint}")
+    })
+}
+
 /// Reads a bundle file (a regular file of at most 64 MiB).
 pub fn read_bundle_file(p: &Path) -> Result<Vec<u8>, String> {
     use std::io::Read;
@@ -363,16 +378,7 @@ pub fn runtime_request(j: &Json) -> Result<(String, RtRequest), String> {
         "jobs" => RtRequest::Jobs,
         "submit" => {
             let (bytes, net) = submit_bundle(j)?;
-            let bundle = pnet_bundle::format::decode(&bytes).map_err(|e| {
-                let source = bytes.trim_ascii_start().starts_with(b"<");
-                let hint = if source {
-                    " (it is a net's source: compile it with `pnetc NET.xpnet -o NET.pnet` and \
-                     submit the .pnet)"
-                } else {
-                    ""
-                };
-                format!("{net}: not a valid bundle: {e}{hint}")
-            })?;
+            let bundle = decode_bundle(&bytes, &net)?;
             let inputs = inputs_from_json(&bundle, j.get("inputs"))?;
             RtRequest::SubmitNamed {
                 name: opt_str(j, "name")?.unwrap_or_default(),
