@@ -6,24 +6,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// r = n + extra; extra comes from put_token (the net of docs/PROTOCOL.md).
-const ADD: &str = r#"<defun name="add">
-  <in name="n" type="long" place="n"/>
-  <out name="r" type="long" place="r"/>
-  <net>
-    <place name="n" type="long"/>
-    <place name="r" type="long"/>
-    <place name="extra" type="long" put_token="true"/>
-    <transition name="add">
-      <defun><in name="a" type="long"/><in name="b" type="long"/><out name="c" type="long"/>
-        <expression>${c} := ${a} + ${b}</expression></defun>
-      <connect-in port="a" place="n"/><connect-in port="b" place="extra"/>
-      <connect-out port="c" place="r"/>
-    </transition>
-  </net>
-</defun>
-"#;
-
 /// Waits with a timeout on a job that waits for a token, cancels it, waits again.
 const WAITS: &str = r#"#include <inttypes.h>
 #include <stdio.h>
@@ -148,8 +130,7 @@ fn the_c_example_submits_puts_a_token_and_waits() {
         text(&o.stderr)
     );
 
-    let net = dir.join("add.xpnet");
-    std::fs::write(&net, ADD).unwrap();
+    let net = pnet_tests::workspace_root().join("tests/data/protocol/add.xpnet");
     let bundle = dir.join("add.pnet");
     let o = Command::new(bin.join("pnetc"))
         .arg(&net)

@@ -13,24 +13,6 @@ fn doc() -> PathBuf {
     pnet_tests::workspace_root().join("docs/PROTOCOL.md")
 }
 
-/// The net of the runtime examples (as in the document): r = n + extra.
-const ADD: &str = r#"<defun name="add">
-  <in name="n" type="long" place="n"/>
-  <out name="r" type="long" place="r"/>
-  <net>
-    <place name="n" type="long"/>
-    <place name="r" type="long"/>
-    <place name="extra" type="long" put_token="true"/>
-    <transition name="add">
-      <defun><in name="a" type="long"/><in name="b" type="long"/><out name="c" type="long"/>
-        <expression>${c} := ${a} + ${b}</expression></defun>
-      <connect-in port="a" place="n"/><connect-in port="b" place="extra"/>
-      <connect-out port="c" place="r"/>
-    </transition>
-  </net>
-</defun>
-"#;
-
 /// The net of the job examples: state += extra; a workflow response answers state + value.
 const ASK: &str = r#"<defun name="ask">
   <out name="state" type="unsigned long" place="state"/>
@@ -253,8 +235,7 @@ fn every_documented_request_gets_its_documented_answer_from_python() {
     let dir = Scratch(gspc.dir.join("run"));
     std::fs::create_dir_all(&dir.0).unwrap();
     std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let add = dir.0.join("add.xpnet");
-    std::fs::write(&add, ADD).unwrap();
+    let add = pnet_tests::workspace_root().join("tests/data/protocol/add.xpnet");
     let bundle = dir.0.join("add.pnet");
     let o = Command::new(bin.join("pnetc"))
         .arg(&add)
