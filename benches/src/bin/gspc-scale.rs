@@ -706,7 +706,13 @@ fn sim_main(args: &[String]) -> ExitCode {
                 }
             });
         }
-        while set.join_next().await.is_some() {}
+        // Until every connection that is not frozen has ended (a frozen one never does).
+        while set.len() > frozen.iter().filter(|f| f.load(Ordering::SeqCst)).count() {
+            if set.join_next().await.is_none() {
+                break;
+            }
+        }
+        set.abort_all();
     });
     pnet_stdlib::outln!(
         "sim: complaints {} max-silence-ms {} joined {} tasks {}",
