@@ -430,6 +430,10 @@ pub struct RuntimeStatus {
     pub workers: Vec<RtWorker>,
     /// The global memory (all zero when no worker has working memory).
     pub memory: MemoryStatus,
+    /// The journal (see [`crate::journal`]): `on`, `off` (`--no-journal`, or a `gspc-run`
+    /// job), or `stopped: WHY` when writing it failed (a full disk): jobs then no longer
+    /// survive a crash from the point it stopped.
+    pub journal: String,
 }
 
 /// A worker named in an answer.

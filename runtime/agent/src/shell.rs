@@ -105,7 +105,7 @@ enum ShellEvent {
     /// The answer of a memory request, from the memory I/O thread.
     MemReply {
         client: u64,
-        response: RtResponse,
+        response: Box<RtResponse>,
     },
 }
 

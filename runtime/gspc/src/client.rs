@@ -1220,6 +1220,13 @@ fn status_table(s: &RuntimeStatus) -> String {
         s.jobs_total,
         s.state_dir
     );
+    if let Some(why) = s.journal.strip_prefix("stopped: ") {
+        out.push_str(&format!(
+            "warning: the journal stopped ({why}): jobs will not survive a crash of the runtime \
+             from that point; free space in the state directory, then, once no job runs, \
+             `gspc stop` and `gspc boot` again\n"
+        ));
+    }
     let rows: Vec<[String; 8]> = s
         .workers
         .iter()
@@ -1294,6 +1301,7 @@ fn status_json(s: &RuntimeStatus) -> serde_json::Value {
         "uptime_ms": s.uptime_ms,
         "jobs_running": s.jobs_running,
         "jobs_total": s.jobs_total,
+        "journal": s.journal,
         "workers": s.workers.iter().map(|w| serde_json::json!({
             "name": w.name,
             "host": w.host,
@@ -1605,8 +1613,24 @@ mod tests {
                     allocated: 4096,
                 }],
             },
+            journal: "on".into(),
         };
         let t = status_table(&s);
+        assert!(!t.contains("journal"), "{t}");
+        let stopped = RuntimeStatus {
+            journal: "stopped: No space left on device (os error 28)".into(),
+            ..s.clone()
+        };
+        assert!(
+            status_table(&stopped).lines().nth(2).is_some_and(|l| {
+                l.starts_with(
+                "warning: the journal stopped (No space left on device (os error 28)): jobs will \
+                 not survive a crash"
+            )
+            }),
+            "{}",
+            status_table(&stopped)
+        );
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[0].starts_with("runtime pid 1, workers connect to 127.0.0.1:5, up 1.5s"));
         assert_eq!(lines[2], "1 workers");

@@ -448,7 +448,7 @@ impl Shell<'_> {
                 self.clients.remove(&client);
                 self.hub.client_closed(client);
             }
-            ShellEvent::MemReply { client, response } => self.reply_rt(client, response),
+            ShellEvent::MemReply { client, response } => self.reply_rt(client, *response),
         }
         None
     }

@@ -104,7 +104,10 @@ impl Shell<'_> {
                             data.len()
                         )),
                     };
-                    let _ = ev.send(ShellEvent::MemReply { client, response });
+                    let _ = ev.send(ShellEvent::MemReply {
+                        client,
+                        response: Box::new(response),
+                    });
                 });
                 match self.submit_io(job) {
                     Ok(()) => None,
@@ -146,7 +149,10 @@ impl Shell<'_> {
                             "cannot read {size} bytes at offset {offset} of {handle}: {e}"
                         )),
                     };
-                    let _ = ev.send(ShellEvent::MemReply { client, response });
+                    let _ = ev.send(ShellEvent::MemReply {
+                        client,
+                        response: Box::new(response),
+                    });
                 });
                 match self.submit_io(job) {
                     Ok(()) => None,

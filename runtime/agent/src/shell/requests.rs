@@ -225,6 +225,12 @@ impl Shell<'_> {
             jobs_total: jobs.len() as u64,
             workers,
             memory: self.hub.memory_status(),
+            journal: match self.hub.journal() {
+                None => "off".to_string(),
+                Some(j) => j
+                    .error()
+                    .map_or_else(|| "on".to_string(), |e| format!("stopped: {e}")),
+            },
         }
     }
 }
