@@ -7,6 +7,12 @@
  *      -Wl,-rpath,target/debug -o boot_submit_wait
  *   ./boot_submit_wait ~/.local/state/gspc add.pnet  # prints the outputs
  *
+ * With a third argument, the program boots its own runtime in STATE_DIR with that topology
+ * (`gspc` from $GSPC or the PATH) and stops it at the end, as a GPI-Space program with a
+ * scoped runtime system does:
+ *
+ *   ./boot_submit_wait /tmp/my-runtime add.pnet worker:2
+ *
  * The net (docs/PROTOCOL.md): in port n : long, put_token place extra : long, out port r.
  */
 #include <inttypes.h>
@@ -23,12 +29,18 @@ static int check(int status, const char *what) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s STATE_DIR NET.pnet\n", argv[0]);
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: %s STATE_DIR NET.pnet [TOPOLOGY]\n", argv[0]);
     return 2;
   }
   pnet_client *client = NULL;
-  if (check(pnet_connect(argv[1], &client), "connect") != PNET_OK) {
+  const int boot = argc == 4;
+  if (boot) {
+    if (check(pnet_boot(NULL, argv[1], argv[3], NULL, &client), "boot") != PNET_OK) {
+      return 1;
+    }
+    printf("booted a runtime in %s\n", argv[1]);
+  } else if (check(pnet_connect(argv[1], &client), "connect") != PNET_OK) {
     return 1;
   }
 
@@ -59,6 +71,9 @@ int main(int argc, char **argv) {
       printf("outputs: %s\n", result);
       pnet_free_string(result);
     }
+  }
+  if (boot && check(pnet_stop(client), "stop") == PNET_OK) {
+    printf("stopped the runtime\n");
   }
   pnet_disconnect(client);
   return rc == PNET_OK ? 0 : 1;

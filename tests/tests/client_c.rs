@@ -220,4 +220,54 @@ fn the_c_example_submits_puts_a_token_and_waits() {
         "{}",
         text(&o.stderr)
     );
+
+    // With a topology the example boots its own runtime (pnet_boot) and stops it (pnet_stop).
+    let own = dir.join("own-runtime");
+    let o = Command::new(&exe)
+        .arg(&own)
+        .arg(&bundle)
+        .arg("worker:1")
+        .env("GSPC", bin.join("gspc"))
+        .output()
+        .unwrap();
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("booted a runtime in {}", own.display()),
+        "{out}"
+    );
+    assert_eq!(lines[1], "submitted job 1", "{out}");
+    let outputs: serde_json::Value =
+        serde_json::from_str(lines[4].strip_prefix("outputs: ").unwrap()).unwrap();
+    assert_eq!(
+        outputs["outputs"],
+        serde_json::json!({"r": {"type": "long", "tokens": [42]}}),
+        "{out}"
+    );
+    assert_eq!(lines[5], "stopped the runtime", "{out}");
+    let o = Command::new(bin.join("gspc"))
+        .args(["status", "--state-dir"])
+        .arg(&own)
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success(),
+        "the runtime still answers after pnet_stop"
+    );
+    // A topology with an error: boot fails with gspc's message.
+    let o = Command::new(&exe)
+        .arg(dir.join("bad-runtime"))
+        .arg(&bundle)
+        .arg("worker:x")
+        .env("GSPC", bin.join("gspc"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).starts_with("boot failed (2): "),
+        "{}",
+        text(&o.stderr)
+    );
 }

@@ -46,6 +46,16 @@ const char *pnet_last_error(void);
 /* Connects to the runtime of a state directory (what `gspc --state-dir DIR` uses). */
 int pnet_connect(const char *state_dir, pnet_client **out);
 
+/* Boots a runtime as `gspc boot --state-dir state_dir --topology topology [--module-path
+ * module_path]` (gspc: the program, NULL for $GSPC, else `gspc` on the PATH; topology NULL:
+ * one worker per core; module_path NULL: none), waits for its workers and connects to it.
+ * Stop it with pnet_stop. */
+int pnet_boot(const char *gspc, const char *state_dir, const char *topology,
+              const char *module_path, pnet_client **out);
+
+/* Stops the client's runtime (running jobs are cancelled); then pnet_disconnect. */
+int pnet_stop(pnet_client *client);
+
 /* Frees a client (NULL is fine). */
 void pnet_disconnect(pnet_client *client);
 

@@ -143,6 +143,93 @@ pub unsafe extern "C" fn pnet_connect(
     })
 }
 
+/// Boots a runtime (as `gspc boot --state-dir DIR --topology TOPOLOGY [--module-path
+/// MODULE_PATH]`, with the program `gspc`: NULL for `$GSPC`, else `gspc` on the `PATH`), waits
+/// until its workers have joined, and connects to it. `topology` NULL: `gspc boot`'s default
+/// (one worker per core); `module_path` NULL: none. Stop it with [`pnet_stop`].
+///
+/// # Safety
+/// The strings are NUL-terminated or (`gspc`, `topology`, `module_path`) NULL; `out` a valid
+/// pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pnet_boot(
+    gspc: *const c_char,
+    state_dir: *const c_char,
+    topology: *const c_char,
+    module_path: *const c_char,
+    out: *mut *mut PnetClient,
+) -> c_int {
+    run(|| {
+        if out.is_null() {
+            return Err(fail(PNET_ERR_ARGUMENT, "out is NULL"));
+        }
+        // SAFETY: the caller's contract (each string NUL-terminated or NULL).
+        let opt = |s: *const c_char, what: &str| {
+            if s.is_null() {
+                Ok(None)
+            } else {
+                unsafe { arg(s, what) }.map(Some)
+            }
+        };
+        let program = match opt(gspc, "gspc")? {
+            Some(p) => p.to_string(),
+            None => std::env::var("GSPC").unwrap_or_else(|_| "gspc".to_string()),
+        };
+        // SAFETY: the caller's contract.
+        let dir = unsafe { arg(state_dir, "state_dir") }?;
+        let mut cmd = std::process::Command::new(&program);
+        cmd.args(["boot", "--state-dir", dir]);
+        if let Some(t) = opt(topology, "topology")? {
+            cmd.args(["--topology", t]);
+        }
+        if let Some(m) = opt(module_path, "module_path")? {
+            cmd.args(["--module-path", m]);
+        }
+        let o = cmd
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| {
+                fail(
+                    PNET_ERR_NO_RUNTIME,
+                    &format!("cannot run {program} (set GSPC or pass the program): {e}"),
+                )
+            })?;
+        if !o.status.success() {
+            let err = String::from_utf8_lossy(&o.stderr);
+            return Err(fail(
+                PNET_ERR_NO_RUNTIME,
+                &format!("{program} boot failed: {}", err.trim()),
+            ));
+        }
+        // SAFETY: the caller's contract, as checked above.
+        match unsafe { pnet_connect(state_dir, out) } {
+            PNET_OK => Ok(PNET_OK),
+            code => Err(code),
+        }
+    })
+}
+
+/// Stops the client's runtime (as `gspc stop`: running jobs are cancelled); the client is
+/// still to be freed with [`pnet_disconnect`].
+///
+/// # Safety
+/// `c` from [`pnet_connect`] or [`pnet_boot`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pnet_stop(c: *mut PnetClient) -> c_int {
+    run(|| {
+        // SAFETY: the caller's contract.
+        let c = unsafe { client(c) }?;
+        match c
+            .rt
+            .call(RtRequest::Stop { wait: false }, Some(SHORT))
+            .map_err(|e| rt_fail(&e))?
+        {
+            RtResponse::Stopped(_) => Ok(PNET_OK),
+            r => Err(unexpected(&r)),
+        }
+    })
+}
+
 /// Frees a client (NULL is fine).
 ///
 /// # Safety
