@@ -490,22 +490,25 @@ impl Hub {
         inputs: &[(String, Vec<Value>)],
         out: &mut Vec<HubCmd>,
     ) -> Result<JobId, AgentError> {
-        self.add_job_at(net, bundle, inputs, Vec::new(), out)
+        self.add_job_at(net, bundle, None, inputs, Vec::new(), out)
     }
 
     /// Starts a job whose modules are looked for along `module_path` first (then along the
-    /// workers' path): its definitions go out in [`AgentMsg::ModulesAt`].
+    /// workers' path): its definitions go out in [`AgentMsg::ModulesAt`]. `encoded` is the
+    /// bundle as submitted, if the caller has it (the journal keeps it; else it is encoded
+    /// again for the journal).
     pub fn add_job_at(
         &mut self,
         net: &str,
         bundle: Bundle,
+        encoded: Option<Vec<u8>>,
         inputs: &[(String, Vec<Value>)],
         module_path: Vec<String>,
         out: &mut Vec<HubCmd>,
     ) -> Result<JobId, AgentError> {
         let submit = self.journal.as_ref().map(|_| {
             (
-                pnet_bundle::format::encode(&bundle).unwrap_or_default(),
+                encoded.unwrap_or_else(|| pnet_bundle::format::encode(&bundle).unwrap_or_default()),
                 inputs.to_vec(),
             )
         });

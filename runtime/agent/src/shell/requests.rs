@@ -88,9 +88,16 @@ impl Shell<'_> {
                 if self.stopping.is_some() {
                     RtResponse::Error("the runtime is stopping; it takes no more jobs".into())
                 } else {
-                    match pnet_bundle::format::decode(&bundle) {
-                        Err(e) => RtResponse::Error(format!("{net}: not a valid bundle: {e}")),
-                        Ok(b) => match self.hub.add_job_at(&net, b, &inputs, module_path, out) {
+                    match crate::control::json::decode_bundle(&bundle, &net) {
+                        Err(e) => RtResponse::Error(e),
+                        Ok(b) => match self.hub.add_job_at(
+                            &net,
+                            b,
+                            Some(bundle),
+                            &inputs,
+                            module_path,
+                            out,
+                        ) {
                             Ok(job) => {
                                 self.refresh_welcome_defs();
                                 if name.is_empty() {
