@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use pnet_sema::expr::{Env, Mode, PortSig, lower};
+use pnet_sema::expr::{Env, Mode, PortDir, PortSig, lower};
 use pnet_stdlib::Type;
 use pnet_syntax::expr::{self, Expr, ExprKind};
 
@@ -29,9 +29,7 @@ pub fn local_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<(u32,
     let mut index = None;
     // a port's direction does not change the locals' types: every port may be read and
     // assigned (the type check's diagnostics are not wanted here)
-    let Ok(dir) = serde_json::from_value(serde_json::Value::from("InOut")) else {
-        return Vec::new();
-    };
+    let dir = PortDir::InOut;
     let mut out = Vec::new();
     for text in expression_texts(root) {
         let whole = text.whole();

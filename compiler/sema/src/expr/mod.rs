@@ -26,7 +26,9 @@ mod types;
 #[cfg(test)]
 mod tests;
 
-use pnet_bundle::{Code, PortDir, Slot, SlotKind};
+/// A port's direction ([`PortSig::dir`]).
+pub use pnet_bundle::PortDir;
+use pnet_bundle::{Code, Slot, SlotKind};
 use pnet_stdlib::{Type, Value};
 use pnet_syntax::Diagnostic;
 use pnet_syntax::expr::Expr;
