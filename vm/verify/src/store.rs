@@ -152,6 +152,23 @@ mod mem {
     }
 
     #[cfg(target_os = "linux")]
+    impl<T: Zeroable> ZeroBuf<T> {
+        /// Gives the memory of the first `len` elements back to the system (their pages
+        /// read as zero afterwards): whole huge pages only, so that the rest of the buffer
+        /// keeps its huge pages. Lowers the peak while the index doubles (the old index is
+        /// released behind the pass that reads it).
+        pub fn release_prefix(&mut self, len: usize) {
+            let bytes = len.min(self.len).saturating_mul(size_of::<T>());
+            let bytes = bytes / Self::HUGE * Self::HUGE;
+            if bytes > 0 {
+                // SAFETY: a range at the start of the mapping created in `new`; the advice
+                // only drops its contents (zero pages afterwards, still mapped).
+                unsafe { libc::madvise(self.ptr.as_ptr().cast(), bytes, libc::MADV_DONTNEED) };
+            }
+        }
+    }
+
+    #[cfg(target_os = "linux")]
     impl<T: Zeroable> Drop for ZeroBuf<T> {
         fn drop(&mut self) {
             // SAFETY: the mapping created in `new`, unmapped once.
@@ -193,6 +210,12 @@ mod mem {
         pub fn new(len: usize, _huge: bool) -> ZeroBuf<T> {
             ZeroBuf(vec![T::default(); len].into_boxed_slice())
         }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    impl<T: Zeroable> ZeroBuf<T> {
+        /// Does nothing here (see the Linux version).
+        pub fn release_prefix(&mut self, _len: usize) {}
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -777,28 +800,41 @@ impl StateStore {
             let mut table = ZeroBuf::<u64>::new(slots * 2, true);
             let shift = self.shift - 1;
             let buckets = table.as_chunks_mut::<8>().0;
-            for slot in self.table.as_chunks::<2>().0 {
-                if slot[1] >> 32 == 0 {
-                    continue;
-                }
-                let key = [slot[0], slot[1] & 0xFFFF_FFFF];
-                let h = hash_words(&key[..self.words], self.stride);
-                let mut b = (h >> shift) as usize;
-                loop {
-                    let bucket = &mut buckets[b];
-                    if let Some(j) = (0..4).find(|&j| bucket[2 * j + 1] == EMPTY) {
-                        bucket[2 * j] = slot[0];
-                        bucket[2 * j + 1] = slot[1];
-                        break;
+            // The old index is read in blocks of 8 MiB, each given back to the system once
+            // read: the new index's pages are touched about as fast (it is written nearly
+            // in order), so both together never take much more than the new one.
+            const BLOCK: usize = 1 << 20;
+            let old_len = self.table.len();
+            let mut start = 0;
+            while start < old_len {
+                let end = (start + BLOCK).min(old_len);
+                for slot in self.table[start..end].as_chunks::<2>().0 {
+                    if slot[1] >> 32 == 0 {
+                        continue;
                     }
-                    b = (b + 1) & (mask >> 2);
+                    let key = [slot[0], slot[1] & 0xFFFF_FFFF];
+                    let h = hash_words(&key[..self.words], self.stride);
+                    let mut b = (h >> shift) as usize;
+                    loop {
+                        let bucket = &mut buckets[b];
+                        if let Some(j) = (0..4).find(|&j| bucket[2 * j + 1] == EMPTY) {
+                            bucket[2 * j] = slot[0];
+                            bucket[2 * j + 1] = slot[1];
+                            break;
+                        }
+                        b = (b + 1) & (mask >> 2);
+                    }
                 }
+                self.table.release_prefix(end);
+                start = end;
             }
             self.table = table;
             self.mask = mask;
             self.shift = shift;
             return;
         }
+        // Tagged: the new index is built from the arena, so the old one goes first.
+        self.table = ZeroBuf::new(1, false);
         let mut table = ZeroBuf::<u64>::new(slots, true);
         const BLOCK: usize = 32;
         let mut key = vec![0u64; self.words];
@@ -1153,6 +1189,45 @@ mod tests {
             b[len - 1] += 42;
             assert_eq!(b[len - 1], if len == 1 { 49 } else { 42 });
             assert_eq!(b[0], if len == 1 { 49 } else { 7 });
+        }
+        // Released pages read as zero; the rest is kept.
+        // 3 MiB, of which 2 MiB (one huge page) can be released.
+        let mut b = ZeroBuf::<u64>::new((3 << 20) / 8, true);
+        b.iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x = i as u64 + 1);
+        b.release_prefix((3 << 20) / 8 - 1);
+        let released = if cfg!(target_os = "linux") {
+            (2 << 20) / 8
+        } else {
+            0
+        };
+        assert!(b[..released].iter().all(|&x| x == 0));
+        assert!(
+            b[released..]
+                .iter()
+                .enumerate()
+                .all(|(i, &x)| x == (released + i) as u64 + 1)
+        );
+    }
+
+    /// Indexes large enough for the doubling to give the old index back in blocks: every
+    /// marking is still found, with its id.
+    #[test]
+    fn large_indexes_double_and_keep_every_marking() {
+        for compact in [false, true] {
+            let mut st = StateStore::with_layout(4, compact);
+            let n = 400_000u32;
+            for i in 0..n {
+                let k = [u64::from(i.wrapping_mul(2_654_435_761))];
+                let h = hash_words(&k, 4);
+                assert_eq!(st.insert_words(&k, h), Some((i, true)));
+            }
+            assert!(st.index_bytes() >= 4 << 20);
+            for i in 0..n {
+                let k = [u64::from(i.wrapping_mul(2_654_435_761))];
+                assert_eq!(st.find_words(&k, hash_words(&k, 4)), Some(i), "{compact}");
+            }
         }
     }
 }
