@@ -692,6 +692,29 @@ impl<'b> Core<'b> {
         }
     }
 
+    /// A leaf agent lost the worker running `task` and runs it again on another: the retry
+    /// counts here, as for a lost worker of this agent; past the limit the job fails.
+    fn leaf_retried(&mut self, worker: WorkerId, task: u64, out: &mut Vec<Command>) {
+        let name = self
+            .sched
+            .worker_name(worker)
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| format!("#{worker}"));
+        out.push(Command::Log(format!(
+            "retry: task {task} was running on a lost worker of leaf `{name}`, which runs it again"
+        )));
+        if let Some((retries, limit)) = self.sched.retried(worker, task) {
+            let e = self.engine.fail_task(
+                TaskId(task),
+                &format!(
+                    "a worker of leaf `{name}` was lost while running it; it ran {retries} \
+                     times, more than {MAX_RETRIES_PROPERTY} = {limit} allows"
+                ),
+            );
+            self.fail(AgentError::Run(e), out);
+        }
+    }
+
     fn message(&mut self, worker: WorkerId, msg: WorkerMsg, out: &mut Vec<Command>) {
         let (msg, times) = msg.split_times();
         let (task, outcome) = match &msg {
@@ -728,10 +751,24 @@ impl<'b> Core<'b> {
             WorkerMsg::DoneAt { .. } | WorkerMsg::FailedAt { .. } => {
                 unreachable!("split by split_times")
             }
-            WorkerMsg::Hello(_) => {
+            WorkerMsg::Hello(_) | WorkerMsg::LeafHello(_) => {
                 out.push(Command::Log(format!(
                     "worker {worker} sent a second Hello; ignored"
                 )));
+                return;
+            }
+            // A leaf agent (see `pnet_protocol::LeafHello`): its capacity is its window.
+            WorkerMsg::Capacity { capacity } => {
+                self.sched.set_capacity(worker, *capacity);
+                return;
+            }
+            WorkerMsg::Retried { task } => return self.leaf_retried(worker, *task, out),
+            WorkerMsg::Batch(_) => {
+                if let WorkerMsg::Batch(msgs) = msg {
+                    for m in msgs {
+                        self.message(worker, m, out);
+                    }
+                }
                 return;
             }
         };
@@ -839,6 +876,10 @@ impl<'b> Core<'b> {
             }
             WorkerMsg::Heartbeat { .. }
             | WorkerMsg::Hello(_)
+            | WorkerMsg::LeafHello(_)
+            | WorkerMsg::Batch(_)
+            | WorkerMsg::Capacity { .. }
+            | WorkerMsg::Retried { .. }
             | WorkerMsg::Memory(_)
             | WorkerMsg::Returned { .. }
             | WorkerMsg::DoneAt { .. }

@@ -218,6 +218,8 @@ pub struct WorkerInfo {
     /// The global id of the task it runs now (from its heartbeats).
     pub running: Option<u64>,
     pub done: u64,
+    /// A leaf agent's capacity (`WorkerMsg::Capacity`): its window in every job.
+    pub capacity: Option<u32>,
 }
 
 struct Job {
@@ -554,6 +556,10 @@ impl Hub {
                 },
                 &mut self.scratch,
             );
+            if let Some(capacity) = w.capacity {
+                let msg = WorkerMsg::Capacity { capacity };
+                core.handle(Event::Msg { worker: wid, msg }, &mut self.scratch);
+            }
         }
         let defs: Vec<ModuleDef> = core
             .module_defs()
@@ -735,6 +741,7 @@ impl Hub {
                 last_seen: self.now,
                 running: None,
                 done: 0,
+                capacity: None,
             },
         );
         let late = self.defs_from(defs_upto);
@@ -889,7 +896,27 @@ impl Hub {
                     }
                     continue;
                 }
-                WorkerMsg::Hello(_) => continue,
+                WorkerMsg::Hello(_) | WorkerMsg::LeafHello(_) => continue,
+                // A leaf agent's messages (see `pnet_protocol::LeafHello`).
+                WorkerMsg::Batch(msgs) => {
+                    self.worker_msgs(worker, msgs, out);
+                    continue;
+                }
+                WorkerMsg::Capacity { capacity } => {
+                    if let Some(info) = self.workers.get_mut(&worker) {
+                        info.capacity = Some(capacity);
+                    }
+                    let ids: Vec<JobId> = self.jobs.keys().copied().collect();
+                    for job in ids {
+                        let msg = WorkerMsg::Capacity { capacity };
+                        self.send_event(job, Event::Msg { worker, msg }, out);
+                    }
+                    continue;
+                }
+                WorkerMsg::Retried { task } => {
+                    let (_, l) = split_task(task);
+                    (task, WorkerMsg::Retried { task: l })
+                }
                 WorkerMsg::Memory(seg) => {
                     self.add_segment(worker, seg, out);
                     continue;

@@ -214,6 +214,8 @@ struct Worker {
     caps: Vec<String>,
     in_flight: HashMap<u64, InFlight>,
     window: u32,
+    /// A leaf agent's capacity: its window, fixed (not adapted to the service time).
+    fixed: Option<u32>,
     /// Estimated service time of one task, in seconds.
     est: Option<f64>,
     last_done: Duration,
@@ -398,6 +400,7 @@ impl Sched {
             caps,
             in_flight: HashMap::new(),
             window: self.cfg.initial_window.clamp(1, self.cfg.max_window.max(1)),
+            fixed: None,
             est: None,
             last_done: Duration::ZERO,
             done: 0,
@@ -484,6 +487,57 @@ impl Sched {
             self.count_in(id);
             self.reindex(id);
         }
+    }
+
+    /// Makes a worker a leaf agent (a fat worker) of this capacity, or changes its capacity:
+    /// its window is the capacity (0: nothing is placed on it), never adapted. The tasks it
+    /// holds beyond a lowered capacity stay.
+    pub fn set_capacity(&mut self, id: WorkerId, capacity: u32) {
+        if let Some(Some(w)) = self.workers.get_mut(id as usize) {
+            w.fixed = Some(capacity);
+            w.window = capacity;
+            self.reindex(id);
+        }
+    }
+
+    /// A leaf agent lost the worker that ran `task` and runs it again: one more retry.
+    /// Returns (retries, limit) when that is more than the class's limit allows (the caller
+    /// fails the task), None otherwise (or for an unknown task).
+    pub fn retried(&mut self, wid: WorkerId, task: u64) -> Option<(u32, u32)> {
+        let w = self.workers.get_mut(wid as usize)?.as_mut()?;
+        let inf = w.in_flight.get_mut(&task)?;
+        if inf.cancelled {
+            return None;
+        }
+        inf.task.retries += 1;
+        let limit = self.classes[inf.task.class as usize].spec.max_retries?;
+        (inf.task.retries > limit).then_some((inf.task.retries, limit))
+    }
+
+    /// Takes these tasks out of the queues if they are still queued (not placed): a leaf
+    /// agent gives them back to its root (a steal) or drops them (a cancel). One pass over
+    /// the queues.
+    pub fn take_queued(&mut self, tasks: &[u64]) -> Vec<Pending> {
+        let mut out = Vec::new();
+        if tasks.is_empty() || self.queued == 0 {
+            return out;
+        }
+        let want: std::collections::HashSet<u64> = tasks.iter().copied().collect();
+        for c in &mut self.classes {
+            if c.queue.is_empty() {
+                continue;
+            }
+            c.queue.retain(|p| {
+                if want.contains(&p.id) {
+                    out.push(p.clone());
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        self.queued -= out.len();
+        out
     }
 
     /// The tasks of this job a worker holds.
@@ -607,8 +661,11 @@ impl Sched {
             } else {
                 (target / est).ceil()
             };
-            w.window = (want.min(f64::from(u32::MAX)) as u32)
-                .clamp(self.cfg.min_window.max(1), self.cfg.max_window.max(1));
+            w.window = match w.fixed {
+                Some(capacity) => capacity,
+                None => (want.min(f64::from(u32::MAX)) as u32)
+                    .clamp(self.cfg.min_window.max(1), self.cfg.max_window.max(1)),
+            };
         }
         w.last_done = now;
         self.count_in(wid);
@@ -830,6 +887,23 @@ impl Sched {
         (removed, running)
     }
 
+    /// Marks one task in flight on a worker cancelled (a Cancel is sent to it; whatever comes
+    /// back is discarded); false if the worker does not hold it.
+    pub fn cancel_in_flight(&mut self, wid: WorkerId, task: u64) -> bool {
+        match self
+            .workers
+            .get_mut(wid as usize)
+            .and_then(Option::as_mut)
+            .and_then(|w| w.in_flight.get_mut(&task))
+        {
+            Some(inf) => {
+                inf.cancelled = true;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Marks every task in flight cancelled (the job ends); returns them.
     pub fn cancel_all(&mut self) -> Vec<(WorkerId, u64)> {
         let mut out = Vec::new();
@@ -1025,6 +1099,37 @@ mod tests {
         );
         assert_eq!(fallback.pick(&caps(&["x"])), Some(1));
         assert_eq!(fallback.pick(&caps(&["y"])), Some(3));
+    }
+
+    #[test]
+    fn a_leaf_has_its_capacity_as_window_and_reports_retries() {
+        let mut s = Sched::new(SchedConfig::default());
+        let c = s.add_class(spec("t", &[], Impls::One(0), Some(1)));
+        s.add_worker(0, "leaf", caps(&[]));
+        s.set_capacity(0, 0);
+        for i in 0..10 {
+            let t = task(&mut s, i, c);
+            s.enqueue(t);
+        }
+        assert!(dispatch(&mut s).is_empty(), "capacity 0: nothing placed");
+        s.set_capacity(0, 6);
+        assert_eq!(dispatch(&mut s).len(), 6);
+        // Fast answers do not change a leaf's window.
+        s.finish(0, 0, Duration::from_micros(10));
+        assert_eq!(s.workers()[0].window, 6);
+        assert_eq!(dispatch(&mut s).len(), 1);
+        // Retries count on the task in flight; the second passes the limit of 1.
+        assert_eq!(s.retried(0, 1), None);
+        assert_eq!(s.retried(0, 1), Some((2, 1)));
+        assert_eq!(s.retried(0, 99), None, "unknown task");
+        // Still queued: 7, 8, 9; take two of them (and one that is not queued).
+        let taken: Vec<u64> = s.take_queued(&[9, 7, 1]).iter().map(|p| p.id).collect();
+        assert_eq!(taken, vec![7, 9]);
+        assert_eq!(s.queued(), 1);
+        assert!(s.cancel_in_flight(0, 2));
+        assert!(!s.cancel_in_flight(0, 8), "queued, not in flight");
+        let lost = s.remove_worker(0);
+        assert_eq!(lost.discarded, vec![2]);
     }
 
     #[test]

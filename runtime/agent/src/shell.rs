@@ -58,6 +58,8 @@ enum ShellEvent {
     Joined {
         id: u32,
         hello: Hello,
+        /// A leaf agent's first capacity (it said `WorkerMsg::LeafHello`).
+        capacity: Option<u32>,
         defs_upto: u32,
         tx: UnboundedSender<Bytes>,
         writer: JoinHandle<()>,

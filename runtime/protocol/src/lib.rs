@@ -210,6 +210,40 @@ pub enum WorkerMsg {
         text: String,
         dropped: u64,
     },
+    /// The first message of a leaf agent (instead of [`WorkerMsg::Hello`]): a leaf is one
+    /// fat worker to its root (see [`LeafHello`]). An agent that does not know it refuses it
+    /// as "not a Hello".
+    LeafHello(LeafHello),
+    /// Several messages in one frame, in order (a leaf agent sends its workers' answers up
+    /// this way). Not nested.
+    Batch(Vec<WorkerMsg>),
+    /// A leaf agent's capacity changed (its workers came or went): the root keeps at most
+    /// this many of its tasks on it. 0: place nothing on it for now.
+    Capacity {
+        capacity: u32,
+    },
+    /// A leaf agent lost the worker that was running `task`: it runs the task again on
+    /// another of its workers (no answer for the lost run); the root counts the retry
+    /// against `maximum_number_of_retries` and cancels the task when the limit is passed.
+    Retried {
+        task: u64,
+    },
+}
+
+/// The version of the agent-to-agent protocol (the [`LeafHello`], [`WorkerMsg::Batch`],
+/// [`WorkerMsg::Capacity`] and [`WorkerMsg::Retried`] messages) on top of
+/// [`PROTOCOL_VERSION`]; a root of another version refuses the leaf.
+pub const LEAF_PROTOCOL_VERSION: u32 = 1;
+
+/// A leaf agent's hello: its [`Hello`] (the worker protocol's version, the secret, its name;
+/// `capabilities` are those of its workers, which it places tasks on), the leaf protocol's
+/// version and its first capacity (how many tasks the root may keep on it: the sum of its
+/// workers' windows).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LeafHello {
+    pub hello: Hello,
+    pub leaf_protocol: u32,
+    pub capacity: u32,
 }
 
 impl WorkerMsg {
@@ -235,6 +269,19 @@ impl WorkerMsg {
 /// Decodes just the protocol version at the front of a [`WorkerMsg::Hello`] frame.
 pub fn hello_protocol(frame: &[u8]) -> Option<u32> {
     leading_version(frame)
+}
+
+/// The tag of [`WorkerMsg::LeafHello`] on the wire.
+const LEAF_HELLO_TAG: u32 = 10;
+
+/// Decodes just the worker protocol's version at the front of a [`WorkerMsg::LeafHello`]
+/// frame (the first field of its [`Hello`]).
+pub fn leaf_hello_protocol(frame: &[u8]) -> Option<u32> {
+    let (tag, rest) = postcard::take_from_bytes::<u32>(frame).ok()?;
+    if tag != LEAF_HELLO_TAG {
+        return None;
+    }
+    postcard::take_from_bytes::<u32>(rest).ok().map(|(v, _)| v)
 }
 
 /// The version at the front of a frame holding the first variant of a message enum whose
@@ -320,5 +367,40 @@ mod tests {
             dropped: 0,
         };
         assert_eq!(postcard::to_allocvec(&log).unwrap()[0], 9);
+    }
+
+    #[test]
+    fn leaf_messages_follow_the_old_ones() {
+        let hello = Hello {
+            protocol: PROTOCOL_VERSION,
+            secret: Secret::from_hex(&"cd".repeat(32)).unwrap(),
+            name: "leaf-1".into(),
+            host: "h".into(),
+            pid: 2,
+            capabilities: vec![],
+            socket: None,
+        };
+        let m = WorkerMsg::LeafHello(LeafHello {
+            hello,
+            leaf_protocol: LEAF_PROTOCOL_VERSION,
+            capacity: 8,
+        });
+        let b = postcard::to_allocvec(&m).unwrap();
+        assert_eq!(u32::from(b[0]), LEAF_HELLO_TAG);
+        assert_eq!(leaf_hello_protocol(&b), Some(PROTOCOL_VERSION));
+        // An agent that only knows Hello sees no version: "not a Hello".
+        assert_eq!(hello_protocol(&b), None);
+        assert_eq!(postcard::from_bytes::<WorkerMsg>(&b).unwrap(), m);
+        let batch = WorkerMsg::Batch(vec![
+            WorkerMsg::Retried { task: 3 },
+            WorkerMsg::Cancelled { task: 4 },
+        ]);
+        let b = postcard::to_allocvec(&batch).unwrap();
+        assert_eq!(b[0], 11);
+        assert_eq!(postcard::from_bytes::<WorkerMsg>(&b).unwrap(), batch);
+        let c = WorkerMsg::Capacity { capacity: 5 };
+        assert_eq!(postcard::to_allocvec(&c).unwrap()[0], 12);
+        let r = WorkerMsg::Retried { task: 1 };
+        assert_eq!(postcard::to_allocvec(&r).unwrap()[0], 13);
     }
 }

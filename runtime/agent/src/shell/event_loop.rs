@@ -383,6 +383,7 @@ impl Shell<'_> {
             ShellEvent::Joined {
                 id,
                 hello,
+                capacity,
                 defs_upto,
                 tx,
                 writer,
@@ -390,8 +391,12 @@ impl Shell<'_> {
                 if let Some(t) = &mut self.trace {
                     let _ = t.worker(id, &hello.name);
                 }
+                let leaf = match capacity {
+                    Some(c) => format!(", a leaf agent with capacity {c}"),
+                    None => String::new(),
+                };
                 self.log.line(&format!(
-                    "worker {id} `{}` connected from {} (pid {})",
+                    "worker {id} `{}` connected from {} (pid {}){leaf}",
                     hello.name, hello.host, hello.pid
                 ));
                 self.joined_names.insert(hello.name.clone());
@@ -405,6 +410,10 @@ impl Shell<'_> {
                     },
                 );
                 self.hub.worker_joined(id, &hello, defs_upto, out);
+                if let Some(capacity) = capacity {
+                    let msgs = vec![pnet_protocol::WorkerMsg::Capacity { capacity }];
+                    self.hub.worker_msgs(id, msgs, out);
+                }
             }
             ShellEvent::Refused { peer, reason } => {
                 self.log

@@ -16,8 +16,9 @@ use bytes::Bytes;
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use pnet_protocol::frame::{self, encode};
 use pnet_protocol::{
-    AgentMsg, HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, ModuleDef, PREAUTH_CONNECTIONS,
-    PREAUTH_TIMEOUT, PROTOCOL_VERSION, Secret, WorkerMsg, hello_protocol,
+    AgentMsg, HEARTBEAT_INTERVAL, HEARTBEAT_TIMEOUT, LEAF_PROTOCOL_VERSION, ModuleDef,
+    PREAUTH_CONNECTIONS, PREAUTH_TIMEOUT, PROTOCOL_VERSION, Secret, WorkerMsg, hello_protocol,
+    leaf_hello_protocol,
 };
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
@@ -292,7 +293,7 @@ async fn handle_worker(sock: TcpStream, peer: SocketAddr, shared: Arc<Shared>, k
             return refuse(&mut w, &shared, peer, reason).await;
         }
     };
-    match hello_protocol(&first) {
+    match hello_protocol(&first).or_else(|| leaf_hello_protocol(&first)) {
         Some(PROTOCOL_VERSION) => {}
         Some(v) => {
             return refuse(
@@ -316,8 +317,19 @@ async fn handle_worker(sock: TcpStream, peer: SocketAddr, shared: Arc<Shared>, k
             .await;
         }
     }
-    let hello = match postcard::from_bytes::<WorkerMsg>(&first) {
-        Ok(WorkerMsg::Hello(h)) => h,
+    let (hello, capacity) = match postcard::from_bytes::<WorkerMsg>(&first) {
+        Ok(WorkerMsg::Hello(h)) => (h, None),
+        Ok(WorkerMsg::LeafHello(l)) if l.leaf_protocol == LEAF_PROTOCOL_VERSION => {
+            (l.hello, Some(l.capacity))
+        }
+        Ok(WorkerMsg::LeafHello(l)) => {
+            let reason = format!(
+                "leaf protocol version {} is not supported: this agent speaks version \
+                 {LEAF_PROTOCOL_VERSION} (use the gspc-leaf of the same release)",
+                l.leaf_protocol
+            );
+            return refuse(&mut w, &shared, peer, reason).await;
+        }
         Ok(_) | Err(_) => {
             return refuse(&mut w, &shared, peer, "malformed Hello".into()).await;
         }
@@ -363,6 +375,7 @@ async fn handle_worker(sock: TcpStream, peer: SocketAddr, shared: Arc<Shared>, k
         .send(ShellEvent::Joined {
             id,
             hello,
+            capacity,
             defs_upto,
             tx,
             writer,
