@@ -43,6 +43,7 @@ pub use control::Status;
 pub use core::calls_modules;
 pub use memory::{DEFAULT_WORKER_SHM, uses_memory};
 pub use sched::SchedConfig;
+pub use shell::leaf::{LeafConfig, LeafReport, run_leaf};
 
 /// The `gspc-worker` program to start: the one next to the running executable, unless the
 /// environment variable `GSPC_WORKER` names another.

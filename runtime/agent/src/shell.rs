@@ -43,6 +43,7 @@ mod control_socket;
 mod dumps;
 mod event_loop;
 mod launch;
+pub(crate) mod leaf;
 mod log;
 mod memory_io;
 mod requests;

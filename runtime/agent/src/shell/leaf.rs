@@ -1,0 +1,576 @@
+//! A leaf agent (`gspc-leaf`, see `runtime/agent/SCALE.md`): one fat worker to its root
+//! agent, an agent to its own workers.
+//!
+//! It connects to the root like a worker, but says [`LeafHello`] with a capacity: the root's
+//! scheduler keeps up to that many tasks on it (one `Run` frame carries many) and hears back
+//! their answers in [`WorkerMsg::Batch`] frames. The leaf listens for its own workers with the
+//! agent's worker connections ([`super::workers`]: handshake, heartbeats both ways, the
+//! 1.5 s loss bound, on their own thread) and places the tasks it holds on them with the
+//! agent's [`Sched`] (windows, stealing among its workers). A worker it loses has its tasks
+//! run again here, on the others; the root hears [`WorkerMsg::Retried`] for the task it was
+//! running (the root counts retries, so `maximum_number_of_retries` keeps its meaning) and
+//! sees no loss. Its capacity (its workers times `depth`) follows its workers
+//! ([`WorkerMsg::Capacity`]). A steal of the root takes back what the leaf still holds queued.
+//! Module definitions (`Modules`, `ModulesAt`, `ForgetModules`) and cancels go down to its
+//! workers.
+//!
+//! Not passed through (yet): module calls with memory buffers or transfers (the global memory
+//! lives at the root): the leaf fails them with a message that says so.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::{FutureExt, SinkExt, StreamExt};
+use pnet_protocol::frame::{self, encode};
+use pnet_protocol::{
+    AGENT_SILENCE_TIMEOUT, AgentMsg, HEARTBEAT_INTERVAL, Hello, LEAF_PROTOCOL_VERSION, LeafHello,
+    PROTOCOL_VERSION, SECRET_ENV, Secret, TaskRun, WorkerMsg,
+};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+use super::ShellEvent;
+use super::workers::{Conn, IoThread, Shared};
+use crate::AgentError;
+use crate::sched::{ClassSpec, Impls, Pending, Sched, SchedConfig, WorkerId};
+
+/// What a leaf agent needs.
+#[derive(Clone, Debug)]
+pub struct LeafConfig {
+    /// The root agent's worker address (`HOST:PORT`).
+    pub root: String,
+    /// The root's secret: the leaf says it to the root, and its workers say it to the leaf.
+    pub secret: Secret,
+    /// The leaf's name (the root shows it as a worker's).
+    pub name: String,
+    /// Where its workers connect (port 0: any).
+    pub listen: SocketAddr,
+    /// `gspc-worker` processes it starts (and stops) itself.
+    pub workers: usize,
+    pub worker_program: PathBuf,
+    /// The capabilities it gives its workers and says to the root.
+    pub capabilities: Vec<String>,
+    /// Module folders passed to its workers (`--module-path`).
+    pub module_path: Vec<PathBuf>,
+    /// Tasks per worker the root may keep on it (its capacity is this times its workers).
+    pub depth: u32,
+    /// Log what happens to standard error.
+    pub verbose: bool,
+    /// Called with the address its workers connect to, once it listens.
+    pub on_listen: Option<fn(SocketAddr)>,
+}
+
+/// How a leaf's run went.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LeafReport {
+    /// Task answers passed up to the root.
+    pub answers: u64,
+    /// Workers lost (their tasks ran again here).
+    pub workers_lost: u64,
+    /// Why it ended: the root's Shutdown, or what happened to the root connection.
+    pub ended: String,
+}
+
+/// Runs a leaf agent until its root says Shutdown or goes away.
+pub fn run_leaf(cfg: LeafConfig) -> Result<LeafReport, AgentError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| AgentError::Setup(format!("cannot start the runtime: {e}")))?;
+    let mut children = Vec::new();
+    let result = rt.block_on(leaf_main(&cfg, &mut children));
+    stop_children(&mut children);
+    result
+}
+
+/// Waits up to 2 s for the workers it started (they were told Shutdown, and their standard
+/// input closes), then kills the rest.
+fn stop_children(children: &mut [Child]) {
+    for c in children.iter_mut() {
+        drop(c.stdin.take());
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    for c in children.iter_mut() {
+        loop {
+            match c.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) if Instant::now() >= deadline => {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    break;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    }
+}
+
+fn setup(what: String) -> AgentError {
+    AgentError::Setup(what)
+}
+
+async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafReport, AgentError> {
+    // The root first: its Welcome holds the module definitions the workers need.
+    let stream = tokio::net::TcpStream::connect(&cfg.root)
+        .await
+        .map_err(|e| {
+            setup(format!(
+                "cannot connect to the root agent {}: {e}",
+                cfg.root
+            ))
+        })?;
+    let _ = stream.set_nodelay(true);
+    let (rd, wr) = stream.into_split();
+    let mut root_r = frame::reader(rd);
+    let mut root_w = frame::writer(wr);
+    let hello = WorkerMsg::LeafHello(LeafHello {
+        hello: Hello {
+            protocol: PROTOCOL_VERSION,
+            secret: cfg.secret.clone(),
+            name: cfg.name.clone(),
+            host: hostname(),
+            pid: std::process::id(),
+            capabilities: cfg.capabilities.clone(),
+            socket: None,
+        },
+        leaf_protocol: LEAF_PROTOCOL_VERSION,
+        capacity: 0,
+    });
+    frame::send(&mut root_w, &hello)
+        .await
+        .map_err(|e| setup(format!("cannot send the hello to the root: {e}")))?;
+    let welcome = tokio::time::timeout(
+        Duration::from_secs(30),
+        frame::recv::<_, AgentMsg>(&mut root_r),
+    )
+    .await
+    .map_err(|_| setup("the root agent did not answer the hello within 30 s".into()))?
+    .map_err(|e| setup(format!("the root agent closed the connection: {e}")))?;
+    let (modules, module_path) = match welcome {
+        AgentMsg::Welcome {
+            modules,
+            module_path,
+            ..
+        } => (modules, module_path),
+        AgentMsg::Refused { reason } => {
+            let hint = if reason.contains("not a Hello") {
+                " (the root is older than this leaf: use the gspc of the same release)"
+            } else {
+                ""
+            };
+            return Err(setup(format!(
+                "the root agent refused this leaf: {reason}{hint}"
+            )));
+        }
+        other => {
+            return Err(setup(format!(
+                "the root agent answered the hello with {other:?}"
+            )));
+        }
+    };
+    // Its own workers.
+    let io = IoThread::start().map_err(|e| setup(format!("cannot start a thread: {e}")))?;
+    let listener = io
+        .listen(cfg.listen)
+        .map_err(|e| setup(format!("cannot listen on {}: {e}", cfg.listen)))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| setup(format!("cannot read the listening address: {e}")))?;
+    let (ev_tx, ev_rx) = unbounded_channel::<ShellEvent>();
+    let shared = Arc::new(Shared {
+        secret: cfg.secret.clone(),
+        defs: Mutex::new((modules, 0)),
+        module_path,
+        next_id: AtomicU32::new(0),
+        ev: ev_tx,
+        pending: Mutex::default(),
+        beats: Mutex::default(),
+    });
+    let _serving = io.serve(listener, shared);
+    if let Some(f) = cfg.on_listen {
+        f(addr);
+    }
+    for i in 0..cfg.workers {
+        let mut c = Command::new(&cfg.worker_program);
+        c.arg("--agent")
+            .arg(addr.to_string())
+            .arg("--name")
+            .arg(format!("{}-w{i}", cfg.name))
+            .arg("--exit-on-stdin-eof")
+            .env(SECRET_ENV, cfg.secret.to_hex())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null());
+        if !cfg.capabilities.is_empty() {
+            c.arg("--capabilities").arg(cfg.capabilities.join(","));
+        }
+        for d in &cfg.module_path {
+            c.arg("--module-path").arg(d);
+        }
+        let child = c.spawn().map_err(|e| {
+            setup(format!(
+                "cannot start {}: {e}",
+                cfg.worker_program.display()
+            ))
+        })?;
+        children.push(child);
+    }
+    let mut leaf = Leaf {
+        cfg,
+        sched: Sched::new(SchedConfig::default()),
+        classes: HashMap::new(),
+        conns: HashMap::new(),
+        at: HashMap::new(),
+        up: Vec::new(),
+        late: Vec::new(),
+        capacity_sent: 0,
+        start: Instant::now(),
+        report: LeafReport::default(),
+    };
+    leaf.log(&format!(
+        "leaf `{}`: connected to the root {}; its workers connect to {addr}",
+        cfg.name, cfg.root
+    ));
+    let ended = leaf.run(&mut root_r, &mut root_w, ev_rx).await;
+    for c in leaf.conns.values() {
+        let _ = c.tx.send(encode(&AgentMsg::Shutdown));
+    }
+    // Let the Shutdowns go out before the connections close.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    leaf.log(&format!("leaf `{}`: {ended}", cfg.name));
+    leaf.report.ended = ended;
+    Ok(leaf.report)
+}
+
+/// This host's name.
+pub(crate) fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+struct Leaf<'c> {
+    cfg: &'c LeafConfig,
+    sched: Sched,
+    /// Module definition id -> the class of its tasks here (a leaf's workers are alike: the
+    /// root chose the definition for the leaf's capabilities).
+    classes: HashMap<u32, u32>,
+    conns: HashMap<WorkerId, Conn>,
+    /// The worker holding each task in flight here.
+    at: HashMap<u64, WorkerId>,
+    /// Messages for the root, sent as one batch after each round of events.
+    up: Vec<WorkerMsg>,
+    /// Module messages of the root since its Welcome, in order, for workers that join later.
+    late: Vec<Bytes>,
+    capacity_sent: u32,
+    start: Instant,
+    report: LeafReport,
+}
+
+type RootReader = tokio_util::codec::FramedRead<
+    tokio::net::tcp::OwnedReadHalf,
+    tokio_util::codec::LengthDelimitedCodec,
+>;
+type RootWriter = tokio_util::codec::FramedWrite<
+    tokio::net::tcp::OwnedWriteHalf,
+    tokio_util::codec::LengthDelimitedCodec,
+>;
+
+/// Events handled in one round at most (then the root hears the answers).
+const ROUND: usize = 4096;
+
+impl Leaf<'_> {
+    fn log(&self, line: &str) {
+        if self.cfg.verbose {
+            eprintln!("[{:8.3}] {line}", self.start.elapsed().as_secs_f64());
+        }
+    }
+
+    /// The loop: root frames, worker events and the heartbeat to the root; returns why it
+    /// ended.
+    async fn run(
+        &mut self,
+        root_r: &mut RootReader,
+        root_w: &mut RootWriter,
+        mut ev_rx: UnboundedReceiver<ShellEvent>,
+    ) -> String {
+        let mut hb = tokio::time::interval(HEARTBEAT_INTERVAL);
+        hb.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_heard = Instant::now();
+        let mut last_sent = Instant::now();
+        loop {
+            tokio::select! {
+                f = root_r.next() => {
+                    last_heard = Instant::now();
+                    let mut frames = vec![f];
+                    while frames.len() < ROUND
+                        && let Some(f) = root_r.next().now_or_never()
+                    {
+                        frames.push(f);
+                    }
+                    for f in frames {
+                        let bytes = match f {
+                            None => return "the root closed the connection".into(),
+                            Some(Err(e)) => return format!("root connection error: {e}"),
+                            Some(Ok(b)) => b,
+                        };
+                        match postcard::from_bytes::<AgentMsg>(&bytes) {
+                            Ok(AgentMsg::Shutdown) => return "stopped by the root".into(),
+                            Ok(m) => self.root_msg(m),
+                            Err(e) => return format!("malformed message from the root: {e}"),
+                        }
+                    }
+                }
+                ev = ev_rx.recv() => {
+                    let Some(ev) = ev else {
+                        return "the worker connections ended".into();
+                    };
+                    self.shell_event(ev);
+                    let mut n = 1;
+                    while n < ROUND && let Ok(ev) = ev_rx.try_recv() {
+                        self.shell_event(ev);
+                        n += 1;
+                    }
+                }
+                _ = hb.tick() => {
+                    if last_heard.elapsed() > AGENT_SILENCE_TIMEOUT {
+                        return format!(
+                            "the root has been silent for {} ms",
+                            last_heard.elapsed().as_millis()
+                        );
+                    }
+                    if last_sent.elapsed() >= HEARTBEAT_INTERVAL / 2 && self.up.is_empty() {
+                        self.up.push(WorkerMsg::Heartbeat { running: None });
+                    }
+                }
+            }
+            self.pump();
+            if !self.up.is_empty() {
+                let batch = std::mem::take(&mut self.up);
+                let msg = if batch.len() == 1 {
+                    batch
+                        .into_iter()
+                        .next()
+                        .unwrap_or(WorkerMsg::Heartbeat { running: None })
+                } else {
+                    WorkerMsg::Batch(batch)
+                };
+                if let Err(e) = root_w.send(encode(&msg)).await {
+                    return format!("cannot write to the root: {e}");
+                }
+                last_sent = Instant::now();
+            }
+        }
+    }
+
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    fn to_worker(&self, wid: WorkerId, msg: &AgentMsg) {
+        if let Some(c) = self.conns.get(&wid) {
+            let _ = c.tx.send(encode(msg));
+        }
+    }
+
+    fn root_msg(&mut self, msg: AgentMsg) {
+        match msg {
+            AgentMsg::Run(tasks) => {
+                for t in tasks {
+                    self.queue(t);
+                }
+            }
+            AgentMsg::Cancel { task } => {
+                if let Some(&wid) = self.at.get(&task) {
+                    if self.sched.cancel_in_flight(wid, task) {
+                        self.to_worker(wid, &AgentMsg::Cancel { task });
+                    }
+                } else if !self.sched.take_queued(&[task]).is_empty() {
+                    self.up.push(WorkerMsg::Cancelled { task });
+                }
+            }
+            AgentMsg::Steal { tasks } => {
+                let back: Vec<u64> = self
+                    .sched
+                    .take_queued(&tasks)
+                    .iter()
+                    .map(|p| p.id)
+                    .collect();
+                let kept = tasks.into_iter().filter(|t| !back.contains(t)).collect();
+                self.up.push(WorkerMsg::Returned { tasks: back, kept });
+            }
+            m @ (AgentMsg::Modules { .. }
+            | AgentMsg::ModulesAt { .. }
+            | AgentMsg::ForgetModules { .. }) => {
+                let bytes = encode(&m);
+                for c in self.conns.values() {
+                    let _ = c.tx.send(bytes.clone());
+                }
+                self.late.push(bytes);
+            }
+            AgentMsg::Heartbeat
+            | AgentMsg::Shutdown
+            | AgentMsg::Welcome { .. }
+            | AgentMsg::Refused { .. } => {}
+        }
+    }
+
+    /// A task from the root: queued here (a call with memory fails: not passed through).
+    fn queue(&mut self, t: TaskRun) {
+        if t.memory.is_some() {
+            self.up.push(WorkerMsg::Failed {
+                task: t.task,
+                message: format!(
+                    "leaf agent `{}` does not run module calls with memory buffers or \
+                     transfers (the global memory is not passed through leaf agents yet): \
+                     run them on workers of the root",
+                    self.cfg.name
+                ),
+            });
+            return;
+        }
+        let sched = &mut self.sched;
+        let class = *self.classes.entry(t.module).or_insert_with(|| {
+            sched.add_class(ClassSpec {
+                name: format!("module definition {}", t.module).into(),
+                location: String::new(),
+                mandatory: Vec::new(),
+                impls: Impls::One(t.module),
+                max_retries: None,
+            })
+        });
+        let seq = self.sched.next_seq();
+        self.sched.enqueue(Pending {
+            id: t.task,
+            class,
+            inputs: t.inputs,
+            eureka: None,
+            memory: None,
+            retries: 0,
+            seq,
+        });
+    }
+
+    fn shell_event(&mut self, ev: ShellEvent) {
+        match ev {
+            ShellEvent::Joined {
+                id,
+                hello,
+                tx,
+                writer,
+                ..
+            } => {
+                self.log(&format!(
+                    "worker {id} `{}` joined (pid {})",
+                    hello.name, hello.pid
+                ));
+                for m in &self.late {
+                    let _ = tx.send(m.clone());
+                }
+                self.conns.insert(
+                    id,
+                    Conn {
+                        tx,
+                        writer,
+                        name: hello.name.clone(),
+                    },
+                );
+                self.sched.add_worker(id, &hello.name, hello.capabilities);
+            }
+            ShellEvent::Refused { peer, reason } => {
+                self.log(&format!("refused a worker from {peer}: {reason}"));
+            }
+            ShellEvent::Msgs { id, msgs } => {
+                for m in msgs {
+                    self.worker_msg(id, m);
+                }
+            }
+            ShellEvent::Lost { id, reason } => {
+                let name = self.conns.remove(&id).map(|c| c.name).unwrap_or_default();
+                let lost = self.sched.remove_worker(id);
+                for t in lost.requeued.iter().chain(&lost.discarded) {
+                    self.at.remove(t);
+                }
+                if let Some(t) = lost.running {
+                    self.up.push(WorkerMsg::Retried { task: t });
+                }
+                for t in lost.discarded {
+                    self.up.push(WorkerMsg::Cancelled { task: t });
+                }
+                self.report.workers_lost += 1;
+                self.log(&format!(
+                    "worker {id} `{name}` lost: {reason}; {} tasks run again here",
+                    lost.requeued.len()
+                ));
+            }
+            ShellEvent::LostWait { .. }
+            | ShellEvent::ClientOpened { .. }
+            | ShellEvent::Control { .. }
+            | ShellEvent::Runtime { .. }
+            | ShellEvent::ClientClosed { .. }
+            | ShellEvent::ClientRefused { .. }
+            | ShellEvent::MemReply { .. } => {}
+        }
+    }
+
+    fn worker_msg(&mut self, wid: WorkerId, m: WorkerMsg) {
+        let task = match &m {
+            WorkerMsg::Done { task, .. }
+            | WorkerMsg::DoneAt { task, .. }
+            | WorkerMsg::Failed { task, .. }
+            | WorkerMsg::FailedAt { task, .. }
+            | WorkerMsg::Cancelled { task } => *task,
+            WorkerMsg::Log { .. } => {
+                self.up.push(m);
+                return;
+            }
+            WorkerMsg::Returned { tasks, kept } => {
+                for t in tasks {
+                    self.at.remove(t);
+                }
+                for t in self.sched.returned(wid, tasks, kept) {
+                    self.up.push(WorkerMsg::Cancelled { task: t });
+                }
+                return;
+            }
+            _ => return,
+        };
+        if self.sched.finish(wid, task, self.now()).is_some() {
+            self.at.remove(&task);
+            self.report.answers += 1;
+            self.up.push(m);
+        }
+    }
+
+    /// Capacity, placement on the workers, steals among them.
+    fn pump(&mut self) {
+        let capacity = (self.conns.len() as u32).saturating_mul(self.cfg.depth.max(1));
+        if capacity != self.capacity_sent {
+            self.capacity_sent = capacity;
+            self.up.push(WorkerMsg::Capacity { capacity });
+        }
+        let mut runs: HashMap<WorkerId, Vec<TaskRun>> = HashMap::new();
+        let now = self.now();
+        self.sched.dispatch(now, |wid, inf| {
+            runs.entry(wid).or_default().push(TaskRun {
+                task: inf.task.id,
+                module: inf.def,
+                inputs: inf.task.inputs.clone(),
+                memory: None,
+            });
+        });
+        for (wid, tasks) in runs {
+            for t in &tasks {
+                self.at.insert(t.task, wid);
+            }
+            self.to_worker(wid, &AgentMsg::Run(tasks));
+        }
+        for (victim, tasks) in self.sched.steal() {
+            self.to_worker(victim, &AgentMsg::Steal { tasks });
+        }
+    }
+}

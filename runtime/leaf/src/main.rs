@@ -1,0 +1,157 @@
+//! `gspc-leaf`: a leaf agent (see `runtime/agent/SCALE.md`, "The next level: a tree of
+//! agents"). The logic is `pnet_agent::run_leaf` (it reuses the agent's worker connections
+//! and scheduler); this crate is its command line.
+
+use std::io::BufRead;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+use pnet_protocol::{SECRET_ENV, Secret};
+
+const AFTER_HELP: &str = "\
+How to run a tree of agents:
+  gspc boot --topology ''                      # the root: a runtime without workers of its own
+  gspc-leaf --state-dir DIR --workers 8 &      # on each host (DIR: the root's state directory,
+                                               # shared, or copy its secret and runtime.json)
+  gspc-leaf --root HOST:PORT --workers 8 &     # or: the root's worker address (gspc status
+                                               # `address`) with its secret in GSPC_SECRET
+  gspc wait $(gspc submit net.xpnet -p n=200L)
+
+The root sees each leaf as one worker whose window is the leaf's capacity (--depth tasks per
+worker of the leaf); the leaf places those tasks on its own workers, re-runs the tasks of a
+worker it loses (the root counts the retry), and sends the answers up in batches. A lost leaf
+is a lost worker to the root: all its tasks run again. The leaf exits when the root stops it
+or goes away, and stops the workers it started.
+
+Not passed through yet: module calls with memory buffers or transfers (they fail on a leaf
+with a message that says so).
+
+Exit codes: 0 stopped by the root, 1 failure (the root refused it, went away, cannot be
+reached), 2 usage error.";
+
+/// A leaf agent: connects to a root agent as one fat worker and runs the tasks the root
+/// gives it on its own workers (which it starts, or which connect to --listen)
+#[derive(Parser, Debug)]
+#[command(name = "gspc-leaf", version, after_help = AFTER_HELP)]
+struct Args {
+    /// The root agent's worker address (secret in GSPC_SECRET, or --secret-stdin).
+    #[arg(long, value_name = "HOST:PORT", required_unless_present = "state_dir")]
+    root: Option<String>,
+    /// The root runtime's state directory (`gspc boot`): its address and secret are read
+    /// from there.
+    #[arg(long, value_name = "DIR", conflicts_with = "root")]
+    state_dir: Option<PathBuf>,
+    /// Read the secret (64 hex digits) from the first line of standard input.
+    #[arg(long)]
+    secret_stdin: bool,
+    /// gspc-worker processes to start (and stop) on this host.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    workers: usize,
+    /// The leaf's name, as the root shows it (default: leaf-HOST-PID).
+    #[arg(long)]
+    name: Option<String>,
+    /// Where its workers connect (more workers may join there with the same secret).
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// Capabilities of its workers (it says them to the root), comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    capabilities: Vec<String>,
+    /// A directory its workers search for modules (repeatable).
+    #[arg(long, value_name = "DIR")]
+    module_path: Vec<PathBuf>,
+    /// Tasks per worker the root may keep on this leaf.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    depth: u32,
+    /// The worker program (default: gspc-worker beside this program, or $GSPC_WORKER).
+    #[arg(long, value_name = "PATH")]
+    worker_program: Option<PathBuf>,
+    /// Log joins, losses and the end to standard error.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+fn main() {
+    let args = pnet_stdlib::parse_args!(Args, "gspc-leaf");
+    let code = match start(args) {
+        Ok(report) => {
+            eprintln!(
+                "gspc-leaf: {} ({} answers, {} workers lost)",
+                report.ended, report.answers, report.workers_lost
+            );
+            i32::from(report.ended != "stopped by the root")
+        }
+        Err(e) => {
+            eprintln!("gspc-leaf: error: {e}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+fn start(args: Args) -> Result<pnet_agent::LeafReport, String> {
+    let (root, secret) = match &args.state_dir {
+        Some(dir) => {
+            let secret = pnet_agent::control::read_secret(dir).map_err(|e| e.message)?;
+            let info = dir.join(pnet_agent::control::INFO_FILE);
+            let text = std::fs::read_to_string(&info)
+                .map_err(|e| format!("cannot read {}: {e}", info.display()))?;
+            let v: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", info.display()))?;
+            let addr = v["address"]
+                .as_str()
+                .ok_or_else(|| format!("{}: no address", info.display()))?;
+            (addr.to_string(), secret)
+        }
+        None => {
+            let root = args.root.clone().unwrap_or_default();
+            let secret = if args.secret_stdin {
+                let mut line = String::new();
+                std::io::stdin()
+                    .lock()
+                    .read_line(&mut line)
+                    .map_err(|e| format!("cannot read the secret from standard input: {e}"))?;
+                Secret::from_hex(&line)
+                    .ok_or("the first line of standard input is not a secret (64 hex digits)")?
+            } else {
+                let s = std::env::var(SECRET_ENV)
+                    .map_err(|_| format!("no secret: pass --secret-stdin or set {SECRET_ENV}"))?;
+                Secret::from_hex(&s)
+                    .ok_or(format!("{SECRET_ENV} is not a secret (64 hex digits)"))?
+            };
+            (root, secret)
+        }
+    };
+    let name = args
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("leaf-{}-{}", host(), std::process::id()));
+    let cfg = pnet_agent::LeafConfig {
+        root,
+        secret,
+        name,
+        listen: args.listen,
+        workers: args.workers,
+        worker_program: args
+            .worker_program
+            .clone()
+            .unwrap_or_else(pnet_agent::worker_program),
+        capabilities: args
+            .capabilities
+            .iter()
+            .filter(|c| !c.is_empty())
+            .cloned()
+            .collect(),
+        module_path: args.module_path.clone(),
+        depth: args.depth,
+        verbose: args.verbose,
+        on_listen: Some(|addr| eprintln!("gspc-leaf: workers connect to {addr}")),
+    };
+    pnet_agent::run_leaf(cfg).map_err(|e| e.to_string())
+}
+
+fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
