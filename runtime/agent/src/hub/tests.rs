@@ -512,3 +512,69 @@ fn workers_offer_segments_and_lost_ones_break_their_allocations() {
     assert_eq!(h.memory_status().allocated, 0);
     assert_eq!(h.memory().lock().stats().per_segment[0].1, 0);
 }
+
+#[test]
+fn shared_loads_look_only_at_changed_workers_and_stay_exact() {
+    // Every pump checks that the kept totals are each worker's tasks of all jobs
+    // (`check_shared_loads`); here jobs start, end, are cancelled and a worker is lost
+    // while answers come in a scrambled order.
+    let mut h = hub(2);
+    let mut f = Fakes::default();
+    let mut out = Vec::new();
+    for w in 0..40 {
+        h.worker_joined(w, &hello(&format!("w{w}"), &[]), 0, &mut out);
+    }
+    let a = h
+        .add_job("a", net("square"), &xs(0..300), &mut out)
+        .unwrap();
+    settle(&mut h, &mut f, &mut out);
+    assert_eq!(h.loads_shared, 0, "one job: nothing to share");
+    let b = h
+        .add_job("b", net("square"), &xs(0..200), &mut out)
+        .unwrap();
+    settle(&mut h, &mut f, &mut out);
+    assert!(h.loads_shared >= 40, "a second job: every worker once");
+    // The tasks the last pump sent are shared at the next one; then one answer: only that
+    // worker (and the one the answer's next task went to) again.
+    h.pump(&mut out);
+    f.take(&mut out);
+    let before = h.loads_shared;
+    f.answer_one(&mut h, 7, &mut out).unwrap();
+    settle(&mut h, &mut f, &mut out);
+    let looked = h.loads_shared - before;
+    assert!((1..=3).contains(&looked), "{looked} workers looked at");
+    let mut seed = 12345u64;
+    let mut c = None;
+    for step in 0.. {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let w = ((seed >> 33) % 40) as u32;
+        if f.answer_one(&mut h, w, &mut out).is_none() && f.queues.values().all(|q| q.is_empty()) {
+            break;
+        }
+        settle(&mut h, &mut f, &mut out);
+        match step {
+            50 => c = Some(h.add_job("c", net("square"), &xs(0..50), &mut out).unwrap()),
+            80 => assert!(h.cancel_job(b, &mut out)),
+            120 => {
+                h.worker_lost(3, "removed", None, &mut out);
+                f.queues.remove(&3);
+            }
+            _ => {}
+        }
+        f.take(&mut out);
+        settle(&mut h, &mut f, &mut out);
+        assert!(step < 100_000, "no end");
+    }
+    let ended: HashMap<JobId, JobOutcome> = f.ended.iter().cloned().collect();
+    assert_eq!(ended[&b], JobOutcome::Cancelled);
+    assert_eq!(
+        squares(&ended[&a]),
+        (0..300).map(|x| x * x).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        squares(&ended[&c.unwrap()]),
+        (0..50).map(|x| x * x).collect::<Vec<_>>()
+    );
+}
