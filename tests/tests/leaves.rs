@@ -1,0 +1,353 @@
+//! A tree of agents with real processes on loopback: a `gspc` runtime without workers of its
+//! own is the root; two `gspc-leaf` processes connect to it as one fat worker each and start
+//! two `gspc-worker`s each. A job of 200 command-module tasks gives its exact result; so it
+//! does when a worker under a leaf is SIGKILLed (the leaf runs its tasks again, the root sees
+//! no loss) and when a whole leaf is SIGKILLed (the root runs its tasks again). No process is
+//! left behind.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use pnet_launch::testing::{alive, wait_gone};
+
+const TASKS: usize = 200;
+
+/// The folder with `gspc`, `gspc-worker` and `gspc-leaf` (built once per test run).
+fn bin_dir() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = pnet_tests::build_packages(&["pnet-gspc", "pnet-worker", "gspc-leaf"]);
+        for f in ["gspc", "gspc-worker", "gspc-leaf"] {
+            assert!(
+                dir.join(f).is_file(),
+                "{} is missing",
+                dir.join(f).display()
+            );
+        }
+        dir
+    })
+}
+
+/// The command module: records its worker's name and pid (`pids/TASK`), works 10 ms, and
+/// answers y = x + 1 and w = its worker's name.
+fn script(pids: &std::path::Path) -> String {
+    format!(
+        "#!/bin/sh\nread -r input\nx=$(printf '%s' \"$input\" | sed 's/.*\"x\": *\\(-*[0-9]*\\).*/\\1/')\n\
+         echo \"$PNET_WORKER $PNET_WORKER_PID\" > {}/task-$PNET_TASK\nsleep 0.01\n\
+         printf '{{\"y\": %s, \"w\": \"%s\"}}\\n' \"$((x + 1))\" \"$PNET_WORKER\"\n",
+        pids.display()
+    )
+}
+
+fn fan_net(n: usize) -> String {
+    let tokens: String = (0..n)
+        .map(|k| format!("<token><value>{k}L</value></token>"))
+        .collect();
+    format!(
+        r#"<defun name="fan">
+  <out name="y" type="long" place="y"/>
+  <out name="w" type="string" place="w"/>
+  <net>
+    <place name="i" type="long">{tokens}</place>
+    <place name="y" type="long"/>
+    <place name="w" type="string"/>
+    <transition name="call">
+      <defun>
+        <in name="x" type="long"/>
+        <out name="y" type="long"/>
+        <out name="w" type="string"/>
+        <module name="slow" function="f (x, y, w)"/>
+      </defun>
+      <connect-in port="x" place="i"/>
+      <connect-out port="y" place="y"/>
+      <connect-out port="w" place="w"/>
+    </transition>
+  </net>
+</defun>
+"#
+    )
+}
+
+/// A root runtime with two leaves of two workers each; the leaves are killed when dropped
+/// (after the scratch's own drop stopped the root, which stops them).
+struct Tree {
+    s: pnet_tests::GspcScratch,
+    leaves: Vec<Child>,
+    pids: PathBuf,
+    net: String,
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let _ = self.s.gspc(&["stop"]);
+        for l in &mut self.leaves {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while l.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = l.kill();
+            let _ = l.wait();
+        }
+    }
+}
+
+impl Tree {
+    fn new(name: &str) -> Tree {
+        let s = pnet_tests::GspcScratch::new("leaves", name, bin_dir().join("gspc"));
+        let modules = s.dir.join("modules");
+        let pids = s.dir.join("pids");
+        std::fs::create_dir_all(&modules).unwrap();
+        std::fs::create_dir_all(&pids).unwrap();
+        let slow = modules.join("slow");
+        std::fs::write(&slow, script(&pids)).unwrap();
+        std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let net = s.dir.join("fan.xpnet");
+        std::fs::write(&net, fan_net(TASKS)).unwrap();
+        let o = s.ok(&[
+            "boot",
+            "--topology",
+            "worker:0",
+            "--module-path",
+            &modules.display().to_string(),
+            "--timeout",
+            "30",
+        ]);
+        assert!(o.contains("gspc: runtime booted (pid "), "{o}");
+        let leaves = ["leafA", "leafB"]
+            .iter()
+            .map(|name| {
+                Command::new(bin_dir().join("gspc-leaf"))
+                    .arg("--state-dir")
+                    .arg(s.state())
+                    .args(["--workers", "2", "--name", name])
+                    .env_remove("PNET_MODULE_PATH")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let tree = Tree {
+            s,
+            leaves,
+            pids,
+            net: net.display().to_string(),
+        };
+        let st = tree.until("two leaves up", |st| {
+            st["workers"].as_array().is_some_and(|w| w.len() == 2)
+        });
+        let names: Vec<&str> = st["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|w| w["name"].as_str())
+            .collect();
+        assert!(
+            names.contains(&"leafA") && names.contains(&"leafB"),
+            "{st:#}"
+        );
+        tree
+    }
+
+    fn status(&self) -> serde_json::Value {
+        serde_json::from_str(&self.s.ok(&["status", "--json"])).unwrap()
+    }
+
+    fn until(&self, what: &str, pred: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+        let t = Instant::now();
+        loop {
+            let st = self.status();
+            if pred(&st) {
+                return st;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "never {what}: {st:#}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn submit(&self) -> String {
+        self.s.ok(&["submit", &self.net]).trim().to_string()
+    }
+
+    /// Waits for the job: its `y` values sorted, and the workers that ran its tasks.
+    fn wait(&self, job: &str) -> (Vec<i64>, Vec<String>) {
+        let out = self.s.ok(&["wait", job]);
+        let values = |port: &str| -> Vec<String> {
+            let prefix = format!("{port} = ");
+            out.lines()
+                .filter_map(|l| l.strip_prefix(&prefix).map(str::to_string))
+                .collect()
+        };
+        let mut ys: Vec<i64> = values("y")
+            .iter()
+            .map(|v| v.trim_end_matches('L').parse().unwrap())
+            .collect();
+        ys.sort_unstable();
+        let mut ws: Vec<String> = values("w")
+            .iter()
+            .map(|w| w.trim_matches('"').to_string())
+            .collect();
+        ws.sort();
+        ws.dedup();
+        (ys, ws)
+    }
+
+    /// (worker name, pid) of every task started so far.
+    fn started(&self) -> Vec<(String, i32)> {
+        std::fs::read_dir(&self.pids)
+            .unwrap()
+            .filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok())
+            .filter_map(|s| {
+                let (name, pid) = s.trim().split_once(' ')?;
+                Some((name.trim_matches('"').to_string(), pid.parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// Waits until `n` tasks have started.
+    fn wait_started(&self, n: usize) -> Vec<(String, i32)> {
+        let t = Instant::now();
+        loop {
+            let s = self.started();
+            if s.len() >= n {
+                return s;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "only {} started",
+                s.len()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.s.state().join("daemon.log")).unwrap_or_default()
+    }
+
+    /// Stops the root; every leaf exits with status 0 and every worker that ran a task is
+    /// gone.
+    fn stop_and_check_nothing_left(mut self, dead: &[u32]) {
+        self.s.ok(&["stop"]);
+        for l in &mut self.leaves {
+            if dead.contains(&l.id()) {
+                continue;
+            }
+            let t = Instant::now();
+            let status = loop {
+                if let Some(st) = l.try_wait().unwrap() {
+                    break st;
+                }
+                assert!(t.elapsed() < Duration::from_secs(10), "a leaf did not stop");
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            let mut err = String::new();
+            if let Some(mut e) = l.stderr.take() {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut err);
+            }
+            assert!(status.success(), "leaf: {status:?}\n{err}");
+            assert!(err.contains("stopped by the root"), "{err}");
+        }
+        for (name, pid) in self.started() {
+            assert!(
+                wait_gone(pid as u32, Duration::from_secs(10)),
+                "worker `{name}` (pid {pid}) is still running"
+            );
+        }
+    }
+}
+
+fn expected() -> Vec<i64> {
+    (1..=TASKS as i64).collect()
+}
+
+#[test]
+fn two_leaves_of_two_workers_run_a_job_exactly() {
+    let tree = Tree::new("exact");
+    let job = tree.submit();
+    let (ys, ws) = tree.wait(&job);
+    assert_eq!(ys, expected());
+    // Tasks ran on workers of both leaves.
+    assert!(ws.iter().any(|w| w.starts_with("leafA-w")), "{ws:?}");
+    assert!(ws.iter().any(|w| w.starts_with("leafB-w")), "{ws:?}");
+    let log = tree.log();
+    assert!(log.contains("a leaf agent with capacity 0"), "{log}");
+    tree.stop_and_check_nothing_left(&[]);
+}
+
+#[test]
+fn a_worker_killed_under_a_leaf_is_replaced_by_the_leaf_unseen_by_the_root() {
+    let tree = Tree::new("worker");
+    let job = tree.submit();
+    // The worker of leaf A that ran the first of its tasks.
+    let started = tree.wait_started(10);
+    let (name, pid) = started
+        .iter()
+        .find(|(n, _)| n.starts_with("leafA-w"))
+        .cloned()
+        .unwrap_or_else(|| {
+            let t = Instant::now();
+            loop {
+                if let Some(v) = tree
+                    .started()
+                    .into_iter()
+                    .find(|(n, _)| n.starts_with("leafA-w"))
+                {
+                    break v;
+                }
+                assert!(t.elapsed() < Duration::from_secs(20), "leaf A ran nothing");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+    // SAFETY: kill on a pid this test saw running a task.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0, "kill {name}");
+    let (ys, _) = tree.wait(&job);
+    assert_eq!(ys, expected(), "exact after `{name}` was killed");
+    let log = tree.log();
+    assert!(!log.contains("` lost: "), "the root lost nothing:\n{log}");
+    assert!(
+        log.contains("was running on a lost worker of leaf `leafA`"),
+        "the retry is counted at the root:\n{log}"
+    );
+    let st = tree.status();
+    assert_eq!(st["workers"].as_array().map(Vec::len), Some(2), "{st:#}");
+    assert!(!alive(pid as u32) || wait_gone(pid as u32, Duration::from_secs(5)));
+    tree.stop_and_check_nothing_left(&[]);
+}
+
+#[test]
+fn a_leaf_killed_mid_run_has_its_tasks_run_again_by_the_root() {
+    let tree = Tree::new("leaf");
+    let job = tree.submit();
+    let t = Instant::now();
+    while !tree.started().iter().any(|(n, _)| n.starts_with("leafB-w")) {
+        assert!(t.elapsed() < Duration::from_secs(20), "leaf B ran nothing");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    tree.wait_started(20);
+    let victim = tree.leaves[1].id();
+    // SAFETY: kill on our own child's pid.
+    assert_eq!(unsafe { libc::kill(victim as i32, libc::SIGKILL) }, 0);
+    let (ys, _) = tree.wait(&job);
+    assert_eq!(ys, expected(), "exact after leaf B was killed");
+    let log = tree.log();
+    assert!(log.contains("`leafB` lost: "), "{log}");
+    // Its workers went away with it (their standard input closed, their agent is gone).
+    for (name, pid) in tree.started() {
+        if name.starts_with("leafB-w") {
+            assert!(
+                wait_gone(pid as u32, Duration::from_secs(10)),
+                "worker `{name}` of the killed leaf is still running"
+            );
+        }
+    }
+    tree.stop_and_check_nothing_left(&[victim]);
+}
