@@ -66,6 +66,9 @@ pub struct Parsed {
     /// The items parsed alone ([`source_tree`]): their trees' spans (and their diagnostics')
     /// are relative to them, in their own file id; empty for a whole parse.
     pub items: Vec<Item>,
+    /// The [`ItemText`] of each transition of the root net (in order) when it was parsed
+    /// alone; empty for a whole parse.
+    pub keys: Vec<salsa::Id>,
 }
 
 /// An item of a file parsed alone: its own file id, and its offset in the file.
@@ -85,6 +88,7 @@ pub fn parse(db: &dyn salsa::Database, file: SourceInput) -> Parsed {
         ast,
         diagnostics,
         items: Vec::new(),
+        keys: Vec::new(),
     }
 }
 
@@ -110,7 +114,7 @@ pub struct ItemTree {
 }
 
 /// The file id of an item's tree (`None` when the index does not fit).
-fn item_file(item: ItemText<'_>) -> Option<FileId> {
+pub fn item_file(item: ItemText<'_>) -> Option<FileId> {
     use salsa::plumbing::AsId;
     let index = item.as_id().index();
     (index < ITEM_FILE).then_some(FileId(ITEM_FILE | index))
@@ -136,6 +140,7 @@ pub fn tree(db: &dyn salsa::Database, file: SourceInput) -> Option<Parsed> {
     let mut seen: HashMap<&str, u32> = HashMap::new();
     let mut items = Vec::with_capacity(ranges.len());
     let mut trees = Vec::with_capacity(ranges.len());
+    let mut keys = Vec::with_capacity(ranges.len());
     for r in ranges {
         let t = &text[r.clone()];
         let nth = seen.entry(t).or_insert(0);
@@ -147,7 +152,11 @@ pub fn tree(db: &dyn salsa::Database, file: SourceInput) -> Option<Parsed> {
             id: item_file(key)?,
             at: u32::try_from(r.start).ok()?,
         });
-        trees.extend(parsed.tree.clone());
+        if let Some(t) = &parsed.tree {
+            use salsa::plumbing::AsId;
+            trees.push(t.clone());
+            keys.push(key.as_id());
+        }
         diagnostics.extend(parsed.diagnostics.iter().cloned());
     }
     xml::items::root_net(&mut ast)?.transitions = trees;
@@ -155,7 +164,58 @@ pub fn tree(db: &dyn salsa::Database, file: SourceInput) -> Option<Parsed> {
         ast,
         diagnostics,
         items,
+        keys,
     })
+}
+
+/// What the root net's transitions see of the file around them, when it is cut into items
+/// ([`tree`]): its root defun with only the properties and structs, and its net with only
+/// the templates, specializations and structs (the places come with each transition's
+/// query). An edit that leaves these equal leaves the transitions' queries alone.
+#[salsa::tracked(returns(ref))]
+pub fn net_env(db: &dyn salsa::Database, file: SourceInput) -> Option<xml::Defun> {
+    let t = tree(db, file).as_ref()?;
+    let Some(Root::Defun(d)) = &t.ast.root else {
+        return None;
+    };
+    let Some(DefunBody::Net(n)) = &d.body else {
+        return None;
+    };
+    let none = Span::new(d.span.file, 0, 0);
+    Some(xml::Defun {
+        name: None,
+        ports: Vec::new(),
+        memory_buffers: Vec::new(),
+        memory_transfers: Vec::new(),
+        structs: d.structs.clone(),
+        properties: d.properties.clone(),
+        requires: Vec::new(),
+        conditions: Vec::new(),
+        body: Some(DefunBody::Net(xml::NetDecl {
+            places: Vec::new(),
+            transitions: Vec::new(),
+            templates: n.templates.clone(),
+            specializes: n.specializes.clone(),
+            structs: n.structs.clone(),
+            properties: Vec::new(),
+            span: none,
+        })),
+        span: none,
+        tag: none,
+    })
+}
+
+/// The target of each include link of a workspace, by `(file, href)` (without the spans,
+/// which move with every edit before them).
+#[salsa::tracked(returns(ref))]
+pub fn link_targets(
+    db: &dyn salsa::Database,
+    ws: Workspace,
+) -> Vec<((FileId, String), Option<FileId>)> {
+    ws.links(db)
+        .iter()
+        .map(|l| ((l.from, l.href.clone()), l.target))
+        .collect()
 }
 
 /// The tree the elaboration reads: by items ([`tree`]) if the file can be cut, else the
@@ -200,6 +260,11 @@ impl Resolver {
         for i in &p.items {
             self.items.insert(i.id, (p.ast.file, i.at));
         }
+    }
+
+    /// Adds one item of `file` (for [`Resolver::file`] only: its offset is not known).
+    pub fn add_item(&mut self, item: FileId, file: FileId) {
+        self.items.insert(item, (file, 0));
     }
 
     /// Whether no span needs mapping.

@@ -5,7 +5,14 @@ use super::*;
 impl<'a> Elab<'a> {
     // ---------------------------------------------------------------- defun
 
-    pub(super) fn defun(&mut self, outer: &Ctx<'a>, d: &'a Defun, label: &str) -> ElabFn<'a> {
+    /// The scope inside a defun (its properties' warning settings, its structs) and its
+    /// properties: the first part of [`Elab::defun`], also the scope of the root net's
+    /// transitions elaborated alone ([`transition::transition_query`]).
+    pub(super) fn defun_scope(
+        &mut self,
+        outer: &Ctx<'a>,
+        d: &'a Defun,
+    ) -> (Ctx<'a>, Vec<Property>) {
         let mut ctx = outer.clone();
         ctx.depth += 1;
         // properties first: they may change the warnings of this scope
@@ -22,6 +29,11 @@ impl<'a> Elab<'a> {
         }
         ctx.overrides = Rc::new(ov);
         ctx.structs = self.struct_scope(&ctx, &d.structs, Vec::new());
+        (ctx, properties)
+    }
+
+    pub(super) fn defun(&mut self, outer: &Ctx<'a>, d: &'a Defun, label: &str) -> ElabFn<'a> {
+        let (ctx, properties) = self.defun_scope(outer, d);
 
         // ports
         let mut ports: Vec<Port> = Vec::new();

@@ -117,26 +117,36 @@ pub(crate) fn run(db: &dyn salsa::Database, ws: Workspace, trees: Trees) -> Elab
             ));
         }
     }
-    let mut e = Elab {
-        parsed: Rc::new(parsed),
-        resolver: Rc::new(resolver),
-        root_file: inputs.first().map_or(FileId(0), |f| *f.id(db)),
-        links: Rc::new(links),
-        no_inline: *ws.no_inline(db),
-        synthesize: *ws.synthesize_virtual_places(db),
-        build_modules: *ws.build_modules(db),
-        functions: Vec::new(),
-        codes: Vec::new(),
-        structs: Vec::new(),
+    let root_file = inputs.first().map_or(FileId(0), |f| *f.id(db));
+    // the root net's transitions parsed alone are elaborated by their own queries
+    let root_items = parsed.get(&root_file).and_then(|p| {
+        if p.keys.is_empty() {
+            return None;
+        }
+        let Some(Root::Defun(d)) = &p.ast.root else {
+            return None;
+        };
+        let Some(DefunBody::Net(net)) = &d.body else {
+            return None;
+        };
+        Some(RootItems {
+            db,
+            ws,
+            net,
+            keys: &p.keys,
+        })
+    });
+    let mut e = Elab::new(
+        db,
+        ws,
+        Rc::new(parsed),
+        Rc::new(resolver),
+        root_file,
+        Rc::new(links),
         diags,
-        externals: Vec::new(),
         facts,
-        net_places: Vec::new(),
-        checks: Vec::new(),
-        struct_depth: 0,
-        struct_depth_reported: false,
-        misnamed: Vec::new(),
-    };
+    );
+    e.root_items = root_items;
     let files = inputs
         .iter()
         .map(|f| SourceFile::new(f.path(db).display().to_string(), f.text(db)))
@@ -159,7 +169,18 @@ pub(crate) fn run(db: &dyn salsa::Database, ws: Workspace, trees: Trees) -> Elab
     out
 }
 
+/// The root net of a file cut into items, its transitions' item keys (in order), and what
+/// their queries need.
+struct RootItems<'a> {
+    db: &'a dyn salsa::Database,
+    ws: Workspace,
+    net: &'a NetDecl,
+    keys: &'a [salsa::Id],
+}
+
 struct Elab<'a> {
+    /// The root net's transitions elaborated by queries ([`transition::transition_query`]).
+    root_items: Option<RootItems<'a>>,
     /// The parsed files by id.
     parsed: Rc<HashMap<FileId, &'a Parsed>>,
     /// The file of each item parsed alone (spans are mapped to files at the end: [`resolve`]).
@@ -195,6 +216,7 @@ struct Elab<'a> {
 }
 
 /// A module function met, to find duplicates.
+#[derive(Clone, Debug, PartialEq)]
 struct External {
     module: String,
     /// The key of the function (its name, target and type substitution).
@@ -337,6 +359,53 @@ fn port_sigs(ports: &[Port]) -> Vec<PortSig> {
 }
 
 impl<'a> Elab<'a> {
+    /// An elaboration of workspace `ws` with the files `parsed`.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        db: &'a dyn salsa::Database,
+        ws: Workspace,
+        parsed: Rc<HashMap<FileId, &'a Parsed>>,
+        resolver: Rc<db::Resolver>,
+        root_file: FileId,
+        links: Rc<HashMap<(FileId, &'a str), Option<FileId>>>,
+        diags: Vec<(Diagnostic, Option<bool>)>,
+        facts: Facts,
+    ) -> Elab<'a> {
+        Elab {
+            root_items: None,
+            parsed,
+            resolver,
+            root_file,
+            links,
+            no_inline: *ws.no_inline(db),
+            synthesize: *ws.synthesize_virtual_places(db),
+            build_modules: *ws.build_modules(db),
+            functions: Vec::new(),
+            codes: Vec::new(),
+            structs: Vec::new(),
+            diags,
+            externals: Vec::new(),
+            facts,
+            net_places: Vec::new(),
+            checks: Vec::new(),
+            struct_depth: 0,
+            struct_depth_reported: false,
+            misnamed: Vec::new(),
+        }
+    }
+
+    /// The scope of the root function.
+    fn root_ctx(&self) -> Ctx<'a> {
+        Ctx {
+            structs: Rc::new(StructScope::default()),
+            subst: Rc::new(Subst::new()),
+            fns: None,
+            overrides: Rc::new(Vec::new()),
+            includes: Rc::new(vec![self.root_file]),
+            depth: 0,
+        }
+    }
+
     pub(super) fn error(&mut self, d: Diagnostic) {
         self.diags.push((d, None));
     }
@@ -404,14 +473,7 @@ impl<'a> Elab<'a> {
     // ---------------------------------------------------------------- root
 
     pub(super) fn root(&mut self) -> FunctionId {
-        let ctx = Ctx {
-            structs: Rc::new(StructScope::default()),
-            subst: Rc::new(Subst::new()),
-            fns: None,
-            overrides: Rc::new(Vec::new()),
-            includes: Rc::new(vec![self.root_file]),
-            depth: 0,
-        };
+        let ctx = self.root_ctx();
         let root = self.ast(self.root_file);
         let f = match root {
             Some(Root::Defun(d)) => {

@@ -5,7 +5,9 @@ use super::*;
 impl<'a> Elab<'a> {
     // ---------------------------------------------------------------- net
 
-    pub(super) fn net(&mut self, outer: &Ctx<'a>, n: &'a NetDecl) -> Net {
+    /// The scope inside a net (its templates, specializations and structs): the first part
+    /// of [`Elab::net`], also the scope of the root net's transitions elaborated alone.
+    pub(super) fn net_scope(&mut self, outer: &Ctx<'a>, n: &'a NetDecl) -> Ctx<'a> {
         let mut ctx = outer.clone();
         // templates of this net
         let mut templates: Vec<TemplateEntry<'a>> = Vec::new();
@@ -225,6 +227,11 @@ impl<'a> Elab<'a> {
                 structs: ctx.structs.clone(),
             }));
         }
+        ctx
+    }
+
+    pub(super) fn net(&mut self, outer: &Ctx<'a>, n: &'a NetDecl) -> Net {
+        let ctx = self.net_scope(outer, n);
         // net properties are checked but not kept: the IR has none for nets
         let _ = self.properties(&ctx, &n.properties);
 
@@ -373,7 +380,7 @@ impl<'a> Elab<'a> {
 
         // transitions
         let mut trans_spans: HashMap<&str, Span> = HashMap::new();
-        for t in &n.transitions {
+        for (index, t) in n.transitions.iter().enumerate() {
             self.check_user_name(&t.name, "transition");
             if let Some(first) = trans_spans.get(t.name.text.as_str()) {
                 let fs = *first;
@@ -394,7 +401,7 @@ impl<'a> Elab<'a> {
                 span: t.name.span,
                 ty: None,
             });
-            self.transition(&ctx, t, &mut net, &by_name, &place_spans);
+            self.transition(&ctx, n, index, t, &mut net, &by_name, &place_spans);
         }
         self.net_places = place_syms;
         net
@@ -482,6 +489,15 @@ impl<'a> Elab<'a> {
             .with_notes(did_you_mean(&name.text, function_names(ctx.fns.as_ref()))),
         );
         None
+    }
+
+    /// [`Elab::meant_place`] among places given by name and span.
+    pub(super) fn meant_place_in(&mut self, name: &str, places: &[(String, SourceSpan)]) {
+        if let Some(near) = pnet_stdlib::suggest::nearest(name, places.iter().map(|p| p.0.as_str()))
+            && let Some(p) = places.iter().find(|p| p.0 == near)
+        {
+            self.misnamed.push(p.1);
+        }
     }
 
     /// Records the place an unknown place name `name` probably meant (see `misnamed`).

@@ -3,11 +3,137 @@
 
 use super::*;
 
+/// The places of its net a transition sees: those it names (connections, place maps), and
+/// every place's name when it names one that does not exist (for the suggestions). The key
+/// of [`transition_query`] with the transition's text: renaming a place the transition does
+/// not name leaves it alone.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PlaceView {
+    known: Vec<KnownPlace>,
+    /// Every declared place (its name and span) when one of the names is unknown.
+    all: Option<Vec<(String, SourceSpan)>>,
+}
+
+/// A place a transition names: its index among the declared places, its type, whether it
+/// is a generator place and the span of its name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct KnownPlace {
+    pub(super) name: String,
+    pub(super) index: usize,
+    pub(super) ty: Type,
+    pub(super) generator: bool,
+    pub(super) span: Span,
+}
+
+impl PlaceView {
+    /// The view of transition `t` on the declared `places` (`by_name` and `place_spans`
+    /// index them).
+    pub(super) fn new(
+        t: &TransitionDecl,
+        places: &[Place],
+        by_name: &HashMap<String, usize>,
+        place_spans: &[Span],
+    ) -> PlaceView {
+        let mut known: Vec<KnownPlace> = Vec::new();
+        let mut unknown = false;
+        let names = t
+            .connections
+            .iter()
+            .filter(|c| !matches!(c.kind, ConnectKindDecl::Response | ConnectKindDecl::Eureka))
+            .filter_map(|c| c.place.as_ref())
+            .chain(t.place_maps.iter().map(|pm| &pm.real));
+        for name in names {
+            if known.iter().any(|k| k.name == name.text) {
+                continue;
+            }
+            match by_name.get(&name.text) {
+                Some(&i) => known.push(KnownPlace {
+                    name: name.text.clone(),
+                    index: i,
+                    ty: places[i].ty.clone(),
+                    generator: places[i].generator,
+                    span: place_spans[i],
+                }),
+                None => unknown = true,
+            }
+        }
+        let all = unknown.then(|| places.iter().map(|p| (p.name.clone(), p.span)).collect());
+        PlaceView { known, all }
+    }
+
+    pub(super) fn get(&self, name: &str) -> Option<&KnownPlace> {
+        self.known.iter().find(|k| k.name == name)
+    }
+
+    /// Every place's name (empty unless the transition names an unknown place).
+    pub(super) fn names(&self) -> impl Iterator<Item = &str> {
+        self.all().iter().map(|(n, _)| n.as_str())
+    }
+
+    pub(super) fn all(&self) -> &[(String, SourceSpan)] {
+        self.all.as_deref().unwrap_or_default()
+    }
+}
+
+/// The elaboration of one transition of the root net, parsed alone ([`db::parse_item`]), in
+/// the scope of its net ([`db::net_env`], the places it names in `places`): what an edit
+/// elsewhere leaves equal is not elaborated again. `depth_reported`: whether
+/// `struct_too_deep` was reported before it. `None` when the file is not cut into items.
+#[salsa::tracked(returns(ref))]
+pub fn transition_query<'db>(
+    db: &'db dyn salsa::Database,
+    ws: Workspace,
+    item: db::ItemText<'db>,
+    places: PlaceView,
+    depth_reported: bool,
+) -> Option<TransitionOut> {
+    let inputs = ws.files(db);
+    let root = *inputs.first()?;
+    let root_file = *root.id(db);
+    let env = db::net_env(db, root).as_ref()?;
+    let Some(DefunBody::Net(n)) = &env.body else {
+        return None;
+    };
+    let t = db::parse_item(db, item).as_ref()?.tree.as_deref()?;
+    // the other files (included ones), read as the whole elaboration reads them
+    let parsed: HashMap<FileId, &Parsed> = inputs
+        .iter()
+        .skip(1)
+        .map(|f| (*f.id(db), db::source_tree(db, *f)))
+        .collect();
+    let mut resolver = db::Resolver::default();
+    resolver.add_item(db::item_file(item)?, root_file);
+    for p in parsed.values() {
+        resolver.add(p);
+    }
+    let links = db::link_targets(db, ws)
+        .iter()
+        .map(|((f, h), t)| ((*f, h.as_str()), *t))
+        .collect();
+    let mut e = Elab::new(
+        db,
+        ws,
+        Rc::new(parsed),
+        Rc::new(resolver),
+        root_file,
+        Rc::new(links),
+        Vec::new(),
+        Facts::default(),
+    );
+    e.struct_depth_reported = depth_reported;
+    // the scope as the whole elaboration builds it (its diagnostics are reported there)
+    let root_ctx = e.root_ctx();
+    let (ctx, _) = e.defun_scope(&root_ctx, env);
+    let ctx = e.net_scope(&ctx, n);
+    Some(e.item().transition_out(&ctx, t, &places))
+}
+
 /// What elaborating one transition gives. It depends on the transition's syntax and its
 /// net's scope only (the declared places, the struct and function scopes), not on the
 /// transitions before it: its functions and codes have ids local to it, and what it adds to
 /// the net is assembled into the parent at the end ([`Elab::absorb`]).
-pub(super) struct TransitionOut {
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransitionOut {
     functions: Vec<Function>,
     codes: Vec<Code>,
     structs: Vec<StructType>,
@@ -22,6 +148,7 @@ pub(super) struct TransitionOut {
 }
 
 /// What a transition adds to its net.
+#[derive(Clone, Debug, PartialEq)]
 pub(super) enum Effect {
     /// Nothing (an error was reported).
     Nothing,
@@ -37,20 +164,36 @@ pub(super) enum Effect {
 }
 
 impl<'a> Elab<'a> {
-    /// Elaborates transition `t` of a net with the places `places` (declared, in order;
-    /// `by_name` and `place_spans` index them) and adds it to `net`.
+    /// Elaborates transition `t` (the `index`-th of net `n`) of a net with the places
+    /// `places` (declared, in order; `by_name` and `place_spans` index them) and adds it to
+    /// `net`. A transition of the root net, parsed alone, is elaborated by its own query
+    /// ([`transition_query`]): an edit elsewhere reuses its result.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn transition(
         &mut self,
         ctx: &Ctx<'a>,
+        n: &'a NetDecl,
+        index: usize,
         t: &'a TransitionDecl,
         net: &mut Net,
         by_name: &HashMap<String, usize>,
         place_spans: &[Span],
     ) {
         let declared = &net.places[..place_spans.len()];
-        let out = self
-            .item()
-            .transition_out(ctx, t, declared, by_name, place_spans);
+        let view = PlaceView::new(t, declared, by_name, place_spans);
+        let out = match &self.root_items {
+            Some(ri) if std::ptr::eq(n, ri.net) && index < ri.keys.len() => {
+                use salsa::plumbing::FromId;
+                let item = db::ItemText::from_id(ri.keys[index]);
+                transition_query(ri.db, ri.ws, item, view.clone(), self.struct_depth_reported)
+                    .clone()
+            }
+            _ => None,
+        };
+        let out = match out {
+            Some(out) => out,
+            None => self.item().transition_out(ctx, t, &view),
+        };
         self.absorb(out, net);
     }
 
@@ -75,6 +218,7 @@ impl<'a> Elab<'a> {
             struct_depth: self.struct_depth,
             struct_depth_reported: self.struct_depth_reported,
             misnamed: Vec::new(),
+            root_items: None,
         }
     }
 
@@ -83,12 +227,10 @@ impl<'a> Elab<'a> {
         mut self,
         ctx: &Ctx<'a>,
         t: &'a TransitionDecl,
-        places: &[Place],
-        by_name: &HashMap<String, usize>,
-        place_spans: &[Span],
+        places: &PlaceView,
     ) -> TransitionOut {
         let effect = self
-            .transition_effect(ctx, t, places, by_name, place_spans)
+            .transition_effect(ctx, t, places)
             .unwrap_or(Effect::Nothing);
         TransitionOut {
             functions: self.functions,
@@ -205,9 +347,7 @@ impl<'a> Elab<'a> {
         &mut self,
         ctx: &Ctx<'a>,
         t: &'a TransitionDecl,
-        places: &[Place],
-        by_name: &HashMap<String, usize>,
-        place_spans: &[Span],
+        places: &PlaceView,
     ) -> Option<Effect> {
         if ctx.depth > MAX_DEPTH {
             self.error(
@@ -445,29 +585,25 @@ impl<'a> Elab<'a> {
                 _ => {}
             }
             let Some(place_name) = &c.place else { continue };
-            let Some(&pl) = by_name.get(&place_name.text) else {
+            let Some(place) = places.get(&place_name.text) else {
                 self.error(
                     Diagnostic::error(
                         "unknown_place",
                         format!("unknown place `{}`", place_name.text),
                     )
                     .with_primary(place_name.span, "no place of this name in the net")
-                    .with_notes(did_you_mean(
-                        &place_name.text,
-                        places.iter().map(|p| p.name.as_str()),
-                    )),
+                    .with_notes(did_you_mean(&place_name.text, places.names())),
                 );
                 self.misnamed.push(sspan(t.span));
-                self.meant_place(&place_name.text, places);
+                self.meant_place_in(&place_name.text, places.all());
                 continue;
             };
-            let place_id = PlaceId::from(pl);
-            let place = &places[pl];
+            let place_id = PlaceId::from(place.index);
             self.facts.references.push(Reference {
                 kind: SymbolKind::Place,
                 name: place.name.clone(),
                 span: place_name.span,
-                target: place_spans[pl],
+                target: place.span,
                 ty: Some(place.ty.clone()),
             });
             // types
@@ -508,7 +644,7 @@ impl<'a> Elab<'a> {
                                 format!("port `{}` of type `{}` is connected to place `{}` of type `{}`", port.name, port.ty, place.name, place.ty),
                             )
                             .with_primary(c.span, "types differ")
-                            .with_secondary(place_spans[pl], "the place"),
+                            .with_secondary(place.span, "the place"),
                         );
                     }
                 }
@@ -529,7 +665,7 @@ impl<'a> Elab<'a> {
                             format!("generator place `{}` may not be {what}", place.name),
                         )
                         .with_primary(c.span, format!("`{kind_name}` to a generator place"))
-                        .with_secondary(place_spans[pl], "the generator place"),
+                        .with_secondary(place.span, "the generator place"),
                     );
                 }
             }
@@ -657,15 +793,12 @@ impl<'a> Elab<'a> {
                 continue;
             }
             pm_spans.push((pm.virtual_.text.clone(), pm.span));
-            let real = by_name.get(&pm.real.text).copied();
+            let real = places.get(&pm.real.text);
             if real.is_none() {
                 self.error(
                     Diagnostic::error("unknown_place", format!("unknown place `{}`", pm.real.text))
                         .with_primary(pm.real.span, "no place of this name in the net")
-                        .with_notes(did_you_mean(
-                            &pm.real.text,
-                            places.iter().map(|p| p.name.as_str()),
-                        )),
+                        .with_notes(did_you_mean(&pm.real.text, places.names())),
                 );
             }
             let virt = child_places
@@ -694,7 +827,7 @@ impl<'a> Elab<'a> {
                 );
             }
             if let (Some(v), Some(r), Body::Net(cn)) = (virt, real, &f.body) {
-                let (vt, rt) = (&cn.places[v].ty, &places[r].ty);
+                let (vt, rt) = (&cn.places[v].ty, &r.ty);
                 if vt != rt && *vt != Type::Any && *rt != Type::Any {
                     self.error(
                         Diagnostic::error(
@@ -704,7 +837,7 @@ impl<'a> Elab<'a> {
                         .with_primary(pm.span, "types differ"),
                     );
                 }
-                place_map.push((PlaceId::from(v), PlaceId::from(r)));
+                place_map.push((PlaceId::from(v), PlaceId::from(r.index)));
             }
         }
 
