@@ -17,7 +17,10 @@ use pnet_bundle::{PlaceId, TransitionId};
 
 use crate::invariants;
 use crate::ptnet::PtNet;
-use crate::store::{BatchEnd, Packing, StateStore};
+use crate::store::{Arena, BatchEnd, Packing, StateStore};
+
+mod par;
+use par::Par;
 
 /// How to explore.
 #[derive(Clone, Debug)]
@@ -702,11 +705,13 @@ fn explore_bits(
     pk: Packing,
     traces: usize,
 ) -> Result<PtExploration, Restart> {
-    explore_bits_sliced(c, m0, opts, pk, traces, PAR_MIN, PAR_SLICE)
+    explore_bits_sliced(c, m0, opts, pk, traces, PAR_MIN, PAR_SLICE, PAR_CHUNK)
 }
 
 /// [`explore_bits`] with levels of at least `par_min` states left expanded by the threads
-/// in slices of `par_slice` states (a multiple of [`BATCH_STATES`]).
+/// in slices of `par_slice` states (a multiple of [`BATCH_STATES`]), each thread taking
+/// `par_chunk` batches at a time.
+#[allow(clippy::too_many_arguments)]
 fn explore_bits_sliced(
     c: &Compiled,
     m0: &[u64],
@@ -715,6 +720,7 @@ fn explore_bits_sliced(
     traces: usize,
     par_min: usize,
     par_slice: usize,
+    par_chunk: usize,
 ) -> Result<PtExploration, Restart> {
     debug_assert_eq!(par_slice % BATCH_STATES, 0);
     let stride = pk.stride();
@@ -759,7 +765,8 @@ fn explore_bits_sliced(
         words: vec![0u64; w],
     };
     let mut batch = BitBatch::new(w, net.tw);
-    let mut par = (opts.threads > 1).then(|| Par::new(opts.threads, w, net.tw, c.transitions));
+    let mut par = (opts.threads > 1 && e.store.is_inline())
+        .then(|| Par::new(opts.threads, par_chunk, &net, c.transitions));
     let mut head = 0usize;
     let mut level_end = 1usize;
     'levels: while head < e.store.len() {
@@ -842,7 +849,7 @@ fn bits_batch(
     let (head, w) = (states.start, net.w);
     batch.n = 0;
     batch.ends.clear();
-    expand_any(net, &e.store, states, batch)?;
+    expand_any(net, &e.store.arena(), states, batch)?;
     let old_len = e.store.len();
     let n = batch.n;
     let end = e
@@ -887,7 +894,7 @@ fn bits_batch(
 /// the mask loops).
 fn expand_any(
     net: &BitNet,
-    st: &StateStore,
+    st: &Arena<'_>,
     states: std::ops::Range<usize>,
     batch: &mut BitBatch,
 ) -> Result<(), Restart> {
@@ -903,354 +910,11 @@ fn expand_any(
 /// Levels with at least this many states left are expanded by every thread.
 const PAR_MIN: usize = 8192;
 /// States per slice expanded by the threads together (a multiple of [`BATCH_STATES`], so a
-/// slice left to one thread is cut into the batches of a one-thread exploration; small
-/// enough for a slice's successors to stay in the cache).
+/// slice left to one thread is cut into the batches of a one-thread exploration).
 const PAR_SLICE: usize = 1 << 14;
-/// How far ahead [`Shard::sift`] prefetches.
-const AHEAD: usize = 16;
-
-/// The shard (owning thread) of a marking's hash among `threads`.
-#[inline(always)]
-fn shard(h: u64, threads: usize) -> usize {
-    (((h >> 32) * threads as u64) >> 32) as usize
-}
-
-/// Several threads exploring one slice of a level at a time, with the ids a one-thread
-/// exploration gives:
-/// 1. each thread expands a contiguous share of the slice, in order: its successors, in
-///    discovery order;
-/// 2. each thread takes the successors of its shard of hashes, from every thread's list in
-///    thread order, keeps the first occurrence of each marking (a small table, in the cache)
-///    and looks those up in the store (read-only): the ones not found are new;
-/// 3. one thread numbers the new markings in discovery order (thread, then position in its
-///    list: the order of a one-thread exploration) and appends them to the arena;
-/// 4. each thread indexes its shard's new states ([`crate::store::SharedIndex`]).
-///
-/// A marking reached several times from a slice is looked up once, not once per edge. A
-/// slice in which a limit would be reached (states, memory, capacity) or a second token
-/// would land on a place is left to the one-thread code (nothing is changed before step 3).
-///
-/// Not faster yet: on the 2-core machine measured (quiet), Philosophers-15 `--no-scc` takes
-/// 8.2 s wall and 11.5 s CPU on two threads against 6.5 s and 5.6 s on one. A slice's
-/// successors are written on one core and sifted on the other (every cache line of them
-/// moves between cores), and the sift's table costs about what the one-thread code's
-/// prefetched lookup of the same successor costs. Philosophers-14, wall per step: expansion
-/// 1.0 s, sift 2.4 s, indexing 0.7 s, against 1.7 s for the whole one-thread run.
-/// A shared index filled by compare-and-swap during the expansion (one lookup per edge, as
-/// one thread does), with the ids of each slice's new states renumbered afterwards in
-/// discovery order, is the next thing to try.
-struct Par {
-    threads: usize,
-    found: Vec<Found>,
-    shards: Vec<Shard>,
-    /// Per shard: the ids of its new markings (as its `firsts`).
-    ids: Vec<Vec<u32>>,
-}
-
-/// One thread's share of a slice: its successors (in `batch`) and counts. Aligned (and its
-/// small buffers allocated by the thread using it) so that no cache line is written by two
-/// threads.
-#[repr(align(128))]
-struct Found {
-    batch: BitBatch,
-    /// Successors per shard.
-    per_shard: Vec<usize>,
-    dead_count: u64,
-    dead: Vec<u32>,
-    fired: Vec<bool>,
-    /// A successor with two tokens on a place.
-    clash: bool,
-}
-
-/// One thread's shard of a slice's successors (aligned as [`Found`]).
-#[repr(align(128))]
-struct Shard {
-    /// Open addressing over the shard's successors: the high half of the hash and the
-    /// successor's number (across the threads' lists) + 1; 0 empty.
-    table: Vec<u64>,
-    /// First occurrences to look up: thread, index in its list.
-    refs: Vec<(u32, u32)>,
-    /// Their markings and hashes, contiguous for [`StateStore::find_batch`].
-    keys: Vec<u64>,
-    hashes: Vec<u64>,
-    /// The indices of new markings in their thread's list: thread after thread (thread `i`'s
-    /// at `bounds[i]..bounds[i + 1]`), increasing.
-    firsts: Vec<u32>,
-    bounds: Vec<usize>,
-}
-
-impl Par {
-    fn new(threads: usize, w: usize, tw: usize, transitions: usize) -> Par {
-        Par {
-            threads,
-            found: (0..threads)
-                .map(|_| Found {
-                    batch: BitBatch::new(w, tw),
-                    per_shard: vec![0; threads],
-                    dead_count: 0,
-                    dead: Vec::new(),
-                    fired: vec![false; transitions],
-                    clash: false,
-                })
-                .collect(),
-            shards: (0..threads)
-                .map(|_| Shard {
-                    table: Vec::new(),
-                    refs: Vec::new(),
-                    keys: Vec::new(),
-                    hashes: Vec::new(),
-                    firsts: Vec::new(),
-                    bounds: Vec::new(),
-                })
-                .collect(),
-            ids: vec![Vec::new(); threads],
-        }
-    }
-
-    /// Explores the states `states` of a level (see [`Par`]); false when the slice is left
-    /// to the one-thread code, with nothing changed.
-    fn slice(
-        &mut self,
-        net: &BitNet,
-        e: &mut PtExploration,
-        states: std::ops::Range<usize>,
-        lim: &Limits,
-        seen: &mut Seen,
-    ) -> bool {
-        let (t, w) = (self.threads, net.w);
-        let (start, n) = (states.start, states.len());
-        let share = |i: usize| start + i * n / t..start + (i + 1) * n / t;
-        // 1. Expansion.
-        let store = &e.store;
-        std::thread::scope(|sc| {
-            let mut found = self.found.iter_mut().enumerate();
-            let first = found.next();
-            for (i, f) in found {
-                sc.spawn(move || f.expand(net, store, share(i), t, lim.traces));
-            }
-            if let Some((i, f)) = first {
-                f.expand(net, store, share(i), t, lim.traces);
-            }
-        });
-        if self.found.iter().any(|f| f.clash) {
-            return false;
-        }
-        // 2. New markings per shard.
-        let found = &self.found;
-        std::thread::scope(|sc| {
-            let mut shards = self.shards.iter_mut().enumerate();
-            let first = shards.next();
-            for (j, s) in shards {
-                sc.spawn(move || s.sift(j, t, found, w, store));
-            }
-            if let Some((j, s)) = first {
-                s.sift(j, t, found, w, store);
-            }
-        });
-        let old_len = e.store.len();
-        let fresh: usize = self.shards.iter().map(|s| s.firsts.len()).sum();
-        let new_len = old_len + fresh;
-        if new_len >= lim.stop_len
-            || new_len >= u32::MAX as usize - 1
-            || lim
-                .max_memory
-                .is_some_and(|l| e.store.memory_bytes_at(new_len) as u64 > l)
-        {
-            return false;
-        }
-        // 3. Ids in discovery order, the arena.
-        e.store.reserve(new_len);
-        let shards = &self.shards;
-        for (ids, s) in self.ids.iter_mut().zip(shards) {
-            ids.clear();
-            ids.resize(s.firsts.len(), u32::MAX);
-        }
-        let mut at = vec![0; t];
-        for (i, f) in found.iter().enumerate() {
-            // Thread i's new markings, merged from the shards' increasing lists.
-            for (a, s) in at.iter_mut().zip(shards) {
-                *a = s.bounds[i];
-            }
-            loop {
-                let mut next: Option<(usize, u32)> = None;
-                for (j, s) in shards.iter().enumerate() {
-                    if at[j] < s.bounds[i + 1] && next.is_none_or(|(_, k)| s.firsts[at[j]] < k) {
-                        next = Some((j, s.firsts[at[j]]));
-                    }
-                }
-                let Some((j, k)) = next else { break };
-                let k = k as usize;
-                // Room checked above.
-                self.ids[j][at[j]] = e
-                    .store
-                    .append_unindexed(&f.batch.keys[k * w..(k + 1) * w])
-                    .unwrap_or(u32::MAX);
-                at[j] += 1;
-            }
-        }
-        // 4. The index.
-        let index = e.store.shared_index();
-        let index = &index;
-        std::thread::scope(|sc| {
-            let mut shards = self.shards.iter().zip(&self.ids);
-            let first = shards.next();
-            let insert = move |(s, ids): (&Shard, &Vec<u32>)| {
-                for (i, f) in found.iter().enumerate() {
-                    let (keys, hashes) = (&f.batch.keys, &f.batch.hashes);
-                    let firsts = s.firsts(i);
-                    let ids = &ids[s.bounds[i]..s.bounds[i + 1]];
-                    for (x, (&k, &id)) in firsts.iter().zip(ids).enumerate() {
-                        if let Some(&ahead) = firsts.get(x + AHEAD) {
-                            index.prefetch(hashes[ahead as usize]);
-                        }
-                        let k = k as usize;
-                        index.insert(&keys[k * w..(k + 1) * w], hashes[k], id);
-                    }
-                }
-            };
-            for x in shards {
-                sc.spawn(move || insert(x));
-            }
-            if let Some(x) = first {
-                insert(x);
-            }
-        });
-        // Counts, in the order of a one-thread exploration.
-        for f in found {
-            e.edges += f.batch.n as u64;
-            e.dead_count += f.dead_count;
-            let room = lim.traces.saturating_sub(e.dead.len());
-            e.dead.extend(f.dead.iter().take(room));
-            for (x, &y) in e.fired.iter_mut().zip(&f.fired) {
-                *x |= y;
-            }
-        }
-        seen.add(e, old_len);
-        true
-    }
-}
-
-impl Found {
-    /// Expands `states` (step 1 of [`Par`]).
-    fn expand(
-        &mut self,
-        net: &BitNet,
-        store: &StateStore,
-        states: std::ops::Range<usize>,
-        threads: usize,
-        traces: usize,
-    ) {
-        // Small buffers allocated here, by the thread writing them.
-        let mut per_shard = vec![0; threads];
-        let mut fired = vec![false; self.fired.len()];
-        (self.dead_count, self.clash) = (0, false);
-        self.dead.clear();
-        let b = &mut self.batch;
-        b.sw = vec![0; net.w];
-        b.next = vec![0; net.w];
-        b.en = vec![0; net.tw];
-        b.n = 0;
-        b.ends.clear();
-        let first = states.start;
-        if expand_any(net, store, states, b).is_err() {
-            self.clash = true;
-            return;
-        }
-        let mut from = 0;
-        for (j, &to) in b.ends.iter().enumerate() {
-            if to == from {
-                self.dead_count += 1;
-                if self.dead.len() < traces {
-                    self.dead.push((first + j) as u32);
-                }
-            }
-            from = to;
-        }
-        for &t in &b.ts[..b.n] {
-            fired[t as usize] = true;
-        }
-        for &h in &b.hashes[..b.n] {
-            per_shard[shard(h, threads)] += 1;
-        }
-        (self.fired, self.per_shard) = (fired, per_shard);
-    }
-}
-
-impl Shard {
-    /// Keeps the first occurrence of each marking of shard `j` among the successors of every
-    /// thread, in thread order, and the ones of those the store does not hold (step 2 of
-    /// [`Par`]).
-    fn sift(&mut self, j: usize, threads: usize, found: &[Found], w: usize, store: &StateStore) {
-        let count: usize = found.iter().map(|f| f.per_shard[j]).sum();
-        let size = (2 * count).next_power_of_two().max(16);
-        let mask = size - 1;
-        self.table.clear();
-        self.table.resize(size, 0);
-        self.refs.clear();
-        self.keys.clear();
-        self.hashes.clear();
-        let mut base = 0usize;
-        for (i, f) in found.iter().enumerate() {
-            let (keys, hashes) = (&f.batch.keys, &f.batch.hashes[..f.batch.n]);
-            for (k, &h) in hashes.iter().enumerate() {
-                if let Some(&ahead) = hashes.get(k + AHEAD)
-                    && shard(ahead, threads) == j
-                {
-                    crate::store::prefetch_read(&self.table[ahead as usize & mask]);
-                }
-                if shard(h, threads) != j {
-                    continue;
-                }
-                let key = &keys[k * w..(k + 1) * w];
-                let tag = h >> 32 << 32;
-                let mut at = h as usize & mask;
-                loop {
-                    let slot = self.table[at];
-                    if slot == 0 {
-                        self.table[at] = tag | (base + k + 1) as u64;
-                        self.refs.push((i as u32, k as u32));
-                        self.keys.extend_from_slice(key);
-                        self.hashes.push(h);
-                        break;
-                    }
-                    if slot >> 32 << 32 == tag {
-                        // The thread whose list holds successor number `k2`.
-                        let (mut i2, mut k2) = (0, (slot as u32 - 1) as usize);
-                        while k2 >= found[i2].batch.n {
-                            k2 -= found[i2].batch.n;
-                            i2 += 1;
-                        }
-                        let other = &found[i2].batch.keys[k2 * w..(k2 + 1) * w];
-                        if other.iter().zip(key).all(|(a, b)| a == b) {
-                            break;
-                        }
-                    }
-                    at = (at + 1) & mask;
-                }
-            }
-            base += f.batch.n;
-        }
-        self.firsts.clear();
-        let mut bounds = vec![0; threads + 1];
-        let (refs, firsts) = (&self.refs, &mut self.firsts);
-        store.find_batch(&self.keys, &self.hashes, |x, id| {
-            if id.is_none() {
-                let (i, k) = refs[x];
-                firsts.push(k);
-                bounds[i as usize + 1] = firsts.len();
-            }
-        });
-        for i in 1..=threads {
-            bounds[i] = bounds[i].max(bounds[i - 1]);
-        }
-        self.bounds = bounds;
-    }
-
-    /// The new markings of thread `i`'s list.
-    fn firsts(&self, i: usize) -> &[u32] {
-        &self.firsts[self.bounds[i]..self.bounds[i + 1]]
-    }
-}
+/// Batches a thread takes at a time from a slice: neighbouring states share many
+/// successors, whose index buckets are then in the cache of the same core.
+const PAR_CHUNK: usize = 8;
 
 /// Scratch space of [`expand_bits`] and the successors of a batch of states: `n` keys of
 /// `w` words, their hashes and transitions (in buffers that grow as needed and may be longer
@@ -1291,7 +955,7 @@ fn expand_bits(
     w: usize,
     tw: usize,
     net: &BitNet,
-    store: &StateStore,
+    store: &Arena<'_>,
     states: std::ops::Range<usize>,
     out: &mut BitBatch,
 ) -> Result<(), Restart> {
@@ -1525,6 +1189,7 @@ pub fn successors(
 mod tests {
     use super::*;
     use crate::ptnet::{Pos, PtPlace, PtTransition};
+    use std::sync::atomic::Ordering;
 
     fn place(net: &mut PtNet, name: &str, initial: u64) -> PlaceId {
         net.places.push(PtPlace {
@@ -1743,6 +1408,11 @@ mod tests {
         }
     }
 
+    /// Slices explored by the threads and slices given back to one thread, by
+    /// `threads_explore_like_one` (the only test exploring with threads here).
+    pub(super) static PAR_SLICES: [std::sync::atomic::AtomicUsize; 2] =
+        [const { std::sync::atomic::AtomicUsize::new(0) }; 2];
+
     /// Whole explorations through the threads equal the one-thread one: same ids and
     /// markings, levels, edges, deadlocks, fired transitions, bounds and stop, with slices
     /// small enough for many of them per level; also when a state or memory limit, or a
@@ -1769,7 +1439,9 @@ mod tests {
                 assert_eq!(b.store.find_words(&w, h), Some(id), "{what}: state {id}");
             }
         };
-        for (n, idle, blocked) in [(7, 0, 0), (6, 70, 3), (6, 130, 70)] {
+        // Markings of one word, two words (both with an inline index unless `compact`), and
+        // longer (a tagged index: one thread).
+        for (n, idle, blocked) in [(7, 0, 0), (6, 60, 3), (6, 70, 3), (6, 130, 70)] {
             let net = philosophers(n, idle, blocked);
             let c = Compiled::new(&net).unwrap();
             let m0 = net.initial_marking();
@@ -1807,7 +1479,8 @@ mod tests {
                             "{n}/{idle}/{blocked} compact {compact} {max_states:?} \
                              {max_memory:?} threads {threads}"
                         );
-                        let Ok(par) = explore_bits_sliced(&c, &m0, &opts(threads), pk, 3, 64, 128)
+                        let Ok(par) =
+                            explore_bits_sliced(&c, &m0, &opts(threads), pk, 3, 64, 128, 1)
                         else {
                             panic!("a 1-safe net")
                         };
@@ -1838,13 +1511,16 @@ mod tests {
                 ..PtOptions::default()
             };
             let one = explore_bits(&c, &m0, &opts(1), pk, 1);
-            let par = explore_bits_sliced(&c, &m0, &opts(2), pk, 1, 64, 128);
+            let par = explore_bits_sliced(&c, &m0, &opts(2), pk, 1, 64, 128, 1);
             match (one, par) {
                 (Err(Restart::Widen), Err(Restart::Widen)) => assert!(max_states != Some(50)),
                 (Ok(a), Ok(b)) => same(&a, &b, &format!("{max_states:?}")),
                 _ => panic!("{max_states:?}: one thread and two differ"),
             }
         }
+        // Both ways through a slice were taken.
+        let [done, given_back] = PAR_SLICES.each_ref().map(|n| n.load(Ordering::Relaxed));
+        assert!(done > 0 && given_back > 0, "{done} {given_back}");
     }
 
     /// The SCC pass's successors (word masks at one bit per place) equal the firing rule's.

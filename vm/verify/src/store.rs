@@ -379,12 +379,7 @@ impl StateStore {
     /// The packed marking of a state as `words()` little-endian words.
     #[inline]
     pub fn get_words(&self, id: u32, out: &mut [u64]) {
-        let (c, off) = self.locate(id as usize);
-        let chunk = &self.chunks[c];
-        for (j, w) in out[..self.words].iter_mut().enumerate() {
-            *w = load_word(chunk, off + 8 * j);
-        }
-        out[self.words - 1] &= self.last_mask;
+        self.arena().get_words(id, out);
     }
 
     /// Whether state `id` holds the marking `key` (`words()` words).
@@ -704,32 +699,6 @@ impl StateStore {
         self.len += 1;
     }
 
-    /// Looks the markings in `keys` (`words()` words each, `hashes[k]` the hash of the k-th)
-    /// up in order without changing the store, calling `f(k, id)` for each; prefetches the
-    /// index slots (and arena entries) of keys further on, as [`StateStore::insert_batch`]
-    /// does. Several threads may look up at once.
-    pub fn find_batch(&self, keys: &[u64], hashes: &[u64], mut f: impl FnMut(usize, Option<u32>)) {
-        let n = hashes.len();
-        let words = self.words;
-        for &h in &hashes[..n.min(SLOT_AHEAD)] {
-            self.prefetch(h);
-        }
-        for k in 0..n {
-            if let Some(&h) = hashes.get(k + SLOT_AHEAD) {
-                self.prefetch(h);
-            }
-            if !self.inline
-                && let Some(&h) = hashes.get(k + ENTRY_AHEAD)
-            {
-                self.prefetch_entry(h);
-            }
-            f(
-                k,
-                self.find_words(&keys[k * words..(k + 1) * words], hashes[k]),
-            );
-        }
-    }
-
     /// Index slots once `len` states are held (the index doubles at 3/4 load).
     fn slots_for(&self, len: usize) -> usize {
         let mut slots = self.mask + 1;
@@ -749,8 +718,8 @@ impl StateStore {
         chunks * chunk + slots * if self.inline { 16 } else { 8 }
     }
 
-    /// Grows the index to the size it has after `len` states were inserted one by one. Call
-    /// it before [`StateStore::append_unindexed`] appends them.
+    /// Grows the index to the size it has after `len` states were inserted one by one (after
+    /// slots were claimed and numbered through [`StateStore::split_index`]).
     pub fn reserve(&mut self, len: usize) {
         while (len + 1) * 4 > (self.mask + 1) * 3 {
             self.grow();
@@ -758,9 +727,9 @@ impl StateStore {
     }
 
     /// Appends a marking (`words()` words) to the arena without indexing it: its id. The
-    /// caller indexes it through [`StateStore::shared_index`] (after a
-    /// [`StateStore::reserve`] for the new number of states, made before appending) before
-    /// the next lookup. `None` when 2^32 - 1 states are held.
+    /// caller gives it a slot claimed through [`StateStore::split_index`]
+    /// ([`StateStore::set_claimed_id`]) before the next lookup. `None` when 2^32 - 1 states
+    /// are held.
     pub fn append_unindexed(&mut self, key: &[u64]) -> Option<u32> {
         if self.len >= u32::MAX as usize - 1 {
             return None;
@@ -770,8 +739,14 @@ impl StateStore {
         Some(id)
     }
 
-    /// The index, for several threads to insert markings that it does not hold.
-    pub fn shared_index(&mut self) -> SharedIndex<'_> {
+    /// The arena and, for an inline index, the index as a [`SharedIndex`] through which
+    /// several threads look markings up and claim slots for new ones while they read the
+    /// arena. `None` for a tagged index (its lookups compare with the arena, where a new
+    /// marking has no entry yet).
+    pub fn split_index(&mut self) -> Option<(Arena<'_>, SharedIndex<'_>)> {
+        if !self.inline {
+            return None;
+        }
         let table: &mut [u64] = &mut self.table;
         assert_eq!(
             table.as_ptr() as usize % align_of::<AtomicU64>(),
@@ -781,12 +756,66 @@ impl StateStore {
         // SAFETY: `AtomicU64` has the size and bit validity of `u64`, the alignment is
         // checked above, and the exclusive borrow of the table lasts as long as the view.
         let table = unsafe { &*(table as *mut [u64] as *const [AtomicU64]) };
-        SharedIndex {
+        let index = SharedIndex {
             table,
             mask: self.mask,
             shift: self.shift,
-            inline: self.inline,
+        };
+        let arena = Arena {
+            chunks: &self.chunks,
+            chunk_shift: self.chunk_shift,
+            stride: self.stride,
+            words: self.words,
+            last_mask: self.last_mask,
+        };
+        Some((arena, index))
+    }
+
+    /// The arena (read-only view).
+    #[inline]
+    pub fn arena(&self) -> Arena<'_> {
+        Arena {
+            chunks: &self.chunks,
+            chunk_shift: self.chunk_shift,
+            stride: self.stride,
+            words: self.words,
+            last_mask: self.last_mask,
         }
+    }
+
+    /// How many slots [`SharedIndex::find_or_claim`] may claim before the next
+    /// [`StateStore::reserve`] with the index filled to at most 7/8.
+    pub fn claim_room(&self) -> usize {
+        ((self.mask + 1) / 8 * 7).saturating_sub(self.len)
+    }
+
+    /// A slot claimed through [`SharedIndex::find_or_claim`]: its marking (2 words) and
+    /// the value it holds in place of an id (the smallest one it was claimed or found with).
+    pub fn claimed(&self, slot: usize) -> ([u64; 2], u32) {
+        let (w0, w1) = (self.table[2 * slot], self.table[2 * slot + 1]);
+        ([w0, w1 & 0xFFFF_FFFF], (w1 >> 32) as u32)
+    }
+
+    /// Hints the CPU to load a slot (as numbered by [`SharedIndex::find_or_claim`]).
+    #[inline]
+    pub fn prefetch_slot(&self, slot: usize) {
+        prefetch_read(&self.table[2 * slot]);
+    }
+
+    /// Frees a slot claimed through [`SharedIndex::find_or_claim`]. Freeing every slot
+    /// claimed since the last [`StateStore::reserve`] gives back the index as it was (the
+    /// used slots of a bucket are a prefix of it, and a marking older than a claimed one
+    /// never probes past it).
+    pub fn unclaim(&mut self, slot: usize) {
+        self.table[2 * slot] = EMPTY;
+        self.table[2 * slot + 1] = EMPTY;
+    }
+
+    /// Gives a slot claimed through [`SharedIndex::find_or_claim`] the id of its marking,
+    /// appended by [`StateStore::append_unindexed`].
+    pub fn set_claimed_id(&mut self, slot: usize, id: u32) {
+        let w1 = &mut self.table[2 * slot + 1];
+        *w1 = (*w1 & 0xFFFF_FFFF) | (id as u64 + 1) << 32;
     }
 
     /// Doubles the index. Inline: the old buckets are read in order and each marking goes to
@@ -861,56 +890,115 @@ impl StateStore {
     }
 }
 
-/// A view of a [`StateStore`]'s index through which several threads insert markings it
-/// does not hold (their arena entries already appended by
-/// [`StateStore::append_unindexed`]). A marking takes the first free slot from its home
-/// bucket (inline) or slot (tagged) on, claimed by a compare-and-swap of the slot's id word,
-/// so the used slots of a bucket stay a prefix of it, as lookups expect.
+/// A read-only view of a [`StateStore`]'s arena (see [`StateStore::split_index`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Arena<'a> {
+    chunks: &'a [ZeroBuf<u8>],
+    chunk_shift: u32,
+    stride: usize,
+    words: usize,
+    last_mask: u64,
+}
+
+impl Arena<'_> {
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// The packed marking of a state as `words` little-endian words (as
+    /// [`StateStore::get_words`]).
+    #[inline(always)]
+    pub fn get_words(&self, id: u32, out: &mut [u64]) {
+        let id = id as usize;
+        let (c, off) = (
+            id >> self.chunk_shift,
+            (id & ((1 << self.chunk_shift) - 1)) * self.stride,
+        );
+        let chunk = &self.chunks[c];
+        for (j, w) in out[..self.words].iter_mut().enumerate() {
+            *w = load_word(chunk, off + 8 * j);
+        }
+        out[self.words - 1] &= self.last_mask;
+    }
+}
+
+/// The id field of a slot being written by [`SharedIndex::find_or_claim`] (its marking's
+/// first word not stored yet).
+const BUSY: u64 = u32::MAX as u64;
+
+/// An inline index shared by several threads (see [`StateStore::split_index`]). A thread
+/// looks a marking up and, when it is absent, claims the first free slot from its home
+/// bucket on (a compare-and-swap of the slot's second word), so the used slots of a bucket
+/// stay a prefix of it, as lookups expect. A claimed slot holds, in place of an id, a value
+/// chosen by the claimer; a thread finding the marking again with a smaller value lowers it
+/// (`fetch_min`): the value left is the smallest one the marking was met with. The caller
+/// then numbers the claimed markings ([`StateStore::set_claimed_id`]) or frees them
+/// ([`StateStore::unclaim`]).
 #[derive(Debug)]
 pub struct SharedIndex<'a> {
     table: &'a [AtomicU64],
     mask: usize,
     shift: u32,
-    inline: bool,
 }
 
 impl SharedIndex<'_> {
-    /// Hints the CPU to load the home slot of hash `h`.
-    #[inline]
+    /// Hints the CPU to load the home bucket of hash `h`.
+    #[inline(always)]
     pub fn prefetch(&self, h: u64) {
-        let at = if self.inline {
-            8 * (h >> self.shift) as usize
-        } else {
-            h as usize & self.mask
-        };
-        prefetch_read(&self.table[at]);
+        prefetch_read(&self.table[8 * (h >> self.shift) as usize]);
     }
 
-    /// Indexes state `id`, marking `key` (`words()` words, hash `h`), not held yet.
-    pub fn insert(&self, key: &[u64], h: u64, id: u32) {
-        let claim = |at: usize, word: u64| {
-            self.table[at]
-                .compare_exchange(EMPTY, word, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        };
-        if self.inline {
-            let w1 = key.get(1).copied().unwrap_or(0) | (id as u64 + 1) << 32;
-            let mut b = (h >> self.shift) as usize;
-            loop {
-                for j in 0..4 {
-                    let at = 2 * (4 * b + j);
-                    if claim(at + 1, w1) {
-                        self.table[at].store(key[0], Ordering::Relaxed);
-                        return;
-                    }
-                }
-                b = (b + 1) & (self.mask >> 2);
+    /// Looks `key` (a marking of at most 12 bytes as 2 words, hash `h`) up: `None` when
+    /// the index holds it (lowering its value to `value` if it was claimed with a larger
+    /// one), else the slot claimed for it with `value` (below `u32::MAX`), as a slot number
+    /// for [`StateStore::claimed`].
+    #[inline(always)]
+    pub fn find_or_claim(&self, key: [u64; 2], h: u64, value: u32) -> Option<usize> {
+        debug_assert!(u64::from(value) < BUSY);
+        let mine = key[1] | u64::from(value) << 32;
+        let mut b = (h >> self.shift) as usize;
+        loop {
+            let bucket = &self.table[8 * b..8 * b + 8];
+            // As `StateStore::find_inline`, branch-free: the slots holding the key, the used
+            // ones (a prefix) and those being written. Second words first: a first word is
+            // read after the second word that published it.
+            let w1: [u64; 4] = std::array::from_fn(|j| bucket[2 * j + 1].load(Ordering::Acquire));
+            let (mut hit, mut used, mut busy) = (0u32, 0usize, false);
+            for (j, &w1) in w1.iter().enumerate() {
+                let full = w1 >> 32 != 0;
+                let writing = w1 >> 32 == BUSY;
+                busy |= writing;
+                used += full as usize;
+                let w0 = bucket[2 * j].load(Ordering::Relaxed);
+                hit |=
+                    ((full & !writing & (w0 == key[0]) & (w1 & 0xFFFF_FFFF == key[1])) as u32) << j;
             }
-        }
-        let word = (h >> 32) << 32 | (id as u64 + 1);
-        let mut i = h as usize & self.mask;
-        while !claim(i, word) {
-            i = (i + 1) & self.mask;
+            if hit != 0 {
+                let j = hit.trailing_zeros() as usize;
+                if w1[j] > mine {
+                    bucket[2 * j + 1].fetch_min(mine, Ordering::Relaxed);
+                }
+                return None;
+            }
+            if busy {
+                // Another thread is writing a marking here (perhaps this one): read again.
+                std::hint::spin_loop();
+                continue;
+            }
+            if used == 4 {
+                b = (b + 1) & (self.mask >> 2);
+                continue;
+            }
+            let word = &bucket[2 * used + 1];
+            if word
+                .compare_exchange(EMPTY, BUSY << 32, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                bucket[2 * used].store(key[0], Ordering::Relaxed);
+                word.store(mine, Ordering::Release);
+                return Some(4 * b + used);
+            }
+            // Another thread took the slot first: read the bucket again.
         }
     }
 }
