@@ -126,6 +126,10 @@ impl Analysis {
             return false;
         }
         let old = doc.text.clone();
+        if !self.fast.contains_key(path) && !pnet_sema::recheck::may_be_text_edit(&old, text) {
+            // not worth the whole elaboration the fast path starts from
+            return false;
+        }
         let state = match self.fast.get_mut(path) {
             Some(s) => s,
             None => {
@@ -260,7 +264,7 @@ impl Analysis {
             let mut paths: HashMap<FileId, Option<&Path>> = HashMap::new();
             let raw = match self.fast.get(root) {
                 Some(state) => &state.diagnostics,
-                None => &pnet_sema::elab::elaborate(&self.db, ws).diagnostics,
+                None => pnet_sema::elab::diagnostics(&self.db, ws),
             };
             let root_is_defun = ws
                 .files(&self.db)

@@ -482,6 +482,8 @@ mod tests {
         // everything as from the whole parse
         let whole = crate::elab::run(&db, ws, parse);
         assert_eq!(*e, whole);
+        // the diagnostics alone are the same
+        assert_eq!(*crate::elab::diagnostics(&db, ws), e.diagnostics);
     }
 
     /// An edit outside a transition leaves its tree shared: it is not parsed again.

@@ -115,6 +115,20 @@ fn touches_markup(s: &str) -> bool {
     s.contains(['<', '>', '&', ';', ']', '\r'])
 }
 
+/// Whether the edit from `old` to `new` may be one [`Incremental::edit`] accepts: a change
+/// of character data (not inside a tag, no markup added or removed). Cheap: a caller asks
+/// it before building an [`Incremental`] from a whole elaboration.
+pub fn may_be_text_edit(old: &str, new: &str) -> bool {
+    let Some((p, old_end, new_end)) = changed_range(old, new) else {
+        return true;
+    };
+    !touches_markup(&old[p..old_end])
+        && !touches_markup(&new[p..new_end])
+        && old[..p]
+            .rfind(['<', '>'])
+            .is_none_or(|i| old.as_bytes()[i] == b'>')
+}
+
 impl Incremental {
     pub fn new(e: &Elaborated) -> Incremental {
         Incremental {

@@ -152,6 +152,33 @@ fn corpus_files() -> Vec<PathBuf> {
     out
 }
 
+/// The diagnostics query (the language server's, no bundle) gives the diagnostics of the
+/// whole elaboration on every corpus file.
+#[test]
+fn diagnostics_alone_equal_the_elaborations_on_the_corpus() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
+    let options = Options {
+        search_paths: vec![lib(), corpus().join("share/doc/example")],
+        ..Options::default()
+    };
+    let files = corpus_files();
+    assert!(!files.is_empty());
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut db = crate::db::Database::default();
+        let ws = crate::load(&mut db, path, &text, &options);
+        let alone = crate::elab::diagnostics(&db, ws);
+        assert_eq!(
+            *alone,
+            crate::elab::elaborate(&db, ws).diagnostics,
+            "{}",
+            path.display()
+        );
+    }
+}
+
 /// Files that are meant to fail.
 const EXPECTED_FAILURES: &[&str] = &[
     "test/xml/xpnets/diagnostics/error_",

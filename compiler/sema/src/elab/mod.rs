@@ -76,11 +76,56 @@ pub fn elaborate(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
     run(db, ws, db::source_tree)
 }
 
+/// The diagnostics of [`elaborate`] (the same, in the same order), without building the
+/// bundle, the facts or the checks: the root net's transitions elaborated by their own
+/// queries give only what the checks after them read (their diagnostics and their effect
+/// on the net), not copies of their functions. For the language server's diagnostics.
+#[salsa::tracked(returns(ref))]
+pub fn diagnostics(db: &dyn salsa::Database, ws: Workspace) -> Vec<(Diagnostic, Option<bool>)> {
+    let mut e = start(db, ws, db::source_tree);
+    e.lite = true;
+    e.root();
+    e.check_externals();
+    let mut diags = e.diags;
+    if !e.resolver.is_empty() {
+        for (d, _) in &mut diags {
+            e.resolver.diagnostic(d);
+        }
+    }
+    diags
+}
+
 /// The file trees to elaborate: [`db::source_tree`] (items parsed alone) or, in tests,
 /// [`db::parse`] (whole files).
 pub(crate) type Trees = for<'d> fn(&'d dyn salsa::Database, db::SourceInput) -> &'d Parsed;
 
 pub(crate) fn run(db: &dyn salsa::Database, ws: Workspace, trees: Trees) -> Elaborated {
+    let inputs = ws.files(db);
+    let mut e = start(db, ws, trees);
+    let files = inputs
+        .iter()
+        .map(|f| SourceFile::new(f.path(db).display().to_string(), f.text(db)))
+        .collect();
+    let root = e.root();
+    e.check_externals();
+    let mut out = Elaborated {
+        bundle: Bundle {
+            root,
+            functions: e.functions,
+            codes: e.codes,
+            structs: e.structs,
+            files,
+        },
+        diagnostics: e.diags,
+        facts: e.facts,
+        checks: e.checks,
+    };
+    resolve::elaborated(&e.resolver, &mut out);
+    out
+}
+
+/// The elaboration of a workspace before its root: the files' diagnostics, the links.
+fn start<'a>(db: &'a dyn salsa::Database, ws: Workspace, trees: Trees) -> Elab<'a> {
     let inputs = ws.files(db);
     let parsed: HashMap<FileId, &Parsed> =
         inputs.iter().map(|f| (*f.id(db), trees(db, *f))).collect();
@@ -147,26 +192,7 @@ pub(crate) fn run(db: &dyn salsa::Database, ws: Workspace, trees: Trees) -> Elab
         facts,
     );
     e.root_items = root_items;
-    let files = inputs
-        .iter()
-        .map(|f| SourceFile::new(f.path(db).display().to_string(), f.text(db)))
-        .collect();
-    let root = e.root();
-    e.check_externals();
-    let mut out = Elaborated {
-        bundle: Bundle {
-            root,
-            functions: e.functions,
-            codes: e.codes,
-            structs: e.structs,
-            files,
-        },
-        diagnostics: e.diags,
-        facts: e.facts,
-        checks: e.checks,
-    };
-    resolve::elaborated(&e.resolver, &mut out);
-    out
+    e
 }
 
 /// The root net of a file cut into items, its transitions' item keys (in order), and what
@@ -181,6 +207,9 @@ struct RootItems<'a> {
 struct Elab<'a> {
     /// The root net's transitions elaborated by queries ([`transition::transition_query`]).
     root_items: Option<RootItems<'a>>,
+    /// Only the diagnostics are wanted ([`diagnostics`]): the results of the transitions'
+    /// queries are not copied into the bundle, the facts and the checks.
+    lite: bool,
     /// The parsed files by id.
     parsed: Rc<HashMap<FileId, &'a Parsed>>,
     /// The file of each item parsed alone (spans are mapped to files at the end: [`resolve`]).
@@ -373,6 +402,7 @@ impl<'a> Elab<'a> {
     ) -> Elab<'a> {
         Elab {
             root_items: None,
+            lite: false,
             parsed,
             resolver,
             root_file,

@@ -181,19 +181,22 @@ impl<'a> Elab<'a> {
     ) {
         let declared = &net.places[..place_spans.len()];
         let view = PlaceView::new(t, declared, by_name, place_spans);
-        let out = match &self.root_items {
-            Some(ri) if std::ptr::eq(n, ri.net) && index < ri.keys.len() => {
-                use salsa::plumbing::FromId;
-                let item = db::ItemText::from_id(ri.keys[index]);
-                transition_query(ri.db, ri.ws, item, view.clone(), self.struct_depth_reported)
-                    .clone()
+        if let Some(ri) = &self.root_items
+            && std::ptr::eq(n, ri.net)
+            && index < ri.keys.len()
+        {
+            use salsa::plumbing::FromId;
+            let item = db::ItemText::from_id(ri.keys[index]);
+            let depth_reported = self.struct_depth_reported;
+            if let Some(out) = transition_query(ri.db, ri.ws, item, view.clone(), depth_reported) {
+                match self.lite {
+                    true => self.absorb_lite(out, net),
+                    false => self.absorb(out.clone(), net),
+                }
+                return;
             }
-            _ => None,
-        };
-        let out = match out {
-            Some(out) => out,
-            None => self.item().transition_out(ctx, t, &view),
-        };
+        }
+        let out = self.item().transition_out(ctx, t, &view);
         self.absorb(out, net);
     }
 
@@ -219,6 +222,41 @@ impl<'a> Elab<'a> {
             struct_depth_reported: self.struct_depth_reported,
             misnamed: Vec::new(),
             root_items: None,
+            lite: self.lite,
+        }
+    }
+
+    /// What [`Elab::absorb`] adds that the diagnostics depend on (see [`Elab::lite`]): the
+    /// diagnostics, the module functions met, the misnamed spans, and the transition or
+    /// inlined net (function and code ids are left as they are: no function is added).
+    fn absorb_lite(&mut self, out: &TransitionOut, net: &mut Net) {
+        self.diags.extend(out.diags.iter().cloned());
+        self.misnamed.extend(out.misnamed.iter().copied());
+        self.externals.extend(out.externals.iter().cloned());
+        self.struct_depth_reported |= out.struct_depth_reported;
+        match &out.effect {
+            Effect::Nothing => {}
+            Effect::Transition(t) => net.transitions.push(t.clone()),
+            Effect::Inline { prefix, child, map } => {
+                let effect = Effect::Inline {
+                    prefix: prefix.clone(),
+                    child: child.clone(),
+                    map: map.clone(),
+                };
+                let out = TransitionOut {
+                    functions: Vec::new(),
+                    codes: Vec::new(),
+                    structs: Vec::new(),
+                    diags: Vec::new(),
+                    facts: Facts::default(),
+                    checks: Vec::new(),
+                    misnamed: Vec::new(),
+                    externals: Vec::new(),
+                    struct_depth_reported: false,
+                    effect,
+                };
+                self.absorb(out, net);
+            }
         }
     }
 
