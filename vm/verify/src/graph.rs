@@ -1,9 +1,14 @@
 //! Analyses of an explored reachability graph that need its strongly connected components:
 //! termination (no cycle) and liveness (every transition fires in every bottom component).
 //!
-//! The graph is not stored: successors are recomputed on demand by a callback, so the pass
-//! costs about a second exploration in time and 8 bytes and 2 bits per state (plus the DFS
-//! stack) in memory.
+//! The graph is not stored: successors are recomputed on demand by a callback (once per
+//! state, plus once per state of a bottom component for liveness). The pass is Tarjan's
+//! algorithm in the space-saving form of Pearce ("A space-efficient algorithm for finding
+//! strongly connected components", 2016): one `u32` per state serves as index, low link,
+//! on-stack flag and component number, so an edge costs one random read (prefetched a batch
+//! at a time). The depth-first stack holds a state and the number of its edges still to
+//! follow (8 bytes a frame) and, for each such edge, only its target (4 bytes); an edge to a
+//! state already visited when its source is expanded is settled then and never stacked.
 
 /// What the SCC pass found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -23,10 +28,28 @@ pub struct GraphFacts {
 /// The successor callback: appends the edges `(target state, transition)` of a state.
 pub type Successors<'a> = dyn FnMut(u32, &mut Vec<(u32, u32)>) + 'a;
 
-const UNVISITED: u32 = u32::MAX;
+/// A state on the depth-first path: its id, how many of its edges are still on the edge
+/// stack, and two flags (bit 31 and 30 of `rest`).
+#[derive(Clone, Copy)]
+struct Frame {
+    state: u32,
+    rest: u32,
+}
 
-/// Tarjan's algorithm, iterative, over the states reachable from state 0 (ids below `n`).
-/// `succ(s, out)` appends the edges `(target, transition)` of `s`.
+/// The state is (so far) the root of its component: no edge led to a state visited before it.
+const ROOT: u32 = 1 << 31;
+/// Some member of the state's component has an edge to an earlier, completed component.
+const EXIT: u32 = 1 << 30;
+const COUNT: u32 = EXIT - 1;
+
+/// Tarjan's algorithm (Pearce's single-array form), iterative, over the states reachable from
+/// state 0 (ids below `n`). `succ(s, out)` appends the edges `(target, transition)` of `s`.
+///
+/// `rindex[s]` is 0 for a state not visited yet; for a visited state whose component is not
+/// complete, its low link (indices of such states are `1..=live`: an index is reused once its
+/// state's component completes); for a state of a completed component, the component's number,
+/// counted down from `u32::MAX` (always above every live index, so that a `<` comparison with
+/// it never lowers a low link).
 pub fn analyse(n: usize, transitions: usize, succ: &mut Successors<'_>) -> GraphFacts {
     let mut facts = GraphFacts {
         live: vec![true; transitions],
@@ -36,106 +59,171 @@ pub fn analyse(n: usize, transitions: usize, succ: &mut Successors<'_>) -> Graph
     if n == 0 {
         return facts;
     }
-    let mut t = Tarjan {
-        index: vec![UNVISITED; n],
-        low: vec![0u32; n],
-        on_stack: vec![false; n],
-        exits: vec![false; n],
+    // Live indices and component numbers stay apart while states + components < u32::MAX.
+    assert!(
+        n < (u32::MAX / 2) as usize,
+        "too many states for the SCC pass"
+    );
+    let mut t = Pass {
+        rindex: zeroed_huge(n),
+        index: 1,
+        comp: u32::MAX,
         stack: Vec::new(),
         frames: Vec::new(),
         edges: Vec::new(),
-        next_index: 0,
+        batch: Vec::new(),
     };
     let mut fires = vec![false; transitions];
-    let mut scratch: Vec<(u32, u32)> = Vec::new();
     t.visit(0, succ);
-    while let Some(&(v, start, next)) = t.frames.last() {
-        if next < t.edges.len() {
-            let (w, _) = t.edges[next];
-            if let Some(f) = t.frames.last_mut() {
-                f.2 += 1;
+    while let Some(top) = t.frames.last_mut() {
+        let v = top.state;
+        if top.rest & COUNT > 0 {
+            top.rest -= 1;
+            let Some(w) = t.edges.pop() else { break };
+            if w == v {
+                // A self-loop (stacked so that it is seen in edge order, as the first cycle).
+                facts.cycle_state.get_or_insert(v);
+                continue;
             }
-            if w == v && facts.cycle_state.is_none() {
-                facts.cycle_state = Some(v);
-            }
-            if t.index[w as usize] == UNVISITED {
+            let rw = t.rindex[w as usize];
+            if rw == 0 {
                 t.visit(w, succ);
-            } else if t.on_stack[w as usize] {
-                t.low[v as usize] = t.low[v as usize].min(t.index[w as usize]);
+            } else if rw <= t.comp {
+                if rw < t.rindex[v as usize] {
+                    t.rindex[v as usize] = rw;
+                    top.rest &= !ROOT;
+                }
             } else {
-                t.exits[v as usize] = true;
+                top.rest |= EXIT;
             }
             continue;
         }
-        t.frames.pop();
-        t.edges.truncate(start);
-        if t.low[v as usize] == t.index[v as usize] {
+        let Some(f) = t.frames.pop() else { break };
+        if f.rest & ROOT != 0 {
+            // `v` roots a component: itself and the stacked states with a low link >= its index.
+            let rv = t.rindex[v as usize];
+            let mut k = t.stack.len();
+            while k > 0 && t.rindex[t.stack[k - 1] as usize] >= rv {
+                k -= 1;
+            }
+            let members = &t.stack[k..];
             facts.sccs += 1;
-            let mut members = Vec::new();
-            let mut exit = false;
-            while let Some(w) = t.stack.pop() {
-                t.on_stack[w as usize] = false;
-                exit |= t.exits[w as usize];
-                members.push(w);
-                if w == v {
-                    break;
-                }
+            if !members.is_empty() {
+                facts.cycle_state.get_or_insert(v);
             }
-            if members.len() > 1 && facts.cycle_state.is_none() {
-                facts.cycle_state = Some(v);
-            }
-            if !exit {
+            if f.rest & EXIT == 0 {
                 facts.bottom_sccs += 1;
                 // A bottom component: every edge of its members stays inside it.
-                fires.iter_mut().for_each(|f| *f = false);
-                for &m in &members {
-                    scratch.clear();
-                    succ(m, &mut scratch);
-                    for &(_, tr) in &scratch {
+                fires.iter_mut().for_each(|x| *x = false);
+                for &m in members.iter().chain(std::iter::once(&v)) {
+                    t.batch.clear();
+                    succ(m, &mut t.batch);
+                    for &(_, tr) in &t.batch {
                         fires[tr as usize] = true;
                     }
                 }
-                for (tr, &f) in fires.iter().enumerate() {
-                    if !f && facts.live[tr] {
+                for (tr, &x) in fires.iter().enumerate() {
+                    if !x && facts.live[tr] {
                         facts.live[tr] = false;
                         facts.not_live_witness[tr] = Some(v);
                     }
                 }
             }
-        }
-        if let Some(&(u, _, _)) = t.frames.last() {
-            if t.on_stack[v as usize] {
-                t.low[u as usize] = t.low[u as usize].min(t.low[v as usize]);
-            } else {
-                t.exits[u as usize] = true;
+            let c = t.comp;
+            for &m in members {
+                t.rindex[m as usize] = c;
+            }
+            t.rindex[v as usize] = c;
+            t.index -= members.len() as u32 + 1;
+            t.comp -= 1;
+            t.stack.truncate(k);
+            if let Some(p) = t.frames.last_mut() {
+                p.rest |= EXIT;
+            }
+        } else {
+            // `v` belongs to the component of a state below it on the path: of its parent too.
+            t.stack.push(v);
+            let rv = t.rindex[v as usize];
+            if let Some(p) = t.frames.last_mut() {
+                if rv < t.rindex[p.state as usize] {
+                    t.rindex[p.state as usize] = rv;
+                    p.rest &= !ROOT;
+                }
+                p.rest |= f.rest & EXIT;
             }
         }
     }
     facts
 }
 
-struct Tarjan {
-    index: Vec<u32>,
-    low: Vec<u32>,
-    on_stack: Vec<bool>,
-    exits: Vec<bool>,
-    stack: Vec<u32>,
-    /// DFS frames: (state, start of its edges in `edges`, next edge).
-    frames: Vec<(u32, usize, usize)>,
-    edges: Vec<(u32, u32)>,
-    next_index: u32,
+/// `n` zeroed `u32`s; on Linux, marked for transparent huge pages: the pass reads them at
+/// random, and with 4 KiB pages nearly every read would also miss the TLB.
+fn zeroed_huge(n: usize) -> Vec<u32> {
+    let v = vec![0u32; n];
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = v.as_ptr() as usize;
+        let end = start + n * size_of::<u32>();
+        let (a, b) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
+        if b > a {
+            // SAFETY: advice on whole pages inside the vector's own (still untouched, zeroed)
+            // allocation; it changes no contents, and a failure only loses the hint.
+            unsafe { libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE) };
+        }
+    }
+    v
 }
 
-impl Tarjan {
+struct Pass {
+    rindex: Vec<u32>,
+    /// The next index (one more than the number of visited states of incomplete components).
+    index: u32,
+    /// The next component number (counting down).
+    comp: u32,
+    /// Visited states of incomplete components that are not their component's root, in
+    /// visiting order.
+    stack: Vec<u32>,
+    frames: Vec<Frame>,
+    /// The edges still to follow of the frames' states (the top frame's last), as targets.
+    edges: Vec<u32>,
+    batch: Vec<(u32, u32)>,
+}
+
+impl Pass {
+    /// Enters `v`: numbers it, computes its edges, settles those to states visited already
+    /// and stacks the others (in reverse, so that they pop in edge order).
     fn visit(&mut self, v: u32, succ: &mut Successors<'_>) {
-        self.index[v as usize] = self.next_index;
-        self.low[v as usize] = self.next_index;
-        self.next_index += 1;
-        self.stack.push(v);
-        self.on_stack[v as usize] = true;
-        let start = self.edges.len();
-        succ(v, &mut self.edges);
-        self.frames.push((v, start, start));
+        let iv = self.index;
+        self.index += 1;
+        self.rindex[v as usize] = iv;
+        self.batch.clear();
+        succ(v, &mut self.batch);
+        for &(w, _) in &self.batch {
+            crate::store::prefetch_read(&self.rindex[w as usize]);
+        }
+        assert!(
+            self.batch.len() < COUNT as usize,
+            "too many edges from one state"
+        );
+        let mut rest = ROOT;
+        let mut low = iv;
+        for &(w, _) in self.batch.iter().rev() {
+            let rw = self.rindex[w as usize];
+            if rw == 0 || w == v {
+                self.edges.push(w);
+                rest += 1;
+            } else if rw <= self.comp {
+                if rw < low {
+                    low = rw;
+                    rest &= !ROOT;
+                }
+            } else {
+                rest |= EXIT;
+            }
+        }
+        self.rindex[v as usize] = low;
+        self.frames.push(Frame { state: v, rest });
     }
 }
 
@@ -179,6 +267,246 @@ mod tests {
         analyse(adj.len(), transitions, &mut |s, out| {
             out.extend_from_slice(&adj[s as usize])
         })
+    }
+
+    /// The previous implementation (plain Tarjan with index, low link, on-stack and exit arrays,
+    /// the edges of every frame stacked): the new pass must find exactly the same facts, the
+    /// same witnesses included.
+    fn reference(adj: &[Vec<(u32, u32)>], transitions: usize) -> GraphFacts {
+        const UNVISITED: u32 = u32::MAX;
+        let n = adj.len();
+        let mut facts = GraphFacts {
+            live: vec![true; transitions],
+            not_live_witness: vec![None; transitions],
+            ..GraphFacts::default()
+        };
+        let mut index = vec![UNVISITED; n];
+        let mut low = vec![0u32; n];
+        let mut on_stack = vec![false; n];
+        let mut exits = vec![false; n];
+        let mut stack: Vec<u32> = Vec::new();
+        let mut frames: Vec<(u32, usize, usize)> = Vec::new();
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        let mut next_index = 0u32;
+        let mut visit = |v: u32,
+                         index: &mut Vec<u32>,
+                         low: &mut Vec<u32>,
+                         on_stack: &mut Vec<bool>,
+                         stack: &mut Vec<u32>,
+                         frames: &mut Vec<(u32, usize, usize)>,
+                         edges: &mut Vec<(u32, u32)>| {
+            index[v as usize] = next_index;
+            low[v as usize] = next_index;
+            next_index += 1;
+            stack.push(v);
+            on_stack[v as usize] = true;
+            let start = edges.len();
+            edges.extend_from_slice(&adj[v as usize]);
+            frames.push((v, start, start));
+        };
+        visit(
+            0,
+            &mut index,
+            &mut low,
+            &mut on_stack,
+            &mut stack,
+            &mut frames,
+            &mut edges,
+        );
+        while let Some(&(v, start, next)) = frames.last() {
+            if next < edges.len() {
+                let (w, _) = edges[next];
+                if let Some(f) = frames.last_mut() {
+                    f.2 += 1;
+                }
+                if w == v && facts.cycle_state.is_none() {
+                    facts.cycle_state = Some(v);
+                }
+                if index[w as usize] == UNVISITED {
+                    visit(
+                        w,
+                        &mut index,
+                        &mut low,
+                        &mut on_stack,
+                        &mut stack,
+                        &mut frames,
+                        &mut edges,
+                    );
+                } else if on_stack[w as usize] {
+                    low[v as usize] = low[v as usize].min(index[w as usize]);
+                } else {
+                    exits[v as usize] = true;
+                }
+                continue;
+            }
+            frames.pop();
+            edges.truncate(start);
+            if low[v as usize] == index[v as usize] {
+                facts.sccs += 1;
+                let mut members = Vec::new();
+                let mut exit = false;
+                while let Some(w) = stack.pop() {
+                    on_stack[w as usize] = false;
+                    exit |= exits[w as usize];
+                    members.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if members.len() > 1 && facts.cycle_state.is_none() {
+                    facts.cycle_state = Some(v);
+                }
+                if !exit {
+                    facts.bottom_sccs += 1;
+                    let mut fires = vec![false; transitions];
+                    for &m in &members {
+                        for &(_, tr) in &adj[m as usize] {
+                            fires[tr as usize] = true;
+                        }
+                    }
+                    for (tr, &f) in fires.iter().enumerate() {
+                        if !f && facts.live[tr] {
+                            facts.live[tr] = false;
+                            facts.not_live_witness[tr] = Some(v);
+                        }
+                    }
+                }
+            }
+            if let Some(&(u, _, _)) = frames.last() {
+                if on_stack[v as usize] {
+                    low[u as usize] = low[u as usize].min(low[v as usize]);
+                } else {
+                    exits[u as usize] = true;
+                }
+            }
+        }
+        facts
+    }
+
+    /// Components from the reachability relation (quadratic; small graphs only): the number
+    /// of components reachable from state 0, of bottom ones, liveness, and which states lie
+    /// on a cycle.
+    fn brute(adj: &[Vec<(u32, u32)>], transitions: usize) -> (u64, u64, Vec<bool>, Vec<bool>) {
+        let n = adj.len();
+        let reach: Vec<Vec<bool>> = (0..n)
+            .map(|s| {
+                let mut seen = vec![false; n];
+                let mut todo = vec![s];
+                seen[s] = true;
+                while let Some(v) = todo.pop() {
+                    for &(w, _) in &adj[v] {
+                        if !seen[w as usize] {
+                            seen[w as usize] = true;
+                            todo.push(w as usize);
+                        }
+                    }
+                }
+                seen
+            })
+            .collect();
+        let states: Vec<usize> = (0..n).filter(|&s| reach[0][s]).collect();
+        let mut sccs = 0;
+        let mut bottoms = 0;
+        let mut live = vec![true; transitions];
+        let on_cycle: Vec<bool> = (0..n)
+            .map(|s| adj[s].iter().any(|&(w, _)| reach[w as usize][s]))
+            .collect();
+        for &s in &states {
+            let members: Vec<usize> = states
+                .iter()
+                .copied()
+                .filter(|&m| reach[s][m] && reach[m][s])
+                .collect();
+            if members[0] != s {
+                continue; // counted at its smallest member
+            }
+            sccs += 1;
+            let bottom = members
+                .iter()
+                .all(|&m| adj[m].iter().all(|&(w, _)| reach[w as usize][s]));
+            if bottom {
+                bottoms += 1;
+                for (t, l) in live.iter_mut().enumerate() {
+                    *l &= members
+                        .iter()
+                        .any(|&m| adj[m].iter().any(|&(_, tr)| tr as usize == t));
+                }
+            }
+        }
+        (sccs, bottoms, live, on_cycle)
+    }
+
+    /// xorshift64*: reproducible pseudo-random numbers without a dependency.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) % n
+        }
+    }
+
+    #[test]
+    fn random_graphs_agree_with_the_previous_pass_and_with_reachability() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut with_cycle = 0;
+        let mut with_live = 0;
+        for round in 0..3000 {
+            let n = 1 + rng.below(30) as usize;
+            let transitions = 1 + rng.below(5) as usize;
+            // Sparse to dense; some rounds mostly forward edges (few cycles, many components).
+            let degree = rng.below(4);
+            let forward = round % 3 == 0;
+            let adj: Vec<Vec<(u32, u32)>> = (0..n)
+                .map(|s| {
+                    (0..rng.below(degree + 1))
+                        .map(|_| {
+                            let w = if forward && rng.below(8) != 0 {
+                                s as u64 + rng.below((n - s) as u64)
+                            } else {
+                                rng.below(n as u64)
+                            };
+                            (w as u32, rng.below(transitions as u64) as u32)
+                        })
+                        .collect()
+                })
+                .collect();
+            let got = run(&adj, transitions);
+            assert_eq!(got, reference(&adj, transitions), "round {round}: {adj:?}");
+            let (sccs, bottoms, live, on_cycle) = brute(&adj, transitions);
+            assert_eq!(
+                (got.sccs, got.bottom_sccs, &got.live),
+                (sccs, bottoms, &live),
+                "round {round}: {adj:?}"
+            );
+            let reachable_cycle = {
+                let mut seen = vec![false; n];
+                let mut todo = vec![0usize];
+                seen[0] = true;
+                let mut any = false;
+                while let Some(v) = todo.pop() {
+                    any |= on_cycle[v];
+                    for &(w, _) in &adj[v] {
+                        if !seen[w as usize] {
+                            seen[w as usize] = true;
+                            todo.push(w as usize);
+                        }
+                    }
+                }
+                any
+            };
+            assert_eq!(got.cycle_state.is_some(), reachable_cycle, "round {round}");
+            if let Some(c) = got.cycle_state {
+                assert!(on_cycle[c as usize], "round {round}");
+                with_cycle += 1;
+            }
+            with_live += usize::from(got.live.iter().any(|&l| l));
+        }
+        // The rounds cover both outcomes of each verdict.
+        assert!(with_cycle > 300 && with_cycle < 2700, "{with_cycle}");
+        assert!(with_live > 100, "{with_live}");
     }
 
     #[test]

@@ -33,6 +33,7 @@
 //! that can be repeated forever after `transitions`, each repetition adding tokens),
 //! `nontermination` (then `loop` is a cycle reached by `transitions`), `token-limit`.
 
+pub mod backward;
 pub mod coloured;
 pub mod explore;
 pub mod graph;

@@ -234,7 +234,7 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
         r.terminates = incomplete();
     }
     if full && r.complete && cfg.graph {
-        let facts = scc(&c, &e);
+        let facts = scc(net, &c, &e);
         if e.unbounded.is_none() {
             r.terminates = Verdict::from_bool(facts.cycle_state.is_none());
         }
@@ -280,7 +280,10 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
     Ok(r)
 }
 
-fn scc(c: &Compiled, e: &PtExploration) -> graph::GraphFacts {
+fn scc(net: &PtNet, c: &Compiled, e: &PtExploration) -> graph::GraphFacts {
+    if let Some(facts) = crate::backward::facts(net, e) {
+        return facts;
+    }
     let mut x = explore::SuccScratch::default();
     graph::analyse(e.store.len(), c.transitions, &mut |v, out| {
         explore::successors(c, e, v, &mut x, out)
