@@ -11,11 +11,11 @@ use pnet_protocol::{SECRET_ENV, Secret};
 
 const AFTER_HELP: &str = "\
 How to run a tree of agents:
-  gspc boot --topology ''                      # the root: a runtime without workers of its own
+  gspc boot --topology worker:0                # the root: a runtime without workers of its own
   gspc-leaf --state-dir DIR --workers 8 &      # on each host (DIR: the root's state directory,
                                                # shared, or copy its secret and runtime.json)
-  gspc-leaf --root HOST:PORT --workers 8 &     # or: the root's worker address (gspc status
-                                               # `address`) with its secret in GSPC_SECRET
+  gspc-leaf --root HOST:PORT --workers 8 &     # or: the root's worker address (gspc status:
+                                               # `workers connect to`) and GSPC_SECRET
   gspc wait $(gspc submit net.xpnet -p n=200L)
 
 The root sees each leaf as one worker whose window is the leaf's capacity (--depth tasks per

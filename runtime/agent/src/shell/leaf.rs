@@ -25,7 +25,6 @@ use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use pnet_protocol::frame::{self, encode};
 use pnet_protocol::{
@@ -191,7 +190,7 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
         pending: Mutex::default(),
         beats: Mutex::default(),
     });
-    let _serving = io.serve(listener, shared);
+    let _serving = io.serve(listener, shared.clone());
     if let Some(f) = cfg.on_listen {
         f(addr);
     }
@@ -230,6 +229,7 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
         capacity_sent: 0,
         start: Instant::now(),
         report: LeafReport::default(),
+        shared_defs: shared,
     };
     leaf.log(&format!(
         "leaf `{}`: connected to the root {}; its workers connect to {addr}",
@@ -264,11 +264,15 @@ struct Leaf<'c> {
     at: HashMap<u64, WorkerId>,
     /// Messages for the root, sent as one batch after each round of events.
     up: Vec<WorkerMsg>,
-    /// Module messages of the root since its Welcome, in order, for workers that join later.
-    late: Vec<Bytes>,
+    /// Module messages of the root since its Welcome, in order, for workers that join later
+    /// (without the definitions forgotten since).
+    late: Vec<AgentMsg>,
     capacity_sent: u32,
     start: Instant,
     report: LeafReport,
+    /// The definitions in the Welcome of a worker (the root's Welcome's, less those
+    /// forgotten).
+    shared_defs: Arc<Shared>,
 }
 
 type RootReader = tokio_util::codec::FramedRead<
@@ -410,13 +414,36 @@ impl Leaf<'_> {
                 for c in self.conns.values() {
                     let _ = c.tx.send(bytes.clone());
                 }
-                self.late.push(bytes);
+                if let AgentMsg::ForgetModules { ids } = &m {
+                    self.forget(ids);
+                } else {
+                    self.late.push(m);
+                }
             }
             AgentMsg::Heartbeat
             | AgentMsg::Shutdown
             | AgentMsg::Welcome { .. }
             | AgentMsg::Refused { .. } => {}
         }
+    }
+
+    /// Definitions no task will name again: out of what late joiners are told.
+    fn forget(&mut self, ids: &[u32]) {
+        for m in &mut self.late {
+            if let AgentMsg::Modules { modules } | AgentMsg::ModulesAt { modules, .. } = m {
+                modules.retain(|d| !ids.contains(&d.id));
+            }
+        }
+        self.late.retain(|m| {
+            !matches!(m, AgentMsg::Modules { modules } | AgentMsg::ModulesAt { modules, .. }
+                if modules.is_empty())
+        });
+        let mut defs = self
+            .shared_defs
+            .defs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        defs.0.retain(|d| !ids.contains(&d.id));
     }
 
     /// A task from the root: queued here (a call with memory fails: not passed through).
@@ -469,7 +496,7 @@ impl Leaf<'_> {
                     hello.name, hello.pid
                 ));
                 for m in &self.late {
-                    let _ = tx.send(m.clone());
+                    let _ = tx.send(encode(m));
                 }
                 self.conns.insert(
                     id,
