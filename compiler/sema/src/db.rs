@@ -4,12 +4,13 @@
 //!
 //! Two parses of a file: [`parse`], the whole file with file offsets (for tools and
 //! `--emit=ast`), and [`source_tree`], what the elaboration reads: when the file can be cut
-//! ([`xml::items`]), each transition of its root net is parsed alone by [`parse_item`], keyed
+//! ([`xml::items`]), each place and transition of its root net is parsed alone by
+//! [`parse_item`], keyed
 //! by its text, with an item file id of its own and spans relative to its start. An edit
 //! elsewhere leaves such a tree equal, so it is reused; [`Resolver`] maps its spans back to
 //! the file once the elaboration is done.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -95,21 +96,22 @@ pub fn parse(db: &dyn salsa::Database, file: SourceInput) -> Parsed {
 /// The high bit of an item's file id (the rest is the index of its [`ItemText`]).
 pub const ITEM_FILE: u32 = 1 << 31;
 
-/// The text of one transition of a file's root net: the key of its parse.
+/// The text of one place or transition of a file's root net: the key of its parse.
 #[salsa::interned(debug)]
 pub struct ItemText<'db> {
     pub file: FileId,
     #[returns(ref)]
     pub text: String,
-    /// How many transitions of the file with the same text come before it.
+    /// How many items of the file with the same text come before it.
     pub nth: u32,
 }
 
-/// The parse of one item alone, spans relative to its start in its file id (`None`: the
-/// transition is not well-formed alone).
+/// The parse of one item alone, spans relative to its start in its file id: a transition
+/// (`tree`) or a place (`place`); `None` when it is not well-formed alone.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ItemTree {
     pub tree: Option<Arc<TransitionDecl>>,
+    pub place: Option<xml::PlaceDecl>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -120,13 +122,23 @@ pub fn item_file(item: ItemText<'_>) -> Option<FileId> {
     (index < ITEM_FILE).then_some(FileId(ITEM_FILE | index))
 }
 
-/// Parses one transition alone.
+/// Parses one item alone.
 #[salsa::tracked(returns(ref))]
 pub fn parse_item<'db>(db: &'db dyn salsa::Database, item: ItemText<'db>) -> Option<ItemTree> {
     let id = item_file(item)?;
-    let (tree, diagnostics) = xml::items::parse_transition(id, item.text(db))?;
+    let text = item.text(db);
+    if text.starts_with("<place") {
+        let (place, diagnostics) = xml::items::parse_place(id, text)?;
+        return Some(ItemTree {
+            tree: None,
+            place,
+            diagnostics,
+        });
+    }
+    let (tree, diagnostics) = xml::items::parse_transition(id, text)?;
     Some(ItemTree {
         tree: tree.map(Arc::new),
+        place: None,
         diagnostics,
     })
 }
@@ -136,30 +148,42 @@ pub fn parse_item<'db>(db: &'db dyn salsa::Database, item: ItemText<'db>) -> Opt
 pub fn tree(db: &dyn salsa::Database, file: SourceInput) -> Option<Parsed> {
     let id = *file.id(db);
     let text = file.text(db);
+    use salsa::plumbing::AsId;
     let (mut ast, mut diagnostics, ranges) = xml::items::skeleton(id, text)?;
-    let mut seen: HashMap<&str, u32> = HashMap::new();
-    let mut items = Vec::with_capacity(ranges.len());
-    let mut trees = Vec::with_capacity(ranges.len());
-    let mut keys = Vec::with_capacity(ranges.len());
-    for r in ranges {
+    let count = ranges.places.len() + ranges.transitions.len();
+    // the keys met (a text met again is keyed by how many times it was met before)
+    let mut seen: HashSet<salsa::Id, BuildHasherDefault<IdHasher>> =
+        HashSet::with_capacity_and_hasher(count, Default::default());
+    let mut items = Vec::with_capacity(count);
+    let mut places = Vec::with_capacity(ranges.places.len());
+    let mut trees = Vec::with_capacity(ranges.transitions.len());
+    let mut keys = Vec::with_capacity(ranges.transitions.len());
+    for r in ranges.places.iter().chain(&ranges.transitions) {
         let t = &text[r.clone()];
-        let nth = seen.entry(t).or_insert(0);
+        let mut nth = 0;
         // looked up by `&str`: no copy of an item seen before
-        let key = ItemText::new(db, id, t, *nth);
-        *nth += 1;
+        let key = loop {
+            let key = ItemText::new(db, id, t, nth);
+            if seen.insert(key.as_id()) {
+                break key;
+            }
+            nth += 1;
+        };
         let parsed = parse_item(db, key).as_ref()?;
         items.push(Item {
             id: item_file(key)?,
             at: u32::try_from(r.start).ok()?,
         });
         if let Some(t) = &parsed.tree {
-            use salsa::plumbing::AsId;
             trees.push(t.clone());
             keys.push(key.as_id());
         }
+        places.extend(parsed.place.clone());
         diagnostics.extend(parsed.diagnostics.iter().cloned());
     }
-    xml::items::root_net(&mut ast)?.transitions = trees;
+    let net = xml::items::root_net(&mut ast)?;
+    net.places = places;
+    net.transitions = trees;
     Some(Parsed {
         ast,
         diagnostics,
@@ -460,8 +484,10 @@ mod tests {
         let mut db = Database::default();
         let (ws, file) = load(&mut db, NET);
         let tree = tree(&db, file).as_ref().expect("cut into items");
-        assert_eq!(tree.items.len(), 2);
-        assert_eq!(tree.items[0].at as usize, NET.find("<transition").unwrap());
+        // two places, then two transitions
+        assert_eq!(tree.items.len(), 4);
+        assert_eq!(tree.items[0].at as usize, NET.find("<place").unwrap());
+        assert_eq!(tree.items[2].at as usize, NET.find("<transition").unwrap());
         assert!(tree.items.iter().all(|i| i.id.0 & ITEM_FILE != 0));
         let e = crate::elab::elaborate(&db, ws);
         let at = |d: &Diagnostic| {
@@ -514,8 +540,9 @@ mod tests {
         for (a, b) in before.iter().zip(&n.transitions) {
             assert!(Arc::ptr_eq(a, b), "reused");
         }
+        // three places, then the transitions
         assert_eq!(
-            after.items[0].at as usize,
+            after.items[3].at as usize,
             edited.find("<transition").unwrap()
         );
     }

@@ -1,9 +1,10 @@
-//! Per-item parsing: the transitions of a root `defun`'s net, each parsed from its own text
-//! with spans relative to it, so that a caller can reuse the tree of an unchanged
-//! transition after an edit elsewhere (issue 22, item 1).
+//! Per-item parsing: the places and transitions of a root `defun`'s net, each parsed from
+//! its own text with spans relative to it, so that a caller can reuse the tree of an
+//! unchanged item after an edit elsewhere, and the rest of the file (the skeleton) holds no
+//! item whose spans move (issue 22, item 1).
 //!
-//! [`transition_ranges`] finds the items with a cheap scan (no tree is built);
-//! [`parse_transition`] parses one; [`blank`] gives the rest of the file, each item replaced
+//! [`item_ranges`] finds the items with a cheap scan (no tree is built);
+//! [`parse_place`] and [`parse_transition`] parse one; [`blank`] gives the rest of the file, each item replaced
 //! by spaces (offsets unchanged), for [`super::parse_file`]; [`Shift`] moves a tree or a
 //! diagnostic to an item's place. Every function gives `None` where the text is not simple
 //! enough to be cut (a DTD, a prefixed name, unbalanced tags): the caller parses the whole
@@ -29,8 +30,21 @@ use crate::{Diagnostic, FileId, Span};
 /// The byte ranges of the `transition` elements directly in the `net` of the root `defun`,
 /// in document order; `None` when the text cannot be cut safely.
 pub fn transition_ranges(text: &str) -> Option<Vec<Range<usize>>> {
+    item_ranges(text).map(|r| r.transitions)
+}
+
+/// The items of a file: the byte ranges of the `place` and the `transition` elements
+/// directly in the `net` of the root `defun`, each in document order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ItemRanges {
+    pub places: Vec<Range<usize>>,
+    pub transitions: Vec<Range<usize>>,
+}
+
+/// The items of `text` ([`ItemRanges`]); `None` when the text cannot be cut safely.
+pub fn item_ranges(text: &str) -> Option<ItemRanges> {
     let b = text.as_bytes();
-    let mut out = Vec::new();
+    let mut out = ItemRanges::default();
     let mut stack: Vec<&str> = Vec::new();
     let mut open: Option<usize> = None;
     let mut i = 0;
@@ -81,21 +95,30 @@ pub fn transition_ranges(text: &str) -> Option<Vec<Range<usize>>> {
         }
         let end = j + 1;
         let self_closing = !closing && b[j - 1] == b'/';
-        let is_item = name == "transition" && stack.as_slice() == ["defun", "net"];
+        let in_net = stack.as_slice() == ["defun", "net"];
+        let is_item = (name == "transition" || name == "place") && in_net;
         if closing {
             if stack.pop() != Some(name) {
                 return None;
             }
-            if stack.as_slice() == ["defun", "net"] && name == "transition" {
-                out.push(open.take()?..end);
+            if stack.as_slice() == ["defun", "net"] {
+                match name {
+                    "transition" => out.transitions.push(open.take()?..end),
+                    "place" => out.places.push(open.take()?..end),
+                    _ => {}
+                }
             }
         } else {
             if stack.is_empty() {
                 roots += 1;
             }
             if is_item {
+                let list = match name {
+                    "place" => &mut out.places,
+                    _ => &mut out.transitions,
+                };
                 if self_closing {
-                    out.push(i..end);
+                    list.push(i..end);
                 } else {
                     open = Some(i);
                 }
@@ -121,7 +144,19 @@ pub fn parse_by_items(
 ) -> Option<(File, Vec<Diagnostic>)> {
     let (mut f, mut diags, ranges) = skeleton(file, text)?;
     let net = root_net(&mut f)?;
-    for r in ranges {
+    for r in ranges.places {
+        let (p, ds) = parse_place(file, &text[r.clone()])?;
+        let by = u32::try_from(r.start).ok()?;
+        if let Some(mut p) = p {
+            p.shift(by);
+            net.places.push(p);
+        }
+        diags.extend(ds.into_iter().map(|mut d| {
+            d.shift(by);
+            d
+        }));
+    }
+    for r in ranges.transitions {
         let (t, ds) = item(&text[r.clone()])?;
         let by = u32::try_from(r.start).ok()?;
         if let Some(mut t) = t {
@@ -136,21 +171,30 @@ pub fn parse_by_items(
     Some((f, diags))
 }
 
-/// The skeleton of `text`: the parse of the text with its transitions blanked (a root
-/// `defun` whose net has no transition yet), its diagnostics, and the transitions' ranges
-/// (of [`transition_ranges`], at least one). `None` when the text cannot be cut that way (no
-/// transition, an XML error outside them): the caller parses the whole file then.
-pub fn skeleton(file: FileId, text: &str) -> Option<(File, Vec<Diagnostic>, Vec<Range<usize>>)> {
-    let ranges = transition_ranges(text)?;
-    if ranges.is_empty() {
+/// The skeleton of `text`: the parse of the text with its items blanked (a root `defun`
+/// whose net has no place and no transition yet), its diagnostics, and the items' ranges
+/// (of [`item_ranges`], at least one transition). `None` when the text cannot be cut that
+/// way (no transition, an XML error outside the items): the caller parses the whole file
+/// then.
+pub fn skeleton(file: FileId, text: &str) -> Option<(File, Vec<Diagnostic>, ItemRanges)> {
+    let ranges = item_ranges(text)?;
+    if ranges.transitions.is_empty() {
         return None;
     }
-    let skeleton = blank(text, &ranges);
+    let mut all: Vec<Range<usize>> = ranges
+        .places
+        .iter()
+        .chain(&ranges.transitions)
+        .cloned()
+        .collect();
+    all.sort_by_key(|r| r.start);
+    let skeleton = blank(text, &all);
     let (mut f, diags) = super::parse_file(file, &skeleton);
     if diags.iter().any(|d| d.code == "xml_syntax") {
         return None;
     }
-    if !root_net(&mut f)?.transitions.is_empty() {
+    let net = root_net(&mut f)?;
+    if !net.transitions.is_empty() || !net.places.is_empty() {
         return None;
     }
     Some((f, diags, ranges))
@@ -199,6 +243,25 @@ pub fn parse_transition(
     // as deep as in the file: inside `defun` and `net`
     p.set_depth(2);
     let t = p.transition(n);
+    Some((t, p.into_diags()))
+}
+
+/// Parses the text of one `place` element of a root `defun`'s net alone (spans relative to
+/// the text); `None` when it is not well-formed on its own.
+pub fn parse_place(file: FileId, text: &str) -> Option<(Option<PlaceDecl>, Vec<Diagnostic>)> {
+    let opts = ParsingOptions {
+        allow_dtd: false,
+        ..ParsingOptions::default()
+    };
+    let doc = Document::parse_with_options(text, opts).ok()?;
+    let n = doc.root_element();
+    if n.tag_name().name() != "place" || n.tag_name().namespace().is_some() {
+        return None;
+    }
+    let mut p = Parser::new(file, text, None);
+    // as deep as in the file: inside `defun` and `net`
+    p.set_depth(2);
+    let t = p.place(n);
     Some((t, p.into_diags()))
 }
 

@@ -1001,7 +1001,7 @@ impl<'s> Parser<'s> {
         Some(net)
     }
 
-    fn place(&mut self, n: Node) -> Option<PlaceDecl> {
+    pub(super) fn place(&mut self, n: Node) -> Option<PlaceDecl> {
         let a = self.attrs(
             n,
             &[

@@ -1493,6 +1493,7 @@ fn parse_by_items_equals_parse_file() {
     assert!(by_items_agrees(ITEMS_NET));
     let ranges = items::transition_ranges(ITEMS_NET).expect("cut");
     assert_eq!(ranges.len(), 4);
+    assert_eq!(items::item_ranges(ITEMS_NET).expect("cut").places.len(), 2);
     // not cut: no net, two roots, a DTD, a prefixed element, unbalanced tags
     for text in [
         "<defun><expression>1L</expression></defun>",
