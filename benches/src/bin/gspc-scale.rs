@@ -9,8 +9,14 @@
 //! thread and speak the real protocol over real TCP (hello, heartbeats both ways with the
 //! worker's silence check, runs, steals, cancels). The output says how many of each ran.
 //!
+//! With `--leaves K`, the agent is the root of a tree of agents: K `gspc-leaf` processes
+//! connect to it as one fat worker each and the N workers (all simulated) connect to the
+//! leaves, N/K each; the lost-worker phase then freezes a worker under a leaf (the leaf
+//! notices it and runs its tasks again; the root loses nothing).
+//!
 //! Usage: gspc-scale [--workers 100,1000,5000,10000] [--real-max N] [--noop-tasks N]
 //!                   [--sleep-tasks-per-worker N] [--idle-secs S] [--busy K] [--skip PHASES]
+//!                   [--leaves K] [--depth D]
 //! Needs `gspc-worker`, `libnoop.so` and `libcrash.so` in this program's folder
 //! (`cargo build --release -p pnet-benches -p pnet-worker -p pnet-example-noop
 //! -p pnet-example-crash`).
@@ -59,6 +65,10 @@ Usage: gspc-scale [OPTIONS]
   --observers K                when all N workers are real: K simulated ones beside them
                                (they report the longest silence of the agent they saw)
   --skip LIST                  phases to skip: idle,noop,sleep,lost (comma-separated)
+  --leaves K                   a tree of agents: K gspc-leaf processes under the agent, the
+                               workers (all simulated) under the leaves
+  --depth D                    tasks per worker the root keeps on a leaf (gspc-leaf --depth,
+                               default 4)
   -h, --help                   print this help
 ";
 
@@ -71,6 +81,8 @@ struct Options {
     busy: usize,
     observers: usize,
     skip: Vec<String>,
+    leaves: usize,
+    depth: u32,
 }
 
 fn main() -> ExitCode {
@@ -89,6 +101,8 @@ fn main() -> ExitCode {
         busy: 0,
         observers: 0,
         skip: Vec::new(),
+        leaves: 0,
+        depth: 4,
     };
     let mut i = 0;
     while i < argv.len() {
@@ -113,6 +127,8 @@ fn main() -> ExitCode {
                 .is_some(),
             "--busy" => num(&val).map(|n| o.busy = n).is_some(),
             "--observers" => num(&val).map(|n| o.observers = n).is_some(),
+            "--leaves" => num(&val).map(|n| o.leaves = n).is_some(),
+            "--depth" => num(&val).map(|n| o.depth = n as u32).is_some(),
             "--skip" => {
                 o.skip = val.split(',').map(str::to_string).collect();
                 true
@@ -209,7 +225,64 @@ struct Fleet {
     agent: Option<Child>,
     workers: Vec<Child>,
     sims: Vec<Child>,
+    leaves: Vec<Leaf>,
     dir: PathBuf,
+}
+
+/// A `gspc-leaf` process and what its log (standard error, `--verbose`) said so far.
+struct Leaf {
+    child: Child,
+    /// Workers joined and lost.
+    joined: Arc<AtomicU64>,
+    lost: Arc<AtomicU64>,
+}
+
+/// Starts a leaf under the agent at `root`; returns it with the address its workers connect
+/// to.
+fn start_leaf(
+    bin: &Path,
+    root: &str,
+    secret: &Secret,
+    k: usize,
+    depth: u32,
+) -> Result<(Leaf, String), String> {
+    let mut child = Command::new(bin.join("gspc-leaf"))
+        .args(["--root", root, "--name", &format!("leaf-{k}"), "--verbose"])
+        .args(["--depth", &depth.to_string()])
+        .env(pnet_protocol::SECRET_ENV, secret.to_hex())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start gspc-leaf: {e}"))?;
+    let err = child.stderr.take().ok_or("no stderr")?;
+    let (joined, lost) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let (joined, lost) = (joined.clone(), lost.clone());
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                if let Some(a) = line.strip_prefix("gspc-leaf: workers connect to ") {
+                    let _ = tx.send(a.trim().to_string());
+                } else if line.contains("` joined (pid") {
+                    joined.fetch_add(1, Ordering::Relaxed);
+                } else if line.contains("` lost: ") {
+                    lost.fetch_add(1, Ordering::Relaxed);
+                } else if line.contains("error") {
+                    eprintln!("leaf-{k}: {line}");
+                }
+            }
+        });
+    }
+    let leaf = Leaf {
+        child,
+        joined,
+        lost,
+    };
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(addr) => Ok((leaf, addr)),
+        Err(_) => Err(format!("leaf {k} did not start")),
+    }
 }
 
 impl Drop for Fleet {
@@ -218,7 +291,8 @@ impl Drop for Fleet {
             .agent
             .iter_mut()
             .chain(self.workers.iter_mut())
-            .chain(self.sims.iter_mut());
+            .chain(self.sims.iter_mut())
+            .chain(self.leaves.iter_mut().map(|l| &mut l.child));
         for c in all {
             // SIGCONT first: a frozen worker must be able to die.
             // SAFETY: kill on our own child's pid.
@@ -290,6 +364,7 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
         agent: Some(agent),
         workers: Vec::new(),
         sims: Vec::new(),
+        leaves: Vec::new(),
         dir: dir.clone(),
     };
     let info = dir.join(pnet_agent::control::INFO_FILE);
@@ -319,7 +394,7 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
     let (rss0, _) = proc_stats(agent_pid);
 
     // Join.
-    let real = n.min(o.real_max);
+    let real = if o.leaves > 0 { 0 } else { n.min(o.real_max) };
     // Observers: simulated workers beside N real ones, to see the agent's silences.
     let observers = if real == n { o.observers } else { 0 };
     let simulated = n - real + observers;
@@ -339,14 +414,33 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
             .map_err(|e| format!("cannot start worker {i}: {e}"))?;
         fleet.workers.push(c);
     }
-    let procs = simulated.div_ceil(SIM_PER_PROCESS);
-    for p in 0..procs {
-        let first = p * SIM_PER_PROCESS;
-        let count = SIM_PER_PROCESS.min(simulated - first);
+    // Where the simulated workers connect: the agent, or the leaves (N/K each).
+    let mut targets: Vec<(String, usize, usize)> = Vec::new();
+    if o.leaves > 0 {
+        for k in 0..o.leaves {
+            let (leaf, addr) = start_leaf(&bin, &address, &secret, k, o.depth)?;
+            fleet.leaves.push(leaf);
+            let (from, to) = (k * simulated / o.leaves, (k + 1) * simulated / o.leaves);
+            targets.push((addr, from, to - from));
+        }
+    } else {
+        targets.push((address.clone(), 0, simulated));
+    }
+    let mut runs = Vec::new();
+    for (addr, first, count) in &targets {
+        let mut at = 0;
+        while at < *count {
+            let c = SIM_PER_PROCESS.min(count - at);
+            runs.push((addr.clone(), first + at, c));
+            at += c;
+        }
+    }
+    let procs = runs.len();
+    for (target, first, count) in runs {
         let c = Command::new(std::env::current_exe().map_err(|e| e.to_string())?)
             .args([
                 "__sim",
-                &address,
+                &target,
                 &first.to_string(),
                 &count.to_string(),
                 &(SIM_HANDSHAKES / procs).max(1).to_string(),
@@ -362,8 +456,23 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
         fleet.sims.push(c);
     }
     let spawned = t_join.elapsed();
+    let leaves_joined = |fleet: &Fleet| -> usize {
+        fleet
+            .leaves
+            .iter()
+            .map(|l| l.joined.load(Ordering::Relaxed) as usize)
+            .sum()
+    };
     loop {
-        let up = workers_up(&client)?;
+        let up = if o.leaves > 0 {
+            if workers_up(&client)? >= o.leaves {
+                leaves_joined(&fleet)
+            } else {
+                0
+            }
+        } else {
+            workers_up(&client)?
+        };
         if up >= n {
             break;
         }
@@ -379,6 +488,22 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
         "\n== {n} workers: {real} real gspc-worker processes, {simulated} simulated ({procs} \
          simulator processes)"
     );
+    if o.leaves > 0 {
+        pnet_stdlib::outln!(
+            "a tree of agents: the root agent, {} gspc-leaf processes (--depth {}) under it, \
+             the workers under the leaves ({} each); \"agent\" is the root",
+            o.leaves,
+            o.depth,
+            n / o.leaves
+        );
+    }
+    let leaves_cpu = |fleet: &Fleet| -> u64 {
+        fleet
+            .leaves
+            .iter()
+            .map(|l| proc_stats(l.child.id()).1)
+            .sum()
+    };
     pnet_stdlib::outln!(
         "join: {:.2} s (processes started in {:.2} s); agent RSS {:.1} MB before, {:.1} MB \
          with the workers: {:.1} kB per worker",
@@ -391,10 +516,18 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
 
     if !o.skip.iter().any(|s| s == "idle") {
         let (_, c0) = proc_stats(agent_pid);
+        let l0 = leaves_cpu(&fleet);
         let t = Instant::now();
         std::thread::sleep(o.idle);
         let (_, c1) = proc_stats(agent_pid);
         let cpu = (c1 - c0) as f64 / clock_ticks() / t.elapsed().as_secs_f64();
+        if o.leaves > 0 {
+            let l = (leaves_cpu(&fleet) - l0) as f64 / clock_ticks() / t.elapsed().as_secs_f64();
+            pnet_stdlib::outln!(
+                "leaves' CPU while idle: {:.1} % of one core in all",
+                l * 100.0
+            );
+        }
         pnet_stdlib::outln!(
             "heartbeat cost: agent CPU {:.1} % of one core while idle ({:.1} µs per worker \
              per second)",
@@ -459,10 +592,18 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
     if !o.skip.iter().any(|s| s == "noop") {
         let tasks = o.noop_tasks;
         let (_, c0) = proc_stats(agent_pid);
+        let l0 = leaves_cpu(&fleet);
         let t = Instant::now();
         let outs = wait(submit(&noop, vec![("n".into(), vec![Value::Long(tasks)])])?)?;
         let took = t.elapsed();
         let (rss, c1) = proc_stats(agent_pid);
+        if o.leaves > 0 {
+            let l = (leaves_cpu(&fleet) - l0) as f64 / clock_ticks() / took.as_secs_f64();
+            pnet_stdlib::outln!(
+                "leaves' CPU during the no-op tasks: {:.0} % in all",
+                l * 100.0
+            );
+        }
         if output(&outs, "done") != Some(tasks) {
             return Err(format!("no-op job: wrong result {outs:?}"));
         }
@@ -480,9 +621,23 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
     let mut sleep_rate = None;
     if !o.skip.iter().any(|s| s == "sleep") {
         let tasks = o.sleep_per_worker * n as i64;
+        let (_, c0) = proc_stats(agent_pid);
+        let l0 = leaves_cpu(&fleet);
         let t = Instant::now();
         let outs = wait(submit(&sleep, sleep_inputs(tasks))?)?;
         let took = t.elapsed();
+        let (_, c1) = proc_stats(agent_pid);
+        pnet_stdlib::outln!(
+            "agent CPU during the 10 ms tasks: {:.0} %",
+            (c1 - c0) as f64 / clock_ticks() / took.as_secs_f64() * 100.0
+        );
+        if o.leaves > 0 {
+            let l = (leaves_cpu(&fleet) - l0) as f64 / clock_ticks() / took.as_secs_f64();
+            pnet_stdlib::outln!(
+                "leaves' CPU during the 10 ms tasks: {:.0} % in all",
+                l * 100.0
+            );
+        }
         check_sleep(&outs, tasks)?;
         sleep_rate = Some(tasks as f64 / took.as_secs_f64());
         let ideal = tasks as f64 * 0.010 / n as f64;
@@ -505,6 +660,7 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
         let job = submit(&sleep, sleep_inputs(tasks))?;
         std::thread::sleep(Duration::from_millis(500));
         let before = workers_up(&client)?;
+        let lost0 = fleet.leaves.first().map(|l| l.lost.load(Ordering::Relaxed));
         let kind;
         let t_freeze = Instant::now();
         if let Some(w) = fleet.workers.first() {
@@ -523,7 +679,12 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
             stdin.flush().map_err(|e| e.to_string())?;
         }
         let noticed = loop {
-            if workers_up(&client)? < before {
+            if let (Some(l0), Some(leaf)) = (lost0, fleet.leaves.first()) {
+                // Under a leaf: the leaf notices, the root keeps all its (leaf) workers.
+                if leaf.lost.load(Ordering::Relaxed) > l0 {
+                    break t_freeze.elapsed();
+                }
+            } else if workers_up(&client)? < before {
                 break t_freeze.elapsed();
             }
             if t_freeze.elapsed() > Duration::from_secs(60) {
@@ -535,6 +696,13 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
         let outs = wait(job)?;
         let total = t_freeze.elapsed();
         check_sleep(&outs, tasks)?;
+        if o.leaves > 0 {
+            let up = workers_up(&client)?;
+            pnet_stdlib::outln!(
+                "(frozen under leaf 0: the leaf noticed it; the root still has {up} of {} leaves)",
+                o.leaves
+            );
+        }
         pnet_stdlib::outln!(
             "lost worker: froze {kind} during a job of {tasks} 10 ms tasks: noticed after \
              {:.2} s (heartbeat timeout {:.1} s), job done {:.2} s after the freeze with the \
@@ -597,9 +765,20 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
     } else {
         String::new()
     };
+    let leaves_lost: u64 = fleet
+        .leaves
+        .iter()
+        .map(|l| l.lost.load(Ordering::Relaxed))
+        .sum();
+    let leaves = if o.leaves > 0 {
+        format!(", leaves: {leaves_lost} worker(s) lost")
+    } else {
+        String::new()
+    };
     pnet_stdlib::outln!(
         "heartbeat complaints: workers {complaints} (simulated: {sim_complaints}{silence}), \
-         agent: {lost_hb} worker(s) lost for silence ({expected_lost} frozen on purpose)"
+         agent: {lost_hb} worker(s) lost for silence{leaves} ({expected_lost} frozen on \
+         purpose)"
     );
     if complaints > 0 {
         for l in stderr.lines().filter(|l| l.contains(COMPLAINT)).take(3) {
