@@ -351,3 +351,40 @@ fn a_leaf_killed_mid_run_has_its_tasks_run_again_by_the_root() {
     }
     tree.stop_and_check_nothing_left(&[victim]);
 }
+
+#[test]
+fn a_leaf_of_another_leaf_protocol_is_refused_by_name() {
+    use pnet_protocol::{AgentMsg, Hello, LeafHello, PROTOCOL_VERSION, WorkerMsg};
+    let s = pnet_tests::GspcScratch::new("leaves", "version", bin_dir().join("gspc"));
+    let o = s.ok(&["boot", "--topology", "worker:0", "--timeout", "30"]);
+    assert!(o.contains("gspc: runtime booted (pid "), "{o}");
+    let info = std::fs::read_to_string(s.state().join("runtime.json")).unwrap();
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    let secret = std::fs::read_to_string(s.state().join("secret")).unwrap();
+    let mut conn = std::net::TcpStream::connect(info["address"].as_str().unwrap()).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let hello = WorkerMsg::LeafHello(LeafHello {
+        hello: Hello {
+            protocol: PROTOCOL_VERSION,
+            secret: pnet_protocol::Secret::from_hex(secret.trim()).unwrap(),
+            name: "future-leaf".into(),
+            host: "h".into(),
+            pid: 1,
+            capabilities: vec![],
+            socket: None,
+        },
+        leaf_protocol: 99,
+        capacity: 4,
+    });
+    pnet_protocol::write_msg(&mut conn, &hello).unwrap();
+    match pnet_protocol::read_msg::<_, AgentMsg>(&mut conn).unwrap() {
+        AgentMsg::Refused { reason } => assert!(
+            reason.contains("leaf protocol version 99 is not supported")
+                && reason.contains("gspc-leaf of the same release"),
+            "{reason}"
+        ),
+        m => panic!("not refused: {m:?}"),
+    }
+    s.ok(&["stop"]);
+}

@@ -122,6 +122,13 @@ fn start(args: Args) -> Result<pnet_agent::LeafReport, String> {
             (root, secret)
         }
     };
+    let gpi = pnet_agent::memory::GPI_CAPABILITY;
+    if args.capabilities.iter().any(|c| c == gpi) {
+        return Err(format!(
+            "--capabilities {gpi}: a leaf agent does not pass module calls with memory buffers \
+             or transfers to its workers yet (run them on workers of the root)"
+        ));
+    }
     let name = args
         .name
         .clone()
