@@ -390,3 +390,71 @@ fn a_private_state_directory_and_the_secret_are_checked() {
     assert!(wait_gone(pid, Duration::from_secs(5)));
     assert!(!Path::new(&sock).exists());
 }
+
+#[test]
+fn a_status_page_lists_some_workers_by_name_and_counts_them_all() {
+    use std::io::{BufRead, BufReader, Write};
+    let s = Scratch::new("page");
+    let (pid, _) = s.boot("worker:5");
+    // The JSON socket: `status` with workers_offset/workers_limit is a page (StatusPage).
+    let secret = std::fs::read_to_string(s.state().join("secret")).unwrap();
+    let sock = std::os::unix::net::UnixStream::connect(s.state().join("control.sock")).unwrap();
+    let mut rd = BufReader::new(sock.try_clone().unwrap());
+    let mut wr = sock;
+    let mut ask = |line: String| -> serde_json::Value {
+        wr.write_all(format!("{line}\n").as_bytes()).unwrap();
+        let mut a = String::new();
+        rd.read_line(&mut a).unwrap();
+        serde_json::from_str(&a).unwrap()
+    };
+    ask(r#"{"protocol":"pnet-control","version":1,"encoding":"json"}"#.into());
+    let mut status = |page: &str| {
+        ask(format!(
+            r#"{{"kind":"status","secret":"{}"{page}}}"#,
+            secret.trim()
+        ))
+    };
+    let names = |j: &serde_json::Value| -> Vec<String> {
+        j["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let counts = |j: &serde_json::Value| {
+        (
+            j["workers_total"].as_u64(),
+            j["workers_up"].as_u64(),
+            j["workers_offset"].as_u64(),
+        )
+    };
+    let all = status("");
+    let every = names(&all);
+    assert_eq!(every.len(), 5, "{all:#}");
+    assert!(every.is_sorted(), "{every:?}");
+    assert_eq!(counts(&all), (Some(5), Some(5), Some(0)));
+    let page = status(r#","workers_offset":1,"workers_limit":2"#);
+    assert_eq!(names(&page), every[1..3].to_vec());
+    assert_eq!(counts(&page), (Some(5), Some(5), Some(1)));
+    assert_eq!(page["workers"][0]["pid"], all["workers"][1]["pid"]);
+    let past = status(r#","workers_offset":9,"workers_limit":2"#);
+    assert!(names(&past).is_empty());
+    assert_eq!(counts(&past), (Some(5), Some(5), Some(5)));
+    let none = status(r#","workers_limit":0"#);
+    assert!(names(&none).is_empty());
+    assert_eq!(counts(&none), (Some(5), Some(5), Some(0)));
+    // A small runtime: `gspc status` lists every worker as before; --workers the same.
+    let table = s.ok(&["status"]);
+    assert!(table.contains("\n5 workers\n"), "{table}");
+    let table_all = s.ok(&["status", "--workers"]);
+    assert_eq!(
+        table_all.lines().skip(2).take(6).collect::<Vec<_>>(),
+        table.lines().skip(2).take(6).collect::<Vec<_>>()
+    );
+    let j = s.status();
+    assert_eq!(j["workers"].as_array().unwrap().len(), 5);
+    assert!(j.get("workers_total").is_none(), "{j:#}");
+    s.ok(&["stop"]);
+    assert!(wait_gone(pid, Duration::from_secs(5)));
+}

@@ -420,9 +420,9 @@ fn concurrent(o: &Concurrent) -> Result<(), String> {
         kids.all.push(c);
     }
     let client = RtClient::with_secret(&dir.join(pnet_agent::control::SOCKET_FILE), secret.clone());
-    let status = || -> Result<pnet_agent::control::RuntimeStatus, String> {
+    let status_of = |r: RtRequest| -> Result<pnet_agent::control::RuntimeStatus, String> {
         match client
-            .call(RtRequest::Status, Some(Duration::from_secs(60)))
+            .call(r, Some(Duration::from_secs(60)))
             .map_err(|e| e.to_string())?
         {
             RtResponse::Status(s) => Ok(s),
@@ -431,7 +431,11 @@ fn concurrent(o: &Concurrent) -> Result<(), String> {
     };
     let t = Instant::now();
     loop {
-        let up = status()?.workers.len();
+        let up = status_of(RtRequest::StatusPage {
+            offset: 0,
+            limit: 0,
+        })?
+        .workers_up as usize;
         if up >= o.workers {
             break;
         }
@@ -492,20 +496,42 @@ fn concurrent(o: &Concurrent) -> Result<(), String> {
             cpu * 1e6 / total
         );
     }
-    let mut times = Vec::with_capacity(o.polls);
-    let c0 = cpu_secs(pid);
-    for _ in 0..o.polls {
-        let t = Instant::now();
-        status()?;
-        times.push(t.elapsed());
-    }
-    let cpu = cpu_secs(pid) - c0;
-    times.sort_unstable();
-    if !times.is_empty() {
+    // Every worker (the request of old clients), then the first 100 (`gspc status`), then
+    // the first 256 (the monitor), one after the other.
+    let kinds = [
+        ("every worker", RtRequest::Status),
+        (
+            "page of 100",
+            RtRequest::StatusPage {
+                offset: 0,
+                limit: 100,
+            },
+        ),
+        (
+            "page of 256",
+            RtRequest::StatusPage {
+                offset: 0,
+                limit: 256,
+            },
+        ),
+    ];
+    for (what, req) in kinds {
+        let mut times = Vec::with_capacity(o.polls);
+        let c0 = cpu_secs(pid);
+        for _ in 0..o.polls {
+            let t = Instant::now();
+            status_of(req.clone())?;
+            times.push(t.elapsed());
+        }
+        let cpu = cpu_secs(pid) - c0;
+        times.sort_unstable();
+        if times.is_empty() {
+            break;
+        }
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         pnet_stdlib::outln!(
-            "status ({} polls, {} workers): median {:.2} ms, p99 {:.2} ms; daemon CPU {:.2} ms \
-             per poll",
+            "status, {what} ({} polls, {} workers): median {:.2} ms, p99 {:.2} ms; daemon CPU \
+             {:.2} ms per poll",
             o.polls,
             o.workers,
             ms(percentile(&times, 0.5)),

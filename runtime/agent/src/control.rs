@@ -325,6 +325,13 @@ pub enum RtRequest {
         place: String,
         value: String,
     },
+    /// The runtime's status with at most `limit` of its workers, from the `offset`th by name
+    /// ([`RtRequest::Status`] lists every worker: costly when a monitor polls a runtime of
+    /// thousands); the counts of [`RuntimeStatus`] are of all of them.
+    StatusPage {
+        offset: u64,
+        limit: u64,
+    },
 }
 
 /// How a job ended.
@@ -427,7 +434,13 @@ pub struct RuntimeStatus {
     pub uptime_ms: u64,
     pub jobs_running: u64,
     pub jobs_total: u64,
+    /// The workers by name: all of them, or the page asked for ([`RtRequest::StatusPage`]).
     pub workers: Vec<RtWorker>,
+    /// How many workers there are (joined, starting, exited, lost) and how many are up.
+    pub workers_total: u64,
+    pub workers_up: u64,
+    /// The place of `workers[0]` among them all (by name).
+    pub workers_offset: u64,
     /// The global memory (all zero when no worker has working memory).
     pub memory: MemoryStatus,
     /// The journal (see [`crate::journal`]): `on`, `off` (`--no-journal`, or a `gspc-run`

@@ -473,6 +473,11 @@ impl<'b> Core<'b> {
         &self.sched
     }
 
+    /// The tasks done so far ([`Core::status`]'s, without its list of workers).
+    pub fn tasks_done(&self) -> u64 {
+        self.tasks_done
+    }
+
     pub fn status(&self) -> Status {
         Status {
             elapsed_ms: self.now.as_millis() as u64,

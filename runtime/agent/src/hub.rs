@@ -136,6 +136,18 @@ impl OwnedCore {
         self.core.status()
     }
 
+    /// The counts of [`OwnedCore::status`] without its list of workers (O(1), not O(workers)):
+    /// tasks in flight, queued, done, and what the job waits for.
+    pub fn counts(&self) -> (u64, u64, u64, Option<String>) {
+        let s = self.core.sched();
+        (
+            s.running() as u64,
+            s.queued() as u64,
+            self.core.tasks_done(),
+            self.core.waiting(),
+        )
+    }
+
     pub fn task_transition(&self, worker: WorkerId, task: u64) -> Option<Arc<str>> {
         self.core.task_transition(worker, task)
     }
@@ -293,6 +305,8 @@ pub struct Hub {
     booked: std::collections::VecDeque<JobId>,
     /// The journal of the jobs (a persistent runtime; see [`crate::journal`]).
     journal: Option<Journal>,
+    /// Why the journal stopped when it could not be rewritten (its compaction).
+    journal_stopped: Option<String>,
     /// Operations taken from a core, on their way to the journal.
     ops: Vec<(u64, Op)>,
 }
@@ -356,6 +370,7 @@ impl Hub {
             loads_shared: 0,
             booked: std::collections::VecDeque::new(),
             journal: None,
+            journal_stopped: None,
             ops: Vec::new(),
         }
     }
@@ -366,11 +381,24 @@ impl Hub {
             j.core.set_journaling(true);
         }
         self.journal = Some(journal);
+        self.journal_stopped = None;
     }
 
     /// The journal, if the jobs are journaled.
     pub fn journal(&self) -> Option<&Journal> {
         self.journal.as_ref()
+    }
+
+    /// The journal's state for the status: `on`, `off` (none was kept), or `stopped: WHY`
+    /// (writing it failed, or rewriting it at a compaction did).
+    pub fn journal_state(&self) -> String {
+        match (&self.journal, &self.journal_stopped) {
+            (Some(j), _) => j
+                .error()
+                .map_or_else(|| "on".to_string(), |e| format!("stopped: {e}")),
+            (None, Some(why)) => format!("stopped: {why}"),
+            (None, None) => "off".to_string(),
+        }
     }
 
     /// Appends a record to the journal (if there is one).
@@ -693,7 +721,7 @@ impl Hub {
     pub fn tasks(&self, job: JobId) -> Option<JobTasks> {
         let r = self.records.get(&job)?;
         let (mut live, queued) = match self.jobs.get(&job) {
-            Some(j) => (j.core.in_flight_tasks(), j.core.status().tasks_queued),
+            Some(j) => (j.core.in_flight_tasks(), j.core.counts().1),
             None => (Vec::new(), 0),
         };
         for t in &mut live {
@@ -1356,7 +1384,7 @@ impl Hub {
             }
         }
         let outcome = outcome_of(&result, pnet_bundle::result::output_types(j.core.bundle()));
-        let done = j.core.status().tasks_done;
+        let (_, _, done, _) = j.core.counts();
         if self.journal.is_some() {
             let start = self.records.get(&job).map_or(self.now, |r| r.start);
             self.journal_append(JRecord::End {
@@ -1429,29 +1457,39 @@ impl Hub {
                 j.set_compact_at(compact_at);
                 self.journal = Some(j)
             }
-            Err(e) => out.push(HubCmd::Log(format!(
-                "cannot rewrite the journal {}: {e}; the jobs are no longer journaled",
-                path.display()
-            ))),
+            Err(e) => {
+                out.push(HubCmd::Log(format!(
+                    "cannot rewrite the journal {}: {e}; the jobs are no longer journaled",
+                    path.display()
+                )));
+                self.journal_stopped = Some(format!(
+                    "cannot rewrite the journal {}: {e} (the jobs from then on are not \
+                     journaled)",
+                    path.display()
+                ));
+            }
         }
     }
 
     /// The jobs for `gspc jobs`, oldest first.
     pub fn jobs(&self) -> Vec<JobSummary> {
+        // The tasks running per job, in one pass over the workers (not one per job).
+        let mut running: HashMap<JobId, u64> = HashMap::new();
+        if !self.jobs.is_empty() {
+            for &w in self.workers.keys() {
+                if let Some((j, _)) = self.running_on(w) {
+                    *running.entry(j).or_default() += 1;
+                }
+            }
+        }
         self.records
             .iter()
             .map(|(&id, r)| {
                 let (running, sent, queued, done, waiting) = match self.jobs.get(&id) {
                     Some(j) => {
-                        let mut s = j.core.status();
-                        self.fix_status(id, &mut s);
-                        (
-                            s.tasks_running,
-                            s.tasks_sent,
-                            s.tasks_queued,
-                            s.tasks_done,
-                            s.waiting,
-                        )
+                        let (in_flight, queued, done, waiting) = j.core.counts();
+                        let running = running.get(&id).copied().unwrap_or(0).min(in_flight);
+                        (running, in_flight - running, queued, done, waiting)
                     }
                     None => (0, 0, 0, r.tasks_done, None),
                 };
@@ -1487,37 +1525,36 @@ impl Hub {
     /// The status of the joined workers.
     pub fn worker_status(&self) -> Vec<(WorkerId, RtWorker)> {
         self.workers
-            .iter()
-            .map(|(&wid, w)| {
-                let running = w.running.and_then(|g| {
-                    let (job, local) = split_task(g);
-                    let j = self.jobs.get(&job)?;
-                    let t = j.core.task_transition(wid, local)?;
-                    Some(RunningTask {
-                        job,
-                        transition: t.to_string(),
-                    })
-                });
-                // The scheduler's count, not a job's whole status per worker (O(N²)).
-                let in_flight = self.jobs.values().map(|j| j.core.load(wid)).sum();
-                (
-                    wid,
-                    RtWorker {
-                        name: w.name.clone(),
-                        host: w.host.clone(),
-                        pid: Some(w.pid),
-                        capabilities: w.capabilities.clone(),
-                        state: "up".into(),
-                        heartbeat_age_ms: Some(
-                            self.now.saturating_sub(w.last_seen).as_millis() as u64
-                        ),
-                        running,
-                        in_flight,
-                        done: w.done,
-                    },
-                )
-            })
+            .keys()
+            .filter_map(|&wid| Some((wid, self.worker_status_of(wid)?)))
             .collect()
+    }
+
+    /// The status of one joined worker.
+    pub fn worker_status_of(&self, wid: WorkerId) -> Option<RtWorker> {
+        let w = self.workers.get(&wid)?;
+        let running = w.running.and_then(|g| {
+            let (job, local) = split_task(g);
+            let j = self.jobs.get(&job)?;
+            let t = j.core.task_transition(wid, local)?;
+            Some(RunningTask {
+                job,
+                transition: t.to_string(),
+            })
+        });
+        // The scheduler's count, not a job's whole status per worker (O(N²)).
+        let in_flight = self.jobs.values().map(|j| j.core.load(wid)).sum();
+        Some(RtWorker {
+            name: w.name.clone(),
+            host: w.host.clone(),
+            pid: Some(w.pid),
+            capabilities: w.capabilities.clone(),
+            state: "up".into(),
+            heartbeat_age_ms: Some(self.now.saturating_sub(w.last_seen).as_millis() as u64),
+            running,
+            in_flight,
+            done: w.done,
+        })
     }
 
     /// The status of one job's core (legacy clients, progress line).

@@ -23,7 +23,7 @@ fn help(cmd: &str) -> &'static str {
             "\
 gspc status: the runtime (pid, address, uptime, jobs) and a table of its workers
 
-Usage: gspc status [--json] [--state-dir DIR]
+Usage: gspc status [--json] [--workers] [--state-dir DIR]
 
 Worker columns: name, host, pid, capabilities, health (`last heartbeat 0.1s ago`; `starting`,
 `lost: ...`, `exited: ...`), the task it runs (job/transition), the tasks it holds, and the
@@ -32,6 +32,10 @@ working memory), capacity, bytes allocated, allocations, bytes moved into module
 (got) and out of them (put), and the same per host. --json prints the same with stable keys
 (\"memory\": {\"segments\", \"capacity\", \"allocated\", \"allocations\", \"bytes_got\",
 \"bytes_put\", \"hosts\": [{\"host\", \"segments\", \"capacity\", \"allocated\"}]}).
+
+A runtime of more than 100 workers shows the first 100 by name and how many there are in all
+(and how many are up; --json adds \"workers_total\" and \"workers_up\"); --workers lists
+them all (asked for 1,000 at a time).
 "
         }
         "submit" => {
@@ -234,6 +238,7 @@ standard output, or to FILE. Sizes take units like alloc's (4K, 16M).
 struct Args {
     state_dir: PathBuf,
     json: bool,
+    all_workers: bool,
     wait: bool,
     close: bool,
     positional: Vec<String>,
@@ -268,6 +273,9 @@ struct ClientCli {
     /// Print JSON
     #[arg(long)]
     json: bool,
+    /// List every worker (a runtime of more than 100 shows the first 100)
+    #[arg(long = "workers")]
+    all_workers: bool,
     /// Fill the allocation with the bytes of FILE (its size unless SIZE is given)
     #[arg(long, value_name = "FILE")]
     from: Option<PathBuf>,
@@ -338,6 +346,7 @@ fn allowed(cmd: &str, id: &str) -> bool {
             "status" | "submit" | "wait" | "jobs" | "alloc" | "tasks" | "logs"
         ),
         "from" => cmd == "alloc",
+        "all_workers" => cmd == "status",
         "offset" => matches!(cmd, "mem-write" | "mem-read"),
         "size" => cmd == "mem-read",
         "output" => matches!(cmd, "mem-read" | "trace"),
@@ -419,6 +428,7 @@ fn parse(cmd: &str, argv: &[OsString]) -> Result<Args, ExitCode> {
     let mut a = Args {
         state_dir: cli.state_dir.unwrap_or_else(default_state_dir),
         json: cli.json,
+        all_workers: cli.all_workers,
         wait: cli.wait,
         close: cli.close,
         result: cli.result,
@@ -619,17 +629,15 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
         let _ = out.flush();
     };
     match cmd {
-        "status" => match client.call(RtRequest::Status, SHORT)? {
-            RtResponse::Status(s) => {
-                if a.json {
-                    stdout(&format!("{}\n", status_json(&s)));
-                } else {
-                    stdout(&status_table(&s));
-                }
-                Ok(ExitCode::SUCCESS)
+        "status" => {
+            let s = status_of(&client, a.all_workers)?;
+            if a.json {
+                stdout(&format!("{}\n", status_json(&s)));
+            } else {
+                stdout(&status_table(&s));
             }
-            r => Err(unexpected(r)),
-        },
+            Ok(ExitCode::SUCCESS)
+        }
         "alloc" => {
             let data = match &a.from {
                 Some(path) => Some(std::fs::read(path).map_err(|e| {
@@ -1208,6 +1216,33 @@ fn secs(ms: u64) -> String {
     format!("{:.1}s", ms as f64 / 1000.0)
 }
 
+/// Workers shown by `gspc status` (without --workers).
+const STATUS_WORKERS: u64 = 100;
+/// Workers asked for at a time by `gspc status --workers`.
+const STATUS_PAGE: u64 = 1000;
+
+/// The runtime's status with its first [`STATUS_WORKERS`] workers, or all of them (asked for
+/// a page at a time: one answer never lists thousands).
+fn status_of(client: &RtClient, all: bool) -> Result<RuntimeStatus, Failure> {
+    let page = |offset: u64, limit: u64| -> Result<RuntimeStatus, Failure> {
+        match client.call(RtRequest::StatusPage { offset, limit }, SHORT)? {
+            RtResponse::Status(s) => Ok(s),
+            r => Err(unexpected(r)),
+        }
+    };
+    let mut s = page(0, if all { STATUS_PAGE } else { STATUS_WORKERS })?;
+    while all && (s.workers.len() as u64) < s.workers_total {
+        let next = page(s.workers.len() as u64, STATUS_PAGE)?;
+        if next.workers.is_empty() {
+            break;
+        }
+        s.workers.extend(next.workers);
+        s.workers_total = next.workers_total;
+        s.workers_up = next.workers_up;
+    }
+    Ok(s)
+}
+
 /// The human status: one line for the runtime, a table of workers.
 fn status_table(s: &RuntimeStatus) -> String {
     let mut out = format!(
@@ -1252,7 +1287,17 @@ fn status_table(s: &RuntimeStatus) -> String {
             ]
         })
         .collect();
-    out.push_str(&format!("{} workers\n", rows.len()));
+    if s.workers_total > rows.len() as u64 {
+        out.push_str(&format!(
+            "{} workers ({} up); the first {} by name below (`gspc status --workers` lists \
+             all)\n",
+            s.workers_total,
+            s.workers_up,
+            rows.len()
+        ));
+    } else {
+        out.push_str(&format!("{} workers\n", rows.len()));
+    }
     let head = [
         "NAME",
         "HOST",
@@ -1294,7 +1339,7 @@ fn table<const N: usize>(head: &[&str; N], rows: &[[String; N]]) -> String {
 }
 
 fn status_json(s: &RuntimeStatus) -> serde_json::Value {
-    serde_json::json!({
+    let mut j = serde_json::json!({
         "pid": s.pid,
         "address": s.address,
         "state_dir": s.state_dir,
@@ -1329,7 +1374,13 @@ fn status_json(s: &RuntimeStatus) -> serde_json::Value {
                 "allocated": h.allocated,
             })).collect::<Vec<_>>(),
         },
-    })
+    });
+    // Only when the list is partial: a small runtime's JSON stays as it was.
+    if s.workers_total > s.workers.len() as u64 {
+        j["workers_total"] = s.workers_total.into();
+        j["workers_up"] = s.workers_up.into();
+    }
+    j
 }
 
 fn when(unix: u64) -> String {
@@ -1599,6 +1650,9 @@ mod tests {
                 in_flight: 1,
                 done: 4,
             }],
+            workers_total: 1,
+            workers_up: 1,
+            workers_offset: 0,
             memory: MemoryStatus {
                 segments: 2,
                 capacity: 2 << 20,
@@ -1653,5 +1707,26 @@ mod tests {
         assert_eq!(j["workers"][0]["heartbeat_age_ms"], 100);
         assert_eq!(j["memory"]["allocated"], 4096);
         assert_eq!(j["memory"]["hosts"][0]["capacity"], 2 << 20);
+        assert!(j.get("workers_total").is_none(), "{j}");
+        // A large runtime's first page: how many there are in all.
+        let large = RuntimeStatus {
+            workers_total: 5000,
+            workers_up: 4998,
+            ..s.clone()
+        };
+        let t = status_table(&large);
+        assert_eq!(
+            t.lines().nth(2),
+            Some(
+                "5000 workers (4998 up); the first 1 by name below (`gspc status --workers` \
+                 lists all)"
+            ),
+            "{t}"
+        );
+        let j = status_json(&large);
+        assert_eq!(
+            (j["workers_total"].clone(), j["workers_up"].clone()),
+            (5000.into(), 4998.into())
+        );
     }
 }

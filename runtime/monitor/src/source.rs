@@ -222,10 +222,18 @@ impl RuntimeSource {
     }
 }
 
+/// The workers a runtime's sample shows at most (the first by name).
+const MAX_WORKERS: u64 = 256;
+
 impl Source for RuntimeSource {
     fn poll(&mut self) -> Result<Sample, String> {
         self.polls += 1;
-        let status = match self.client.call(RtRequest::Status, Some(TIMEOUT)) {
+        // A page of workers: a runtime of thousands lists its first ones, and says how many.
+        let page = RtRequest::StatusPage {
+            offset: 0,
+            limit: MAX_WORKERS,
+        };
+        let status = match self.client.call(page, Some(TIMEOUT)) {
             Ok(RtResponse::Status(s)) => s,
             Ok(r) => return Err(format!("unexpected answer from the runtime: {r:?}")),
             Err(e) => return Err(e.message),
@@ -235,8 +243,17 @@ impl Source for RuntimeSource {
             Ok(r) => return Err(format!("unexpected answer from the runtime: {r:?}")),
             Err(e) => return Err(e.message),
         };
+        let mut title = format!("gspc runtime, pid {}, {}", status.pid, status.address);
+        if status.workers_total > status.workers.len() as u64 {
+            title.push_str(&format!(
+                ", {} workers ({} up), the first {} shown",
+                status.workers_total,
+                status.workers_up,
+                status.workers.len()
+            ));
+        }
         let mut sample = Sample {
-            title: format!("gspc runtime, pid {}, {}", status.pid, status.address),
+            title,
             clock_ms: status.uptime_ms,
             memory: Some(status.memory.clone()),
             tasks: None,

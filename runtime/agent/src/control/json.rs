@@ -58,7 +58,7 @@ pub const JOB_KINDS: &[&str] = &[
 /// The JSON kind of a runtime request (the three submit variants are one kind).
 pub fn runtime_kind(r: &RtRequest) -> &'static str {
     match r {
-        RtRequest::Status => "status",
+        RtRequest::Status | RtRequest::StatusPage { .. } => "status",
         RtRequest::Submit { .. } | RtRequest::SubmitAt { .. } | RtRequest::SubmitNamed { .. } => {
             "submit"
         }
@@ -374,7 +374,13 @@ pub fn runtime_request(j: &Json) -> Result<(String, RtRequest), String> {
     };
     let job = || u64_field(j, "job");
     let r = match kind {
-        "status" => RtRequest::Status,
+        "status" => match (opt_u64(j, "workers_offset")?, opt_u64(j, "workers_limit")?) {
+            (None, None) => RtRequest::Status,
+            (offset, limit) => RtRequest::StatusPage {
+                offset: offset.unwrap_or(0),
+                limit: limit.unwrap_or(u64::MAX),
+            },
+        },
         "jobs" => RtRequest::Jobs,
         "submit" => {
             let (bytes, net) = submit_bundle(j)?;

@@ -578,3 +578,35 @@ fn the_resume_summary_and_the_note_of_a_journal_moved_aside() {
     assert!(kept_note(&path, &old).contains("kept as"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_failed_compaction_says_the_journal_stopped_and_why() {
+    let dir = scratch("compact-fails");
+    let path = dir.join(JOURNAL_FILE);
+    let mut out = Vec::new();
+    let mut f = Fakes::default();
+    let mut h = hub();
+    let mut j = Journal::create(&path, &[]).unwrap();
+    j.set_compact_at(2000);
+    h.set_journal(j);
+    assert_eq!(h.journal_state(), "on");
+    // The rewrite goes through `journal.new`: a folder there makes it fail (also for root).
+    std::fs::create_dir(path.with_extension("new")).unwrap();
+    join(&mut h, &mut f, &mut out);
+    let a = h
+        .add_job("a", net("square"), &xs(0..100), &mut out)
+        .unwrap();
+    settle(&mut h, &mut f, &mut out);
+    answer(&mut h, &mut f, &mut out, 1000);
+    assert!(!h.has_job(a));
+    assert!(h.journal().is_none());
+    let state = h.journal_state();
+    assert!(
+        state.starts_with(&format!(
+            "stopped: cannot rewrite the journal {}: ",
+            path.display()
+        )) && state.ends_with("(the jobs from then on are not journaled)"),
+        "{state}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

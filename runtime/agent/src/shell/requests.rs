@@ -65,7 +65,10 @@ impl Shell<'_> {
             r => r,
         };
         let answer = match request {
-            RtRequest::Status => RtResponse::Status(self.status()),
+            RtRequest::Status => RtResponse::Status(self.status(None)),
+            RtRequest::StatusPage { offset, limit } => {
+                RtResponse::Status(self.status(Some((offset, limit))))
+            }
             RtRequest::Jobs => RtResponse::Jobs(self.hub.jobs()),
             RtRequest::Submit { .. } | RtRequest::SubmitAt { .. } => {
                 unreachable!("made a SubmitNamed above")
@@ -185,40 +188,72 @@ impl Shell<'_> {
         None
     }
 
-    pub(super) fn status(&mut self) -> RuntimeStatus {
-        let mut workers: Vec<RtWorker> = self
-            .hub
-            .worker_status()
-            .into_iter()
-            .map(|(_, w)| w)
-            .collect();
-        let up: HashSet<String> = workers.iter().map(|w| w.name.clone()).collect();
-        for l in self.launched.iter_mut() {
-            if up.contains(&l.meta.name) {
-                continue;
-            }
-            let state = if let Some(r) = self.lost_names.get(&l.meta.name) {
-                format!("lost: {r}")
-            } else {
-                match l.proc.try_wait() {
-                    Ok(Some(st)) => format!("exited: {}", pnet_launch::describe(st)),
-                    _ => "starting".to_string(),
-                }
-            };
-            workers.push(RtWorker {
-                name: l.meta.name.clone(),
-                host: l.meta.host.clone(),
-                pid: l.meta.pid,
-                capabilities: Vec::new(),
-                state,
-                heartbeat_age_ms: None,
-                running: None,
-                in_flight: 0,
-                done: 0,
-            });
+    /// The runtime's status with every worker (`page` None) or the page `(offset, limit)` of
+    /// them by name: only the workers of the page are looked at beyond their names, so that
+    /// a monitor polling a runtime of thousands of workers costs little.
+    pub(super) fn status(&mut self, page: Option<(u64, u64)>) -> RuntimeStatus {
+        enum Row {
+            Up(crate::sched::WorkerId),
+            Launched(usize),
         }
-        workers.sort_by(|a, b| a.name.cmp(&b.name));
-        let jobs = self.hub.jobs();
+        let joined = self.hub.workers();
+        let up: HashSet<&str> = joined.values().map(|w| w.name.as_str()).collect();
+        // (name, place in this list, row): the place orders equal names as the whole list
+        // always was (the joined workers first).
+        let mut rows: Vec<(&str, usize, Row)> = joined
+            .iter()
+            .enumerate()
+            .map(|(k, (&id, w))| (w.name.as_str(), k, Row::Up(id)))
+            .collect();
+        for (k, l) in self.launched.iter().enumerate() {
+            if !up.contains(l.meta.name.as_str()) {
+                rows.push((l.meta.name.as_str(), rows.len(), Row::Launched(k)));
+            }
+        }
+        let (total, workers_up) = (rows.len(), joined.len());
+        let (offset, limit) = page.map_or((0, usize::MAX), |(o, l)| {
+            (
+                usize::try_from(o).unwrap_or(usize::MAX),
+                usize::try_from(l).unwrap_or(usize::MAX),
+            )
+        });
+        let offset = offset.min(total);
+        let end = offset.saturating_add(limit).min(total);
+        // Only the rows up to the page's end are sorted (a page of 100 of 10,000 workers).
+        if end < total {
+            rows.select_nth_unstable_by(end, |a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+            rows.truncate(end);
+        }
+        rows.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        let picked: Vec<Row> = rows.into_iter().skip(offset).map(|(_, _, r)| r).collect();
+        let mut workers = Vec::with_capacity(picked.len());
+        for row in picked {
+            match row {
+                Row::Up(id) => workers.extend(self.hub.worker_status_of(id)),
+                Row::Launched(k) => {
+                    let l = &mut self.launched[k];
+                    let state = if let Some(r) = self.lost_names.get(&l.meta.name) {
+                        format!("lost: {r}")
+                    } else {
+                        match l.proc.try_wait() {
+                            Ok(Some(st)) => format!("exited: {}", pnet_launch::describe(st)),
+                            _ => "starting".to_string(),
+                        }
+                    };
+                    workers.push(RtWorker {
+                        name: l.meta.name.clone(),
+                        host: l.meta.host.clone(),
+                        pid: l.meta.pid,
+                        capabilities: Vec::new(),
+                        state,
+                        heartbeat_age_ms: None,
+                        running: None,
+                        in_flight: 0,
+                        done: 0,
+                    });
+                }
+            }
+        }
         let state_dir = match &self.mode {
             Mode::Runtime { state_dir, .. } => state_dir.display().to_string(),
             Mode::Job => String::new(),
@@ -228,16 +263,15 @@ impl Shell<'_> {
             address: self.agent_addr.clone(),
             state_dir,
             uptime_ms: self.start.elapsed().as_millis() as u64,
-            jobs_running: jobs.iter().filter(|j| j.state == "running").count() as u64,
-            jobs_total: jobs.len() as u64,
+            // Counts only: `jobs()` builds every job's summary.
+            jobs_running: self.hub.live_jobs().len() as u64,
+            jobs_total: self.hub.job_count() as u64,
             workers,
+            workers_total: total as u64,
+            workers_up: workers_up as u64,
+            workers_offset: offset as u64,
             memory: self.hub.memory_status(),
-            journal: match self.hub.journal() {
-                None => "off".to_string(),
-                Some(j) => j
-                    .error()
-                    .map_or_else(|| "on".to_string(), |e| format!("stopped: {e}")),
-            },
+            journal: self.hub.journal_state(),
         }
     }
 }
