@@ -38,7 +38,8 @@ pub struct PtOptions {
     /// (the verdicts are then partial). `pnetv` sets it from `--max-memory`.
     pub max_memory: Option<u64>,
     /// Threads exploring (1: one, the calling thread). Used by the one-bit-per-place
-    /// explorer on levels of at least 8192 states; the results are the same.
+    /// explorer with an inline index (markings of at most 12 bytes, not `compact_index`) on
+    /// levels of at least 8192 states; the results are the same.
     pub threads: usize,
 }
 
@@ -696,8 +697,8 @@ impl BitNet {
 /// in batches: the successors of up to [`BATCH_STATES`] states are computed and hashed first,
 /// then looked up and inserted in order by [`StateStore::insert_batch`], which keeps many
 /// cache misses in flight. Ids, counts and verdicts are those of a one-by-one exploration.
-/// With `opts.threads` above 1, the slices of large levels are expanded by every thread
-/// ([`Par::slice`]), with the same ids, counts and verdicts again.
+/// With `opts.threads` above 1 (and an inline index), the slices of large levels are
+/// expanded by every thread (module `par`), with the same ids, counts and verdicts again.
 fn explore_bits(
     c: &Compiled,
     m0: &[u64],
