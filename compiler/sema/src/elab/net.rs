@@ -314,14 +314,17 @@ impl<'a> Elab<'a> {
             let properties = self.properties(&ctx, &p.properties);
             by_name.insert(p.name.text.clone(), net.places.len());
             place_spans.push(p.name.span);
-            let sym = Symbol {
-                kind: SymbolKind::Place,
-                name: p.name.text.clone(),
-                span: p.name.span,
-                ty: Some(ty.clone()),
-            };
-            self.facts.symbols.push(sym.clone());
-            place_syms.push(sym);
+            // facts are for tools ([`Elab::lite`]: only diagnostics are wanted)
+            if !self.lite {
+                let sym = Symbol {
+                    kind: SymbolKind::Place,
+                    name: p.name.text.clone(),
+                    span: p.name.span,
+                    ty: Some(ty.clone()),
+                };
+                self.facts.symbols.push(sym.clone());
+                place_syms.push(sym);
+            }
             net.places.push(Place {
                 name: p.name.text.clone(),
                 ty,
@@ -395,12 +398,14 @@ impl<'a> Elab<'a> {
                 continue;
             }
             trans_spans.insert(t.name.text.as_str(), t.name.span);
-            self.facts.symbols.push(Symbol {
-                kind: SymbolKind::Transition,
-                name: t.name.text.clone(),
-                span: t.name.span,
-                ty: None,
-            });
+            if !self.lite {
+                self.facts.symbols.push(Symbol {
+                    kind: SymbolKind::Transition,
+                    name: t.name.text.clone(),
+                    span: t.name.span,
+                    ty: None,
+                });
+            }
             self.transition(&ctx, n, index, t, &mut net, &by_name, &place_spans);
         }
         self.net_places = place_syms;

@@ -24,14 +24,14 @@ pub struct Href {
 }
 
 /// A parsed file.
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct File {
     pub file: FileId,
     /// `None` when the XML was malformed or the root is unknown (a diagnostic says why).
     pub root: Option<Root>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Root {
     Defun(Box<Defun>),
     Template(Box<Template>),
@@ -39,7 +39,7 @@ pub enum Root {
     Props(Properties),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Defun {
     pub name: Option<Name>,
     pub ports: Vec<PortDecl>,
@@ -66,7 +66,7 @@ pub enum PortDirDecl {
     Tunnel,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PortDecl {
     pub dir: PortDirDecl,
     pub name: Name,
@@ -76,7 +76,7 @@ pub struct PortDecl {
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DefunBody {
     /// The expression text (possibly empty or only whitespace/comments).
     Expression(MappedText),
@@ -85,27 +85,27 @@ pub enum DefunBody {
     Net(NetDecl),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StructItem {
     Def(StructDef),
     /// `include-structs href`
     Include(Href),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StructDef {
     pub name: Name,
     pub fields: Vec<FieldDecl>,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FieldDecl {
     Field { name: Name, ty: Name, span: Span },
     Struct(StructDef),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NetDecl {
     pub places: Vec<PlaceDecl>,
     /// Shared, so that a tree built from items ([`super::items`]) reuses an unchanged
@@ -118,14 +118,14 @@ pub struct NetDecl {
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TemplateItem {
     Inline(Template),
     /// `include-template href` (the file's root is a `template`).
     Include(Href),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Template {
     pub name: Option<Name>,
     /// `template-parameter type=T`
@@ -135,7 +135,7 @@ pub struct Template {
     pub tag: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Specialize {
     pub name: Name,
     pub use_: Name,
@@ -146,7 +146,7 @@ pub struct Specialize {
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlaceDecl {
     pub name: Name,
     pub ty: Name,
@@ -160,13 +160,13 @@ pub struct PlaceDecl {
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TokenDecl {
     pub values: Vec<MappedText>,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TransitionDecl {
     pub name: Name,
     /// The raw `priority` attribute (sema parses it as u16).
@@ -185,7 +185,7 @@ pub struct TransitionDecl {
     pub tag: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TransitionBody {
     Defun(Box<Defun>),
     /// `include-function href`
@@ -208,7 +208,7 @@ pub enum ConnectKindDecl {
     Eureka,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnectDecl {
     pub kind: ConnectKindDecl,
     pub port: Name,
@@ -218,14 +218,14 @@ pub struct ConnectDecl {
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlaceMapDecl {
     pub virtual_: Name,
     pub real: Name,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModuleDecl {
     pub name: Name,
     /// The raw signature (`"s sum (p)"`); sema parses it.
@@ -244,14 +244,14 @@ pub struct ModuleDecl {
     pub tag: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ModulesDecl {
     pub preferences: Vec<Name>,
     pub modules: Vec<ModuleDecl>,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PropertiesItem {
     /// `property key value?` (the value may be the element's text).
     Property {
@@ -265,21 +265,21 @@ pub enum PropertiesItem {
     Include(Href),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Properties {
     pub name: Option<Name>,
     pub items: Vec<PropertiesItem>,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequireDecl {
     pub key: Name,
     pub mandatory: bool,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryBufferDecl {
     pub name: Name,
     pub read_only: bool,
@@ -295,7 +295,7 @@ pub enum TransferKindDecl {
     GetPut,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryTransferDecl {
     pub kind: TransferKindDecl,
     pub global: Option<MappedText>,

@@ -211,13 +211,20 @@ pub fn root_net(f: &mut File) -> Option<&mut NetDecl> {
     Some(net)
 }
 
+const SPACES: &str = "                                                                ";
+
 /// `text` with each of `ranges` replaced by spaces (offsets unchanged).
 pub fn blank(text: &str, ranges: &[Range<usize>]) -> String {
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
     for r in ranges {
         out.push_str(&text[at..r.start]);
-        out.extend(std::iter::repeat_n(' ', r.end - r.start));
+        let mut n = r.end - r.start;
+        while n > 0 {
+            let k = n.min(SPACES.len());
+            out.push_str(&SPACES[..k]);
+            n -= k;
+        }
         at = r.end;
     }
     out.push_str(&text[at..]);
