@@ -361,3 +361,138 @@ fn a_boot_without_resume_says_where_the_old_journal_and_its_unfinished_jobs_went
     );
     s.ok(&["stop"]);
 }
+
+/// A net that holds a global memory allocation: its range goes to `measure` (its size out),
+/// its numbers through the slow `work` module.
+const HELD: &str = r#"<defun name="held">
+  <struct name="global_memory_handle_type"><field name="name" type="string"/></struct>
+  <struct name="global_memory_range">
+    <field name="handle" type="global_memory_handle_type"/>
+    <field name="offset" type="unsigned long"/>
+    <field name="size" type="unsigned long"/>
+  </struct>
+  <in name="range" type="global_memory_range" place="range"/>
+  <in name="xs" type="long" place="xs"/>
+  <out name="ys" type="long" place="ys"/>
+  <out name="size" type="unsigned long" place="size"/>
+  <net>
+    <place name="range" type="global_memory_range"/>
+    <place name="xs" type="long"/>
+    <place name="ys" type="long"/>
+    <place name="size" type="unsigned long"/>
+    <transition name="work">
+      <defun><in name="n" type="long"/><out name="r" type="long"/>
+        <module name="work" function="r run (n)"/></defun>
+      <connect-in port="n" place="xs"/><connect-out port="r" place="ys"/>
+    </transition>
+    <transition name="measure">
+      <defun><in name="range" type="global_memory_range"/><out name="size" type="unsigned long"/>
+        <expression>${size} := ${range.size}</expression></defun>
+      <connect-in port="range" place="range"/><connect-out port="size" place="size"/>
+    </transition>
+  </net>
+</defun>
+"#;
+
+#[test]
+fn a_resumed_job_that_holds_a_global_allocation_fails_naming_it_and_the_others_go_on() {
+    let s = pnet_tests::GspcScratch::new("resume", "alloc", bin_dir().join("gspc"));
+    let calls = s.dir.join("calls");
+    let mods = s.dir.join("mods");
+    std::fs::create_dir_all(&mods).unwrap();
+    let module = mods.join("work.run");
+    std::fs::write(&module, work_module(&calls)).unwrap();
+    std::fs::set_permissions(&module, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Workers with 1 MiB of working memory each: global memory for `gspc alloc`.
+    let booted = s.ok(&[
+        "boot",
+        "--topology",
+        "worker:2,1048576",
+        "--module-path",
+        &mods.display().to_string(),
+        "--timeout",
+        "30",
+    ]);
+    assert!(booted.contains("gspc: runtime booted (pid "), "{booted}");
+    let t = Instant::now();
+    loop {
+        let st: serde_json::Value = serde_json::from_str(&s.ok(&["status", "--json"])).unwrap();
+        if st["memory"]["segments"] == 2 {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "no segments: {st:#}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let alloc = s.ok(&["alloc", "1K"]);
+    let mut lines = alloc.lines();
+    let (handle, range) = (lines.next().unwrap(), lines.next().unwrap());
+    let held = s.dir.join("held.xpnet");
+    std::fs::write(&held, HELD).unwrap();
+    let many = s.dir.join("many.xpnet");
+    std::fs::write(&many, pnet_tests::module_net("many", "work", "work", "run")).unwrap();
+    let mut args: Vec<String> = vec![
+        "submit".into(),
+        held.display().to_string(),
+        "-p".into(),
+        format!("range={range}"),
+    ];
+    args.extend((1..=4).map(|n| format!("-pxs={n}L")));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let a = s.ok(&args).trim().to_string();
+    let mut args: Vec<String> = vec!["submit".into(), many.display().to_string()];
+    args.extend((11..=14).map(|n| format!("-pxs={n}L")));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let b = s.ok(&args).trim().to_string();
+    assert_eq!((a.as_str(), b.as_str()), ("1", "2"));
+    // Mid-run: kill the runtime (its workers, and the allocation's bytes, go with it).
+    let t = Instant::now();
+    while std::fs::read_to_string(&calls)
+        .unwrap_or_default()
+        .lines()
+        .count()
+        < 2
+    {
+        assert!(t.elapsed() < Duration::from_secs(30), "no task ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let st: serde_json::Value = serde_json::from_str(&s.ok(&["status", "--json"])).unwrap();
+    let daemon = st["pid"].as_u64().unwrap() as u32;
+    // SAFETY: kill(2) of the runtime this test booted.
+    assert_eq!(unsafe { libc::kill(daemon as i32, libc::SIGKILL) }, 0);
+    assert!(wait_gone(daemon, Duration::from_secs(10)));
+    for w in st["workers"].as_array().unwrap() {
+        let pid = w["pid"].as_u64().unwrap() as u32;
+        assert!(
+            wait_gone(pid, Duration::from_secs(10)),
+            "worker {pid} is left"
+        );
+    }
+
+    let resumed = s.ok(&["boot", "--resume", "--timeout", "30"]);
+    assert!(resumed.contains("gspc: runtime booted (pid "), "{resumed}");
+    assert!(
+        resumed.contains("  journal: resumed 1 job(s) (2), 0 ended job(s) kept"),
+        "{resumed}"
+    );
+    // A new allocation gets the old handle: the job must not run on its bytes.
+    let again = s.ok(&["alloc", "1K"]);
+    assert_eq!(again.lines().next(), Some(handle), "{again}");
+    let wa = s.gspc(&["wait", &a]);
+    assert_eq!(wa.status.code(), Some(1), "{}", out(&wa));
+    let why = format!(
+        "the job could not be resumed: it holds the global memory allocation `{handle}` (gspc \
+         alloc), whose bytes lived in the working memory of the workers that ended with the \
+         crashed runtime; a resume does not bring allocations back (and a new allocation may \
+         get an old handle). Allocate and fill the memory again and submit the job again"
+    );
+    assert!(err(&wa).contains(&why), "{}", err(&wa));
+    let log = std::fs::read_to_string(s.state().join("daemon.log")).unwrap();
+    assert!(log.contains(&format!("journal: job 1: {why}")), "{log}");
+    let wb = s.gspc(&["wait", &b]);
+    assert_eq!(wb.status.code(), Some(0), "{}", err(&wb));
+    assert_eq!(sorted_lines(&out(&wb)), expected(11..=14));
+    let jobs: serde_json::Value = serde_json::from_str(&s.ok(&["jobs", "--json"])).unwrap();
+    assert_eq!(jobs[0]["state"], "failed", "{jobs:#}");
+    assert_eq!(jobs[1]["state"], "done", "{jobs:#}");
+    s.ok(&["stop"]);
+}

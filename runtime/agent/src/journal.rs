@@ -666,8 +666,11 @@ pub fn resume(hub: &mut Hub, dir: &Path) -> Result<Resumed, String> {
         else {
             continue;
         };
-        let restored = pnet_bundle::format::decode(&bundle)
-            .map_err(|e| format!("its bundle does not decode: {e}"))
+        let restored = held_allocations(&inputs, &e.ops)
+            .and_then(|()| {
+                pnet_bundle::format::decode(&bundle)
+                    .map_err(|e| format!("its bundle does not decode: {e}"))
+            })
             .and_then(|b| {
                 hub.restore_live(
                     job,
@@ -711,6 +714,43 @@ pub fn resume(hub: &mut Hub, dir: &Path) -> Result<Resumed, String> {
         }
     }
     Ok(report)
+}
+
+/// A job that holds global memory allocations (ranges in its inputs, in the tokens put, or
+/// in its tasks' results) cannot be resumed: their bytes lived in the working memory of the
+/// workers, which ended with the runtime, and a new runtime numbers its allocations from
+/// the start again, so the handle of a new allocation could be an old one: the job would
+/// compute on other bytes. It fails instead, naming them.
+fn held_allocations(inputs: &[(String, Vec<Value>)], ops: &[(u64, Op)]) -> Result<(), String> {
+    let mut handles = std::collections::BTreeSet::new();
+    for v in inputs.iter().flat_map(|(_, vs)| vs) {
+        crate::memory::allocation_handles(v, &mut handles);
+    }
+    for (_, op) in ops {
+        match op {
+            Op::Done { outputs, .. } => {
+                for v in outputs {
+                    crate::memory::allocation_handles(v, &mut handles);
+                }
+            }
+            Op::Put { value, .. } | Op::Response { value, .. } => {
+                crate::memory::allocation_handles(value, &mut handles)
+            }
+            Op::Discard { .. } | Op::Close => {}
+        }
+    }
+    if handles.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = handles.iter().map(|h| format!("`{h}`")).collect();
+    Err(format!(
+        "it holds the global memory allocation{} {} (gspc alloc), whose bytes lived in the \
+         working memory of the workers that ended with the crashed runtime; a resume does not \
+         bring allocations back (and a new allocation may get an old handle). Allocate and \
+         fill the memory again and submit the job again",
+        if handles.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    ))
 }
 
 #[cfg(test)]

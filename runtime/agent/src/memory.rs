@@ -87,6 +87,42 @@ pub fn uses_memory(bundle: &Bundle) -> bool {
     bundle.functions.iter().any(function_uses_memory)
 }
 
+/// The global memory handles named in a value: every `global_memory_range`-shaped struct
+/// (fields `handle`, `offset` and `size`, the handle a string or a struct with a string
+/// field `name`) inside it, at any depth.
+pub fn allocation_handles(v: &pnet_stdlib::Value, out: &mut std::collections::BTreeSet<String>) {
+    use pnet_stdlib::Value;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Struct(fields) => {
+                let get = |n: &str| fields.iter().find(|(k, _)| &**k == n).map(|(_, x)| x);
+                if get("offset").is_some() && get("size").is_some() {
+                    match get("handle") {
+                        Some(Value::String(h)) => {
+                            out.insert(h.to_string());
+                        }
+                        Some(Value::Struct(h)) => {
+                            if let Some((_, Value::String(n))) =
+                                h.iter().find(|(k, _)| &**k == "name")
+                            {
+                                out.insert(n.to_string());
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                stack.extend(fields.iter().map(|(_, x)| x));
+            }
+            Value::List(xs) => stack.extend(xs.iter()),
+            Value::Set(xs) => stack.extend(xs.iter()),
+            Value::Map(m) => stack.extend(m.iter().flat_map(|(k, x)| [k, x])),
+            Value::Shared(x) => stack.push(&x.value),
+            _ => {}
+        }
+    }
+}
+
 /// A job for the I/O thread.
 pub type IoJob = Box<dyn FnOnce(&mut Peers) + Send>;
 
@@ -316,5 +352,31 @@ mod tests {
         assert_eq!(format!("{t:?}"), "SharedTable(locked)");
         drop(g);
         assert!(format!("{t:?}").contains("segments: 0"));
+    }
+
+    #[test]
+    fn allocation_handles_are_found_in_ranges_at_any_depth() {
+        use pnet_stdlib::Value;
+        let range = |handle: Value| {
+            Value::Struct(vec![
+                ("handle".into(), handle),
+                ("offset".into(), Value::ULong(0)),
+                ("size".into(), Value::ULong(8)),
+            ])
+        };
+        let named = |n: &str| Value::Struct(vec![("name".into(), Value::String(n.into()))]);
+        let v = Value::List(vec![
+            range(named("0x01")),
+            Value::Struct(vec![("inner".into(), range(Value::String("0x02".into())))]),
+            // Not a range: no offset and size.
+            Value::Struct(vec![("handle".into(), named("0x03"))]),
+            Value::Long(7),
+        ]);
+        let mut got = std::collections::BTreeSet::new();
+        allocation_handles(&v, &mut got);
+        assert_eq!(got.into_iter().collect::<Vec<_>>(), ["0x01", "0x02"]);
+        let mut none = std::collections::BTreeSet::new();
+        allocation_handles(&Value::Long(1), &mut none);
+        assert!(none.is_empty());
     }
 }
