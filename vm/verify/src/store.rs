@@ -166,6 +166,45 @@ mod mem {
                 unsafe { libc::madvise(self.ptr.as_ptr().cast(), bytes, libc::MADV_DONTNEED) };
             }
         }
+
+        /// [`ZeroBuf::release_prefix`] of the whole huge pages within elements
+        /// `start..end`, through a shared borrow.
+        ///
+        /// # Safety
+        /// No reference into that range may be alive, and none read from it afterwards
+        /// expecting the old contents (atomic accesses through a view of the buffer read
+        /// zeros afterwards).
+        pub unsafe fn release_range(&self, start: usize, end: usize) {
+            let to_bytes = |i: usize| i.min(self.len).saturating_mul(size_of::<T>());
+            let from = to_bytes(start).div_ceil(Self::HUGE) * Self::HUGE;
+            let to = to_bytes(end) / Self::HUGE * Self::HUGE;
+            if to > from {
+                // SAFETY: a range inside the mapping created in `new`; the caller guarantees
+                // that nothing relies on its contents any more.
+                unsafe {
+                    libc::madvise(
+                        self.ptr.as_ptr().cast::<u8>().add(from).cast(),
+                        to - from,
+                        libc::MADV_DONTNEED,
+                    )
+                };
+            }
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    impl ZeroBuf<u64> {
+        /// The buffer as atomics, for several threads writing it at once.
+        pub fn as_atomic(&mut self) -> &[std::sync::atomic::AtomicU64] {
+            // SAFETY: `u64` elements in a page-aligned mapping, `AtomicU64` has their size
+            // and bit validity, and the exclusive borrow lasts as long as the view.
+            unsafe {
+                std::slice::from_raw_parts(
+                    self.ptr.as_ptr().cast::<std::sync::atomic::AtomicU64>(),
+                    self.len,
+                )
+            }
+        }
     }
 
     #[cfg(target_os = "linux")]
@@ -216,6 +255,28 @@ mod mem {
     impl<T: Zeroable> ZeroBuf<T> {
         /// Does nothing here (see the Linux version).
         pub fn release_prefix(&mut self, _len: usize) {}
+
+        /// Does nothing here (see the Linux version).
+        ///
+        /// # Safety
+        /// None needed here; the Linux version's contract.
+        pub unsafe fn release_range(&self, _start: usize, _end: usize) {}
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    impl ZeroBuf<u64> {
+        /// The buffer as atomics, for several threads writing it at once.
+        pub fn as_atomic(&mut self) -> &[std::sync::atomic::AtomicU64] {
+            // SAFETY: a boxed slice of `u64` (aligned for them), `AtomicU64` has their size,
+            // alignment on 64-bit targets and bit validity, and the exclusive borrow lasts as
+            // long as the view.
+            unsafe {
+                std::slice::from_raw_parts(
+                    self.0.as_mut_ptr().cast::<std::sync::atomic::AtomicU64>(),
+                    self.0.len(),
+                )
+            }
+        }
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -721,9 +782,99 @@ impl StateStore {
     /// Grows the index to the size it has after `len` states were inserted one by one (after
     /// slots were claimed and numbered through [`StateStore::split_index`]).
     pub fn reserve(&mut self, len: usize) {
+        self.reserve_with(len, 1);
+    }
+
+    /// [`StateStore::reserve`] with `threads` threads doubling an inline index.
+    pub fn reserve_with(&mut self, len: usize, threads: usize) {
         while (len + 1) * 4 > (self.mask + 1) * 3 {
-            self.grow();
+            if self.inline && threads > 1 {
+                self.grow_inline_threads(threads);
+            } else {
+                self.grow();
+            }
         }
+    }
+
+    /// Doubles an inline index with `threads` threads: each moves the markings of a range of
+    /// old buckets (claiming new slots by compare-and-swap, as [`SharedIndex`] does) and
+    /// gives the old index back behind it, as [`StateStore::grow`] does.
+    fn grow_inline_threads(&mut self, threads: usize) {
+        let slots = (self.mask + 1) * 2;
+        let (nmask, shift) = (slots - 1, self.shift - 1);
+        let (words, stride) = (self.words, self.stride);
+        let mut table = ZeroBuf::<u64>::new(slots * 2, true);
+        let new = table.as_atomic();
+        let old_buf = &mut self.table;
+        let old_len = old_buf.len();
+        // Element ranges of the old index per thread, whole buckets.
+        let per = (old_len / 8).div_ceil(threads) * 8;
+        {
+            let old_view: &ZeroBuf<u64> = old_buf;
+            // SAFETY of the reads below: every element is read once, by the thread of its
+            // range, before that thread releases the range.
+            let old_ptr = old_view.as_ptr() as usize;
+            let work = move |range: std::ops::Range<usize>| {
+                const BLOCK: usize = 1 << 20;
+                let mut start = range.start;
+                while start < range.end {
+                    let end = (start + BLOCK).min(range.end);
+                    for i in (start..end).step_by(2) {
+                        // SAFETY: `i + 1 < old_len`, in the mapping, not released yet (see
+                        // above); no thread writes the old index.
+                        let (w0, w1) = unsafe {
+                            let p = (old_ptr as *const u64).add(i);
+                            (p.read(), p.add(1).read())
+                        };
+                        if w1 >> 32 == 0 {
+                            continue;
+                        }
+                        let key = [w0, w1 & 0xFFFF_FFFF];
+                        let h = hash_words(&key[..words], stride);
+                        let mut b = (h >> shift) as usize;
+                        'placed: loop {
+                            for j in 0..4 {
+                                let at = 2 * (4 * b + j);
+                                if new[at + 1]
+                                    .compare_exchange(
+                                        EMPTY,
+                                        w1,
+                                        Ordering::Relaxed,
+                                        Ordering::Relaxed,
+                                    )
+                                    .is_ok()
+                                {
+                                    new[at].store(w0, Ordering::Relaxed);
+                                    break 'placed;
+                                }
+                            }
+                            b = (b + 1) & (nmask >> 2);
+                        }
+                    }
+                    // SAFETY: this thread's elements `start..end` were read above, and
+                    // nothing reads them again.
+                    unsafe { old_view.release_range(start, end) };
+                    start = end;
+                }
+            };
+            let work = &work;
+            std::thread::scope(|sc| {
+                for t in 1..threads {
+                    let range = (t * per).min(old_len)..((t + 1) * per).min(old_len);
+                    if std::thread::Builder::new()
+                        .stack_size(256 << 10)
+                        .spawn_scoped(sc, move || work(range.clone()))
+                        .is_err()
+                    {
+                        work((t * per).min(old_len)..((t + 1) * per).min(old_len));
+                    }
+                }
+                work(0..per.min(old_len));
+            });
+        }
+        self.table = table;
+        self.mask = nmask;
+        self.shift = shift;
     }
 
     /// Appends a marking (`words()` words) to the arena without indexing it: its id. The
@@ -1315,6 +1466,16 @@ mod tests {
             for i in 0..n {
                 let k = [u64::from(i.wrapping_mul(2_654_435_761))];
                 assert_eq!(st.find_words(&k, hash_words(&k, 4)), Some(i), "{compact}");
+            }
+            // Doubled twice more by three threads (inline) or one (tagged): the same.
+            let before = st.index_bytes();
+            st.reserve_with(6 * n as usize, 3);
+            assert_eq!(st.index_bytes(), 4 * before);
+            for i in 0..n {
+                let k = [u64::from(i.wrapping_mul(2_654_435_761))];
+                assert_eq!(st.find_words(&k, hash_words(&k, 4)), Some(i), "{compact}");
+                let k = [u64::from(i) << 33 | 1];
+                assert_eq!(st.find_words(&k, hash_words(&k, 4)), None, "{compact}");
             }
         }
     }

@@ -218,7 +218,7 @@ impl Par {
             let id = e.store.append_unindexed(&key[..words]).unwrap_or(u32::MAX);
             e.store.set_claimed_id(slot, id);
         }
-        e.store.reserve(new_len);
+        e.store.reserve_with(new_len, threads);
         // Counts, in the order of a one-thread exploration.
         e.edges += edges as u64;
         let mut dead: Vec<u32> = Vec::new();
