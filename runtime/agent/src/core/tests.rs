@@ -928,3 +928,43 @@ fn a_task_record_cuts_long_inputs() {
         inputs.len()
     );
 }
+
+#[test]
+fn a_leaf_is_one_worker_of_its_capacity_whose_batches_and_retries_count() {
+    let b = net("square");
+    let mut c = cfg(1, 1);
+    c.max_retries = Some(1);
+    let mut h = Harness::new(&b, &xs(0..20), c);
+    h.join(0, "leaf", &[]);
+    // Until it says its capacity it is a worker (the window of the config: 1 task); its
+    // capacity then is its window: 0 places nothing more, 8 fills it at once.
+    assert_eq!(h.workers[&0].received.len(), 1);
+    h.send(0, WorkerMsg::Capacity { capacity: 0 });
+    assert_eq!(h.workers[&0].received.len(), 1);
+    h.send(0, WorkerMsg::Capacity { capacity: 8 });
+    assert_eq!(h.workers[&0].received.len(), 8);
+    // Answers come up in one batch; the window stays the capacity.
+    let done: Vec<WorkerMsg> = (0..3)
+        .map(|_| {
+            let t = h.workers.get_mut(&0).unwrap().queue.pop_front().unwrap();
+            let outputs = square_answer(&h.defs[t.module as usize], &t.inputs).unwrap();
+            WorkerMsg::Done {
+                task: t.task,
+                outputs,
+            }
+        })
+        .collect();
+    h.send(0, WorkerMsg::Batch(done));
+    assert_eq!(h.workers[&0].received.len(), 11);
+    assert_eq!(h.workers[&0].queue.len(), 8);
+    // The leaf lost the worker running a task twice: the second retry passes the limit.
+    let t = h.workers[&0].queue[0].task;
+    h.send(0, WorkerMsg::Retried { task: t });
+    assert!(h.finished.is_none(), "one retry is allowed");
+    h.send(0, WorkerMsg::Retried { task: t });
+    let e = h.error().to_string();
+    assert!(
+        e.contains("a worker of leaf `leaf` was lost while running it; it ran 2 times, more than fhg.drts.schedule.maximum_number_of_retries = 1 allows"),
+        "{e}"
+    );
+}
