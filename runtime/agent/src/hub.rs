@@ -176,7 +176,7 @@ impl OwnedCore {
     }
 
     /// See [`Core::replay`].
-    pub fn replay(&mut self, ops: &[(u64, crate::journal::Op)]) -> Result<(), String> {
+    pub fn replay(&mut self, ops: Vec<(u64, crate::journal::Op)>) -> Result<(), String> {
         self.core.replay(ops)
     }
 }
@@ -464,7 +464,7 @@ impl Hub {
         seed: u64,
         submitted_unix: u64,
         name: Option<String>,
-        ops: &[(u64, Op)],
+        ops: Vec<(u64, Op)>,
     ) -> Result<(), String> {
         let run = RunConfig {
             seed,

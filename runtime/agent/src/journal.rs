@@ -567,10 +567,8 @@ pub fn resume(hub: &mut Hub, dir: &Path) -> Result<Resumed, String> {
     drop(bytes);
     let jobs = by_job(contents.records);
     let next = jobs.keys().next_back().map_or(1, |j| j + 1);
-    // The rewritten journal.
-    let mut kept = Vec::new();
     let mut ended = Vec::new();
-    let mut live = Vec::new();
+    let mut live = BTreeMap::new();
     for (job, e) in jobs {
         let Some(Record::Submit {
             net,
@@ -599,31 +597,51 @@ pub fn resume(hub: &mut Hub, dir: &Path) -> Result<Resumed, String> {
                 elapsed_ms,
             }),
             Some(r) => ended.push(r),
-            None => live.push((job, e)),
+            None => {
+                live.insert(job, e);
+            }
         }
     }
     let keep_ended = hub.keep_ended();
     if ended.len() > keep_ended {
         ended.drain(..ended.len() - keep_ended);
     }
-    kept.extend(ended.iter().cloned());
-    for (job, e) in &live {
-        kept.extend(e.submit.iter().cloned());
+    // The rewritten journal: the records are moved in and taken back after (a submission
+    // holds its whole bundle, an operation its values: none is copied).
+    let mut kept = ended;
+    for (&job, e) in live.iter_mut() {
+        kept.extend(e.submit.take());
         if let Some(name) = &e.name {
             kept.push(Record::Name {
-                job: *job,
+                job,
                 name: name.clone(),
             });
         }
-        kept.extend(e.ops.iter().map(|(firings, op)| Record::Op {
-            job: *job,
-            firings: *firings,
-            op: op.clone(),
-        }));
+        kept.extend(
+            std::mem::take(&mut e.ops)
+                .into_iter()
+                .map(|(firings, op)| Record::Op { job, firings, op }),
+        );
     }
     let j = Journal::create(&path, &kept)
         .map_err(|e| format!("cannot rewrite the journal {}: {e}", path.display()))?;
-    drop(kept);
+    let mut ended = Vec::new();
+    for r in kept {
+        match r {
+            Record::Op { job, firings, op } => {
+                if let Some(e) = live.get_mut(&job) {
+                    e.ops.push((firings, op));
+                }
+            }
+            Record::Submit { job, .. } => {
+                if let Some(e) = live.get_mut(&job) {
+                    e.submit = Some(r);
+                }
+            }
+            Record::Name { .. } => {}
+            Record::End { .. } | Record::Ended { .. } => ended.push(r),
+        }
+    }
     hub.set_journal(j);
     hub.set_next_job(next);
     let mut report = Resumed {
@@ -681,7 +699,7 @@ pub fn resume(hub: &mut Hub, dir: &Path) -> Result<Resumed, String> {
                     seed,
                     submitted_unix,
                     e.name.clone(),
-                    &e.ops,
+                    e.ops,
                 )
             });
         match restored {

@@ -15,7 +15,8 @@ use crate::journal::Op;
 impl Core<'_> {
     /// Replays `ops` on a core just made (before any pump), then queues the tasks that were
     /// handed out and have no result. An error says where the replay and the journal part.
-    pub fn replay(&mut self, ops: &[(u64, Op)]) -> Result<(), String> {
+    /// The operations are moved in: their values go to the engine as they are.
+    pub fn replay(&mut self, ops: Vec<(u64, Op)>) -> Result<(), String> {
         // Tasks handed out and not ended, by id; the ones a eureka cancelled.
         let mut live: BTreeMap<u64, Task> = BTreeMap::new();
         let mut cancelled: HashSet<u64> = HashSet::new();
@@ -37,14 +38,15 @@ impl Core<'_> {
 
     fn replay_ops(
         &mut self,
-        ops: &[(u64, Op)],
+        ops: Vec<(u64, Op)>,
         live: &mut BTreeMap<u64, Task>,
         cancelled: &mut HashSet<u64>,
     ) -> Result<(), String> {
-        for (k, (firings, op)) in ops.iter().enumerate() {
-            self.fire_to(*firings, live, cancelled)
+        for (k, (firings, op)) in ops.into_iter().enumerate() {
+            self.fire_to(firings, live, cancelled)
                 .map_err(|e| format!("operation {k}: {e}"))?;
-            let bad = |e: String| format!("operation {k} ({}): {e}", op.what());
+            let what = op.what();
+            let bad = |e: String| format!("operation {k} ({what}): {e}");
             match op {
                 Op::Done {
                     task,
@@ -52,7 +54,7 @@ impl Core<'_> {
                     outputs,
                 } => {
                     let t = live
-                        .remove(task)
+                        .remove(&task)
                         .ok_or_else(|| bad(format!("the engine handed out no task {task}")))?;
                     if t.name != *transition {
                         return Err(bad(format!(
@@ -71,25 +73,25 @@ impl Core<'_> {
                             ports.len()
                         )));
                     }
-                    let outs = ports.into_iter().zip(outputs.iter().cloned()).collect();
+                    let outs = ports.into_iter().zip(outputs).collect();
                     self.tasks_done += 1;
                     self.engine
-                        .complete_task(TaskId(*task), outs)
+                        .complete_task(TaskId(task), outs)
                         .map_err(|e| bad(e.to_string()))?;
                 }
                 Op::Discard { task } => {
-                    live.remove(task);
+                    live.remove(&task);
                     self.engine
-                        .discard_task(TaskId(*task))
+                        .discard_task(TaskId(task))
                         .map_err(|e| bad(e.to_string()))?;
                 }
                 Op::Put { place, value } => self
                     .engine
-                    .put_token(place, value.clone())
+                    .put_token(&place, value)
                     .map_err(|e| bad(e.to_string()))?,
                 Op::Response { place, value } => {
                     // Its client is gone with the old runtime; the answer goes nowhere.
-                    let _ = self.engine.request_response(place, value.clone());
+                    let _ = self.engine.request_response(&place, value);
                 }
                 Op::Close => self.closed = true,
             }
