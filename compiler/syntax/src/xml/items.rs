@@ -188,8 +188,10 @@ pub fn skeleton(file: FileId, text: &str) -> Option<(File, Vec<Diagnostic>, Item
         .cloned()
         .collect();
     all.sort_by_key(|r| r.start);
-    let skeleton = blank(text, &all);
-    let (mut f, diags) = super::parse_file(file, &skeleton);
+    let (mut f, diags) = match compact(file, text, &all) {
+        Some(parsed) => parsed,
+        None => super::parse_file(file, &blank(text, &all)),
+    };
     if diags.iter().any(|d| d.code == "xml_syntax") {
         return None;
     }
@@ -198,6 +200,38 @@ pub fn skeleton(file: FileId, text: &str) -> Option<(File, Vec<Diagnostic>, Item
         return None;
     }
     Some((f, diags, ranges))
+}
+
+/// The parse of `text` without its items (`ranges`, sorted), when only blanks lie between
+/// them: the text before the first and after the last, one space between, parsed and its
+/// offsets mapped back (the same tree and diagnostics as the parse of the text with its
+/// items [`blank`]ed, without reading the items' bytes again); `None` otherwise.
+pub(super) fn compact(
+    file: FileId,
+    text: &str,
+    ranges: &[Range<usize>],
+) -> Option<(File, Vec<Diagnostic>)> {
+    let (first, last) = (ranges.first()?.start, ranges.last()?.end);
+    let blank_between = ranges.windows(2).all(|w| {
+        text.as_bytes()[w[0].end..w[1].start]
+            .iter()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\n'))
+    });
+    if !blank_between {
+        return None;
+    }
+    let compact = format!("{} {}", &text[..first], &text[last..]);
+    let (mut f, mut diags) = super::parse_file(file, &compact);
+    // offsets after the space move to the text after the last item
+    let cut = u32::try_from(first).ok()? + 1;
+    let by = u32::try_from(last - first - 1).ok()?;
+    let map = |p: u32| if p >= cut { p + by } else { p };
+    match &mut f.root {
+        Some(Root::Defun(d)) => d.map_pos(&map),
+        _ => return None,
+    }
+    diags.map_pos(&map);
+    Some((f, diags))
 }
 
 /// The net of a file's root `defun`.
@@ -272,75 +306,80 @@ pub fn parse_place(file: FileId, text: &str) -> Option<(Option<PlaceDecl>, Vec<D
     Some((t, p.into_diags()))
 }
 
-/// Moves every span of a tree or diagnostic by a number of bytes.
+/// Moves every span of a tree or diagnostic: by a number of bytes ([`Shift::shift`]), or
+/// each offset by a function ([`Shift::map_pos`], for a tree parsed from a text with a cut).
 pub trait Shift {
-    fn shift(&mut self, by: u32);
+    fn map_pos(&mut self, f: &dyn Fn(u32) -> u32);
+
+    fn shift(&mut self, by: u32) {
+        self.map_pos(&|p| p + by);
+    }
 }
 
 impl Shift for Span {
-    fn shift(&mut self, by: u32) {
-        self.start += by;
-        self.end += by;
+    fn map_pos(&mut self, f: &dyn Fn(u32) -> u32) {
+        self.start = f(self.start);
+        self.end = f(self.end);
     }
 }
 
 impl Shift for MappedText {
-    fn shift(&mut self, by: u32) {
-        for (_, f) in &mut self.map {
-            *f += by;
+    fn map_pos(&mut self, f: &dyn Fn(u32) -> u32) {
+        for (_, o) in &mut self.map {
+            *o = f(*o);
         }
     }
 }
 
 impl<T: Shift> Shift for Option<T> {
-    fn shift(&mut self, by: u32) {
+    fn map_pos(&mut self, f: &dyn Fn(u32) -> u32) {
         if let Some(x) = self {
-            x.shift(by);
+            x.map_pos(f);
         }
     }
 }
 
 impl<T: Shift> Shift for Vec<T> {
-    fn shift(&mut self, by: u32) {
+    fn map_pos(&mut self, f: &dyn Fn(u32) -> u32) {
         for x in self {
-            x.shift(by);
+            x.map_pos(f);
         }
     }
 }
 
 impl<T: Shift + Clone> Shift for Arc<T> {
-    fn shift(&mut self, by: u32) {
-        Arc::make_mut(self).shift(by);
+    fn map_pos(&mut self, f: &dyn Fn(u32) -> u32) {
+        Arc::make_mut(self).map_pos(f);
     }
 }
 
 impl<T: Shift> Shift for Box<T> {
-    fn shift(&mut self, by: u32) {
-        (**self).shift(by);
+    fn map_pos(&mut self, f: &dyn Fn(u32) -> u32) {
+        (**self).map_pos(f);
     }
 }
 
 impl<A: Shift, B: Shift> Shift for (A, B) {
-    fn shift(&mut self, by: u32) {
-        self.0.shift(by);
-        self.1.shift(by);
+    fn map_pos(&mut self, f: &dyn Fn(u32) -> u32) {
+        self.0.map_pos(f);
+        self.1.map_pos(f);
     }
 }
 
 impl Shift for Diagnostic {
-    fn shift(&mut self, by: u32) {
+    fn map_pos(&mut self, f: &dyn Fn(u32) -> u32) {
         for l in &mut self.labels {
-            l.span.shift(by);
+            l.span.map_pos(f);
         }
     }
 }
 
-/// `impl Shift` for a struct: the listed fields are shifted.
+/// `impl Shift` for a struct: the listed fields are mapped.
 macro_rules! shift_fields {
     ($($t:ty { $($f:ident),* })*) => {
         $(impl Shift for $t {
-            fn shift(&mut self, by: u32) {
-                $(self.$f.shift(by);)*
+            fn map_pos(&mut self, f: &dyn Fn(u32) -> u32) {
+                $(self.$f.map_pos(f);)*
             }
         })*
     };
@@ -369,67 +408,67 @@ shift_fields! {
 }
 
 impl Shift for DefunBody {
-    fn shift(&mut self, by: u32) {
+    fn map_pos(&mut self, f: &dyn Fn(u32) -> u32) {
         match self {
-            DefunBody::Expression(t) => t.shift(by),
-            DefunBody::Module(m) => m.shift(by),
-            DefunBody::Modules(m) => m.shift(by),
-            DefunBody::Net(n) => n.shift(by),
+            DefunBody::Expression(t) => t.map_pos(f),
+            DefunBody::Module(m) => m.map_pos(f),
+            DefunBody::Modules(m) => m.map_pos(f),
+            DefunBody::Net(n) => n.map_pos(f),
         }
     }
 }
 
 impl Shift for StructItem {
-    fn shift(&mut self, by: u32) {
+    fn map_pos(&mut self, f: &dyn Fn(u32) -> u32) {
         match self {
-            StructItem::Def(d) => d.shift(by),
-            StructItem::Include(h) => h.shift(by),
+            StructItem::Def(d) => d.map_pos(f),
+            StructItem::Include(h) => h.map_pos(f),
         }
     }
 }
 
 impl Shift for FieldDecl {
-    fn shift(&mut self, by: u32) {
+    fn map_pos(&mut self, f: &dyn Fn(u32) -> u32) {
         match self {
             FieldDecl::Field { name, ty, span } => {
-                name.shift(by);
-                ty.shift(by);
-                span.shift(by);
+                name.map_pos(f);
+                ty.map_pos(f);
+                span.map_pos(f);
             }
-            FieldDecl::Struct(d) => d.shift(by),
+            FieldDecl::Struct(d) => d.map_pos(f),
         }
     }
 }
 
 impl Shift for TemplateItem {
-    fn shift(&mut self, by: u32) {
+    fn map_pos(&mut self, f: &dyn Fn(u32) -> u32) {
         match self {
-            TemplateItem::Inline(t) => t.shift(by),
-            TemplateItem::Include(h) => h.shift(by),
+            TemplateItem::Inline(t) => t.map_pos(f),
+            TemplateItem::Include(h) => h.map_pos(f),
         }
     }
 }
 
 impl Shift for TransitionBody {
-    fn shift(&mut self, by: u32) {
+    fn map_pos(&mut self, f: &dyn Fn(u32) -> u32) {
         match self {
-            TransitionBody::Defun(d) => d.shift(by),
-            TransitionBody::Include(h) => h.shift(by),
-            TransitionBody::Use(n) => n.shift(by),
+            TransitionBody::Defun(d) => d.map_pos(f),
+            TransitionBody::Include(h) => h.map_pos(f),
+            TransitionBody::Use(n) => n.map_pos(f),
         }
     }
 }
 
 impl Shift for PropertiesItem {
-    fn shift(&mut self, by: u32) {
+    fn map_pos(&mut self, f: &dyn Fn(u32) -> u32) {
         match self {
             PropertiesItem::Property { key, value, span } => {
-                key.shift(by);
-                value.shift(by);
-                span.shift(by);
+                key.map_pos(f);
+                value.map_pos(f);
+                span.map_pos(f);
             }
-            PropertiesItem::Group(p) => p.shift(by),
-            PropertiesItem::Include(h) => h.shift(by),
+            PropertiesItem::Group(p) => p.map_pos(f),
+            PropertiesItem::Include(h) => h.map_pos(f),
         }
     }
 }

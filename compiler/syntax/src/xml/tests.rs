@@ -1518,6 +1518,25 @@ fn parse_by_items_equals_parse_file() {
     );
 }
 
+/// With only blanks between the items, the skeleton is parsed without them (`compact`):
+/// the same as a whole parse, also after every one-byte deletion.
+#[test]
+fn parse_by_items_equals_parse_file_when_the_skeleton_is_compacted() {
+    let text = ITEMS_NET.replace("<!-- between -->", "");
+    let r = items::item_ranges(&text).expect("cut");
+    let mut all: Vec<_> = r.places.iter().chain(&r.transitions).cloned().collect();
+    all.sort_by_key(|r| r.start);
+    assert!(items::compact(FileId(3), &text, &all).is_some());
+    assert!(by_items_agrees(&text));
+    let mut cut = 0;
+    for (i, _) in text.char_indices() {
+        let mut t = text.clone();
+        t.remove(i);
+        cut += usize::from(by_items_agrees(&t));
+    }
+    assert!(cut > text.len() / 2, "{cut} of {} cut", text.len());
+}
+
 #[test]
 fn parse_by_items_equals_parse_file_on_the_corpus() {
     if pnet_tests::corpus_absent() {
