@@ -518,9 +518,10 @@ fn concurrent(o: &Concurrent) -> Result<(), String> {
     for (what, req) in kinds {
         let mut times = Vec::with_capacity(o.polls);
         let c0 = cpu_secs(pid);
+        let mut up = 0;
         for _ in 0..o.polls {
             let t = Instant::now();
-            status_of(req.clone())?;
+            up = status_of(req.clone())?.workers_up;
             times.push(t.elapsed());
         }
         let cpu = cpu_secs(pid) - c0;
@@ -530,8 +531,8 @@ fn concurrent(o: &Concurrent) -> Result<(), String> {
         }
         let ms = |d: Duration| d.as_secs_f64() * 1000.0;
         pnet_stdlib::outln!(
-            "status, {what} ({} polls, {} workers): median {:.2} ms, p99 {:.2} ms; daemon CPU \
-             {:.2} ms per poll",
+            "status, {what} ({} polls, {up} of {} workers up): median {:.2} ms, p99 {:.2} ms; \
+             daemon CPU {:.2} ms per poll",
             o.polls,
             o.workers,
             ms(percentile(&times, 0.5)),
