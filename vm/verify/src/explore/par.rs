@@ -13,12 +13,18 @@
 //!    in which one thread would have found them), appends them to the arena and writes the
 //!    final ids into their slots, then grows the index if one thread would have.
 //!
+//! When the other threads take few of a slice's batches, or the calling thread waits for
+//! them for more than a quarter of the slice's time (their cores are busy with other jobs:
+//! waiting for them costs more than they bring), the next slices go to the one-thread code,
+//! 4 of them, then twice as many each time it happens again (at most 256).
+//!
 //! Ids, and so traces, deadlock lists and the SCC pass, are those of one thread. A slice in
 //! which a limit would be reached (states, memory, capacity), a second token would land on
 //! a place, or the index would pass 7/8 full is given back: its claimed slots are freed
 //! (which restores the index as it was) and the one-thread code explores it.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::time::Instant;
 
 use super::{BATCH_STATES, BitBatch, BitNet, Limits, PtExploration, Seen, expand_any};
 use crate::store::{Arena, SharedIndex};
@@ -26,7 +32,7 @@ use crate::store::{Arena, SharedIndex};
 /// Stack of each thread spawned (bytes).
 const STACK: usize = 256 << 10;
 /// How far ahead the lookups prefetch index buckets.
-const AHEAD: usize = 24;
+const AHEAD: usize = 32;
 
 pub(super) struct Par {
     workers: Vec<Worker>,
@@ -44,6 +50,10 @@ pub(super) struct Par {
     per_batch: usize,
     /// Batches a thread takes at a time.
     chunk: usize,
+    /// Slices left to one thread before the threads try again, and the number of them
+    /// after the last try (doubling while the other threads get little done).
+    skip: usize,
+    backoff: usize,
 }
 
 /// One thread's part of a slice. Aligned so that no cache line is written by two threads.
@@ -52,6 +62,8 @@ struct Worker {
     batch: BitBatch,
     /// Slots claimed.
     claimed: Vec<usize>,
+    /// Batches expanded.
+    batches: usize,
     dead: Vec<u32>,
     fired: Vec<bool>,
 }
@@ -87,6 +99,7 @@ impl Par {
                 .map(|_| Worker {
                     batch: BitBatch::new(net.w, net.tw),
                     claimed: Vec::new(),
+                    batches: 0,
                     dead: Vec::new(),
                     fired: vec![false; transitions],
                 })
@@ -97,6 +110,8 @@ impl Par {
             order: Vec::new(),
             per_batch: (BATCH_STATES * net.firable.len()).max(1),
             chunk: chunk.max(1),
+            skip: 0,
+            backoff: 0,
         }
     }
 
@@ -110,6 +125,10 @@ impl Par {
         lim: &Limits,
         seen: &mut Seen,
     ) -> bool {
+        if self.skip > 0 {
+            self.skip -= 1;
+            return false;
+        }
         let batches = states.len().div_ceil(BATCH_STATES);
         let old_len = e.store.len();
         // Every position's value must fit below `u32::MAX` (the busy mark).
@@ -142,7 +161,10 @@ impl Par {
         let sh = &sh;
         for w in &mut self.workers {
             w.claimed.clear();
+            w.batches = 0;
         }
+        let started = Instant::now();
+        let mut own_done = started;
         std::thread::scope(|sc| {
             let mut workers = self.workers.iter_mut();
             let first = workers.next();
@@ -159,9 +181,22 @@ impl Par {
             if let Some(w) = first {
                 w.run(sh);
             }
+            own_done = Instant::now();
         });
+        let (waited, took) = (own_done.elapsed(), started.elapsed());
         // Set by a thread that bailed, or when a thread could not be started.
         let stopped = sh.stop.load(Ordering::Relaxed);
+        // The other threads took few batches, or this one waited long for them (their cores
+        // busy with other jobs): the next slices go to one thread, more of them each time
+        // this happens again.
+        let total: usize = self.workers.iter().map(|w| w.batches).sum();
+        let others = total - self.workers[0].batches;
+        if others * 2 * threads < total * (threads - 1) || waited * 4 > took {
+            self.backoff = (self.backoff * 2).clamp(4, 256);
+            self.skip = self.backoff;
+        } else {
+            self.backoff = 0;
+        }
         let fresh: usize = self.workers.iter().map(|w| w.claimed.len()).sum();
         let new_len = old_len + fresh;
         if stopped
@@ -250,6 +285,7 @@ impl Worker {
         b.en = vec![0; sh.net.tw];
         self.dead.clear();
         self.fired.fill(false);
+        self.batches = 0;
         let chunk = sh.chunk;
         let (mut x, mut chunk_end) = (0, 0);
         loop {
@@ -299,6 +335,7 @@ impl Worker {
                 }
             }
             x += 1;
+            self.batches += 1;
             if self.claimed.len() > sh.room {
                 sh.stop.store(true, Ordering::Relaxed);
                 break;
