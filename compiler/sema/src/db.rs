@@ -258,9 +258,9 @@ pub struct Resolver {
 }
 
 /// A hasher for file ids (one `u32`, an index: multiplied, not SipHashed; every span of an
-/// elaboration's result is looked up once).
+/// elaboration's result is looked up once), also used for short names.
 #[derive(Default)]
-struct IdHasher(u64);
+pub struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
@@ -354,7 +354,7 @@ pub fn includes(db: &dyn salsa::Database, file: SourceInput) -> Vec<(String, Spa
             Root::Props(p) => prop_hrefs(&p.items, &mut out),
         }
     }
-    if !parsed.items.is_empty() {
+    if !parsed.items.is_empty() && !out.is_empty() {
         let mut r = Resolver::default();
         r.add(parsed);
         for (_, s) in &mut out {

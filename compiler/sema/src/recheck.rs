@@ -91,22 +91,48 @@ fn changed_range(old: &str, new: &str) -> Option<(usize, usize, usize)> {
         return None;
     }
     let (a, b) = (old.as_bytes(), new.as_bytes());
-    let mut p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let mut p = common_prefix(a, b);
     while !old.is_char_boundary(p) || !new.is_char_boundary(p) {
         p -= 1;
     }
     let max = a.len().min(b.len()) - p;
-    let mut s = a
-        .iter()
-        .rev()
-        .zip(b.iter().rev())
-        .take(max)
-        .take_while(|(x, y)| x == y)
-        .count();
+    let mut s = common_suffix(&a[a.len() - max..], &b[b.len() - max..]);
     while !old.is_char_boundary(a.len() - s) || !new.is_char_boundary(b.len() - s) {
         s -= 1;
     }
     Some((p, a.len() - s, b.len() - s))
+}
+
+/// The length of the common prefix of `a` and `b` (compared a block at a time: the texts
+/// are whole files).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 256;
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + BLOCK <= n && a[i..i + BLOCK] == b[i..i + BLOCK] {
+        i += BLOCK;
+    }
+    i + a[i..n]
+        .iter()
+        .zip(&b[i..n])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// The length of the common suffix of `a` and `b`, which have the same length.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 256;
+    let n = a.len();
+    let mut k = 0;
+    while k + BLOCK <= n && a[n - k - BLOCK..n - k] == b[n - k - BLOCK..n - k] {
+        k += BLOCK;
+    }
+    k + a[..n - k]
+        .iter()
+        .rev()
+        .zip(b[..n - k].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 /// Characters an edit may not add or remove: they could change the markup (`<`, `>`, `]`
@@ -283,5 +309,61 @@ impl Incremental {
         moved(cursor..old.len(), &mut out);
         self.diagnostics = out;
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The byte-at-a-time definition of the common prefix and suffix.
+    fn naive(old: &str, new: &str) -> Option<(usize, usize, usize)> {
+        if old == new {
+            return None;
+        }
+        let (a, b) = (old.as_bytes(), new.as_bytes());
+        let mut p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        while !old.is_char_boundary(p) || !new.is_char_boundary(p) {
+            p -= 1;
+        }
+        let max = a.len().min(b.len()) - p;
+        let mut s = a
+            .iter()
+            .rev()
+            .zip(b.iter().rev())
+            .take(max)
+            .take_while(|(x, y)| x == y)
+            .count();
+        while !old.is_char_boundary(a.len() - s) || !new.is_char_boundary(b.len() - s) {
+            s -= 1;
+        }
+        Some((p, a.len() - s, b.len() - s))
+    }
+
+    /// Blocks of the long texts and the edges between them give the byte-wise ranges.
+    #[test]
+    fn changed_range_is_the_bytewise_one() {
+        let base: String = (0..3000)
+            .map(|i| format!("<p n=\"{i}\">é{i}</p>\n"))
+            .collect();
+        let mut cases = vec![(base.clone(), base.clone())];
+        for at in [0, 1, 255, 256, 257, 4096, base.len() / 2, base.len() - 1] {
+            let at = (0..=at).rev().find(|&k| base.is_char_boundary(k)).unwrap();
+            let mut inserted = base.clone();
+            inserted.insert_str(at, "xé");
+            let mut removed = base.clone();
+            removed.remove(at);
+            let mut replaced = base.clone();
+            replaced.replace_range(at..at + base[at..].chars().next().unwrap().len_utf8(), "y");
+            cases.push((base.clone(), inserted.clone()));
+            cases.push((inserted, base.clone()));
+            cases.push((base.clone(), removed));
+            cases.push((base.clone(), replaced));
+        }
+        cases.push((base.clone(), format!("{base}{base}")));
+        cases.push((String::new(), base.clone()));
+        for (old, new) in &cases {
+            assert_eq!(changed_range(old, new), naive(old, new));
+        }
     }
 }

@@ -44,6 +44,10 @@ mod types;
 
 type Subst = HashMap<String, String>;
 
+/// A net's declared places by name (their index), hashed by [`db::IdHasher`]: every
+/// transition's names are looked up in it on every edit.
+type PlaceNames = HashMap<String, usize, std::hash::BuildHasherDefault<db::IdHasher>>;
+
 /// Nesting limit for functions in functions (inline `<defun>`s in nets, `<use>`d functions
 /// and templates; guards against a function using itself). Elaboration recurses through
 /// `transition`, `defun` and `net` once per level, about 42 KB of stack per level in a debug

@@ -238,7 +238,7 @@ impl<'a> Elab<'a> {
         // places
         let mut net = Net::default();
         let mut place_spans: Vec<Span> = Vec::new();
-        let mut by_name: HashMap<String, usize> = HashMap::new();
+        let mut by_name = PlaceNames::default();
         let mut place_syms: Vec<Symbol> = Vec::new();
         for p in &n.places {
             self.check_user_name(&p.name, "place");

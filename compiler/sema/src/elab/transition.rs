@@ -31,7 +31,7 @@ impl PlaceView {
     pub(super) fn new(
         t: &TransitionDecl,
         places: &[Place],
-        by_name: &HashMap<String, usize>,
+        by_name: &PlaceNames,
         place_spans: &[Span],
     ) -> PlaceView {
         let mut known: Vec<KnownPlace> = Vec::new();
@@ -176,7 +176,7 @@ impl<'a> Elab<'a> {
         index: usize,
         t: &'a TransitionDecl,
         net: &mut Net,
-        by_name: &HashMap<String, usize>,
+        by_name: &PlaceNames,
         place_spans: &[Span],
     ) {
         let declared = &net.places[..place_spans.len()];
