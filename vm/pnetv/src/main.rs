@@ -114,9 +114,11 @@ struct Cli {
     /// Print the analysis time and states per second on stderr
     #[arg(long)]
     time: bool,
-    /// Threads exploring P/T nets whose markings fit one bit per place (levels of at least
-    /// 8192 states are expanded by every thread; same results). Default 1: on the 2-core
-    /// machine measured, two threads were slower (see BENCHMARKS.md)
+    /// Threads exploring P/T nets whose markings fit one bit per place in at most 12 bytes
+    /// (96 places; not with --compact): levels of at least 8192 states are expanded by every
+    /// thread through one shared state index, same results; slices go back to one thread
+    /// while the other cores are busy. Default 1: on the shared 2-core machine measured, two
+    /// threads were not reliably faster (see BENCHMARKS.md)
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     threads: u32,
     #[command(flatten)]
