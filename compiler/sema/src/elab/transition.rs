@@ -3,13 +3,15 @@
 
 use super::*;
 
-/// The places of its net a transition sees: those it names (connections, place maps), and
-/// every place's name when it names one that does not exist (for the suggestions). The key
-/// of [`transition_query`] with the transition's text: renaming a place the transition does
+/// The places of its net a transition sees: those it names (connections, place maps; in
+/// the order of [`named_places`]), and every place's name when it names one that does not
+/// exist (for the suggestions). The key of [`transition_query`] with the transition's text
+/// (which holds the names: they are not copied here): renaming a place the transition does
 /// not name leaves it alone.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PlaceView {
-    known: Vec<KnownPlace>,
+    /// The place of each name of [`named_places`], `None` for an unknown one.
+    known: Vec<Option<KnownPlace>>,
     /// Every declared place (its name and span) when one of the names is unknown.
     all: Option<Vec<(String, SourceSpan)>>,
 }
@@ -18,11 +20,27 @@ pub struct PlaceView {
 /// is a generator place and the span of its name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct KnownPlace {
-    pub(super) name: String,
     pub(super) index: usize,
     pub(super) ty: Type,
     pub(super) generator: bool,
     pub(super) span: Span,
+}
+
+/// The place names of transition `t` (its connections' to places, its place maps' real
+/// places), each once, in order.
+fn named_places(t: &TransitionDecl) -> impl Iterator<Item = &str> {
+    let all = || {
+        t.connections
+            .iter()
+            .filter(|c| !matches!(c.kind, ConnectKindDecl::Response | ConnectKindDecl::Eureka))
+            .filter_map(|c| c.place.as_ref())
+            .chain(t.place_maps.iter().map(|pm| &pm.real))
+            .map(|n| n.text.as_str())
+    };
+    all()
+        .enumerate()
+        .filter(move |&(i, n)| !all().take(i).any(|m| m == n))
+        .map(|(_, n)| n)
 }
 
 impl PlaceView {
@@ -34,35 +52,25 @@ impl PlaceView {
         by_name: &PlaceNames,
         place_spans: &[Span],
     ) -> PlaceView {
-        let mut known: Vec<KnownPlace> = Vec::new();
-        let mut unknown = false;
-        let names = t
-            .connections
-            .iter()
-            .filter(|c| !matches!(c.kind, ConnectKindDecl::Response | ConnectKindDecl::Eureka))
-            .filter_map(|c| c.place.as_ref())
-            .chain(t.place_maps.iter().map(|pm| &pm.real));
-        for name in names {
-            if known.iter().any(|k| k.name == name.text) {
-                continue;
-            }
-            match by_name.get(&name.text) {
-                Some(&i) => known.push(KnownPlace {
-                    name: name.text.clone(),
+        let known: Vec<Option<KnownPlace>> = named_places(t)
+            .map(|name| {
+                by_name.get(name).map(|&i| KnownPlace {
                     index: i,
                     ty: places[i].ty.clone(),
                     generator: places[i].generator,
                     span: place_spans[i],
-                }),
-                None => unknown = true,
-            }
-        }
+                })
+            })
+            .collect();
+        let unknown = known.iter().any(Option::is_none);
         let all = unknown.then(|| places.iter().map(|p| (p.name.clone(), p.span)).collect());
         PlaceView { known, all }
     }
 
-    pub(super) fn get(&self, name: &str) -> Option<&KnownPlace> {
-        self.known.iter().find(|k| k.name == name)
+    /// The place `name` of transition `t` (the one this view was made for).
+    pub(super) fn get(&self, t: &TransitionDecl, name: &str) -> Option<&KnownPlace> {
+        let i = named_places(t).position(|n| n == name)?;
+        self.known.get(i)?.as_ref()
     }
 
     /// Every place's name (empty unless the transition names an unknown place).
@@ -623,7 +631,7 @@ impl<'a> Elab<'a> {
                 _ => {}
             }
             let Some(place_name) = &c.place else { continue };
-            let Some(place) = places.get(&place_name.text) else {
+            let Some(place) = places.get(t, &place_name.text) else {
                 self.error(
                     Diagnostic::error(
                         "unknown_place",
@@ -639,7 +647,7 @@ impl<'a> Elab<'a> {
             let place_id = PlaceId::from(place.index);
             self.facts.references.push(Reference {
                 kind: SymbolKind::Place,
-                name: place.name.clone(),
+                name: place_name.text.clone(),
                 span: place_name.span,
                 target: place.span,
                 ty: Some(place.ty.clone()),
@@ -679,7 +687,7 @@ impl<'a> Elab<'a> {
                         self.error(
                             Diagnostic::error(
                                 "connection_type_mismatch",
-                                format!("port `{}` of type `{}` is connected to place `{}` of type `{}`", port.name, port.ty, place.name, place.ty),
+                                format!("port `{}` of type `{}` is connected to place `{}` of type `{}`", port.name, port.ty, place_name.text, place.ty),
                             )
                             .with_primary(c.span, "types differ")
                             .with_secondary(place.span, "the place"),
@@ -700,7 +708,7 @@ impl<'a> Elab<'a> {
                     self.error(
                         Diagnostic::error(
                             "invalid_generator_place",
-                            format!("generator place `{}` may not be {what}", place.name),
+                            format!("generator place `{}` may not be {what}", place_name.text),
                         )
                         .with_primary(c.span, format!("`{kind_name}` to a generator place"))
                         .with_secondary(place.span, "the generator place"),
@@ -727,7 +735,7 @@ impl<'a> Elab<'a> {
                             format!(
                                 "port `{}` is connected to place `{}` twice in the {} direction",
                                 port.name,
-                                place.name,
+                                place_name.text,
                                 if incoming { "incoming" } else { "outgoing" }
                             ),
                         )
@@ -831,7 +839,7 @@ impl<'a> Elab<'a> {
                 continue;
             }
             pm_spans.push((pm.virtual_.text.clone(), pm.span));
-            let real = places.get(&pm.real.text);
+            let real = places.get(t, &pm.real.text);
             if real.is_none() {
                 self.error(
                     Diagnostic::error("unknown_place", format!("unknown place `{}`", pm.real.text))

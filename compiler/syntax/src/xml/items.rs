@@ -50,7 +50,8 @@ pub fn item_ranges(text: &str) -> Option<ItemRanges> {
     let mut i = 0;
     let mut roots = 0;
     let find = |from: usize, pat: &str| text[from..].find(pat).map(|k| from + k);
-    while let Some(k) = find(i, "<") {
+    // a char pattern: searched with memchr (the whole file is scanned on every edit)
+    while let Some(k) = text[i..].find('<').map(|k| i + k) {
         i = k;
         let rest = &text[i..];
         if rest.starts_with("<!--") {
