@@ -1,16 +1,17 @@
 //! Edit-to-diagnostics latency on a generated net with 5,000 transitions, through the
 //! analysis the server runs (`Analysis::change` then `Analysis::diagnostics`).
 //!
-//! `cargo bench -p pnet-lsp --bench edit_latency [-- N ROUNDS]`: the first full analysis,
-//! then, for each kind of edit, ROUNDS edits alternating between the generated text and the
-//! edited one (so every other edit undoes the previous one), each timed from the new text to
-//! the diagnostics the server would publish, and the CPU time the thread spent on it (the
-//! median of each: on a loaded machine the CPU time is the steadier figure). The kinds: one character in an expression,
-//! renaming a place (its declaration and its two connections), adding a port, changing a
-//! place's type attribute, adding a transition. The process's memory (VmRSS, VmHWM of
-//! /proc/self/status) is printed before the server exists, after the first analysis and
-//! after the edits; then (not timed) each edited text's diagnostics are checked against a
-//! fresh analysis of the same text.
+//! `cargo bench -p pnet-lsp --bench edit_latency [-- N ROUNDS]` (with `NO_FAST=1` in the
+//! environment: without the server's fast path, the database alone): the first full
+//! analysis, then, for each kind of edit, ROUNDS edits alternating between the generated
+//! text and the edited one (so every other edit undoes the previous one), each timed from
+//! the new text to the diagnostics the server would publish, and the CPU time the thread
+//! spent on it (the median of each: on a loaded machine the CPU time is the steadier
+//! figure). The kinds: one character in an expression, renaming a place (its declaration
+//! and its two connections), adding a port, changing a place's type attribute, adding a
+//! transition. The process's memory (VmRSS, VmHWM of /proc/self/status) is printed before
+//! the server exists, after the first analysis and after the edits; then (not timed) each
+//! edited text's diagnostics are checked against a fresh analysis of the same text.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -121,6 +122,7 @@ fn main() {
 
     let (rss0, _) = memory();
     let mut a = Analysis::default();
+    a.fast_path = std::env::var_os("NO_FAST").is_none();
     let (t0, c0) = (Instant::now(), cpu());
     a.open(path.clone(), &text, 0);
     let d = a.diagnostics();
