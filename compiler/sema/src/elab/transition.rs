@@ -28,19 +28,22 @@ pub(super) struct KnownPlace {
 
 /// The place names of transition `t` (its connections' to places, its place maps' real
 /// places), each once, in order.
-fn named_places(t: &TransitionDecl) -> impl Iterator<Item = &str> {
-    let all = || {
-        t.connections
-            .iter()
-            .filter(|c| !matches!(c.kind, ConnectKindDecl::Response | ConnectKindDecl::Eureka))
-            .filter_map(|c| c.place.as_ref())
-            .chain(t.place_maps.iter().map(|pm| &pm.real))
-            .map(|n| n.text.as_str())
-    };
-    all()
-        .enumerate()
-        .filter(move |&(i, n)| !all().take(i).any(|m| m == n))
-        .map(|(_, n)| n)
+fn named_places(t: &TransitionDecl) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::with_capacity(t.connections.len() + t.place_maps.len());
+    for c in &t.connections {
+        if let Some(p) = &c.place
+            && !matches!(c.kind, ConnectKindDecl::Response | ConnectKindDecl::Eureka)
+            && !names.contains(&p.text.as_str())
+        {
+            names.push(&p.text);
+        }
+    }
+    for pm in &t.place_maps {
+        if !names.contains(&pm.real.text.as_str()) {
+            names.push(&pm.real.text);
+        }
+    }
+    names
 }
 
 impl PlaceView {
@@ -53,6 +56,7 @@ impl PlaceView {
         place_spans: &[Span],
     ) -> PlaceView {
         let known: Vec<Option<KnownPlace>> = named_places(t)
+            .into_iter()
             .map(|name| {
                 by_name.get(name).map(|&i| KnownPlace {
                     index: i,
@@ -69,7 +73,7 @@ impl PlaceView {
 
     /// The place `name` of transition `t` (the one this view was made for).
     pub(super) fn get(&self, t: &TransitionDecl, name: &str) -> Option<&KnownPlace> {
-        let i = named_places(t).position(|n| n == name)?;
+        let i = named_places(t).iter().position(|n| *n == name)?;
         self.known.get(i)?.as_ref()
     }
 
