@@ -240,7 +240,7 @@ impl Analysis {
     }
 
     pub fn facts(&self, ws: Workspace) -> &Facts {
-        &pnet_sema::elab::elaborate(&self.db, ws).facts
+        pnet_sema::elab::facts(&self.db, ws)
     }
 
     pub fn parsed(&self, l: Located) -> Option<&db::Parsed> {

@@ -508,8 +508,9 @@ mod tests {
         // everything as from the whole parse
         let whole = crate::elab::run(&db, ws, parse);
         assert_eq!(*e, whole);
-        // the diagnostics alone are the same
+        // the diagnostics and the facts alone are the same
         assert_eq!(*crate::elab::diagnostics(&db, ws), e.diagnostics);
+        assert_eq!(*crate::elab::facts(&db, ws), e.facts);
     }
 
     /// An edit outside a transition leaves its tree shared: it is not parsed again.

@@ -152,10 +152,10 @@ fn corpus_files() -> Vec<PathBuf> {
     out
 }
 
-/// The diagnostics query (the language server's, no bundle) gives the diagnostics of the
-/// whole elaboration on every corpus file.
+/// The diagnostics and facts queries (the language server's, no bundle) give the
+/// diagnostics and facts of the whole elaboration on every corpus file.
 #[test]
-fn diagnostics_alone_equal_the_elaborations_on_the_corpus() {
+fn diagnostics_and_facts_alone_equal_the_elaborations_on_the_corpus() {
     if pnet_tests::corpus_absent() {
         return;
     }
@@ -170,12 +170,10 @@ fn diagnostics_alone_equal_the_elaborations_on_the_corpus() {
         let mut db = crate::db::Database::default();
         let ws = crate::load(&mut db, path, &text, &options);
         let alone = crate::elab::diagnostics(&db, ws);
-        assert_eq!(
-            *alone,
-            crate::elab::elaborate(&db, ws).diagnostics,
-            "{}",
-            path.display()
-        );
+        let facts = crate::elab::facts(&db, ws);
+        let whole = crate::elab::elaborate(&db, ws);
+        assert_eq!(*alone, whole.diagnostics, "{}", path.display());
+        assert_eq!(*facts, whole.facts, "{}", path.display());
     }
 }
 

@@ -128,6 +128,19 @@ pub(crate) fn run(db: &dyn salsa::Database, ws: Workspace, trees: Trees) -> Elab
     out
 }
 
+/// The facts of [`elaborate`] (the same), without building the bundle or the checks, as
+/// [`diagnostics`] does. For the language server's features.
+#[salsa::tracked(returns(ref))]
+pub fn facts(db: &dyn salsa::Database, ws: Workspace) -> Facts {
+    let mut e = start(db, ws, db::source_tree);
+    e.lite = true;
+    e.keep_facts = true;
+    e.root();
+    let mut facts = e.facts;
+    resolve::facts(&e.resolver, &mut facts);
+    facts
+}
+
 /// The elaboration of a workspace before its root: the files' diagnostics, the links.
 fn start<'a>(db: &'a dyn salsa::Database, ws: Workspace, trees: Trees) -> Elab<'a> {
     let inputs = ws.files(db);
@@ -214,6 +227,8 @@ struct Elab<'a> {
     /// Only the diagnostics are wanted ([`diagnostics`]): the results of the transitions'
     /// queries are not copied into the bundle, the facts and the checks.
     lite: bool,
+    /// With `lite`: the facts are kept too ([`facts`]).
+    keep_facts: bool,
     /// The parsed files by id.
     parsed: Rc<HashMap<FileId, &'a Parsed>>,
     /// The file of each item parsed alone (spans are mapped to files at the end: [`resolve`]).
@@ -407,6 +422,7 @@ impl<'a> Elab<'a> {
         Elab {
             root_items: None,
             lite: false,
+            keep_facts: false,
             parsed,
             resolver,
             root_file,
@@ -426,6 +442,11 @@ impl<'a> Elab<'a> {
             struct_depth_reported: false,
             misnamed: Vec::new(),
         }
+    }
+
+    /// Whether the facts are wanted (not in a [`diagnostics`] elaboration).
+    fn wants_facts(&self) -> bool {
+        !self.lite || self.keep_facts
     }
 
     /// The scope of the root function.

@@ -315,7 +315,7 @@ impl<'a> Elab<'a> {
             by_name.insert(p.name.text.clone(), net.places.len());
             place_spans.push(p.name.span);
             // facts are for tools ([`Elab::lite`]: only diagnostics are wanted)
-            if !self.lite {
+            if self.wants_facts() {
                 let sym = Symbol {
                     kind: SymbolKind::Place,
                     name: p.name.text.clone(),
@@ -398,7 +398,7 @@ impl<'a> Elab<'a> {
                 continue;
             }
             trans_spans.insert(t.name.text.as_str(), t.name.span);
-            if !self.lite {
+            if self.wants_facts() {
                 self.facts.symbols.push(Symbol {
                     kind: SymbolKind::Transition,
                     name: t.name.text.clone(),

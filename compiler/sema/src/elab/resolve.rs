@@ -14,7 +14,26 @@ pub(super) fn elaborated(r: &Resolver, e: &mut Elaborated) {
     for (d, _) in &mut e.diagnostics {
         r.diagnostic(d);
     }
-    let f = &mut e.facts;
+    facts(r, &mut e.facts);
+    for c in &mut e.checks {
+        match &mut c.kind {
+            CheckKind::Expression { text, .. } | CheckKind::ConditionParse { text } => r.text(text),
+            CheckKind::ConditionLower { texts, .. } => texts.iter_mut().for_each(|t| r.text(t)),
+        }
+    }
+    for fun in &mut e.bundle.functions {
+        function(r, fun);
+    }
+    for c in &mut e.bundle.codes {
+        r.source(&mut c.span);
+        c.spans.iter_mut().for_each(|s| r.source(s));
+    }
+}
+
+pub(super) fn facts(r: &Resolver, f: &mut crate::facts::Facts) {
+    if r.is_empty() {
+        return;
+    }
     for s in &mut f.symbols {
         r.span(&mut s.span);
     }
@@ -32,19 +51,6 @@ pub(super) fn elaborated(r: &Resolver, e: &mut Elaborated) {
         {
             r.span(&mut s.span);
         }
-    }
-    for c in &mut e.checks {
-        match &mut c.kind {
-            CheckKind::Expression { text, .. } | CheckKind::ConditionParse { text } => r.text(text),
-            CheckKind::ConditionLower { texts, .. } => texts.iter_mut().for_each(|t| r.text(t)),
-        }
-    }
-    for fun in &mut e.bundle.functions {
-        function(r, fun);
-    }
-    for c in &mut e.bundle.codes {
-        r.source(&mut c.span);
-        c.spans.iter_mut().for_each(|s| r.source(s));
     }
 }
 

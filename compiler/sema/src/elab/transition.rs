@@ -235,14 +235,22 @@ impl<'a> Elab<'a> {
             misnamed: Vec::new(),
             root_items: None,
             lite: self.lite,
+            keep_facts: self.keep_facts,
         }
     }
 
     /// What [`Elab::absorb`] adds that the diagnostics depend on (see [`Elab::lite`]): the
     /// diagnostics, the module functions met, the misnamed spans, and the transition or
-    /// inlined net (function and code ids are left as they are: no function is added).
+    /// inlined net (function and code ids are left as they are: no function is added); the
+    /// facts too when they are kept ([`Elab::keep_facts`]).
     fn absorb_lite(&mut self, out: &TransitionOut, net: &mut Net) {
         self.diags.extend(out.diags.iter().cloned());
+        if self.keep_facts {
+            let f = &out.facts;
+            self.facts.symbols.extend(f.symbols.iter().cloned());
+            self.facts.references.extend(f.references.iter().cloned());
+            self.facts.scopes.extend(f.scopes.iter().cloned());
+        }
         self.misnamed.extend(out.misnamed.iter().copied());
         self.externals.extend(out.externals.iter().cloned());
         self.struct_depth_reported |= out.struct_depth_reported;
