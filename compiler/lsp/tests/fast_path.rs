@@ -3,7 +3,10 @@
 //! edits, chained, over a generated net, a hand-written net with templates instantiated
 //! twice, the repository's examples and (when present) nets of the GPI-Space corpus; after
 //! each edit the incremental server's diagnostics are compared with those of a fresh
-//! analysis of the same text.
+//! analysis of the same text. The same random edits through the database alone (the fast
+//! path off: every edit through salsa's queries, the root net's places and transitions
+//! parsed and elaborated by queries of their own, reused from edit to edit) are compared
+//! the same way.
 
 use std::path::{Path, PathBuf};
 
@@ -148,8 +151,22 @@ fn edit(rng: &mut Rng, text: &str) -> String {
 
 /// Random chained edits on `text`; returns how many took the fast path.
 fn check(name: &str, path: &Path, text: &str, options: &Options, edits: usize, seed: u64) -> u64 {
+    check_with(name, path, text, options, edits, seed, true)
+}
+
+/// [`check`], with the fast path on or off.
+fn check_with(
+    name: &str,
+    path: &Path,
+    text: &str,
+    options: &Options,
+    edits: usize,
+    seed: u64,
+    fast_path: bool,
+) -> u64 {
     let mut rng = Rng(seed);
     let mut a = Analysis::new(options.clone());
+    a.fast_path = fast_path;
     a.open(path.to_path_buf(), text, 0);
     let mut current = text.to_string();
     let mut fell_back = false;
@@ -271,4 +288,32 @@ fn fast_path_matches_full_analysis_on_example_and_corpus_nets() {
         fast * 4 >= total as u64,
         "only {fast} of {total} edits took the fast path"
     );
+}
+
+#[test]
+fn database_alone_matches_full_analysis() {
+    let chain = pnet_lsp::generate::chain_net(40);
+    let path = PathBuf::from("/nonexistent/database/chain.xpnet");
+    let fast = check_with(
+        "chain (database alone)",
+        &path,
+        &chain,
+        &Options::default(),
+        300,
+        0x0F1E_2D3C_4B5A_6978,
+        false,
+    );
+    assert_eq!(fast, 0);
+    let path = PathBuf::from("/nonexistent/database/mixed.xpnet");
+    for (i, options) in [Options::default(), all_warnings()].iter().enumerate() {
+        check_with(
+            "mixed (database alone)",
+            &path,
+            MIXED,
+            options,
+            300,
+            0x1357_9BDF_2468_ACE0 + i as u64,
+            false,
+        );
+    }
 }
