@@ -111,7 +111,7 @@ pub struct ItemText<'db> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ItemTree {
     pub tree: Option<Arc<TransitionDecl>>,
-    pub place: Option<xml::PlaceDecl>,
+    pub place: Option<Arc<xml::PlaceDecl>>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -131,7 +131,7 @@ pub fn parse_item<'db>(db: &'db dyn salsa::Database, item: ItemText<'db>) -> Opt
         let (place, diagnostics) = xml::items::parse_place(id, text)?;
         return Some(ItemTree {
             tree: None,
-            place,
+            place: place.map(Arc::new),
             diagnostics,
         });
     }

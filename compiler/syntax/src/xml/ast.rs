@@ -107,7 +107,8 @@ pub enum FieldDecl {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NetDecl {
-    pub places: Vec<PlaceDecl>,
+    /// Shared, as the transitions.
+    pub places: Vec<Arc<PlaceDecl>>,
     /// Shared, so that a tree built from items ([`super::items`]) reuses an unchanged
     /// transition's tree.
     pub transitions: Vec<Arc<TransitionDecl>>,

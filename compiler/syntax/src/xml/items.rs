@@ -150,7 +150,7 @@ pub fn parse_by_items(
         let by = u32::try_from(r.start).ok()?;
         if let Some(mut p) = p {
             p.shift(by);
-            net.places.push(p);
+            net.places.push(Arc::new(p));
         }
         diags.extend(ds.into_iter().map(|mut d| {
             d.shift(by);

@@ -977,7 +977,7 @@ impl<'s> Parser<'s> {
         };
         for c in self.elements(n) {
             match c.tag_name().name() {
-                "place" => net.places.extend(self.place(c)),
+                "place" => net.places.extend(self.place(c).map(std::sync::Arc::new)),
                 "transition" => net
                     .transitions
                     .extend(self.transition(c).map(std::sync::Arc::new)),
