@@ -117,10 +117,9 @@ struct Cli {
     /// Threads exploring P/T nets whose markings fit one bit per place in at most 12 bytes
     /// (96 places; not with --compact): levels of at least 8192 states are expanded by every
     /// thread through one shared state index, same results; slices go back to one thread
-    /// while the other cores are busy. Default 1: on the shared 2-core machine measured, two
-    /// threads were not reliably faster (see BENCHMARKS.md)
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
-    threads: u32,
+    /// while the other cores are busy. Default: the number of cores (at most 256)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    threads: Option<u32>,
     #[command(flatten)]
     compile: CompilerArgs,
 }
@@ -237,7 +236,10 @@ fn parse_args() -> Args {
         traces: cli.traces,
         trace_out: cli.trace_out,
         time: cli.time,
-        threads: cli.threads as usize,
+        threads: cli.threads.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get().min(256)),
+            |n| n as usize,
+        ),
         compile: cli.compile.options(),
     }
 }
