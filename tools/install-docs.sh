@@ -12,7 +12,7 @@
 set -eu
 
 # The tools, one line, read by tests/tests/docs.rs.
-TOOLS="pnetc pnet2dot pnetv pnetput pnetget gspc-run gspc gspc-topology gspc-dds gspc-property gspc-worker gspc-selftest pnet-lsp workload_exec"
+TOOLS="pnetc pnet2dot pnetv pnetput pnetget gspc-run gspc gspc-topology gspc-dds gspc-property gspc-worker gspc-leaf gspc-selftest pnet-lsp workload_exec"
 
 PREFIX=${1:-$HOME/.local}
 BINDIR=${2:-$(dirname "$0")/../target/release}

@@ -232,6 +232,7 @@ const TOOLS: &[&str] = &[
     "gspc-dds",
     "gspc-property",
     "gspc-worker",
+    "gspc-leaf",
 ];
 
 #[test]
