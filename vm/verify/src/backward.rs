@@ -18,6 +18,8 @@
 //! much cheaper in time and memory than a depth-first search, whose every step waits for the
 //! previous one.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::explore::PtExploration;
 use crate::graph::GraphFacts;
 use crate::ptnet::PtNet;
@@ -29,10 +31,24 @@ const BATCH: usize = 64;
 /// arena entry of its tag hit (as the exploration's batches do).
 const SLOT_AHEAD: usize = 32;
 const ENTRY_AHEAD: usize = 16;
+/// Levels of at least this many states are split between the threads.
+const PAR_MIN: usize = 4096;
 
 /// The facts of [`crate::graph::analyse`] over the complete, unreduced state space `e` of
-/// `net`, if a backward search from state 0 settles them (see the module docs).
-pub fn facts(net: &PtNet, e: &PtExploration) -> Option<GraphFacts> {
+/// `net`, if a backward search from state 0 settles them (see the module docs). The search
+/// runs on up to `threads` threads.
+pub fn facts(net: &PtNet, e: &PtExploration, threads: usize) -> Option<GraphFacts> {
+    facts_split(net, e, threads, PAR_MIN)
+}
+
+/// [`facts`] with levels of at least `par_min` states split between the threads (tests split
+/// small ones).
+pub fn facts_split(
+    net: &PtNet,
+    e: &PtExploration,
+    threads: usize,
+    par_min: usize,
+) -> Option<GraphFacts> {
     let n = e.store.len();
     if n == 0 {
         return None;
@@ -45,7 +61,7 @@ pub fn facts(net: &PtNet, e: &PtExploration) -> Option<GraphFacts> {
     if zero_effect {
         return None;
     }
-    let home = reaching_initial(e, arcs, n);
+    let home = reaching_initial(e, arcs, n, threads, par_min);
     let in_home = |s: usize| home[s / 64] >> (s % 64) & 1 != 0;
     let homes = home.iter().map(|w| w.count_ones() as u64).sum::<u64>();
     let others = n as u64 - homes;
@@ -79,50 +95,99 @@ pub fn facts(net: &PtNet, e: &PtExploration) -> Option<GraphFacts> {
     Some(facts)
 }
 
-/// The states that reach state 0, as a bit set.
-fn reaching_initial(e: &PtExploration, arcs: Vec<Vec<(usize, u64, u64)>>, n: usize) -> Vec<u64> {
-    let mut home = vec![0u64; n.div_ceil(64)];
-    home[0] |= 1;
-    let mut preds = Predecessors::new(arcs, e);
+/// The states that reach state 0, as a bit set. With `threads` above 1, large levels are
+/// split between that many threads (the bit set is the same).
+fn reaching_initial(
+    e: &PtExploration,
+    arcs: Vec<Vec<(usize, u64, u64)>>,
+    n: usize,
+    threads: usize,
+    par_min: usize,
+) -> Vec<u64> {
+    let home: Vec<AtomicU64> = (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+    home[0].store(1, Ordering::Relaxed);
+    let threads = threads.max(1);
+    let first = Predecessors::new(arcs, e);
+    let mut preds: Vec<Predecessors> = (1..threads).map(|_| first.clone()).collect();
+    preds.insert(0, first);
     let mut frontier: Vec<u32> = vec![0];
-    let mut next: Vec<u32> = Vec::new();
-    let words = e.store.words();
+    let mut nexts: Vec<Vec<u32>> = vec![Vec::new(); threads];
     while !frontier.is_empty() {
-        next.clear();
-        for (b, batch) in frontier.chunks(BATCH).enumerate() {
-            // The markings of the next batch, while this one is computed.
-            for &s in frontier.iter().skip((b + 1) * BATCH).take(BATCH) {
-                prefetch_read(&e.store.get(s)[0]);
+        if threads == 1 || frontier.len() < par_min.max(1) {
+            nexts[0].clear();
+            expand(e, &mut preds[0], &frontier, &home, false, &mut nexts[0]);
+            std::mem::swap(&mut frontier, &mut nexts[0]);
+            continue;
+        }
+        let part = frontier.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            for ((p, next), states) in preds.iter_mut().zip(&mut nexts).zip(frontier.chunks(part)) {
+                let home = &home;
+                scope.spawn(move || {
+                    next.clear();
+                    expand(e, p, states, home, true, next);
+                });
             }
-            preds.keys.clear();
-            preds.hashes.clear();
-            for &s in batch {
-                preds.of(e, s);
-            }
-            let hashes = &preds.hashes;
-            for &h in hashes.iter().take(SLOT_AHEAD) {
+        });
+        frontier.clear();
+        for next in &nexts {
+            frontier.extend_from_slice(next);
+        }
+    }
+    home.into_iter().map(AtomicU64::into_inner).collect()
+}
+
+/// Looks the predecessors of `states` up; those not in `home` yet are added to it and to
+/// `next`. `shared`: other threads update `home` at the same time.
+fn expand(
+    e: &PtExploration,
+    preds: &mut Predecessors,
+    states: &[u32],
+    home: &[AtomicU64],
+    shared: bool,
+    next: &mut Vec<u32>,
+) {
+    let words = e.store.words();
+    for (b, batch) in states.chunks(BATCH).enumerate() {
+        // The markings of the next batch, while this one is computed.
+        for &s in states.iter().skip((b + 1) * BATCH).take(BATCH) {
+            prefetch_read(&e.store.get(s)[0]);
+        }
+        preds.keys.clear();
+        preds.hashes.clear();
+        for &s in batch {
+            preds.of(e, s);
+        }
+        let hashes = &preds.hashes;
+        for &h in hashes.iter().take(SLOT_AHEAD) {
+            e.store.prefetch(h);
+        }
+        for k in 0..hashes.len() {
+            if let Some(&h) = hashes.get(k + SLOT_AHEAD) {
                 e.store.prefetch(h);
             }
-            for k in 0..hashes.len() {
-                if let Some(&h) = hashes.get(k + SLOT_AHEAD) {
-                    e.store.prefetch(h);
+            if let Some(&h) = hashes.get(k + ENTRY_AHEAD) {
+                e.store.prefetch_entry(h);
+            }
+            let key = &preds.keys[k * words..(k + 1) * words];
+            if let Some(id) = e.store.find_words(key, hashes[k]) {
+                let (w, bit) = (&home[id as usize / 64], 1u64 << (id % 64));
+                let old = w.load(Ordering::Relaxed);
+                if old & bit != 0 {
+                    continue;
                 }
-                if let Some(&h) = hashes.get(k + ENTRY_AHEAD) {
-                    e.store.prefetch_entry(h);
-                }
-                let key = &preds.keys[k * words..(k + 1) * words];
-                if let Some(id) = e.store.find_words(key, hashes[k]) {
-                    let (w, bit) = (id as usize / 64, 1u64 << (id % 64));
-                    if home[w] & bit == 0 {
-                        home[w] |= bit;
-                        next.push(id);
-                    }
+                let new = if shared {
+                    w.fetch_or(bit, Ordering::Relaxed) & bit == 0
+                } else {
+                    w.store(old | bit, Ordering::Relaxed);
+                    true
+                };
+                if new {
+                    next.push(id);
                 }
             }
         }
-        std::mem::swap(&mut frontier, &mut next);
     }
-    home
 }
 
 /// Per transition, its arcs as (place, pre weight, post weight), one per place.
@@ -150,6 +215,7 @@ fn arcs(net: &PtNet) -> Vec<Vec<(usize, u64, u64)>> {
 
 /// Computes the candidate predecessors of states (the markings `m - post(t) + pre(t)` that
 /// are valid at the exploration's packing) as lookup keys and their hashes.
+#[derive(Clone)]
 struct Predecessors {
     /// One bit per place: the tables of word-wide operations.
     bits: Option<BitPreds>,
@@ -232,6 +298,7 @@ impl Predecessors {
 /// with an arc of weight 2 or more never does: its markings would not fit). The candidate
 /// transitions of a marking are found a byte at a time, as the exploration finds the enabled
 /// ones: per byte of the marking and value of that byte, the transitions it allows.
+#[derive(Clone)]
 struct BitPreds {
     /// Per transition, its `pre` and `post` masks (`words` words each).
     pre: Vec<u64>,

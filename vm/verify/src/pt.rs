@@ -234,7 +234,7 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
         r.terminates = incomplete();
     }
     if full && r.complete && cfg.graph {
-        let facts = scc(net, &c, &e);
+        let facts = scc(net, &c, &e, cfg.explore.threads);
         if e.unbounded.is_none() {
             r.terminates = Verdict::from_bool(facts.cycle_state.is_none());
         }
@@ -280,8 +280,8 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
     Ok(r)
 }
 
-fn scc(net: &PtNet, c: &Compiled, e: &PtExploration) -> graph::GraphFacts {
-    if let Some(facts) = crate::backward::facts(net, e) {
+fn scc(net: &PtNet, c: &Compiled, e: &PtExploration, threads: usize) -> graph::GraphFacts {
+    if let Some(facts) = crate::backward::facts(net, e, threads) {
         return facts;
     }
     let mut x = explore::SuccScratch::default();

@@ -104,7 +104,14 @@ fn backward_facts_equal_the_depth_first_pass() {
             continue;
         }
         let dfs = dfs_facts(&c, &e);
-        let Some(back) = backward::facts(&net, &e) else {
+        let back = backward::facts(&net, &e, 1);
+        // Levels split between threads (from one state on; a thread per level and part is
+        // slow in a debug build: every tenth net).
+        if round % 10 == 0 {
+            assert_eq!(backward::facts_split(&net, &e, 2, 1), back, "round {round}");
+            assert_eq!(backward::facts_split(&net, &e, 3, 2), back, "round {round}");
+        }
+        let Some(back) = back else {
             declined += 1;
             continue;
         };
