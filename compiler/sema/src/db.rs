@@ -97,7 +97,15 @@ pub fn parse(db: &dyn salsa::Database, file: SourceInput) -> Parsed {
 pub const ITEM_FILE: u32 = 1 << 31;
 
 /// The text of one place or transition of a file's root net: the key of its parse.
-#[salsa::interned(debug)]
+///
+/// What bounds the memory of a long editing session: a text not met for `revisions`
+/// revisions (every edit is one) has its slot reused by the next new text, and the memos keyed
+/// by it ([`parse_item`], the interned arguments of `elab::transition_query` and that query's
+/// memos) go with it, so the live item texts are those of the open files plus the last few
+/// edits' (3 is salsa's default, written here so that it stays finite; test
+/// `many_edits_of_one_transition_keep_memory_bounded`). No `lru` on the queries: it would only
+/// evict the values of items still in a file.
+#[salsa::interned(debug, revisions = 3)]
 pub struct ItemText<'db> {
     pub file: FileId,
     #[returns(ref)]
@@ -546,5 +554,48 @@ mod tests {
             after.items[3].at as usize,
             edited.find("<transition").unwrap()
         );
+    }
+
+    /// Salsa's own counts after `edits` distinct texts of one transition: the memos of
+    /// `parse_item` and `transition_query`, the live `ItemText`s and the interned arguments of
+    /// `transition_query`.
+    fn live_after_edits(edits: usize) -> [usize; 4] {
+        let mut db = Database::default();
+        let (ws, file) = load(&mut db, NET);
+        for i in 0..edits {
+            let text = NET.replace("${x} + 1L", &format!("${{x}} + {i}L"));
+            file.set_text(&mut db).to(Arc::from(text.as_str()));
+            let diagnostics = crate::elab::diagnostics(&db, ws);
+            assert!(diagnostics.iter().any(|(d, _)| d.code == "unknown_place"));
+        }
+        let usage = (&mut db as &mut dyn salsa::Database).memory_usage();
+        let memos = |name: &str| usage.queries.get(name).map_or(0, |q| q.count());
+        let structs = |name: &str| {
+            usage
+                .structs
+                .iter()
+                .find(|s| s.debug_name() == name)
+                .map_or(0, |s| s.count())
+        };
+        [
+            memos("parse_item"),
+            memos("transition_query"),
+            structs("ItemText"),
+            structs("transition_query::interned_arguments"),
+        ]
+    }
+
+    /// A long editing session of one transition (20,000 distinct texts) leaves no more live
+    /// memos or item texts than a short one: old item texts are reclaimed with their memos
+    /// (see [`ItemText`]). With `revisions = usize::MAX` there, 20,000 of each stay.
+    #[test]
+    fn many_edits_of_one_transition_keep_memory_bounded() {
+        let short = live_after_edits(100);
+        let long = live_after_edits(20_000);
+        eprintln!("after 100 edits {short:?}, after 20,000 edits {long:?}");
+        // NET has 4 items: a few per item, whatever the number of edits
+        for (s, l) in short.iter().zip(&long) {
+            assert!(*s > 0 && *l <= 32 && *l <= s + 8, "{short:?} {long:?}");
+        }
     }
 }
