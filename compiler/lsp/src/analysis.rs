@@ -77,6 +77,18 @@ impl Analysis {
         &self.db
     }
 
+    /// Salsa's own counts (`memory_usage`): the memos of each query and the instances of each
+    /// salsa struct, by name (for tests and logs: what a long session keeps alive).
+    pub fn salsa_counts(&mut self) -> BTreeMap<String, usize> {
+        let usage = (&mut self.db as &mut dyn salsa::Database).memory_usage();
+        let structs = usage.structs.iter().map(|s| (s.debug_name(), s.count()));
+        let queries = usage.queries.iter().map(|(n, q)| (*n, q.count()));
+        structs
+            .chain(queries)
+            .map(|(n, c)| (n.to_string(), c))
+            .collect()
+    }
+
     pub fn set_options(&mut self, options: Options) {
         self.options = options;
         self.refresh();
