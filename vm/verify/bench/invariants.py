@@ -77,7 +77,9 @@ def main():
     i = 1
     while i < len(args):
         if args[i] == "--philosophers":
-            sizes.append(int(args[i + 1])); i += 2
+            i += 1
+            while i < len(args) and args[i].isdigit():
+                sizes.append(int(args[i])); i += 1
         elif args[i] == "--reps":
             reps = int(args[i + 1]); i += 2
         else:
