@@ -217,3 +217,40 @@ pub fn module_net(name: &str, transition: &str, module: &str, function: &str) ->
 "#
     )
 }
+
+/// A net with `n` tokens 0..n on place `i`; each fires transition `call` whose module is
+/// `module.function` with in port `x` (long) and out ports `y` (long) and `w` (string), plus
+/// the `require`s given; results collect on out ports `y` and `w`.
+pub fn fan_net(name: &str, module: &str, function: &str, requires: &[&str], n: usize) -> String {
+    let tokens: String = (0..n)
+        .map(|k| format!("<token><value>{k}L</value></token>"))
+        .collect();
+    let reqs: String = requires
+        .iter()
+        .map(|r| format!("<require key=\"{r}\" mandatory=\"true\"/>"))
+        .collect();
+    format!(
+        r#"<defun name="{name}">
+  <out name="y" type="long" place="y"/>
+  <out name="w" type="string" place="w"/>
+  <net>
+    <place name="i" type="long">{tokens}</place>
+    <place name="y" type="long"/>
+    <place name="w" type="string"/>
+    <transition name="call">
+      <defun>
+        {reqs}
+        <in name="x" type="long"/>
+        <out name="y" type="long"/>
+        <out name="w" type="string"/>
+        <module name="{module}" function="{function} (x, y, w)"/>
+      </defun>
+      <connect-in port="x" place="i"/>
+      <connect-out port="y" place="y"/>
+      <connect-out port="w" place="w"/>
+    </transition>
+  </net>
+</defun>
+"#
+    )
+}

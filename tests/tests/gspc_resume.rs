@@ -94,25 +94,33 @@ fn expected(inputs: impl IntoIterator<Item = i64>) -> Vec<String> {
     v
 }
 
-#[test]
-fn a_sigkilled_runtime_resumes_its_three_jobs_to_their_exact_results() {
-    let s = pnet_tests::GspcScratch::new("resume", "kill", bin_dir().join("gspc"));
+/// Writes the `work.run` command module (it appends each call to the file it returns) and
+/// boots the scratch's runtime with it on `topology`.
+fn boot_with_work_module(s: &pnet_tests::GspcScratch, topology: &str) -> std::path::PathBuf {
     let calls = s.dir.join("calls");
     let mods = s.dir.join("mods");
     std::fs::create_dir_all(&mods).unwrap();
     let module = mods.join("work.run");
     std::fs::write(&module, work_module(&calls)).unwrap();
     std::fs::set_permissions(&module, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mods = mods.display().to_string();
     let booted = s.ok(&[
         "boot",
         "--topology",
-        "worker:3",
+        topology,
         "--module-path",
-        &mods.display().to_string(),
+        &mods,
         "--timeout",
         "30",
     ]);
     assert!(booted.contains("gspc: runtime booted (pid "), "{booted}");
+    calls
+}
+
+#[test]
+fn a_sigkilled_runtime_resumes_its_three_jobs_to_their_exact_results() {
+    let s = pnet_tests::GspcScratch::new("resume", "kill", bin_dir().join("gspc"));
+    let calls = boot_with_work_module(&s, "worker:3");
     let net = s.dir.join("many.xpnet");
     std::fs::write(&net, pnet_tests::module_net("many", "work", "work", "run")).unwrap();
     let feed = s.dir.join("feed.xpnet");
@@ -328,14 +336,8 @@ fn resume_without_a_journal_is_a_clear_error() {
 #[test]
 fn a_boot_without_resume_says_where_the_old_journal_and_its_unfinished_jobs_went() {
     let s = pnet_tests::GspcScratch::new("resume", "fresh", bin_dir().join("gspc"));
-    let calls = s.dir.join("calls");
-    let mods = s.dir.join("mods");
-    std::fs::create_dir_all(&mods).unwrap();
-    let module = mods.join("work.run");
-    std::fs::write(&module, work_module(&calls)).unwrap();
-    std::fs::set_permissions(&module, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mods = mods.display().to_string();
-    s.ok(&["boot", "--topology", "worker:1", "--module-path", &mods]);
+    boot_with_work_module(&s, "worker:1");
+    let mods = s.dir.join("mods").display().to_string();
     let net = s.dir.join("many.xpnet");
     std::fs::write(&net, pnet_tests::module_net("many", "work", "work", "run")).unwrap();
     let job = s.ok(&["submit", &net.display().to_string(), "-pxs=1L", "-pxs=2L"]);
@@ -397,23 +399,8 @@ const HELD: &str = r#"<defun name="held">
 #[test]
 fn a_resumed_job_that_holds_a_global_allocation_fails_naming_it_and_the_others_go_on() {
     let s = pnet_tests::GspcScratch::new("resume", "alloc", bin_dir().join("gspc"));
-    let calls = s.dir.join("calls");
-    let mods = s.dir.join("mods");
-    std::fs::create_dir_all(&mods).unwrap();
-    let module = mods.join("work.run");
-    std::fs::write(&module, work_module(&calls)).unwrap();
-    std::fs::set_permissions(&module, std::fs::Permissions::from_mode(0o755)).unwrap();
     // Workers with 1 MiB of working memory each: global memory for `gspc alloc`.
-    let booted = s.ok(&[
-        "boot",
-        "--topology",
-        "worker:2,1048576",
-        "--module-path",
-        &mods.display().to_string(),
-        "--timeout",
-        "30",
-    ]);
-    assert!(booted.contains("gspc: runtime booted (pid "), "{booted}");
+    let calls = boot_with_work_module(&s, "worker:2,1048576");
     let t = Instant::now();
     loop {
         let st: serde_json::Value = serde_json::from_str(&s.ok(&["status", "--json"])).unwrap();

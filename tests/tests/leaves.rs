@@ -42,35 +42,6 @@ fn script(pids: &std::path::Path) -> String {
     )
 }
 
-fn fan_net(n: usize) -> String {
-    let tokens: String = (0..n)
-        .map(|k| format!("<token><value>{k}L</value></token>"))
-        .collect();
-    format!(
-        r#"<defun name="fan">
-  <out name="y" type="long" place="y"/>
-  <out name="w" type="string" place="w"/>
-  <net>
-    <place name="i" type="long">{tokens}</place>
-    <place name="y" type="long"/>
-    <place name="w" type="string"/>
-    <transition name="call">
-      <defun>
-        <in name="x" type="long"/>
-        <out name="y" type="long"/>
-        <out name="w" type="string"/>
-        <module name="slow" function="f (x, y, w)"/>
-      </defun>
-      <connect-in port="x" place="i"/>
-      <connect-out port="y" place="y"/>
-      <connect-out port="w" place="w"/>
-    </transition>
-  </net>
-</defun>
-"#
-    )
-}
-
 /// A root runtime with two leaves of two workers each; the leaves are killed when dropped
 /// (after the scratch's own drop stopped the root, which stops them).
 struct Tree {
@@ -105,7 +76,7 @@ impl Tree {
         std::fs::write(&slow, script(&pids)).unwrap();
         std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).unwrap();
         let net = s.dir.join("fan.xpnet");
-        std::fs::write(&net, fan_net(TASKS)).unwrap();
+        std::fs::write(&net, pnet_tests::fan_net("fan", "slow", "f", &[], TASKS)).unwrap();
         let o = s.ok(&[
             "boot",
             "--topology",

@@ -37,37 +37,6 @@ fn bin_dir() -> &'static PathBuf {
     DIR.get_or_init(|| build_packages(&["gspc-run", "pnet-worker", "pnetc", "pnet-gspc"]))
 }
 
-/// A net with tokens 0..n on place `i`; each fires `call` (module `nap`, function `f`) with
-/// in port `x` and out ports `y` and `w`, collected on the net's out ports.
-fn fan_net(n: usize) -> String {
-    let tokens: String = (0..n)
-        .map(|k| format!("<token><value>{k}L</value></token>"))
-        .collect();
-    format!(
-        r#"<defun name="fan">
-  <out name="y" type="long" place="y"/>
-  <out name="w" type="string" place="w"/>
-  <net>
-    <place name="i" type="long">{tokens}</place>
-    <place name="y" type="long"/>
-    <place name="w" type="string"/>
-    <transition name="call">
-      <defun>
-        <in name="x" type="long"/>
-        <out name="y" type="long"/>
-        <out name="w" type="string"/>
-        <module name="nap" function="f (x, y, w)"/>
-      </defun>
-      <connect-in port="x" place="i"/>
-      <connect-out port="y" place="y"/>
-      <connect-out port="w" place="w"/>
-    </transition>
-  </net>
-</defun>
-"#
-    )
-}
-
 /// The command module: marks its start in `started/` (shared by all hosts: one file
 /// system), naps `secs`, and returns y = x + 1 and w = `worker@hostname`.
 fn nap_module(dir: &Path, secs: &str) {
@@ -300,7 +269,7 @@ fn lose_host_mid_run(
     std::fs::create_dir_all(&dir).unwrap();
     nap_module(&dir, secs);
     let net = dir.join("fan.xpnet");
-    std::fs::write(&net, fan_net(n)).unwrap();
+    std::fs::write(&net, pnet_tests::fan_net("fan", "nap", "f", &[], n)).unwrap();
     let mut run = Run::start(&hosts, &dir, &net, &format!("w:{PER_HOST}"), &[]);
     let victim = 2;
     let addr = hosts.hosts[victim].addr.clone();
@@ -416,7 +385,7 @@ fn lost_packets_and_slow_links_still_give_the_exact_result() {
     let n = 96;
     nap_module(&dir, "0.1");
     let net = dir.join("fan.xpnet");
-    std::fs::write(&net, fan_net(n)).unwrap();
+    std::fs::write(&net, pnet_tests::fan_net("fan", "nap", "f", &[], n)).unwrap();
     let mut run = Run::start(&hosts, &dir, &net, &format!("w:{PER_HOST}"), &[]);
     let workers = PER_HOST * hosts.hosts.len();
     run.wait_for(
@@ -754,7 +723,7 @@ fn a_host_down_from_the_start_leaves_the_run_to_the_others() {
     nap_module(&dir, "0.1");
     let n = 48;
     let net = dir.join("fan.xpnet");
-    std::fs::write(&net, fan_net(n)).unwrap();
+    std::fs::write(&net, pnet_tests::fan_net("fan", "nap", "f", &[], n)).unwrap();
     // Host 3 is unreachable before its workers are started: ssh cannot connect to it.
     let down = 3;
     hosts.cut(down);
@@ -800,7 +769,7 @@ fn a_gspc_runtime_over_namespace_hosts_keeps_its_jobs_exact_when_a_host_is_cut()
     nap_module(&dir, "0.25");
     let n = 48;
     let net = dir.join("fan.xpnet");
-    std::fs::write(&net, fan_net(n)).unwrap();
+    std::fs::write(&net, pnet_tests::fan_net("fan", "nap", "f", &[], n)).unwrap();
     let nodes = dir.join("nodes");
     std::fs::write(&nodes, hosts.nodefile()).unwrap();
     // Dropped before the hosts: the runtime stops while they still exist.

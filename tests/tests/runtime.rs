@@ -43,43 +43,6 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A net with `n` tokens 0..n on place `i`; each fires transition `call` whose module is
-/// `module.function` with in port `x` (long) and out ports `y` (long) and `w` (string), plus
-/// the `require`s given; results collect on out ports `y` and `w`.
-fn fan_net(name: &str, module: &str, function: &str, requires: &[&str], n: usize) -> String {
-    let tokens: String = (0..n)
-        .map(|k| format!("<token><value>{k}L</value></token>"))
-        .collect();
-    let reqs: String = requires
-        .iter()
-        .map(|r| format!("<require key=\"{r}\" mandatory=\"true\"/>"))
-        .collect();
-    format!(
-        r#"<defun name="{name}">
-  <out name="y" type="long" place="y"/>
-  <out name="w" type="string" place="w"/>
-  <net>
-    <place name="i" type="long">{tokens}</place>
-    <place name="y" type="long"/>
-    <place name="w" type="string"/>
-    <transition name="call">
-      <defun>
-        {reqs}
-        <in name="x" type="long"/>
-        <out name="y" type="long"/>
-        <out name="w" type="string"/>
-        <module name="{module}" function="{function} (x, y, w)"/>
-      </defun>
-      <connect-in port="x" place="i"/>
-      <connect-out port="y" place="y"/>
-      <connect-out port="w" place="w"/>
-    </transition>
-  </net>
-</defun>
-"#
-    )
-}
-
 /// Output lines `PORT = VALUE` of a port.
 fn port_values(out: &str, port: &str) -> Vec<String> {
     let prefix = format!("{port} = ");
@@ -164,7 +127,10 @@ fn a_task_no_worker_can_run_fails_the_job_clearly() {
     let dir = scratch("nofit");
     script(&dir.join("where"), WHERE);
     let path = dir.join("nofit.xpnet");
-    write(&path, &fan_net("nofit", "where", "f", &["quantum"], 1));
+    write(
+        &path,
+        &pnet_tests::fan_net("nofit", "where", "f", &["quantum"], 1),
+    );
     let o = gspc_run(&[path.to_str().unwrap(), "--topology", "cpu:1"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
@@ -188,7 +154,7 @@ fn a_worker_killed_mid_task_has_its_task_rerun() {
         ),
     );
     let path = dir.join("kill.xpnet");
-    write(&path, &fan_net("kill", "slow", "f", &[], 6));
+    write(&path, &pnet_tests::fan_net("kill", "slow", "f", &[], 6));
     let log = dir.join("events.log");
     let child = Command::new(bin("gspc-run"))
         .arg(&path)
@@ -242,7 +208,7 @@ fn a_failing_module_fails_the_job_with_its_message_and_location() {
         "read -r input\necho 'disk quota exceeded' >&2\nexit 3",
     );
     let path = dir.join("fail.xpnet");
-    write(&path, &fan_net("fail", "broken", "f", &[], 3));
+    write(&path, &pnet_tests::fan_net("fail", "broken", "f", &[], 3));
     let o = gspc_run(&[path.to_str().unwrap(), "--topology", "w:2"]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
@@ -331,7 +297,7 @@ fn the_trace_has_one_lane_per_worker_and_one_slice_per_task() {
     let dir = scratch("trace");
     script(&dir.join("where"), WHERE);
     let path = dir.join("trace.xpnet");
-    write(&path, &fan_net("trace", "where", "f", &[], 8));
+    write(&path, &pnet_tests::fan_net("trace", "where", "f", &[], 8));
     let trace = dir.join("run.json");
     let o = gspc_run(&[
         path.to_str().unwrap(),
@@ -476,7 +442,7 @@ fn workers_started_through_ssh_run_the_job() {
     let dir = scratch("ssh");
     script(&dir.join("where"), WHERE);
     let path = dir.join("ssh.xpnet");
-    write(&path, &fan_net("ssh", "where", "f", &[], 5));
+    write(&path, &pnet_tests::fan_net("ssh", "where", "f", &[], 5));
     let nodes = dir.join("nodes");
     write(&nodes, "127.0.0.1\n");
     let log = dir.join("events.log");
