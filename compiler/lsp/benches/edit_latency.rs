@@ -1,8 +1,8 @@
 //! Edit-to-diagnostics latency on a generated net with 5,000 transitions, through the
 //! analysis the server runs (`Analysis::change` then `Analysis::diagnostics`).
 //!
-//! `cargo bench -p pnet-lsp --bench edit_latency [-- N ROUNDS]` (with `NO_FAST=1` in the
-//! environment: without the server's fast path, the database alone): the first full
+//! `cargo bench -p pnet-lsp --bench edit_latency [-- N ROUNDS]`: every edit goes through the
+//! database alone (salsa's queries; the server has no other path). The first full
 //! analysis, then, for each kind of edit, ROUNDS edits alternating between the generated
 //! text and the edited one (so every other edit undoes the previous one), each timed from
 //! the new text to the diagnostics the server would publish, and the CPU time the thread
@@ -122,7 +122,6 @@ fn main() {
 
     let (rss0, _) = memory();
     let mut a = Analysis::default();
-    a.fast_path = std::env::var_os("NO_FAST").is_none();
     let (t0, c0) = (Instant::now(), cpu());
     a.open(path.clone(), &text, 0);
     let d = a.diagnostics();

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use pnet_sema::db::{self, Database, Workspace};
 use pnet_sema::facts::Facts;
-use pnet_sema::recheck::Incremental;
 use pnet_sema::{Options, WarningConfig};
 use pnet_syntax::{Diagnostic, FileId};
 
@@ -29,14 +28,6 @@ pub struct Analysis {
     roots: HashMap<PathBuf, Workspace>,
     /// The source files, one input per path, shared by every root.
     files: pnet_sema::Files,
-    /// Documents edited through the fast path since the last full analysis: their raw
-    /// diagnostics, kept up to date by [`Incremental::edit`]. The salsa inputs still hold
-    /// the text of the last full analysis; [`Analysis::sync`] brings them up to date.
-    fast: HashMap<PathBuf, Incremental>,
-    /// Whether edits may take the fast path (on by default).
-    pub fast_path: bool,
-    /// How many edits took the fast path (for tests and logs).
-    pub fast_edits: u64,
 }
 
 /// A diagnostic located in one file.
@@ -67,9 +58,6 @@ impl Analysis {
             docs: BTreeMap::new(),
             roots: HashMap::new(),
             files: pnet_sema::Files::default(),
-            fast: HashMap::new(),
-            fast_path: true,
-            fast_edits: 0,
         }
     }
 
@@ -98,69 +86,9 @@ impl Analysis {
         self.set_doc(path, text, version);
     }
 
-    /// A new text for an open document. An edit confined to the text of one expression or
-    /// condition takes the fast path (only that text is re-checked; see
-    /// [`pnet_sema::recheck`]), which leaves the salsa inputs behind until [`Analysis::sync`];
-    /// anything else runs the full analysis.
+    /// A new text for an open document: its input is set, and salsa re-runs what reads it.
     pub fn change(&mut self, path: PathBuf, text: &str, version: i32) {
-        if self.fast_path && self.try_fast(&path, text) {
-            self.fast_edits += 1;
-            self.docs.insert(
-                path,
-                Doc {
-                    text: Arc::from(text),
-                    index: LineIndex::new(text),
-                    version,
-                },
-            );
-            return;
-        }
         self.set_doc(path, text, version);
-    }
-
-    /// The fast path: only for a document that is the root of its own workspace and part of
-    /// no other open document's workspace, with no other document behind.
-    fn try_fast(&mut self, path: &Path, text: &str) -> bool {
-        if self.fast.keys().any(|p| p != path) {
-            return false;
-        }
-        let (Some(doc), Some(&ws)) = (self.docs.get(path), self.roots.get(path)) else {
-            return false;
-        };
-        let elsewhere = self.roots.iter().any(|(root, &other)| {
-            root != path
-                && other
-                    .files(&self.db)
-                    .iter()
-                    .any(|f| f.path(&self.db) == path)
-        });
-        if elsewhere {
-            return false;
-        }
-        let old = doc.text.clone();
-        if !self.fast.contains_key(path) && !pnet_sema::recheck::may_be_text_edit(&old, text) {
-            // not worth the whole elaboration the fast path starts from
-            return false;
-        }
-        let state = match self.fast.get_mut(path) {
-            Some(s) => s,
-            None => {
-                let e = pnet_sema::elab::elaborate(&self.db, ws);
-                self.fast
-                    .entry(path.to_path_buf())
-                    .or_insert_with(|| Incremental::new(e))
-            }
-        };
-        let root = root_file(&self.db, ws);
-        state.edit(root, &old, text)
-    }
-
-    /// Brings the salsa inputs up to date after fast-path edits (needed before reading
-    /// facts, parses or texts from the database).
-    pub fn sync(&mut self) {
-        if !self.fast.is_empty() {
-            self.refresh();
-        }
     }
 
     fn set_doc(&mut self, path: PathBuf, text: &str, version: i32) {
@@ -184,7 +112,6 @@ impl Analysis {
     /// Re-loads every open document's workspace (texts from the open buffers, else the
     /// disk). Unchanged inputs are left alone, so salsa keeps what they derived.
     pub fn refresh(&mut self) {
-        self.fast.clear();
         let paths: Vec<PathBuf> = self.docs.keys().cloned().collect();
         for path in paths {
             let previous = self.roots.get(&path).copied();
@@ -274,10 +201,7 @@ impl Analysis {
             .collect();
         for (root, &ws) in &self.roots {
             let mut paths: HashMap<FileId, Option<&Path>> = HashMap::new();
-            let raw = match self.fast.get(root) {
-                Some(state) => &state.diagnostics,
-                None => pnet_sema::elab::diagnostics(&self.db, ws),
-            };
+            let raw = pnet_sema::elab::diagnostics(&self.db, ws);
             let root_is_defun = ws
                 .files(&self.db)
                 .first()

@@ -306,8 +306,6 @@ impl Server {
 
     fn request_inner(&mut self, req: Request) -> Result<serde_json::Value, (ErrorCode, String)> {
         let bad = |e: serde_json::Error| (ErrorCode::InvalidParams, e.to_string());
-        // features read the database: bring it up to date after fast-path edits
-        self.analysis.sync();
         let a = &self.analysis;
         match req.method.as_str() {
             HoverRequest::METHOD => {

@@ -1,5 +1,5 @@
 //! A long editing session keeps a bounded database: thousands of distinct texts of one
-//! transition, through the database (the fast path off), leave as many live item texts and
+//! transition, through the database, leave as many live item texts and
 //! per-item memos as a short session (salsa's counts, `Analysis::salsa_counts`): the old
 //! item texts are reclaimed with their memos (`pnet_sema::db::ItemText`).
 
@@ -16,7 +16,6 @@ fn counts_after(edits: usize) -> [usize; 4] {
     assert_eq!(text.matches(&needle).count(), 1);
     let path = PathBuf::from("/nonexistent/memory/chain.xpnet");
     let mut a = Analysis::default();
-    a.fast_path = false;
     a.open(path.clone(), &text, 0);
     for i in 0..edits {
         let edited = text.replace(&needle, &format!("${{x}} + {}L<", 1000 + i));

@@ -1,8 +1,5 @@
-//! The check of one expression or condition text: parsing it, typing and lowering it, and
-//! the record of each check the elaboration makes ([`Check`]), which [`crate::recheck`]
-//! re-runs for an edited text.
+//! The check of one expression or condition text: parsing it, typing and lowering it.
 
-use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use pnet_bundle::{Code, SourceFileId, SourceSpan};
@@ -13,85 +10,6 @@ use pnet_syntax::expr::{Expr, ExprKind};
 use pnet_syntax::span::MappedText;
 
 use crate::expr::{Env, Mode, PortSig};
-
-/// One check the elaboration made, and the range of `Elaborated::diagnostics` it produced.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Check {
-    pub kind: CheckKind,
-    pub diags: Range<usize>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum CheckKind {
-    /// A defun's `<expression>` body: parsed, then lowered in expression mode.
-    Expression {
-        text: MappedText,
-        ports: Vec<PortSig>,
-        name: String,
-        /// `gspc.we.plugin.create`: `missing_binding` is dropped.
-        plugin_create: bool,
-    },
-    /// The parse of one non-blank `<condition>` text.
-    ConditionParse { text: MappedText },
-    /// The joined conditions of a transition (its function's, then its own), lowered.
-    ConditionLower {
-        texts: Vec<MappedText>,
-        ports: Vec<PortSig>,
-        name: String,
-    },
-}
-
-impl CheckKind {
-    pub(crate) fn texts(&self) -> &[MappedText] {
-        match self {
-            CheckKind::Expression { text, .. } | CheckKind::ConditionParse { text } => {
-                std::slice::from_ref(text)
-            }
-            CheckKind::ConditionLower { texts, .. } => texts,
-        }
-    }
-
-    pub(crate) fn texts_mut(&mut self) -> &mut [MappedText] {
-        match self {
-            CheckKind::Expression { text, .. } | CheckKind::ConditionParse { text } => {
-                std::slice::from_mut(text)
-            }
-            CheckKind::ConditionLower { texts, .. } => texts,
-        }
-    }
-
-    /// The diagnostics of this check, as the elaboration makes them.
-    pub(crate) fn run(&self) -> Vec<Diagnostic> {
-        match self {
-            CheckKind::Expression {
-                text,
-                ports,
-                name,
-                plugin_create,
-            } => {
-                let (e, bad, mut ds) = parse_expr_diags(text);
-                let (_, lowered) =
-                    lower_diags(&e, bad, ports, Mode::Expression, name.clone(), None);
-                if *plugin_create {
-                    ds.extend(lowered.into_iter().filter(|d| d.code != "missing_binding"));
-                } else {
-                    ds.extend(lowered);
-                }
-                ds
-            }
-            CheckKind::ConditionParse { text } => parse_expr_diags(text).2,
-            CheckKind::ConditionLower { texts, ports, name } => {
-                let exprs = texts.iter().map(|t| parse_expr_diags(t).0);
-                match join_conditions(exprs) {
-                    Some(joined) => {
-                        lower_diags(&joined, false, ports, Mode::Condition, name.clone(), None).1
-                    }
-                    None => Vec::new(),
-                }
-            }
-        }
-    }
-}
 
 /// Parses an expression text: the expression, whether it has errors, and the diagnostics.
 /// A panic in the parser becomes an `internal_error`.

@@ -16,7 +16,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pnet_bundle::{SourceFileId, SourceSpan};
-use pnet_syntax::span::MappedText;
 
 use pnet_syntax::xml::{
     self, DefunBody, PropertiesItem, Root, StructItem, TemplateItem, TransitionBody, TransitionDecl,
@@ -329,15 +328,6 @@ impl Resolver {
                 start: s.start + at,
                 end: s.end + at,
             };
-        }
-    }
-
-    pub fn text(&self, t: &mut MappedText) {
-        if let Some(&(file, at)) = self.get(t.file) {
-            t.file = file;
-            for (_, f) in &mut t.map {
-                *f += at;
-            }
         }
     }
 

@@ -10,7 +10,6 @@ pub mod db;
 pub mod elab;
 pub mod expr;
 pub mod facts;
-pub mod recheck;
 pub mod root;
 pub mod signature;
 mod warnings;

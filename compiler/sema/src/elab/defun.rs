@@ -259,13 +259,12 @@ impl<'a> Elab<'a> {
             }
         }
         let requires = requires(&d.requires);
-        let (conditions, condition_texts) = self.parse_conditions(&d.conditions);
+        let conditions = self.parse_conditions(&d.conditions);
 
         let mut bindings = Vec::new();
         let mut scope_places = Vec::new();
         let body = match &d.body {
             Some(DefunBody::Expression(text)) => {
-                let first = self.diags.len();
                 let (e, bad) = self.parse_expr(text);
                 let before = self.diags.len();
                 let name = format!("expression of {label}");
@@ -281,15 +280,6 @@ impl<'a> Elab<'a> {
                         }
                     }
                 }
-                self.checks.push(Check {
-                    kind: CheckKind::Expression {
-                        text: text.clone(),
-                        ports: sigs.clone(),
-                        name: format!("expression of {label}"),
-                        plugin_create: properties.iter().any(|p| p.key == "gspc.we.plugin.create"),
-                    },
-                    diags: first..self.diags.len(),
-                });
                 Body::Expression(code)
             }
             Some(DefunBody::Module(m)) => {
@@ -487,7 +477,6 @@ impl<'a> Elab<'a> {
         ElabFn {
             function,
             conditions,
-            condition_texts,
             overrides: ctx.overrides.clone(),
             bindings,
             port_names: port_spans,

@@ -1,5 +1,4 @@
-//! Expressions and conditions inside the elaboration: parsed, typed and lowered, each
-//! check recorded.
+//! Expressions and conditions inside the elaboration: parsed, typed and lowered.
 
 use super::*;
 
@@ -68,14 +67,12 @@ impl<'a> Elab<'a> {
     pub(super) fn condition(
         &mut self,
         f: &ElabFn<'a>,
-        extra: (Vec<Expr>, Vec<MappedText>),
+        extra: Vec<Expr>,
         name: &str,
     ) -> Option<CodeId> {
-        let conds = f.conditions.clone().into_iter().chain(extra.0);
+        let conds = f.conditions.clone().into_iter().chain(extra);
         let joined = join_conditions(conds)?;
-        let texts: Vec<MappedText> = f.condition_texts.iter().cloned().chain(extra.1).collect();
         let sigs = port_sigs(&f.function.ports);
-        let before = self.diags.len();
         let code = self.lower(
             &joined,
             false,
@@ -84,35 +81,15 @@ impl<'a> Elab<'a> {
             name.to_string(),
             None,
         );
-        self.checks.push(Check {
-            kind: CheckKind::ConditionLower {
-                texts,
-                ports: sigs,
-                name: name.to_string(),
-            },
-            diags: before..self.diags.len(),
-        });
         Some(code)
     }
 
-    /// Parses the non-blank condition texts: the expressions, whether any failed, and the
-    /// texts parsed.
-    pub(super) fn parse_conditions(
-        &mut self,
-        texts: &[MappedText],
-    ) -> (Vec<Expr>, Vec<MappedText>) {
-        let mut out = Vec::new();
-        let mut used = Vec::new();
-        for t in texts.iter().filter(|t| !is_blank(t)) {
-            let before = self.diags.len();
-            let (e, _) = self.parse_expr(t);
-            self.checks.push(Check {
-                kind: CheckKind::ConditionParse { text: t.clone() },
-                diags: before..self.diags.len(),
-            });
-            out.push(e);
-            used.push(t.clone());
-        }
-        (out, used)
+    /// Parses the non-blank condition texts.
+    pub(super) fn parse_conditions(&mut self, texts: &[MappedText]) -> Vec<Expr> {
+        texts
+            .iter()
+            .filter(|t| !is_blank(t))
+            .map(|t| self.parse_expr(t).0)
+            .collect()
     }
 }

@@ -26,9 +26,7 @@ use pnet_syntax::xml::{
 };
 use pnet_syntax::{Diagnostic, FileId, Span};
 
-use crate::checks::{
-    Check, CheckKind, join_conditions, lower_diags, panic_message, parse_expr_diags,
-};
+use crate::checks::{join_conditions, lower_diags, panic_message, parse_expr_diags};
 use crate::db::{self, Parsed, Workspace};
 use crate::expr::{Mode, PortSig};
 use crate::facts::{Facts, Reference, Scope, Symbol, SymbolKind};
@@ -69,9 +67,6 @@ pub struct Elaborated {
     pub diagnostics: Vec<(Diagnostic, Option<bool>)>,
     /// Name-resolution facts for tools.
     pub facts: crate::facts::Facts,
-    /// The expression and condition checks made, each with its range in `diagnostics`, for
-    /// re-checking one edited text without a full elaboration ([`crate::recheck`]).
-    pub checks: Vec<crate::checks::Check>,
 }
 
 /// Elaborates the root file (file 0) of the workspace.
@@ -81,7 +76,7 @@ pub fn elaborate(db: &dyn salsa::Database, ws: Workspace) -> Elaborated {
 }
 
 /// The diagnostics of [`elaborate`] (the same, in the same order), without building the
-/// bundle, the facts or the checks: the root net's transitions elaborated by their own
+/// bundle or the facts: the root net's transitions elaborated by their own
 /// queries give only what the checks after them read (their diagnostics and their effect
 /// on the net), not copies of their functions. For the language server's diagnostics.
 #[salsa::tracked(returns(ref))]
@@ -122,7 +117,6 @@ pub(crate) fn run(db: &dyn salsa::Database, ws: Workspace, trees: Trees) -> Elab
         },
         diagnostics: e.diags,
         facts: e.facts,
-        checks: e.checks,
     };
     resolve::elaborated(&e.resolver, &mut out);
     out
@@ -251,8 +245,6 @@ struct Elab<'a> {
     facts: Facts,
     /// The place symbols of the net elaborated last.
     net_places: Vec<Symbol>,
-    /// The expression and condition checks made, in order, with their diagnostics.
-    checks: Vec<Check>,
     /// Structs being resolved inside each other (inline or by name), for the limit
     /// [`MAX_STRUCT_DEPTH`]; whether `struct_too_deep` was reported (once is enough).
     struct_depth: usize,
@@ -353,8 +345,6 @@ struct SpecEntry<'a> {
 struct ElabFn<'a> {
     function: Function,
     conditions: Vec<Expr>,
-    /// The texts `conditions` were parsed from.
-    condition_texts: Vec<MappedText>,
     overrides: Rc<Vec<(&'static str, bool)>>,
     /// `(port, binds its input side, binds its output side, place)` of the function's net.
     bindings: Vec<(PortId, bool, bool, PlaceId)>,
@@ -437,7 +427,6 @@ impl<'a> Elab<'a> {
             externals: Vec::new(),
             facts,
             net_places: Vec::new(),
-            checks: Vec::new(),
             struct_depth: 0,
             struct_depth_reported: false,
             misnamed: Vec::new(),
@@ -537,11 +526,7 @@ impl<'a> Elab<'a> {
                     .as_ref()
                     .map_or("the root function".to_string(), |n| n.text.clone());
                 let ef = self.defun(&ctx, d, &label);
-                let condition = self.condition(
-                    &ef,
-                    (Vec::new(), Vec::new()),
-                    &format!("condition of {label}"),
-                );
+                let condition = self.condition(&ef, Vec::new(), &format!("condition of {label}"));
                 if crate::root::needs_wrapper(&ef.function) {
                     crate::root::wrap(&mut self.functions, &mut self.codes, ef.function, condition)
                 } else {

@@ -1,10 +1,9 @@
 //! Spans of items parsed alone ([`crate::db::source_tree`]) mapped back to their files, in
-//! everything an elaboration returns: its diagnostics, facts, checks and bundle.
+//! everything an elaboration returns: its diagnostics, facts and bundle.
 
 use pnet_bundle::{Body, Function, Module, Net};
 
 use super::Elaborated;
-use crate::checks::CheckKind;
 use crate::db::Resolver;
 
 pub(super) fn elaborated(r: &Resolver, e: &mut Elaborated) {
@@ -15,12 +14,6 @@ pub(super) fn elaborated(r: &Resolver, e: &mut Elaborated) {
         r.diagnostic(d);
     }
     facts(r, &mut e.facts);
-    for c in &mut e.checks {
-        match &mut c.kind {
-            CheckKind::Expression { text, .. } | CheckKind::ConditionParse { text } => r.text(text),
-            CheckKind::ConditionLower { texts, .. } => texts.iter_mut().for_each(|t| r.text(t)),
-        }
-    }
     for fun in &mut e.bundle.functions {
         function(r, fun);
     }

@@ -151,8 +151,6 @@ pub struct TransitionOut {
     structs: Vec<StructType>,
     diags: Vec<(Diagnostic, Option<bool>)>,
     facts: Facts,
-    /// Checks, their ranges into `diags`.
-    checks: Vec<Check>,
     misnamed: Vec<SourceSpan>,
     externals: Vec<External>,
     struct_depth_reported: bool,
@@ -229,7 +227,6 @@ impl<'a> Elab<'a> {
             externals: Vec::new(),
             facts: Facts::default(),
             net_places: Vec::new(),
-            checks: Vec::new(),
             struct_depth: self.struct_depth,
             struct_depth_reported: self.struct_depth_reported,
             misnamed: Vec::new(),
@@ -269,7 +266,6 @@ impl<'a> Elab<'a> {
                     structs: Vec::new(),
                     diags: Vec::new(),
                     facts: Facts::default(),
-                    checks: Vec::new(),
                     misnamed: Vec::new(),
                     externals: Vec::new(),
                     struct_depth_reported: false,
@@ -296,7 +292,6 @@ impl<'a> Elab<'a> {
             structs: self.structs,
             diags: self.diags,
             facts: self.facts,
-            checks: self.checks,
             misnamed: self.misnamed,
             externals: self.externals,
             struct_depth_reported: self.struct_depth_reported,
@@ -305,11 +300,10 @@ impl<'a> Elab<'a> {
     }
 
     /// Adds a transition's result to this elaboration and to `net`: its functions and codes
-    /// after this one's (their ids shifted), its diagnostics, facts and checks.
+    /// after this one's (their ids shifted), its diagnostics and facts.
     pub(super) fn absorb(&mut self, out: TransitionOut, net: &mut Net) {
         let fbase = self.functions.len();
         let cbase = self.codes.len();
-        let dbase = self.diags.len();
         let fid = |f: FunctionId| FunctionId::from(f.index() + fbase);
         let cid = |c: CodeId| CodeId::from(c.index() + cbase);
         let shift = |t: &mut Transition| {
@@ -344,10 +338,6 @@ impl<'a> Elab<'a> {
             }
         }
         self.diags.extend(out.diags);
-        self.checks.extend(out.checks.into_iter().map(|mut c| {
-            c.diags = c.diags.start + dbase..c.diags.end + dbase;
-            c
-        }));
         let Facts {
             symbols,
             references,
