@@ -2,12 +2,11 @@
 //! agents"). The logic is `pnet_agent::run_leaf` (it reuses the agent's worker connections
 //! and scheduler); this crate is its command line.
 
-use std::io::BufRead;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Parser;
-use pnet_protocol::{SECRET_ENV, Secret};
+use pnet_protocol::Secret;
 
 const AFTER_HELP: &str = "\
 How to run a tree of agents:
@@ -105,20 +104,7 @@ fn start(args: Args) -> Result<pnet_agent::LeafReport, String> {
         }
         None => {
             let root = args.root.clone().unwrap_or_default();
-            let secret = if args.secret_stdin {
-                let mut line = String::new();
-                std::io::stdin()
-                    .lock()
-                    .read_line(&mut line)
-                    .map_err(|e| format!("cannot read the secret from standard input: {e}"))?;
-                Secret::from_hex(&line)
-                    .ok_or("the first line of standard input is not a secret (64 hex digits)")?
-            } else {
-                let s = std::env::var(SECRET_ENV)
-                    .map_err(|_| format!("no secret: pass --secret-stdin or set {SECRET_ENV}"))?;
-                Secret::from_hex(&s)
-                    .ok_or(format!("{SECRET_ENV} is not a secret (64 hex digits)"))?
-            };
+            let secret = Secret::from_stdin_or_env(args.secret_stdin)?;
             (root, secret)
         }
     };

@@ -37,6 +37,27 @@ impl Secret {
         Some(Secret(b))
     }
 
+    /// The secret a worker or leaf process is given: the first line of standard input with
+    /// `from_stdin` (`--secret-stdin`), else the [`crate::SECRET_ENV`] variable.
+    pub fn from_stdin_or_env(from_stdin: bool) -> Result<Secret, String> {
+        use std::io::BufRead;
+        let env = crate::SECRET_ENV;
+        if from_stdin {
+            let mut line = String::new();
+            std::io::stdin()
+                .lock()
+                .read_line(&mut line)
+                .map_err(|e| format!("cannot read the secret from standard input: {e}"))?;
+            Secret::from_hex(&line).ok_or_else(|| {
+                "the first line of standard input is not a secret (64 hex digits)".into()
+            })
+        } else {
+            let s = std::env::var(env)
+                .map_err(|_| format!("no secret: pass --secret-stdin or set {env}"))?;
+            Secret::from_hex(&s).ok_or_else(|| format!("{env} is not a secret (64 hex digits)"))
+        }
+    }
+
     /// Constant-time comparison.
     pub fn matches(&self, other: &Secret) -> bool {
         self.0

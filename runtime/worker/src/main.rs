@@ -1,10 +1,10 @@
 //! `gspc-worker`: connects to an agent and runs module calls.
 
-use std::io::{BufRead, Read};
+use std::io::Read;
 use std::path::PathBuf;
 
 use clap::Parser;
-use pnet_protocol::{SECRET_ENV, Secret};
+use pnet_protocol::Secret;
 use pnet_worker::{Config, Outcome, exit};
 
 const AFTER_HELP: &str = "\
@@ -86,25 +86,7 @@ fn main() {
 }
 
 fn start(args: Args) -> Result<Outcome, String> {
-    let secret = if args.secret_stdin {
-        let mut line = String::new();
-        std::io::stdin()
-            .lock()
-            .read_line(&mut line)
-            .map_err(|e| format!("cannot read the secret from standard input: {e}"))?;
-        Secret::from_hex(&line)
-            .ok_or("the first line of standard input is not a secret (64 hex digits)")?
-    } else {
-        match std::env::var(SECRET_ENV) {
-            Ok(s) => Secret::from_hex(&s)
-                .ok_or(format!("{SECRET_ENV} is not a secret (64 hex digits)"))?,
-            Err(_) => {
-                return Err(format!(
-                    "no secret: pass --secret-stdin or set {SECRET_ENV}"
-                ));
-            }
-        }
-    };
+    let secret = Secret::from_stdin_or_env(args.secret_stdin)?;
     if let Some(socket) = args.socket {
         pnet_topology::hwloc::bind_current_process_to_socket(socket)?;
     }

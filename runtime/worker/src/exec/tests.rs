@@ -201,10 +201,12 @@ fn stop_while_a_command_starts_waits_for_it() {
     shared.push(vec![t(1)]);
     assert_eq!(shared.next().map(|(t, _)| t.task), Some(1));
     assert!(shared.starting_command());
+    // Timed from before the stopper's thread exists (a thread that starts late must not
+    // shorten the wait it sees: the executor's 200 ms below begin after this instant).
+    let start = std::time::Instant::now();
     let stopper = {
         let shared = shared.clone();
         std::thread::spawn(move || {
-            let start = std::time::Instant::now();
             shared.stop(std::time::Duration::from_secs(20));
             start.elapsed()
         })
