@@ -90,10 +90,15 @@ impl Tree {
         let leaves = ["leafA", "leafB"]
             .iter()
             .map(|name| {
-                Command::new(bin_dir().join("gspc-leaf"))
-                    .arg("--state-dir")
-                    .arg(s.state())
-                    .args(["--workers", "2", "--name", name])
+                let mut c = Command::new(bin_dir().join("gspc-leaf"));
+                // Leaf A names the state directory; leaf B finds it as gspc does (the
+                // default, here from GSPC_STATE_DIR).
+                if *name == "leafA" {
+                    c.arg("--state-dir").arg(s.state());
+                } else {
+                    c.env("GSPC_STATE_DIR", s.state());
+                }
+                c.args(["--workers", "2", "--name", name])
                     .env_remove("PNET_MODULE_PATH")
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
@@ -204,9 +209,10 @@ impl Tree {
     }
 
     /// Stops the root; every leaf exits with status 0 and every worker that ran a task is
-    /// gone.
-    fn stop_and_check_nothing_left(mut self, dead: &[u32]) {
+    /// gone. Returns the leaves' standard error, in order.
+    fn stop_and_check_nothing_left(mut self, dead: &[u32]) -> Vec<String> {
         self.s.ok(&["stop"]);
+        let mut errs = Vec::new();
         for l in &mut self.leaves {
             if dead.contains(&l.id()) {
                 continue;
@@ -226,6 +232,7 @@ impl Tree {
             }
             assert!(status.success(), "leaf: {status:?}\n{err}");
             assert!(err.contains("stopped by the root"), "{err}");
+            errs.push(err);
         }
         for (name, pid) in self.started() {
             assert!(
@@ -233,6 +240,7 @@ impl Tree {
                 "worker `{name}` (pid {pid}) is still running"
             );
         }
+        errs
     }
 }
 
@@ -291,7 +299,18 @@ fn a_worker_killed_under_a_leaf_is_replaced_by_the_leaf_unseen_by_the_root() {
     let st = tree.status();
     assert_eq!(st["workers"].as_array().map(Vec::len), Some(2), "{st:#}");
     assert!(!alive(pid as u32) || wait_gone(pid as u32, Duration::from_secs(5)));
-    tree.stop_and_check_nothing_left(&[]);
+    // The leaf, still running, reaped it: no zombie left until the leaf ends.
+    let t = Instant::now();
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the killed worker `{name}` (pid {pid}) stays a zombie of its leaf"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let errs = tree.stop_and_check_nothing_left(&[]);
+    assert!(errs[0].contains(" answers, 1 worker lost)"), "{}", errs[0]);
+    assert!(errs[1].contains(" answers, 0 workers lost)"), "{}", errs[1]);
 }
 
 #[test]

@@ -11,8 +11,9 @@ use pnet_protocol::Secret;
 const AFTER_HELP: &str = "\
 How to run a tree of agents:
   gspc boot --topology worker:0                # the root: a runtime without workers of its own
-  gspc-leaf --state-dir DIR --workers 8 &      # on each host (DIR: the root's state directory,
-                                               # shared, or copy its secret and runtime.json)
+  gspc-leaf --workers 8 &                      # on each host: reads the root's state directory
+                                               # (gspc's default, or --state-dir DIR: shared,
+                                               # or a copy of its secret and runtime.json)
   gspc-leaf --root HOST:PORT --workers 8 &     # or: the root's worker address (gspc status:
                                                # `workers connect to`) and GSPC_SECRET
   gspc wait $(gspc submit net.xpnet -p n=200L)
@@ -23,8 +24,9 @@ worker it loses (the root counts the retry), and sends the answers up in batches
 is a lost worker to the root: all its tasks run again. The leaf exits when the root stops it
 or goes away, and stops the workers it started.
 
-Not passed through yet: module calls with memory buffers or transfers (they fail on a leaf
-with a message that says so).
+Not passed through yet: module calls with memory buffers or transfers. A leaf cannot offer
+the capability GPI, so the root keeps such calls for workers of its own (`gspc tasks` says
+that the job waits for a worker with the capability GPI).
 
 Exit codes: 0 stopped by the root, 1 failure (the root refused it, went away, cannot be
 reached), 2 usage error.";
@@ -35,16 +37,18 @@ reached), 2 usage error.";
 #[command(name = "gspc-leaf", version, after_help = AFTER_HELP)]
 struct Args {
     /// The root agent's worker address (secret in GSPC_SECRET, or --secret-stdin).
-    #[arg(long, value_name = "HOST:PORT", required_unless_present = "state_dir")]
+    #[arg(long, value_name = "HOST:PORT")]
     root: Option<String>,
     /// The root runtime's state directory (`gspc boot`): its address and secret are read
-    /// from there.
+    /// from there (default, without --root: gspc's, $GSPC_STATE_DIR, else
+    /// $XDG_RUNTIME_DIR/gspc, else /tmp/gspc-UID/default).
     #[arg(long, value_name = "DIR", conflicts_with = "root")]
     state_dir: Option<PathBuf>,
     /// Read the secret (64 hex digits) from the first line of standard input.
     #[arg(long)]
     secret_stdin: bool,
-    /// gspc-worker processes to start (and stop) on this host.
+    /// gspc-worker processes to start (and stop) on this host (0: only workers that join at
+    /// --listen).
     #[arg(long, value_name = "N", default_value_t = 0)]
     workers: usize,
     /// The leaf's name, as the root shows it (default: leaf-HOST-PID).
@@ -75,8 +79,11 @@ fn main() {
     let code = match start(args) {
         Ok(report) => {
             eprintln!(
-                "gspc-leaf: {} ({} answers, {} workers lost)",
-                report.ended, report.answers, report.workers_lost
+                "gspc-leaf: {} ({} answers, {} worker{} lost)",
+                report.ended,
+                report.answers,
+                report.workers_lost,
+                if report.workers_lost == 1 { "" } else { "s" }
             );
             i32::from(report.ended != "stopped by the root")
         }
@@ -89,7 +96,12 @@ fn main() {
 }
 
 fn start(args: Args) -> Result<pnet_agent::LeafReport, String> {
-    let (root, secret) = match &args.state_dir {
+    let state_dir = match (&args.state_dir, &args.root) {
+        (Some(dir), _) => Some(dir.clone()),
+        (None, None) => Some(default_state_dir()),
+        (None, Some(_)) => None,
+    };
+    let (root, secret) = match &state_dir {
         Some(dir) => {
             let secret = pnet_agent::control::read_secret(dir).map_err(|e| e.message)?;
             let info = dir.join(pnet_agent::control::INFO_FILE);
@@ -141,6 +153,21 @@ fn start(args: Args) -> Result<pnet_agent::LeafReport, String> {
         on_listen: Some(|addr| eprintln!("gspc-leaf: workers connect to {addr}")),
     };
     pnet_agent::run_leaf(cfg).map_err(|e| e.to_string())
+}
+
+/// gspc's default state directory (`gspc --help`): `$GSPC_STATE_DIR`, else
+/// `$XDG_RUNTIME_DIR/gspc`, else `/tmp/gspc-UID/default`.
+fn default_state_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("GSPC_STATE_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("gspc");
+    }
+    PathBuf::from(format!(
+        "/tmp/gspc-{}/default",
+        pnet_agent::control::current_uid()
+    ))
 }
 
 fn host() -> String {

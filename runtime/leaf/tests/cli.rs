@@ -17,6 +17,8 @@ fn help_says_how_to_start_a_tree() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("--root <HOST:PORT>"), "{text}");
     assert!(text.contains("gspc boot --topology worker:0"), "{text}");
+    // What happens to memory calls: they wait at the root (a leaf cannot say GPI).
+    assert!(text.contains("capability GPI"), "{text}");
 }
 
 #[test]
@@ -31,8 +33,26 @@ fn no_secret_is_an_error_naming_the_ways_to_give_it() {
 }
 
 #[test]
-fn neither_root_nor_state_dir_is_a_usage_error() {
-    let out = leaf(&[]);
+fn without_root_or_state_dir_it_reads_gspcs_default_state_directory() {
+    let dir = std::env::temp_dir().join(format!("gspc-leaf-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gspc-leaf"))
+        .env("GSPC_STATE_DIR", &dir)
+        .env_remove("GSPC_SECRET")
+        .output()
+        .expect("run gspc-leaf");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("no runtime in {}", dir.display())) && err.contains("gspc boot"),
+        "{err}"
+    );
+}
+
+#[test]
+fn root_and_state_dir_together_are_a_usage_error() {
+    let out = leaf(&["--root", "127.0.0.1:1", "--state-dir", "/nonexistent"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--root"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
 }

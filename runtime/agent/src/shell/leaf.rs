@@ -235,7 +235,7 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
         "leaf `{}`: connected to the root {}; its workers connect to {addr}",
         cfg.name, cfg.root
     ));
-    let ended = leaf.run(&mut root_r, &mut root_w, ev_rx).await;
+    let ended = leaf.run(&mut root_r, &mut root_w, ev_rx, children).await;
     for c in leaf.conns.values() {
         let _ = c.tx.send(encode(&AgentMsg::Shutdown));
     }
@@ -294,13 +294,14 @@ impl Leaf<'_> {
         }
     }
 
-    /// The loop: root frames, worker events and the heartbeat to the root; returns why it
-    /// ended.
+    /// The loop: root frames, worker events and the heartbeat to the root (at which it also
+    /// reaps the workers it started that exited); returns why it ended.
     async fn run(
         &mut self,
         root_r: &mut RootReader,
         root_w: &mut RootWriter,
         mut ev_rx: UnboundedReceiver<ShellEvent>,
+        children: &mut Vec<Child>,
     ) -> String {
         let mut hb = tokio::time::interval(HEARTBEAT_INTERVAL);
         hb.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -341,6 +342,7 @@ impl Leaf<'_> {
                     }
                 }
                 _ = hb.tick() => {
+                    self.reap(children);
                     if last_heard.elapsed() > AGENT_SILENCE_TIMEOUT {
                         return format!(
                             "the root has been silent for {} ms",
@@ -369,6 +371,18 @@ impl Leaf<'_> {
                 last_sent = Instant::now();
             }
         }
+    }
+
+    /// Waits for the workers it started that exited (killed, crashed), so that none stays a
+    /// zombie while the leaf runs.
+    fn reap(&self, children: &mut Vec<Child>) {
+        children.retain_mut(|c| match c.try_wait() {
+            Ok(Some(status)) => {
+                self.log(&format!("worker process {} exited: {status}", c.id()));
+                false
+            }
+            Ok(None) | Err(_) => true,
+        });
     }
 
     fn now(&self) -> Duration {
