@@ -20,6 +20,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("gspc-dds", "--nodefile"),
     ("gspc-property", "wait"),
     ("gspc-worker", "--agent"),
+    ("gspc-leaf", "--root"),
     ("gspc-selftest", "--bin-dir"),
     ("pnet-lsp", "--stdio"),
     ("workload_exec", "--help"),
