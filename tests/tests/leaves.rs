@@ -378,3 +378,61 @@ fn a_leaf_of_another_leaf_protocol_is_refused_by_name() {
     }
     s.ok(&["stop"]);
 }
+
+#[test]
+fn a_leaf_says_what_is_wrong_with_its_workers() {
+    use std::io::BufRead;
+    let s = pnet_tests::GspcScratch::new("leaves", "noworkers", bin_dir().join("gspc"));
+    let o = s.ok(&["boot", "--topology", "worker:0", "--timeout", "30"]);
+    assert!(o.contains("gspc: runtime booted (pid "), "{o}");
+    let leaf = || {
+        let mut c = Command::new(bin_dir().join("gspc-leaf"));
+        c.arg("--state-dir").arg(s.state());
+        c
+    };
+    // A worker program that is not there: named, with the ways to give another.
+    let o = leaf()
+        .args([
+            "--workers",
+            "1",
+            "--worker-program",
+            "/nonexistent/gspc-worker",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot start the worker program /nonexistent/gspc-worker")
+            && err.contains("--worker-program"),
+        "{err}"
+    );
+    // No workers of its own (the default): it says that the root waits for workers to join.
+    let mut l = leaf()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(l.stderr.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(
+        first.contains("workers connect to 127.0.0.1:") && first.contains("--workers 0"),
+        "{first}"
+    );
+    s.ok(&["stop"]);
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = l.try_wait().unwrap() {
+            break st;
+        }
+        if t.elapsed() > Duration::from_secs(10) {
+            let _ = l.kill();
+            panic!("the leaf did not stop with its root");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}

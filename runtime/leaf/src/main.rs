@@ -150,7 +150,16 @@ fn start(args: Args) -> Result<pnet_agent::LeafReport, String> {
         module_path: args.module_path.clone(),
         depth: args.depth,
         verbose: args.verbose,
-        on_listen: Some(|addr| eprintln!("gspc-leaf: workers connect to {addr}")),
+        on_listen: Some(if args.workers == 0 {
+            |addr| {
+                eprintln!(
+                    "gspc-leaf: workers connect to {addr} (it started none, --workers 0: the root \
+                     gives it tasks once workers join there)"
+                );
+            }
+        } else {
+            |addr| eprintln!("gspc-leaf: workers connect to {addr}")
+        }),
     };
     pnet_agent::run_leaf(cfg).map_err(|e| e.to_string())
 }

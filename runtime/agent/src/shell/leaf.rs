@@ -212,7 +212,8 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
         }
         let child = c.spawn().map_err(|e| {
             setup(format!(
-                "cannot start {}: {e}",
+                "cannot start the worker program {}: {e} (give it with --worker-program or \
+                 $GSPC_WORKER)",
                 cfg.worker_program.display()
             ))
         })?;
