@@ -56,3 +56,20 @@ fn root_and_state_dir_together_are_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
 }
+
+#[test]
+fn a_root_that_is_not_host_and_port_is_explained() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gspc-leaf"))
+        .args(["--root", "roothost", "--workers", "1"])
+        .env("GSPC_SECRET", "0".repeat(64))
+        .output()
+        .expect("run gspc-leaf");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot connect to the root agent roothost")
+            && err.contains("give HOST:PORT")
+            && err.contains("workers connect to"),
+        "{err}"
+    );
+}

@@ -118,8 +118,13 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
     let stream = tokio::net::TcpStream::connect(&cfg.root)
         .await
         .map_err(|e| {
+            let hint = if e.kind() == std::io::ErrorKind::InvalidInput {
+                " (give HOST:PORT: the root's `workers connect to` in `gspc status`)"
+            } else {
+                ""
+            };
             setup(format!(
-                "cannot connect to the root agent {}: {e}",
+                "cannot connect to the root agent {}: {e}{hint}",
                 cfg.root
             ))
         })?;
