@@ -322,7 +322,11 @@ impl<'a> Parser<'a> {
                     span,
                     format!("`{name}` starts no workers: 0 per node"),
                 )
-                .with_note("leave the description out, or give at least 1 worker per node"),
+                .with_note(
+                    "leave the description out, or give at least 1 worker per node (a root \
+                     whose workers join through `gspc-leaf` agents starts none: then this is \
+                     expected)",
+                ),
             );
         }
         if let (Some(port), Some(span)) = (base_port, port_span) {
