@@ -583,6 +583,19 @@ impl std::error::Error for RtError {}
 
 pub use pnet_protocol::peer::{current_uid, user_name};
 
+/// The default state directory of a `gspc` runtime (and where `gspc-leaf` looks for its root):
+/// `$GSPC_STATE_DIR`, else `$XDG_RUNTIME_DIR/gspc`, else `/tmp/gspc-UID/default`.
+pub fn default_state_dir() -> std::path::PathBuf {
+    use std::path::PathBuf;
+    if let Some(d) = std::env::var_os("GSPC_STATE_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("gspc");
+    }
+    PathBuf::from(format!("/tmp/gspc-{}/default", current_uid()))
+}
+
 /// Checks that `dir` is a directory owned by this user that no other user can read or
 /// write (mode 0700 or stricter), as a runtime's state directory must be.
 pub fn check_private_dir(dir: &Path) -> Result<(), RtError> {

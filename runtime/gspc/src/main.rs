@@ -8,10 +8,10 @@
 use std::ffi::OsString;
 
 use clap::{Args, Parser, Subcommand};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use pnet_agent::control::RtError;
+pub(crate) use pnet_agent::control::default_state_dir;
 
 mod boot;
 mod client;
@@ -172,19 +172,4 @@ pub(crate) fn usage_error(msg: &str) -> ExitCode {
 pub(crate) fn fail(e: &RtError) -> ExitCode {
     pnet_stdlib::errln!("gspc: error[{}]: {}", e.code, e.message);
     ExitCode::from(1)
-}
-
-/// The default state directory: `$GSPC_STATE_DIR`, else `$XDG_RUNTIME_DIR/gspc`, else
-/// `/tmp/gspc-UID/default`.
-pub(crate) fn default_state_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("GSPC_STATE_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
-    }
-    if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d).join("gspc");
-    }
-    PathBuf::from(format!(
-        "/tmp/gspc-{}/default",
-        pnet_agent::control::current_uid()
-    ))
 }

@@ -98,7 +98,7 @@ fn main() {
 fn start(args: Args) -> Result<pnet_agent::LeafReport, String> {
     let state_dir = match (&args.state_dir, &args.root) {
         (Some(dir), _) => Some(dir.clone()),
-        (None, None) => Some(default_state_dir()),
+        (None, None) => Some(pnet_agent::control::default_state_dir()),
         (None, Some(_)) => None,
     };
     let (root, secret) = match &state_dir {
@@ -162,21 +162,6 @@ fn start(args: Args) -> Result<pnet_agent::LeafReport, String> {
         }),
     };
     pnet_agent::run_leaf(cfg).map_err(|e| e.to_string())
-}
-
-/// gspc's default state directory (`gspc --help`): `$GSPC_STATE_DIR`, else
-/// `$XDG_RUNTIME_DIR/gspc`, else `/tmp/gspc-UID/default`.
-fn default_state_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("GSPC_STATE_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
-    }
-    if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d).join("gspc");
-    }
-    PathBuf::from(format!(
-        "/tmp/gspc-{}/default",
-        pnet_agent::control::current_uid()
-    ))
 }
 
 fn host() -> String {
