@@ -330,6 +330,12 @@ fn a_leaf_killed_mid_run_has_its_tasks_run_again_by_the_root() {
     assert_eq!(ys, expected(), "exact after leaf B was killed");
     let log = tree.log();
     assert!(log.contains("`leafB` lost: "), "{log}");
+    // Its tasks' records blame the leaf, not the oldest of the tasks it ran.
+    let tasks = tree.s.ok(&["tasks", &job]);
+    assert!(
+        tasks.contains("leaf agent `leafB` was lost with "),
+        "{tasks}"
+    );
     // Its workers went away with it (their standard input closed, their agent is gone).
     for (name, pid) in tree.started() {
         if name.starts_with("leafB-w") {

@@ -627,7 +627,15 @@ impl<'b> Core<'b> {
                 self.sched.class(t.task.class).location.clone(),
             )
         });
+        // A leaf runs many tasks at once: its loss is not the fault of its oldest one.
+        let leaf_tasks = self
+            .sched
+            .is_leaf(worker)
+            .then(|| self.sched.in_flight_records(worker).len());
         let cause = match (exit, &running) {
+            _ if let Some(n) = leaf_tasks => {
+                format!("leaf agent `{name}` was lost with {n} tasks in flight: {reason}")
+            }
             (Some(how), Some((task, module, transition, at))) => format!(
                 "module `{module}` crashed with {how} on worker `{name}` (task {task}, transition `{transition}` at {at})"
             ),

@@ -961,6 +961,11 @@ impl Sched {
             .map(|w| w.caps.as_slice())
     }
 
+    /// Whether this worker is a leaf agent (its window fixed by [`Sched::set_capacity`]).
+    pub fn is_leaf(&self, id: WorkerId) -> bool {
+        matches!(self.workers.get(id as usize), Some(Some(w)) if w.fixed.is_some())
+    }
+
     pub fn worker_name(&self, id: WorkerId) -> Option<&Arc<str>> {
         self.workers
             .get(id as usize)
