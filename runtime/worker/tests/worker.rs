@@ -707,8 +707,16 @@ async fn cancellation() {
     w.send(AgentMsg::Cancel { task: 1 }).await;
     assert_eq!(w.next().await, WorkerMsg::Cancelled { task: 1 });
     assert!(cancelled_at.elapsed() < Duration::from_secs(5));
-    // The script (and its sleep) are gone.
-    assert!(!alive(pid));
+    // The script (and its sleep) are gone: SIGKILL is delivered asynchronously, so a loaded
+    // machine may show the process for a moment after the answer.
+    let killed = Instant::now();
+    while alive(pid) {
+        assert!(
+            killed.elapsed() < Duration::from_secs(5),
+            "the script survived its cancel"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     // The native spin runs next; cancel it once the heartbeat says it runs.
     loop {
         let msg: WorkerMsg = frame::recv(&mut w.reader).await.unwrap();
