@@ -390,14 +390,10 @@ fn concurrent(o: &Concurrent) -> Result<(), String> {
         all: vec![agent],
         dir: dir.clone(),
     };
-    let info = dir.join(pnet_agent::control::INFO_FILE);
     let t = Instant::now();
     let address = loop {
-        if let Ok(text) = std::fs::read_to_string(&info)
-            && let Ok(v) = serde_json::from_str::<serde_json::Value>(&text)
-            && let Some(a) = v["address"].as_str()
-        {
-            break a.to_string();
+        if let Ok(a) = pnet_agent::control::worker_address(&dir) {
+            break a;
         }
         if t.elapsed() > Duration::from_secs(20) {
             return Err("the runtime did not start".into());

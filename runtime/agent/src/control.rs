@@ -663,6 +663,20 @@ fn resume_hint(dir: &Path) -> Option<String> {
     })
 }
 
+/// The address workers (and leaf agents) connect to, from a state directory's
+/// [`INFO_FILE`] (written once the runtime listens).
+pub fn worker_address(dir: &Path) -> Result<String, String> {
+    let info = dir.join(INFO_FILE);
+    let text = std::fs::read_to_string(&info)
+        .map_err(|e| format!("cannot read {}: {e}", info.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", info.display()))?;
+    v["address"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("{}: no address", info.display()))
+}
+
 /// Reads the secret file of a state directory (it must be a regular file of this user with
 /// mode 0600 or stricter).
 pub fn read_secret(dir: &Path) -> Result<pnet_protocol::Secret, RtError> {

@@ -104,15 +104,7 @@ fn start(args: Args) -> Result<pnet_agent::LeafReport, String> {
     let (root, secret) = match &state_dir {
         Some(dir) => {
             let secret = pnet_agent::control::read_secret(dir).map_err(|e| e.message)?;
-            let info = dir.join(pnet_agent::control::INFO_FILE);
-            let text = std::fs::read_to_string(&info)
-                .map_err(|e| format!("cannot read {}: {e}", info.display()))?;
-            let v: serde_json::Value =
-                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", info.display()))?;
-            let addr = v["address"]
-                .as_str()
-                .ok_or_else(|| format!("{}: no address", info.display()))?;
-            (addr.to_string(), secret)
+            (pnet_agent::control::worker_address(dir)?, secret)
         }
         None => {
             let root = args.root.clone().unwrap_or_default();
