@@ -10,6 +10,8 @@
 //! follow (8 bytes a frame) and, for each such edge, only its target (4 bytes); an edge to a
 //! state already visited when its source is expanded is settled then and never stacked.
 
+use crate::store::mem::ZeroBuf;
+
 /// What the SCC pass found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GraphFacts {
@@ -65,7 +67,8 @@ pub fn analyse(n: usize, transitions: usize, succ: &mut Successors<'_>) -> Graph
         "too many states for the SCC pass"
     );
     let mut t = Pass {
-        rindex: zeroed_huge(n),
+        // Read at random: zeroed, on transparent huge pages (a TLB miss per read otherwise).
+        rindex: ZeroBuf::new(n, true),
         index: 1,
         comp: u32::MAX,
         stack: Vec::new(),
@@ -156,27 +159,8 @@ pub fn analyse(n: usize, transitions: usize, succ: &mut Successors<'_>) -> Graph
     facts
 }
 
-/// `n` zeroed `u32`s; on Linux, marked for transparent huge pages: the pass reads them at
-/// random, and with 4 KiB pages nearly every read would also miss the TLB.
-fn zeroed_huge(n: usize) -> Vec<u32> {
-    let v = vec![0u32; n];
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let start = v.as_ptr() as usize;
-        let end = start + n * size_of::<u32>();
-        let (a, b) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
-        if b > a {
-            // SAFETY: advice on whole pages inside the vector's own (still untouched, zeroed)
-            // allocation; it changes no contents, and a failure only loses the hint.
-            unsafe { libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE) };
-        }
-    }
-    v
-}
-
 struct Pass {
-    rindex: Vec<u32>,
+    rindex: ZeroBuf<u32>,
     /// The next index (one more than the number of visited states of incomplete components).
     index: u32,
     /// The next component number (counting down).

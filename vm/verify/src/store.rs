@@ -90,7 +90,7 @@ impl Packing {
 /// cost nothing) and, on request and from 2 MiB up, marked for transparent huge pages: the
 /// lookups jump around hundreds of megabytes, and with 4 KiB pages nearly every one of them
 /// also misses the TLB.
-mod mem {
+pub(crate) mod mem {
     use std::ops::{Deref, DerefMut};
 
     /// Element types for which all-zero bytes are a valid value.
@@ -102,6 +102,8 @@ mod mem {
     unsafe impl Zeroable for u8 {}
     // SAFETY: as above.
     unsafe impl Zeroable for u64 {}
+    // SAFETY: as above.
+    unsafe impl Zeroable for u32 {}
 
     #[cfg(target_os = "linux")]
     pub struct ZeroBuf<T: Zeroable> {
