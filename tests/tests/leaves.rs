@@ -210,8 +210,13 @@ impl Tree {
 
     /// Stops the root; every leaf exits with status 0 and every worker that ran a task is
     /// gone. Returns the leaves' standard error, in order.
-    fn stop_and_check_nothing_left(mut self, dead: &[u32]) -> Vec<String> {
-        self.s.ok(&["stop"]);
+    fn stop_and_check_nothing_left(self, dead: &[u32]) -> Vec<String> {
+        self.stop_and_check(dead).1
+    }
+
+    /// [`Tree::stop_and_check_nothing_left`], also returning what `gspc stop` said.
+    fn stop_and_check(mut self, dead: &[u32]) -> (String, Vec<String>) {
+        let stop = self.s.ok(&["stop"]);
         let mut errs = Vec::new();
         for l in &mut self.leaves {
             if dead.contains(&l.id()) {
@@ -240,7 +245,7 @@ impl Tree {
                 "worker `{name}` (pid {pid}) is still running"
             );
         }
-        errs
+        (stop, errs)
     }
 }
 
@@ -259,7 +264,179 @@ fn two_leaves_of_two_workers_run_a_job_exactly() {
     assert!(ws.iter().any(|w| w.starts_with("leafB-w")), "{ws:?}");
     let log = tree.log();
     assert!(log.contains("a leaf agent with capacity 0"), "{log}");
+    // The task records name the worker under the leaf that ran each task.
+    let tasks: serde_json::Value =
+        serde_json::from_str(&tree.s.ok(&["tasks", &job, "--json"])).unwrap();
+    let ran: Vec<&str> = tasks["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["worker"].as_str())
+        .collect();
+    assert_eq!(ran.len(), TASKS, "{tasks:#}");
+    assert!(
+        ran.iter()
+            .all(|w| w.starts_with("leafA/leafA-w") || w.starts_with("leafB/leafB-w")),
+        "{ran:?}"
+    );
+    assert!(ran.iter().any(|w| w.starts_with("leafA/")), "{ran:?}");
+    assert!(ran.iter().any(|w| w.starts_with("leafB/")), "{ran:?}");
+    let text = tree.s.ok(&["tasks", &job]);
+    assert!(text.contains("leafA/leafA-w"), "{text}");
+    // `gspc stop` counts the leaves' workers and names the leaves.
+    let (stop, _) = tree.stop_and_check(&[]);
+    assert!(
+        stop.contains(", 4 workers stopped (") && stop.contains("leafA/leafA-w0 pid "),
+        "{stop}"
+    );
+    assert!(
+        stop.contains("2 leaf agents stopped (leafA pid ") && stop.ends_with(", 0 left\n"),
+        "{stop}"
+    );
+}
+
+#[test]
+fn status_shows_each_leaf_with_its_capacity_and_its_workers_under_it() {
+    let tree = Tree::new("status");
+    let st = tree.until("both leaves report two workers", |st| {
+        st["workers"].as_array().is_some_and(|ws| {
+            ws.iter()
+                .all(|w| w["workers"].as_array().is_some_and(|u| u.len() == 2))
+        })
+    });
+    for leaf in st["workers"].as_array().unwrap() {
+        let name = leaf["name"].as_str().unwrap();
+        // Two workers of depth 4 (the default).
+        assert_eq!(leaf["capacity"], 8, "{leaf:#}");
+        let under = leaf["workers"].as_array().unwrap();
+        let names: Vec<&str> = under.iter().filter_map(|w| w["name"].as_str()).collect();
+        assert_eq!(
+            names,
+            [format!("{name}-w0"), format!("{name}-w1")],
+            "{leaf:#}"
+        );
+        for w in under {
+            assert_eq!(w["state"], "up", "{w:#}");
+            assert!(w["pid"].as_u64().is_some_and(|p| p > 0), "{w:#}");
+            assert!(w["heartbeat_age_ms"].as_u64().is_some(), "{w:#}");
+            assert_eq!(w["host"], leaf["host"], "{w:#}");
+        }
+    }
+    // While jobs run, the workers under the leaves show the tasks they run.
+    let jobs: Vec<String> = (0..4).map(|_| tree.submit()).collect();
+    let st = tree.until("a worker under a leaf runs a task", |st| {
+        st["workers"].as_array().is_some_and(|ws| {
+            ws.iter().any(|l| {
+                l["workers"].as_array().is_some_and(|u| {
+                    u.iter()
+                        .any(|w| w["running"]["transition"].as_str().is_some())
+                })
+            })
+        })
+    });
+    let text = tree.s.ok(&["status"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines.contains(&"2 workers (2 leaf agents with 4 workers under them; HOLDS of a leaf: its tasks of its capacity)"),
+        "{text}"
+    );
+    let at = |name: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row {name}: {text}"))
+    };
+    let a = at("leafA ");
+    assert!(lines[a].contains(" of 8 "), "{text}");
+    assert!(lines[a + 1].starts_with("  leafA-w0 "), "{text}");
+    assert!(lines[a + 2].starts_with("  leafA-w1 "), "{text}");
+    assert!(lines[at("leafB ") + 1].starts_with("  leafB-w0 "), "{text}");
+    let running: Vec<&serde_json::Value> = st["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["workers"].as_array().unwrap())
+        .filter_map(|w| w["running"].as_object().map(|_| &w["running"]))
+        .collect();
+    assert!(
+        running.iter().all(|r| jobs.contains(&r["job"].to_string())),
+        "{running:?} (jobs {jobs:?})"
+    );
+    for job in &jobs {
+        let (ys, _) = tree.wait(job);
+        assert_eq!(ys, expected());
+    }
     tree.stop_and_check_nothing_left(&[]);
+}
+
+#[test]
+fn a_leaf_started_before_its_root_waits_for_it() {
+    let s = pnet_tests::GspcScratch::new("leaves", "early", bin_dir().join("gspc"));
+    // The leaf first: there is no runtime in its state directory yet.
+    let mut leaf = Command::new(bin_dir().join("gspc-leaf"))
+        .arg("--state-dir")
+        .arg(s.state())
+        .args(["--workers", "1", "--name", "early", "--wait-for-root", "60"])
+        .env_remove("PNET_MODULE_PATH")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        leaf.try_wait().unwrap().is_none(),
+        "the leaf did not wait for its root"
+    );
+    let o = s.ok(&["boot", "--topology", "worker:0", "--timeout", "30"]);
+    assert!(o.contains("gspc: runtime booted (pid "), "{o}");
+    let t = Instant::now();
+    loop {
+        let st: serde_json::Value = serde_json::from_str(&s.ok(&["status", "--json"])).unwrap();
+        if st["workers"].as_array().is_some_and(|w| {
+            w.len() == 1
+                && w[0]["name"] == "early"
+                && w[0]["workers"].as_array().is_some_and(|u| u.len() == 1)
+        }) {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the leaf never joined: {st:#}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stop = s.ok(&["stop"]);
+    assert!(
+        stop.contains("1 workers stopped (early/early-w0 pid ")
+            && stop.contains("1 leaf agent stopped (early pid "),
+        "{stop}"
+    );
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = leaf.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the leaf did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    use std::io::Read;
+    leaf.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(status.success(), "{status:?}: {err}");
+    assert!(
+        err.contains("gspc-leaf: waiting for the root agent (no runtime in ")
+            && err.contains("giving up in 60 s")
+            && err.contains("gspc-leaf: the root agent is there after "),
+        "{err}"
+    );
 }
 
 #[test]

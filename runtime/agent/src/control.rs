@@ -422,6 +422,11 @@ pub struct RtWorker {
     /// Tasks sent to it and not answered yet.
     pub in_flight: u32,
     pub done: u64,
+    /// A leaf agent's capacity (the tasks the runtime may keep on it); None: not a leaf.
+    pub capacity: Option<u32>,
+    /// A leaf agent's workers as it last reported them (named as the leaf names them;
+    /// `running` is of the runtime's jobs); empty for other workers.
+    pub workers: Vec<RtWorker>,
 }
 
 /// The state of a persistent runtime.
@@ -465,9 +470,14 @@ pub struct StopReport {
     pub cancelled: Vec<u64>,
     /// Jobs that were waited for (`--wait`).
     pub finished: Vec<u64>,
+    /// Every worker told to stop: those the runtime started, those that joined it by
+    /// themselves, and those under its leaf agents (named `LEAF/WORKER`).
     pub workers: Vec<WorkerRef>,
-    /// Workers still alive after the stop (should be none).
+    /// Workers (and leaf agents) still alive after the stop (should be none; only those on
+    /// the runtime's host are looked at).
     pub left: Vec<WorkerRef>,
+    /// The leaf agents told to stop (each stops its workers).
+    pub leaves: Vec<WorkerRef>,
 }
 
 /// A persistent runtime's answer.

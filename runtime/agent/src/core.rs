@@ -776,14 +776,16 @@ impl<'b> Core<'b> {
                 return;
             }
             WorkerMsg::Retried { task } => return self.leaf_retried(worker, *task, out),
-            WorkerMsg::Batch(_) => {
-                if let WorkerMsg::Batch(msgs) = msg {
+            WorkerMsg::Batch(_) | WorkerMsg::OfWorker { .. } => {
+                if let WorkerMsg::Batch(msgs) | WorkerMsg::OfWorker { msgs, .. } = msg {
                     for m in msgs {
                         self.message(worker, m, out);
                     }
                 }
                 return;
             }
+            // The hub keeps them for the status.
+            WorkerMsg::LeafWorkers(_) => return,
         };
         let Some(mut inf) = self.sched.finish(worker, task, self.now) else {
             out.push(Command::Log(format!(
@@ -891,6 +893,8 @@ impl<'b> Core<'b> {
             | WorkerMsg::Hello(_)
             | WorkerMsg::LeafHello(_)
             | WorkerMsg::Batch(_)
+            | WorkerMsg::OfWorker { .. }
+            | WorkerMsg::LeafWorkers(_)
             | WorkerMsg::Capacity { .. }
             | WorkerMsg::Retried { .. }
             | WorkerMsg::Memory(_)

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use pnet_bundle::Bundle;
 use pnet_engine::{RunConfig, RunResult};
-use pnet_protocol::{AgentMsg, Hello, ModuleDef, WorkerMsg};
+use pnet_protocol::{AgentMsg, Hello, LeafWorker, ModuleDef, WorkerMsg};
 use pnet_stdlib::Value;
 
 use crate::AgentError;
@@ -232,6 +232,18 @@ pub struct WorkerInfo {
     pub done: u64,
     /// A leaf agent's capacity (`WorkerMsg::Capacity`): its window in every job.
     pub capacity: Option<u32>,
+    /// A leaf agent's workers as it last reported them (`WorkerMsg::LeafWorkers`), and when.
+    pub under: Vec<LeafWorker>,
+    pub under_at: Duration,
+}
+
+impl WorkerInfo {
+    /// The name of the worker `sub` of this leaf agent, as task records show it:
+    /// `LEAF/WORKER`.
+    pub fn sub_name(&self, sub: u32) -> Option<String> {
+        let w = self.under.iter().find(|w| w.worker == sub)?;
+        Some(format!("{}/{}", self.name, w.name))
+    }
 }
 
 struct Job {
@@ -309,6 +321,9 @@ pub struct Hub {
     journal_stopped: Option<String>,
     /// Operations taken from a core, on their way to the journal.
     ops: Vec<(u64, Op)>,
+    /// The leaf agent and its worker whose messages are being handled
+    /// (`WorkerMsg::OfWorker`): task records name that worker.
+    sub: Option<(WorkerId, u32)>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -372,6 +387,7 @@ impl Hub {
             journal: None,
             journal_stopped: None,
             ops: Vec::new(),
+            sub: None,
         }
     }
 
@@ -709,9 +725,15 @@ impl Hub {
     fn fix_status(&self, job: JobId, s: &mut Status) {
         let running = self
             .workers
-            .keys()
-            .filter(|&&w| self.running_on(w).is_some_and(|(j, _)| j == job))
-            .count() as u64;
+            .iter()
+            .map(|(&w, info)| match info.capacity {
+                // A leaf agent runs a task on each of its busy workers.
+                Some(_) => (info.under.iter())
+                    .filter(|u| u.running.is_some_and(|g| split_task(g).0 == job))
+                    .count(),
+                None => usize::from(self.running_on(w).is_some_and(|(j, _)| j == job)),
+            })
+            .sum::<usize>() as u64;
         let in_flight = s.tasks_running + s.tasks_sent;
         s.tasks_running = running.min(in_flight);
         s.tasks_sent = in_flight - s.tasks_running;
@@ -725,8 +747,20 @@ impl Hub {
             None => (Vec::new(), 0),
         };
         for t in &mut live {
-            if self.running_on(t.worker_id) == Some((job, t.task)) {
-                t.state = "running".into();
+            match self.workers.get(&t.worker_id) {
+                // A leaf agent says which of its workers runs which task.
+                Some(w) if w.capacity.is_some() => {
+                    let g = global_task(job, t.task);
+                    if let Some(u) = w.under.iter().find(|u| u.running == Some(g)) {
+                        t.state = "running".into();
+                        t.worker = format!("{}/{}", w.name, u.name);
+                    }
+                }
+                _ => {
+                    if self.running_on(t.worker_id) == Some((job, t.task)) {
+                        t.state = "running".into();
+                    }
+                }
             }
         }
         Some(r.book.tasks(job, live, queued))
@@ -790,6 +824,8 @@ impl Hub {
                 running: None,
                 done: 0,
                 capacity: None,
+                under: Vec::new(),
+                under_at: self.now,
             },
         );
         let late = self.defs_from(defs_upto);
@@ -971,6 +1007,19 @@ impl Hub {
                 WorkerMsg::Retried { task } => {
                     let (_, l) = split_task(task);
                     (task, WorkerMsg::Retried { task: l })
+                }
+                WorkerMsg::LeafWorkers(under) => {
+                    if let Some(info) = self.workers.get_mut(&worker) {
+                        info.under = under;
+                        info.under_at = now;
+                    }
+                    continue;
+                }
+                WorkerMsg::OfWorker { worker: sub, msgs } => {
+                    let outer = self.sub.replace((worker, sub));
+                    self.worker_msgs(worker, msgs, out);
+                    self.sub = outer;
+                    continue;
                 }
                 WorkerMsg::Memory(seg) => {
                     self.add_segment(worker, seg, out);
@@ -1318,9 +1367,18 @@ impl Hub {
                 }
                 Command::Trace(mut r) => {
                     if let Some(rec) = self.records.get_mut(&job) {
-                        let name = self.workers.get(&r.worker).map(|w| w.name.as_str());
-                        let name = name.unwrap_or("(lost)");
-                        rec.book.ended(&r, name);
+                        let info = self.workers.get(&r.worker);
+                        let name = info.map_or("(lost)", |w| w.name.as_str());
+                        // A worker under a leaf agent: `LEAF/WORKER` (the trace's lane is
+                        // the leaf's).
+                        match (self.sub, info) {
+                            (Some((leaf, sub)), Some(w)) if leaf == r.worker => {
+                                let under = w.sub_name(sub);
+                                rec.book
+                                    .ended_on(&r, name, under.as_deref().unwrap_or(name));
+                            }
+                            _ => rec.book.ended(&r, name),
+                        }
                     }
                     r.task = global_task(job, r.task);
                     out.push(HubCmd::Trace(r));
@@ -1332,12 +1390,16 @@ impl Hub {
                     text,
                     dropped,
                 } => {
-                    let wname = self
-                        .workers
-                        .get(&worker)
-                        .map_or_else(|| format!("#{worker}"), |w| w.name.clone());
+                    let info = self.workers.get(&worker);
+                    let lane = info.map_or_else(|| format!("#{worker}"), |w| w.name.clone());
+                    let wname = match (self.sub, info) {
+                        (Some((leaf, sub)), Some(w)) if leaf == worker => {
+                            w.sub_name(sub).unwrap_or_else(|| lane.clone())
+                        }
+                        _ => lane.clone(),
+                    };
                     if let Some(rec) = self.records.get_mut(&job) {
-                        rec.book.worker(worker, &wname);
+                        rec.book.worker(worker, &lane);
                         rec.book.log(task, &name, &wname, text.clone(), dropped);
                     }
                     out.push(HubCmd::TaskLog {
@@ -1533,7 +1595,7 @@ impl Hub {
     /// The status of one joined worker.
     pub fn worker_status_of(&self, wid: WorkerId) -> Option<RtWorker> {
         let w = self.workers.get(&wid)?;
-        let running = w.running.and_then(|g| {
+        let running_task = |g: u64| {
             let (job, local) = split_task(g);
             let j = self.jobs.get(&job)?;
             let t = j.core.task_transition(wid, local)?;
@@ -1541,7 +1603,27 @@ impl Hub {
                 job,
                 transition: t.to_string(),
             })
-        });
+        };
+        let running = w.running.and_then(running_task);
+        // A leaf agent's workers: their heartbeats' ages grow from its last report.
+        let since = self.now.saturating_sub(w.under_at).as_millis() as u64;
+        let under = w
+            .under
+            .iter()
+            .map(|u| RtWorker {
+                name: u.name.clone(),
+                host: u.host.clone(),
+                pid: Some(u.pid),
+                capabilities: u.capabilities.clone(),
+                state: "up".into(),
+                heartbeat_age_ms: Some(u.heartbeat_age_ms.saturating_add(since)),
+                running: u.running.and_then(running_task),
+                in_flight: u.in_flight,
+                done: u.done,
+                capacity: None,
+                workers: Vec::new(),
+            })
+            .collect();
         // The scheduler's count, not a job's whole status per worker (O(N²)).
         let in_flight = self.jobs.values().map(|j| j.core.load(wid)).sum();
         Some(RtWorker {
@@ -1554,6 +1636,8 @@ impl Hub {
             running,
             in_flight,
             done: w.done,
+            capacity: w.capacity,
+            workers: under,
         })
     }
 

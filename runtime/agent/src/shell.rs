@@ -265,12 +265,16 @@ pub(crate) fn serve(
             });
         }
     };
-    let workers: Vec<WorkerRef> = shell.launched.iter().map(|l| l.meta.clone()).collect();
+    let mut workers: Vec<WorkerRef> = shell.launched.iter().map(|l| l.meta.clone()).collect();
     let pids: Vec<(WorkerRef, u32)> = shell
         .launched
         .iter()
         .filter_map(|l| l.proc.pid().map(|p| (l.meta.clone(), p)))
         .collect();
+    // The workers it did not start were told Shutdown too: those that joined by themselves,
+    // the leaf agents and the workers under them.
+    let (joined, leaves) = joined_workers(&shell);
+    workers.extend(joined.iter().cloned());
     let ended = shell.stop_launched(rc.stop_grace);
     for (name, how) in &ended {
         shell.log.line(&format!("worker `{name}`: {how}"));
@@ -278,22 +282,28 @@ pub(crate) fn serve(
     for h in shell.removals.drain(..) {
         let _ = h.join();
     }
-    let left: Vec<WorkerRef> = pids
+    let mut left: Vec<WorkerRef> = pids
         .into_iter()
         .filter(|(_, p)| pnet_launch::testing::alive(*p))
         .map(|(w, _)| w)
         .collect();
+    left.extend(still_alive_here(
+        leaves.iter().chain(&joined),
+        rc.stop_grace,
+    ));
     let report = StopReport {
         pid: std::process::id(),
         cancelled,
         finished,
         workers,
         left,
+        leaves,
     };
     shell.log.line(&format!(
-        "stopped: {} jobs cancelled, {} workers stopped, {} left",
+        "stopped: {} jobs cancelled, {} workers stopped ({} leaf agents), {} left",
         report.cancelled.len(),
         report.workers.len(),
+        report.leaves.len(),
         report.left.len()
     ));
     if let Some(client) = client {
@@ -315,6 +325,60 @@ pub(crate) fn serve(
         let _ = std::fs::remove_file(state_dir.join(f));
     }
     Ok(report)
+}
+
+/// The joined workers the runtime did not start (those that joined by themselves, and those
+/// under its leaf agents, named `LEAF/WORKER`) and its leaf agents.
+fn joined_workers(shell: &Shell<'_>) -> (Vec<WorkerRef>, Vec<WorkerRef>) {
+    let launched: HashSet<&str> = shell
+        .launched
+        .iter()
+        .map(|l| l.meta.name.as_str())
+        .collect();
+    let (mut joined, mut leaves) = (Vec::new(), Vec::new());
+    for w in shell.hub.workers().values() {
+        if launched.contains(w.name.as_str()) {
+            continue;
+        }
+        let r = WorkerRef {
+            name: w.name.clone(),
+            host: w.host.clone(),
+            pid: Some(w.pid),
+        };
+        if w.capacity.is_none() {
+            joined.push(r);
+            continue;
+        }
+        leaves.push(r);
+        joined.extend(w.under.iter().map(|u| WorkerRef {
+            name: format!("{}/{}", w.name, u.name),
+            host: u.host.clone(),
+            pid: Some(u.pid),
+        }));
+    }
+    (joined, leaves)
+}
+
+/// Of these workers told to stop, those on this host still alive after `grace` (those on
+/// other hosts cannot be looked at from here).
+fn still_alive_here<'a>(
+    refs: impl Iterator<Item = &'a WorkerRef>,
+    grace: Duration,
+) -> Vec<WorkerRef> {
+    let here = leaf::hostname();
+    let local: Vec<(&WorkerRef, u32)> = refs
+        .filter(|r| r.host == here)
+        .filter_map(|r| Some((r, r.pid?)))
+        .collect();
+    let deadline = Instant::now() + grace;
+    while local.iter().any(|(_, p)| pnet_launch::testing::alive(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    local
+        .into_iter()
+        .filter(|(_, p)| pnet_launch::testing::alive(*p))
+        .map(|(r, _)| r.clone())
+        .collect()
 }
 
 enum Mode {

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 use pnet_agent::control::{
-    JobOutcome, JobSummary, RtClient, RtError, RtRequest, RtResponse, RuntimeStatus, StopReport,
-    WorkerRef,
+    JobOutcome, JobSummary, RtClient, RtError, RtRequest, RtResponse, RtWorker, RuntimeStatus,
+    StopReport, WorkerRef,
 };
 use pnet_stdlib::Value;
 use pnetc::args::{CompilerArgs, parse_number, parse_put_arg};
@@ -1262,41 +1262,61 @@ fn status_table(s: &RuntimeStatus) -> String {
              `gspc stop` and `gspc boot` again\n"
         ));
     }
-    let rows: Vec<[String; 8]> = s
-        .workers
-        .iter()
-        .map(|w| {
-            [
-                w.name.clone(),
-                w.host.clone(),
-                w.pid.map_or("-".into(), |p| p.to_string()),
-                if w.capabilities.is_empty() {
-                    "-".into()
-                } else {
-                    w.capabilities.join(",")
-                },
-                match w.heartbeat_age_ms {
-                    Some(ms) if w.state == "up" => format!("last heartbeat {} ago", secs(ms)),
-                    _ => w.state.clone(),
-                },
-                w.running
-                    .as_ref()
-                    .map_or("-".into(), |r| format!("{}/{}", r.job, r.transition)),
-                w.in_flight.to_string(),
-                w.done.to_string(),
-            ]
-        })
-        .collect();
-    if s.workers_total > rows.len() as u64 {
+    let row = |w: &RtWorker, indent: &str| -> [String; 8] {
+        [
+            format!("{indent}{}", w.name),
+            w.host.clone(),
+            w.pid.map_or("-".into(), |p| p.to_string()),
+            if w.capabilities.is_empty() {
+                "-".into()
+            } else {
+                w.capabilities.join(",")
+            },
+            match w.heartbeat_age_ms {
+                Some(ms) if w.state == "up" => format!("last heartbeat {} ago", secs(ms)),
+                _ => w.state.clone(),
+            },
+            w.running
+                .as_ref()
+                .map_or("-".into(), |r| format!("{}/{}", r.job, r.transition)),
+            match w.capacity {
+                Some(c) => format!("{} of {c}", w.in_flight),
+                None => w.in_flight.to_string(),
+            },
+            w.done.to_string(),
+        ]
+    };
+    // A leaf agent's row, then its workers indented under it.
+    let mut rows: Vec<[String; 8]> = Vec::with_capacity(s.workers.len());
+    for w in &s.workers {
+        rows.push(row(w, ""));
+        for u in &w.workers {
+            rows.push(row(u, "  "));
+        }
+    }
+    let leaves: Vec<&RtWorker> = s.workers.iter().filter(|w| w.capacity.is_some()).collect();
+    let under: usize = leaves.iter().map(|l| l.workers.len()).sum();
+    let tree = if leaves.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " ({} leaf agent{} with {under} worker{} under them; HOLDS of a leaf: its tasks \
+             of its capacity)",
+            leaves.len(),
+            if leaves.len() == 1 { "" } else { "s" },
+            if under == 1 { "" } else { "s" },
+        )
+    };
+    if s.workers_total > s.workers.len() as u64 {
         out.push_str(&format!(
             "{} workers ({} up); the first {} by name below (`gspc status --workers` lists \
-             all)\n",
+             all){tree}\n",
             s.workers_total,
             s.workers_up,
-            rows.len()
+            s.workers.len()
         ));
     } else {
-        out.push_str(&format!("{} workers\n", rows.len()));
+        out.push_str(&format!("{} workers{tree}\n", s.workers.len()));
     }
     let head = [
         "NAME",
@@ -1347,19 +1367,7 @@ fn status_json(s: &RuntimeStatus) -> serde_json::Value {
         "jobs_running": s.jobs_running,
         "jobs_total": s.jobs_total,
         "journal": s.journal,
-        "workers": s.workers.iter().map(|w| serde_json::json!({
-            "name": w.name,
-            "host": w.host,
-            "pid": w.pid,
-            "capabilities": w.capabilities,
-            "state": w.state,
-            "heartbeat_age_ms": w.heartbeat_age_ms,
-            "running": w.running.as_ref().map(|r| serde_json::json!({
-                "job": r.job, "transition": r.transition
-            })),
-            "in_flight": w.in_flight,
-            "done": w.done,
-        })).collect::<Vec<_>>(),
+        "workers": s.workers.iter().map(worker_json).collect::<Vec<_>>(),
         "memory": {
             "segments": s.memory.segments,
             "capacity": s.memory.capacity,
@@ -1379,6 +1387,29 @@ fn status_json(s: &RuntimeStatus) -> serde_json::Value {
     if s.workers_total > s.workers.len() as u64 {
         j["workers_total"] = s.workers_total.into();
         j["workers_up"] = s.workers_up.into();
+    }
+    j
+}
+
+/// A worker of `gspc status --json`; a leaf agent also has `capacity` and its `workers`.
+fn worker_json(w: &RtWorker) -> serde_json::Value {
+    let mut j = serde_json::json!({
+        "name": w.name,
+        "host": w.host,
+        "pid": w.pid,
+        "capabilities": w.capabilities,
+        "state": w.state,
+        "heartbeat_age_ms": w.heartbeat_age_ms,
+        "running": w.running.as_ref().map(|r| serde_json::json!({
+            "job": r.job, "transition": r.transition
+        })),
+        "in_flight": w.in_flight,
+        "done": w.done,
+    });
+    // Only for leaves: other workers' JSON stays as it was.
+    if let Some(c) = w.capacity {
+        j["capacity"] = c.into();
+        j["workers"] = w.workers.iter().map(worker_json).collect::<Vec<_>>().into();
     }
     j
 }
@@ -1569,16 +1600,13 @@ fn stop_account(r: &StopReport, daemon_alive: bool) -> String {
             ids(&r.finished)
         ));
     }
-    s.push_str(&format!(
-        ", {} workers stopped{}",
-        r.workers.len(),
-        if r.workers.is_empty() {
+    let list = |ws: &[WorkerRef]| {
+        if ws.is_empty() {
             String::new()
         } else {
             format!(
                 " ({})",
-                r.workers
-                    .iter()
+                ws.iter()
                     .map(|w| format!(
                         "{} pid {}",
                         w.name,
@@ -1588,7 +1616,20 @@ fn stop_account(r: &StopReport, daemon_alive: bool) -> String {
                     .join(", ")
             )
         }
+    };
+    s.push_str(&format!(
+        ", {} workers stopped{}",
+        r.workers.len(),
+        list(&r.workers)
     ));
+    if !r.leaves.is_empty() {
+        s.push_str(&format!(
+            ", {} leaf agent{} stopped{}",
+            r.leaves.len(),
+            if r.leaves.len() == 1 { "" } else { "s" },
+            list(&r.leaves)
+        ));
+    }
     let left = r.left.len() + usize::from(daemon_alive);
     s.push_str(&format!(", {left} left"));
     if left > 0 {
@@ -1618,6 +1659,7 @@ mod tests {
                 pid: Some(7),
             }],
             left: vec![],
+            leaves: vec![],
         };
         assert_eq!(
             stop_account(&r, false),
@@ -1625,6 +1667,23 @@ mod tests {
              (w-h-0 pid 7), 0 left"
         );
         assert!(stop_account(&r, true).ends_with("1 left (the runtime itself, pid 42)"));
+        // Leaf agents: their workers count as workers, the leaves are named apart.
+        let leaf = |name: &str, pid| WorkerRef {
+            name: name.into(),
+            host: "h".into(),
+            pid: Some(pid),
+        };
+        let r = StopReport {
+            cancelled: vec![],
+            workers: vec![leaf("L/w0", 11), leaf("L/w1", 12)],
+            leaves: vec![leaf("L", 10)],
+            ..r
+        };
+        assert_eq!(
+            stop_account(&r, false),
+            "gspc: stopped runtime pid 42: 0 jobs cancelled, 2 workers stopped (L/w0 pid 11, \
+             L/w1 pid 12), 1 leaf agent stopped (L pid 10), 0 left"
+        );
     }
 
     #[test]
@@ -1649,6 +1708,8 @@ mod tests {
                 }),
                 in_flight: 1,
                 done: 4,
+                capacity: None,
+                workers: vec![],
             }],
             workers_total: 1,
             workers_up: 1,

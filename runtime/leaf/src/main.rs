@@ -18,6 +18,9 @@ How to run a tree of agents:
                                                # `workers connect to`) and GSPC_SECRET
   gspc wait $(gspc submit net.xpnet -p n=200L)
 
+A leaf started before its root (a job script that starts everything at once) waits for it
+(--wait-for-root, 30 s by default), saying so on standard error.
+
 The root sees each leaf as one worker whose window is the leaf's capacity (--depth tasks per
 worker of the leaf); the leaf places those tasks on its own workers, re-runs the tasks of a
 worker it loses (the root counts the retry), and sends the answers up in batches. A lost leaf
@@ -69,6 +72,10 @@ struct Args {
     /// The worker program (default: gspc-worker beside this program, or $GSPC_WORKER).
     #[arg(long, value_name = "PATH")]
     worker_program: Option<PathBuf>,
+    /// Seconds to wait for a root that is not there yet (no runtime in the state directory,
+    /// nothing listening at its address); 0: fail at once.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    wait_for_root: f64,
     /// Log joins, losses and the end to standard error.
     #[arg(short, long)]
     verbose: bool,
@@ -101,17 +108,22 @@ fn start(args: Args) -> Result<pnet_agent::LeafReport, String> {
         (None, None) => Some(pnet_agent::control::default_state_dir()),
         (None, Some(_)) => None,
     };
+    // With a state directory, the leaf reads the root's address and secret from it (while
+    // it waits for the root, again at each attempt).
     let (root, secret) = match &state_dir {
-        Some(dir) => {
-            let secret = pnet_agent::control::read_secret(dir).map_err(|e| e.message)?;
-            (pnet_agent::control::worker_address(dir)?, secret)
-        }
+        Some(_) => (String::new(), Secret::random().map_err(|e| e.to_string())?),
         None => {
             let root = args.root.clone().unwrap_or_default();
             let secret = Secret::from_stdin_or_env(args.secret_stdin)?;
             (root, secret)
         }
     };
+    if !(args.wait_for_root.is_finite() && args.wait_for_root >= 0.0) {
+        return Err(format!(
+            "--wait-for-root {}: give a number of seconds (0: do not wait)",
+            args.wait_for_root
+        ));
+    }
     let gpi = pnet_agent::memory::GPI_CAPABILITY;
     if args.capabilities.iter().any(|c| c == gpi) {
         return Err(format!(
@@ -126,6 +138,9 @@ fn start(args: Args) -> Result<pnet_agent::LeafReport, String> {
     let cfg = pnet_agent::LeafConfig {
         root,
         secret,
+        state_dir,
+        wait_for_root: std::time::Duration::from_secs_f64(args.wait_for_root),
+        on_wait: Some(|line| eprintln!("gspc-leaf: {line}")),
         name,
         listen: args.listen,
         workers: args.workers,

@@ -37,6 +37,7 @@ fn without_root_or_state_dir_it_reads_gspcs_default_state_directory() {
     let dir = std::env::temp_dir().join(format!("gspc-leaf-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_gspc-leaf"))
+        .args(["--wait-for-root", "0"])
         .env("GSPC_STATE_DIR", &dir)
         .env_remove("GSPC_SECRET")
         .output()
@@ -47,6 +48,45 @@ fn without_root_or_state_dir_it_reads_gspcs_default_state_directory() {
     assert!(
         err.contains(&format!("no runtime in {}", dir.display())) && err.contains("gspc boot"),
         "{err}"
+    );
+    assert!(
+        !err.contains("waiting"),
+        "--wait-for-root 0 does not wait: {err}"
+    );
+}
+
+#[test]
+fn a_root_that_does_not_come_is_waited_for_then_given_up_on() {
+    // Nothing listens on the root's address (a port just closed): the leaf says that it
+    // waits, how long, and gives up after --wait-for-root.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let root = format!("127.0.0.1:{port}");
+    let t = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_gspc-leaf"))
+        .args(["--root", &root, "--wait-for-root", "1.5"])
+        .env("GSPC_SECRET", "0".repeat(64))
+        .output()
+        .expect("run gspc-leaf");
+    let took = t.elapsed();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "waiting for the root agent (cannot connect to the root agent {root}"
+        )) && err.contains("giving up in 2 s"),
+        "{err}"
+    );
+    assert!(
+        err.contains("waited 1.5 s for the root agent: --wait-for-root"),
+        "{err}"
+    );
+    assert!(
+        took >= std::time::Duration::from_millis(1500) && took < std::time::Duration::from_secs(20),
+        "{took:?}"
     );
 }
 

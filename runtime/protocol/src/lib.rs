@@ -228,12 +228,42 @@ pub enum WorkerMsg {
     Retried {
         task: u64,
     },
+    /// A leaf agent's workers as they are now (all of them; sent when one joins or is lost,
+    /// and about once a second while the leaf has workers): the root's status shows them
+    /// under the leaf. Since leaf protocol version 2.
+    LeafWorkers(Vec<LeafWorker>),
+    /// Messages of one worker of a leaf agent (its answers and logs; the `worker` of its
+    /// [`LeafWorker`]), so that the root's task records name the worker under the leaf that
+    /// ran each task. Not nested. Since leaf protocol version 2.
+    OfWorker {
+        worker: u32,
+        msgs: Vec<WorkerMsg>,
+    },
+}
+
+/// A worker under a leaf agent, as the leaf reports it ([`WorkerMsg::LeafWorkers`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LeafWorker {
+    /// The leaf's number for it ([`WorkerMsg::OfWorker`] names it so).
+    pub worker: u32,
+    pub name: String,
+    pub host: String,
+    pub pid: u32,
+    pub capabilities: Vec<String>,
+    /// Milliseconds from the leaf's last word of it to this report.
+    pub heartbeat_age_ms: u64,
+    /// The task (the root's id) it runs now.
+    pub running: Option<u64>,
+    /// Tasks the leaf sent it and it has not answered yet.
+    pub in_flight: u32,
+    pub done: u64,
 }
 
 /// The version of the agent-to-agent protocol (the [`LeafHello`], [`WorkerMsg::Batch`],
-/// [`WorkerMsg::Capacity`] and [`WorkerMsg::Retried`] messages) on top of
-/// [`PROTOCOL_VERSION`]; a root of another version refuses the leaf.
-pub const LEAF_PROTOCOL_VERSION: u32 = 1;
+/// [`WorkerMsg::Capacity`] and [`WorkerMsg::Retried`] messages; since version 2 also
+/// [`WorkerMsg::LeafWorkers`] and [`WorkerMsg::OfWorker`]) on top of [`PROTOCOL_VERSION`]; a
+/// root of another version refuses the leaf.
+pub const LEAF_PROTOCOL_VERSION: u32 = 2;
 
 /// A leaf agent's hello: its [`Hello`] (the worker protocol's version, the secret, its name;
 /// `capabilities` are those of its workers, which it places tasks on), the leaf protocol's
@@ -402,5 +432,29 @@ mod tests {
         assert_eq!(postcard::to_allocvec(&c).unwrap()[0], 12);
         let r = WorkerMsg::Retried { task: 1 };
         assert_eq!(postcard::to_allocvec(&r).unwrap()[0], 13);
+        let w = WorkerMsg::LeafWorkers(vec![LeafWorker {
+            worker: 0,
+            name: "leaf-1-w0".into(),
+            host: "h".into(),
+            pid: 3,
+            capabilities: vec!["A".into()],
+            heartbeat_age_ms: 12,
+            running: Some(7),
+            in_flight: 2,
+            done: 5,
+        }]);
+        let b = postcard::to_allocvec(&w).unwrap();
+        assert_eq!(b[0], 14);
+        assert_eq!(postcard::from_bytes::<WorkerMsg>(&b).unwrap(), w);
+        let o = WorkerMsg::OfWorker {
+            worker: 0,
+            msgs: vec![WorkerMsg::Done {
+                task: 7,
+                outputs: vec![],
+            }],
+        };
+        let b = postcard::to_allocvec(&o).unwrap();
+        assert_eq!(b[0], 15);
+        assert_eq!(postcard::from_bytes::<WorkerMsg>(&b).unwrap(), o);
     }
 }

@@ -29,7 +29,7 @@ use futures_util::{FutureExt, SinkExt, StreamExt};
 use pnet_protocol::frame::{self, encode};
 use pnet_protocol::{
     AGENT_SILENCE_TIMEOUT, AgentMsg, HEARTBEAT_INTERVAL, Hello, LEAF_PROTOCOL_VERSION, LeafHello,
-    PROTOCOL_VERSION, SECRET_ENV, Secret, TaskRun, WorkerMsg,
+    LeafWorker, PROTOCOL_VERSION, SECRET_ENV, Secret, TaskRun, WorkerMsg,
 };
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
@@ -45,6 +45,15 @@ pub struct LeafConfig {
     pub root: String,
     /// The root's secret: the leaf says it to the root, and its workers say it to the leaf.
     pub secret: Secret,
+    /// The root runtime's state directory: when given, `root` and `secret` are read from
+    /// there (again at each attempt while the leaf waits for its root).
+    pub state_dir: Option<PathBuf>,
+    /// How long to wait for a root that is not there yet (no runtime in the state
+    /// directory, nothing listening at its address): job scripts start the root and its
+    /// leaves at once. Zero: fail at once.
+    pub wait_for_root: Duration,
+    /// Called with a line to show while the leaf waits for its root.
+    pub on_wait: Option<fn(&str)>,
     /// The leaf's name (the root shows it as a worker's).
     pub name: String,
     /// Where its workers connect (port 0: any).
@@ -113,21 +122,92 @@ fn setup(what: String) -> AgentError {
     AgentError::Setup(what)
 }
 
+/// Why an attempt to reach the root failed: worth another try while the leaf waits for its
+/// root (it is not there yet), or not (it refused the leaf, the address is malformed).
+enum Attempt {
+    Again(String),
+    Fatal(String),
+}
+
+/// One attempt to reach the root: its address and secret (from the state directory, when
+/// given) and a connection.
+async fn try_root(cfg: &LeafConfig) -> Result<(tokio::net::TcpStream, String, Secret), Attempt> {
+    let (root, secret) = match &cfg.state_dir {
+        Some(dir) => {
+            let secret = crate::control::read_secret(dir).map_err(|e| {
+                if e.code == "gspc-no-runtime" {
+                    Attempt::Again(e.message)
+                } else {
+                    Attempt::Fatal(e.message)
+                }
+            })?;
+            let root = crate::control::worker_address(dir).map_err(Attempt::Again)?;
+            (root, secret)
+        }
+        None => (cfg.root.clone(), cfg.secret.clone()),
+    };
+    match tokio::net::TcpStream::connect(&root).await {
+        Ok(stream) => Ok((stream, root, secret)),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Err(Attempt::Fatal(format!(
+            "cannot connect to the root agent {root}: {e} (give HOST:PORT: the root's `workers \
+             connect to` in `gspc status`)"
+        ))),
+        Err(e) => Err(Attempt::Again(format!(
+            "cannot connect to the root agent {root}: {e}"
+        ))),
+    }
+}
+
+/// Reaches the root, waiting up to `cfg.wait_for_root` for it to be there (saying so through
+/// `cfg.on_wait` at first and every 10 s).
+async fn reach_root(
+    cfg: &LeafConfig,
+) -> Result<(tokio::net::TcpStream, String, Secret), AgentError> {
+    let start = Instant::now();
+    let mut said: Option<Instant> = None;
+    loop {
+        let why = match try_root(cfg).await {
+            Ok(r) => {
+                if said.is_some()
+                    && let Some(f) = cfg.on_wait
+                {
+                    f(&format!(
+                        "the root agent is there after {:.1} s",
+                        start.elapsed().as_secs_f64()
+                    ));
+                }
+                return Ok(r);
+            }
+            Err(Attempt::Fatal(why)) => return Err(setup(why)),
+            Err(Attempt::Again(why)) => why,
+        };
+        let waited = start.elapsed();
+        if waited >= cfg.wait_for_root {
+            return Err(setup(if cfg.wait_for_root.is_zero() {
+                why
+            } else {
+                format!(
+                    "{why} (waited {} s for the root agent: --wait-for-root)",
+                    cfg.wait_for_root.as_secs_f64()
+                )
+            }));
+        }
+        if said.is_none_or(|t| t.elapsed() >= Duration::from_secs(10))
+            && let Some(f) = cfg.on_wait
+        {
+            f(&format!(
+                "waiting for the root agent ({why}); giving up in {:.0} s",
+                (cfg.wait_for_root - waited).as_secs_f64().ceil()
+            ));
+            said = Some(Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafReport, AgentError> {
     // The root first: its Welcome holds the module definitions the workers need.
-    let stream = tokio::net::TcpStream::connect(&cfg.root)
-        .await
-        .map_err(|e| {
-            let hint = if e.kind() == std::io::ErrorKind::InvalidInput {
-                " (give HOST:PORT: the root's `workers connect to` in `gspc status`)"
-            } else {
-                ""
-            };
-            setup(format!(
-                "cannot connect to the root agent {}: {e}{hint}",
-                cfg.root
-            ))
-        })?;
+    let (stream, root, secret) = reach_root(cfg).await?;
     let _ = stream.set_nodelay(true);
     let (rd, wr) = stream.into_split();
     let mut root_r = frame::reader(rd);
@@ -135,7 +215,7 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
     let hello = WorkerMsg::LeafHello(LeafHello {
         hello: Hello {
             protocol: PROTOCOL_VERSION,
-            secret: cfg.secret.clone(),
+            secret: secret.clone(),
             name: cfg.name.clone(),
             host: hostname(),
             pid: std::process::id(),
@@ -187,7 +267,7 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
         .map_err(|e| setup(format!("cannot read the listening address: {e}")))?;
     let (ev_tx, ev_rx) = unbounded_channel::<ShellEvent>();
     let shared = Arc::new(Shared {
-        secret: cfg.secret.clone(),
+        secret: secret.clone(),
         defs: Mutex::new((modules, 0)),
         module_path,
         next_id: AtomicU32::new(0),
@@ -206,7 +286,7 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
             .arg("--name")
             .arg(format!("{}-w{i}", cfg.name))
             .arg("--exit-on-stdin-eof")
-            .env(SECRET_ENV, cfg.secret.to_hex())
+            .env(SECRET_ENV, secret.to_hex())
             .stdin(Stdio::piped())
             .stdout(Stdio::null());
         if !cfg.capabilities.is_empty() {
@@ -233,13 +313,16 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
         up: Vec::new(),
         late: Vec::new(),
         capacity_sent: 0,
+        subs: HashMap::new(),
+        subs_changed: false,
+        subs_sent: Instant::now(),
         start: Instant::now(),
         report: LeafReport::default(),
         shared_defs: shared,
     };
     leaf.log(&format!(
-        "leaf `{}`: connected to the root {}; its workers connect to {addr}",
-        cfg.name, cfg.root
+        "leaf `{}`: connected to the root {root}; its workers connect to {addr}",
+        cfg.name
     ));
     let ended = leaf.run(&mut root_r, &mut root_w, ev_rx, children).await;
     for c in leaf.conns.values() {
@@ -274,12 +357,29 @@ struct Leaf<'c> {
     /// (without the definitions forgotten since).
     late: Vec<AgentMsg>,
     capacity_sent: u32,
+    /// What the root is told of each worker ([`WorkerMsg::LeafWorkers`]).
+    subs: HashMap<WorkerId, Sub>,
+    /// A worker joined or was lost since the root was last told.
+    subs_changed: bool,
+    subs_sent: Instant,
     start: Instant,
     report: LeafReport,
     /// The definitions in the Welcome of a worker (the root's Welcome's, less those
     /// forgotten).
     shared_defs: Arc<Shared>,
 }
+
+/// A worker of the leaf as the root sees it in the status.
+struct Sub {
+    host: String,
+    pid: u32,
+    capabilities: Vec<String>,
+    last_seen: Instant,
+    done: u64,
+}
+
+/// How often the root hears the leaf's workers when none joined or was lost.
+const SUBS_EVERY: Duration = Duration::from_millis(500);
 
 type RootReader = tokio_util::codec::FramedRead<
     tokio::net::tcp::OwnedReadHalf,
@@ -526,18 +626,34 @@ impl Leaf<'_> {
                         name: hello.name.clone(),
                     },
                 );
+                self.subs.insert(
+                    id,
+                    Sub {
+                        host: hello.host.clone(),
+                        pid: hello.pid,
+                        capabilities: hello.capabilities.clone(),
+                        last_seen: Instant::now(),
+                        done: 0,
+                    },
+                );
+                self.subs_changed = true;
                 self.sched.add_worker(id, &hello.name, hello.capabilities);
             }
             ShellEvent::Refused { peer, reason } => {
                 self.log(&format!("refused a worker from {peer}: {reason}"));
             }
             ShellEvent::Msgs { id, msgs } => {
+                if let Some(sub) = self.subs.get_mut(&id) {
+                    sub.last_seen = Instant::now();
+                }
                 for m in msgs {
                     self.worker_msg(id, m);
                 }
             }
             ShellEvent::Lost { id, reason } => {
                 let name = self.conns.remove(&id).map(|c| c.name).unwrap_or_default();
+                self.subs.remove(&id);
+                self.subs_changed = true;
                 let lost = self.sched.remove_worker(id);
                 for t in lost.requeued.iter().chain(&lost.discarded) {
                     self.at.remove(t);
@@ -572,7 +688,7 @@ impl Leaf<'_> {
             | WorkerMsg::FailedAt { task, .. }
             | WorkerMsg::Cancelled { task } => *task,
             WorkerMsg::Log { .. } => {
-                self.up.push(m);
+                self.up_of(wid, m);
                 return;
             }
             WorkerMsg::Returned { tasks, kept } => {
@@ -589,8 +705,57 @@ impl Leaf<'_> {
         if self.sched.finish(wid, task, self.now()).is_some() {
             self.at.remove(&task);
             self.report.answers += 1;
-            self.up.push(m);
+            if let Some(sub) = self.subs.get_mut(&wid) {
+                sub.done += 1;
+            }
+            self.up_of(wid, m);
         }
+    }
+
+    /// A message of the worker `wid` for the root: in a [`WorkerMsg::OfWorker`] of that
+    /// worker (the last one, when the worker's messages follow each other).
+    fn up_of(&mut self, wid: WorkerId, m: WorkerMsg) {
+        if let Some(WorkerMsg::OfWorker { worker, msgs }) = self.up.last_mut()
+            && *worker == wid
+        {
+            msgs.push(m);
+            return;
+        }
+        self.up.push(WorkerMsg::OfWorker {
+            worker: wid,
+            msgs: vec![m],
+        });
+    }
+
+    /// The root hears the workers when one joined or was lost, else about once a second.
+    fn report_subs(&mut self) {
+        if !self.subs_changed && (self.subs.is_empty() || self.subs_sent.elapsed() < SUBS_EVERY) {
+            return;
+        }
+        self.subs_changed = false;
+        self.subs_sent = Instant::now();
+        let mut list: Vec<LeafWorker> = self
+            .subs
+            .iter()
+            .map(|(&id, s)| LeafWorker {
+                worker: id,
+                name: self
+                    .conns
+                    .get(&id)
+                    .map(|c| c.name.clone())
+                    .unwrap_or_default(),
+                host: s.host.clone(),
+                pid: s.pid,
+                capabilities: s.capabilities.clone(),
+                heartbeat_age_ms: s.last_seen.elapsed().as_millis() as u64,
+                // Workers run their tasks in order: the oldest one in flight.
+                running: self.sched.running_record(id).map(|r| r.task.id),
+                in_flight: self.sched.load(id),
+                done: s.done,
+            })
+            .collect();
+        list.sort_by(|a, b| a.name.cmp(&b.name));
+        self.up.push(WorkerMsg::LeafWorkers(list));
     }
 
     /// Capacity, placement on the workers, steals among them.
@@ -600,6 +765,7 @@ impl Leaf<'_> {
             self.capacity_sent = capacity;
             self.up.push(WorkerMsg::Capacity { capacity });
         }
+        self.report_subs();
         let mut runs: HashMap<WorkerId, Vec<TaskRun>> = HashMap::new();
         let now = self.now();
         self.sched.dispatch(now, |wid, inf| {

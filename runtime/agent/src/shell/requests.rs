@@ -250,6 +250,8 @@ impl Shell<'_> {
                         running: None,
                         in_flight: 0,
                         done: 0,
+                        capacity: None,
+                        workers: Vec::new(),
                     });
                 }
             }
