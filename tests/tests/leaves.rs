@@ -370,6 +370,54 @@ fn status_shows_each_leaf_with_its_capacity_and_its_workers_under_it() {
 }
 
 #[test]
+fn a_memory_task_with_leaves_only_says_why_it_waits() {
+    let tree = Tree::new("memory");
+    // A task that needs the memory capability GPI (as every call with memory buffers does):
+    // no leaf offers it.
+    let net = tree.s.dir.join("gpi.xpnet");
+    std::fs::write(&net, pnet_tests::fan_net("gpi", "slow", "f", &["GPI"], 3)).unwrap();
+    let job = tree
+        .s
+        .ok(&["submit", &net.display().to_string()])
+        .trim()
+        .to_string();
+    let t = Instant::now();
+    let waiting = loop {
+        let jobs: serde_json::Value =
+            serde_json::from_str(&tree.s.ok(&["jobs", "--json"])).unwrap();
+        let j = jobs
+            .as_array()
+            .and_then(|a| a.iter().find(|j| j["id"].to_string() == job))
+            .cloned()
+            .unwrap_or_default();
+        if let Some(w) = j["waiting"].as_str() {
+            break w.to_string();
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "not waiting: {jobs:#}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        waiting.contains("waits for a worker with the capabilities `GPI`")
+            && waiting.contains(
+                "leaf agents (`leafA` and 1 more) do not run module calls with memory buffers \
+                 or transfers"
+            )
+            && waiting.contains("gspc add-workers \"worker:1,67108864\""),
+        "{waiting}"
+    );
+    // `gspc wait --timeout` says the same.
+    let o = tree.s.gspc(&["wait", &job, "--timeout", "1"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert!(err.contains("leaf agents (`leafA` and 1 more)"), "{err}");
+    tree.s.ok(&["cancel", &job]);
+    tree.stop_and_check_nothing_left(&[]);
+}
+
+#[test]
 fn a_leaf_started_before_its_root_waits_for_it() {
     let s = pnet_tests::GspcScratch::new("leaves", "early", bin_dir().join("gspc"));
     // The leaf first: there is no runtime in its state directory yet.

@@ -232,9 +232,8 @@ pub struct WorkerInfo {
     pub done: u64,
     /// A leaf agent's capacity (`WorkerMsg::Capacity`): its window in every job.
     pub capacity: Option<u32>,
-    /// A leaf agent's workers as it last reported them (`WorkerMsg::LeafWorkers`), and when.
+    /// A leaf agent's workers as it last reported them (`WorkerMsg::LeafWorkers`).
     pub under: Vec<LeafWorker>,
-    pub under_at: Duration,
 }
 
 impl WorkerInfo {
@@ -825,7 +824,6 @@ impl Hub {
                 done: 0,
                 capacity: None,
                 under: Vec::new(),
-                under_at: self.now,
             },
         );
         let late = self.defs_from(defs_upto);
@@ -1011,7 +1009,6 @@ impl Hub {
                 WorkerMsg::LeafWorkers(under) => {
                     if let Some(info) = self.workers.get_mut(&worker) {
                         info.under = under;
-                        info.under_at = now;
                     }
                     continue;
                 }
@@ -1605,8 +1602,8 @@ impl Hub {
             })
         };
         let running = w.running.and_then(running_task);
-        // A leaf agent's workers: their heartbeats' ages grow from its last report.
-        let since = self.now.saturating_sub(w.under_at).as_millis() as u64;
+        // A leaf agent's workers as it last reported them (at once when one joins or is lost;
+        // their heartbeats' ages are the leaf's: it declares a silent one lost).
         let under = w
             .under
             .iter()
@@ -1616,7 +1613,7 @@ impl Hub {
                 pid: Some(u.pid),
                 capabilities: u.capabilities.clone(),
                 state: "up".into(),
-                heartbeat_age_ms: Some(u.heartbeat_age_ms.saturating_add(since)),
+                heartbeat_age_ms: Some(u.heartbeat_age_ms),
                 running: u.running.and_then(running_task),
                 in_flight: u.in_flight,
                 done: u.done,

@@ -578,3 +578,105 @@ fn shared_loads_look_only_at_changed_workers_and_stay_exact() {
         (0..50).map(|x| x * x).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_leaf_s_workers_show_in_its_status_and_name_the_tasks_they_ran() {
+    let mut core = hub(1).cfg.core.clone();
+    core.trace = true;
+    let mut h = Hub::new(
+        HubConfig {
+            run: RunConfig::default(),
+            core,
+            job_prefix: true,
+            keep_ended: 100,
+            forget_modules: true,
+        },
+        1,
+    );
+    let mut f = Fakes::default();
+    let mut out = Vec::new();
+    h.worker_joined(0, &hello("L", &[]), 0, &mut out);
+    h.worker_msgs(0, vec![WorkerMsg::Capacity { capacity: 4 }], &mut out);
+    let under = |running: Option<u64>, done| {
+        (0..2)
+            .map(|k| pnet_protocol::LeafWorker {
+                worker: k,
+                name: format!("w{k}"),
+                host: "h2".into(),
+                pid: 100 + k,
+                capabilities: vec![],
+                heartbeat_age_ms: 20,
+                running: if k == 1 { running } else { None },
+                in_flight: u32::from(k == 1 && running.is_some()),
+                done,
+            })
+            .collect::<Vec<_>>()
+    };
+    h.worker_msgs(0, vec![WorkerMsg::LeafWorkers(under(None, 0))], &mut out);
+    let a = h
+        .add_job("a.pnet", net("square"), &xs(0..3), &mut out)
+        .unwrap();
+    settle(&mut h, &mut f, &mut out);
+    // The leaf holds the three tasks (its capacity is 4); its worker w1 runs the first.
+    let q = f.queues[&0].clone();
+    assert_eq!(q.len(), 3);
+    let first = q[0].task;
+    h.worker_msgs(
+        0,
+        vec![WorkerMsg::LeafWorkers(under(Some(first), 0))],
+        &mut out,
+    );
+    let st = h.worker_status_of(0).unwrap();
+    assert_eq!((st.capacity, st.in_flight), (Some(4), 3));
+    let names: Vec<&str> = st.workers.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names, ["w0", "w1"]);
+    let w1 = &st.workers[1];
+    assert_eq!(
+        (w1.host.as_str(), w1.pid, w1.state.as_str()),
+        ("h2", Some(101), "up")
+    );
+    assert_eq!(
+        w1.running.as_ref().map(|r| r.transition.as_str()),
+        Some("square")
+    );
+    assert_eq!(st.workers[0].running, None);
+    let t = h.tasks(a).unwrap();
+    let live: Vec<(&str, &str)> = (t.tasks.iter())
+        .map(|t| (t.state.as_str(), t.worker.as_str()))
+        .collect();
+    assert_eq!(live, [("running", "L/w1"), ("sent", "L"), ("sent", "L")]);
+    let st = h.job_status(a).unwrap();
+    assert_eq!((st.tasks_running, st.tasks_sent), (1, 2));
+    // Answers come grouped by the worker that ran them: the records name it.
+    let answer = |t: &TaskRun| WorkerMsg::Done {
+        task: t.task,
+        outputs: vec![match t.inputs[..] {
+            [Value::Long(n)] => Value::Long(n * n),
+            _ => Value::Control,
+        }],
+    };
+    h.worker_msgs(
+        0,
+        vec![WorkerMsg::Batch(vec![
+            WorkerMsg::OfWorker {
+                worker: 1,
+                msgs: vec![answer(&q[0]), answer(&q[1])],
+            },
+            WorkerMsg::OfWorker {
+                worker: 0,
+                msgs: vec![answer(&q[2])],
+            },
+        ])],
+        &mut out,
+    );
+    f.queues.clear();
+    settle(&mut h, &mut f, &mut out);
+    let t = h.tasks(a).unwrap();
+    let ran: Vec<(&str, &str)> = (t.tasks.iter())
+        .map(|t| (t.state.as_str(), t.worker.as_str()))
+        .collect();
+    assert_eq!(ran, [("done", "L/w1"), ("done", "L/w1"), ("done", "L/w0")]);
+    // A trace draws them in the leaf's lane.
+    assert_eq!(t.workers, vec![(0, "L".to_string())]);
+    assert_eq!(squares(&f.ended[0].1), vec![0, 1, 4]);
+}

@@ -315,6 +315,7 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
         capacity_sent: 0,
         subs: HashMap::new(),
         subs_changed: false,
+        subs_busy: false,
         subs_sent: Instant::now(),
         start: Instant::now(),
         report: LeafReport::default(),
@@ -361,6 +362,8 @@ struct Leaf<'c> {
     subs: HashMap<WorkerId, Sub>,
     /// A worker joined or was lost since the root was last told.
     subs_changed: bool,
+    /// A task was placed or answered since the root was last told.
+    subs_busy: bool,
     subs_sent: Instant,
     start: Instant,
     report: LeafReport,
@@ -378,8 +381,10 @@ struct Sub {
     done: u64,
 }
 
-/// How often the root hears the leaf's workers when none joined or was lost.
-const SUBS_EVERY: Duration = Duration::from_millis(500);
+/// How often the root hears the leaf's workers when none joined or was lost: while tasks
+/// are placed and answered, and when all are idle (for their heartbeats' ages).
+const SUBS_BUSY_EVERY: Duration = Duration::from_millis(500);
+const SUBS_IDLE_EVERY: Duration = Duration::from_secs(5);
 
 type RootReader = tokio_util::codec::FramedRead<
     tokio::net::tcp::OwnedReadHalf,
@@ -708,6 +713,7 @@ impl Leaf<'_> {
             if let Some(sub) = self.subs.get_mut(&wid) {
                 sub.done += 1;
             }
+            self.subs_busy = true;
             self.up_of(wid, m);
         }
     }
@@ -727,12 +733,19 @@ impl Leaf<'_> {
         });
     }
 
-    /// The root hears the workers when one joined or was lost, else about once a second.
+    /// The root hears the workers when one joined or was lost, else every
+    /// [`SUBS_BUSY_EVERY`] while they work and every [`SUBS_IDLE_EVERY`] when they do not.
     fn report_subs(&mut self) {
-        if !self.subs_changed && (self.subs.is_empty() || self.subs_sent.elapsed() < SUBS_EVERY) {
+        let every = if self.subs_busy {
+            SUBS_BUSY_EVERY
+        } else {
+            SUBS_IDLE_EVERY
+        };
+        if !self.subs_changed && (self.subs.is_empty() || self.subs_sent.elapsed() < every) {
             return;
         }
         self.subs_changed = false;
+        self.subs_busy = false;
         self.subs_sent = Instant::now();
         let mut list: Vec<LeafWorker> = self
             .subs
@@ -777,6 +790,7 @@ impl Leaf<'_> {
             });
         });
         for (wid, tasks) in runs {
+            self.subs_busy = true;
             for t in &tasks {
                 self.at.insert(t.task, wid);
             }
