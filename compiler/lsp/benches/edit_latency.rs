@@ -14,6 +14,7 @@
 //! edited text's diagnostics are checked against a fresh analysis of the same text.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -51,51 +52,85 @@ fn memory() -> (f64, f64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
-fn insert_after(text: &str, anchor: &str, from: usize, insert: &str) -> String {
-    let at = from + text[from..].find(anchor).expect("anchor") + anchor.len();
-    format!("{}{insert}{}", &text[..at], &text[at..])
+/// An edit as an editor sends it: a byte range of the text and what replaces it.
+type Edit = (Range<usize>, String);
+
+/// One kind of edit: its name, the edited text, and the edits from the text to the edited
+/// one and back (each list in the order an editor sends them: each range in the text as
+/// the edits before it left it).
+struct Kind {
+    name: &'static str,
+    edited: String,
+    forward: Vec<Edit>,
+    back: Vec<Edit>,
 }
 
-/// The edits: `(name, edited text)`, each applied to (and undone back to) `text`.
-fn edits(text: &str, n: usize) -> Vec<(&'static str, String)> {
+/// `sites` (non-overlapping byte ranges of `text` and their replacements, in order) as a
+/// [`Kind`]: applied from the last to the first, so that each range stays where it is, and
+/// undone the same way.
+fn kind(name: &'static str, text: &str, sites: Vec<Edit>) -> Kind {
+    let mut edited = text.to_string();
+    let mut forward = sites.clone();
+    forward.reverse();
+    for (r, t) in &forward {
+        edited.replace_range(r.clone(), t);
+    }
+    let mut back = Vec::new();
+    let mut moved: isize = 0;
+    for (r, t) in &sites {
+        let start = (r.start as isize + moved) as usize;
+        back.push((start..start + t.len(), text[r.clone()].to_string()));
+        moved += t.len() as isize - r.len() as isize;
+    }
+    back.reverse();
+    Kind {
+        name,
+        edited,
+        forward,
+        back,
+    }
+}
+
+/// The edits, each applied to (and undone back to) `text`.
+fn edits(text: &str, n: usize) -> Vec<Kind> {
     let mid = n / 2;
     let t_mid = text
         .find(&format!("<transition name=\"t{mid}\">"))
         .expect("middle transition");
+    let after = |anchor: &str| t_mid + text[t_mid..].find(anchor).expect("anchor") + anchor.len();
     // `+ {mid}L` becomes `+ {mid}` (long + int: an error)
     let needle = format!("${{x}} + {mid}L<");
     let at = text.find(&needle).expect("needle") + needle.len() - 2;
-    let character = format!("{}{}", &text[..at], &text[at + 1..]);
+    let character = vec![(at..at + 1, String::new())];
     // `p{mid}` becomes `q{mid}`: the place and both connections (`"p{mid}"` occurs nowhere else)
-    let rename = text.replace(&format!("\"p{mid}\""), &format!("\"q{mid}\""));
-    assert_eq!(
-        text.matches(&format!("\"p{mid}\"")).count(),
-        3,
-        "the place and its two connections"
-    );
-    let port = insert_after(
-        text,
-        "<in name=\"x\" type=\"long\"/>\n",
-        t_mid,
-        "        <in name=\"z\" type=\"long\"/>\n",
-    );
+    let old = format!("\"p{mid}\"");
+    let rename: Vec<Edit> = text
+        .match_indices(&old)
+        .map(|(i, _)| (i..i + old.len(), format!("\"q{mid}\"")))
+        .collect();
+    assert_eq!(rename.len(), 3, "the place and its two connections");
+    let at = after("<in name=\"x\" type=\"long\"/>\n");
+    let port = vec![(
+        at..at,
+        "        <in name=\"z\" type=\"long\"/>\n".to_string(),
+    )];
     let place = format!("<place name=\"p{mid}\" type=\"long\"/>");
-    let ty = text.replace(&place, &format!("<place name=\"p{mid}\" type=\"int\"/>"));
-    let transition = insert_after(
-        text,
-        "</transition>\n",
-        t_mid,
-        &format!(
+    let at = text.find(&place).expect("place") + place.len() - "long\"/>".len();
+    let ty = vec![(at..at + 4, "int".to_string())];
+    let at = after("</transition>\n");
+    let transition = vec![(
+        at..at,
+        format!(
             "    <transition name=\"extra\">\n      <defun>\n        <in name=\"x\" type=\"long\"/>\n        <out name=\"y\" type=\"long\"/>\n        <expression>${{y}} := ${{x}} * 2L</expression>\n      </defun>\n      <connect-in port=\"x\" place=\"p{mid}\"/>\n      <connect-out port=\"y\" place=\"p{}\"/>\n    </transition>\n",
             mid + 1
         ),
-    );
+    )];
     vec![
-        ("character in an expression", character),
-        ("rename a place (+ connections)", rename),
-        ("add a port", port),
-        ("change a type attribute", ty),
-        ("add a transition", transition),
+        kind("character in an expression", text, character),
+        kind("rename a place (+ connections)", text, rename),
+        kind("add a port", text, port),
+        kind("change a type attribute", text, ty),
+        kind("add a transition", text, transition),
     ]
 }
 
@@ -143,35 +178,58 @@ fn main() {
     let mut version = 1;
     // the diagnostics of each edited text, checked against a fresh analysis at the end
     let mut got = Vec::new();
-    for (name, edited) in &kinds {
-        let mut times = Vec::new();
-        let mut cpus = Vec::new();
-        let mut after = None;
-        for r in 0..rounds {
-            let t = if r % 2 == 0 { edited } else { &text };
-            let (t1, c1) = (Instant::now(), cpu());
-            a.change(path.clone(), t, version);
-            let d = a.diagnostics();
-            times.push(t1.elapsed());
-            cpus.push(cpu().saturating_sub(c1));
-            version += 1;
-            if r % 2 == 0 {
-                assert!(after.as_ref().is_none_or(|a| *a == d), "{name}, round {r}");
-                after = Some(d);
-            } else {
-                assert_eq!(d, base, "{name}, round {r}");
+    for k in &kinds {
+        // as an editor with incremental sync sends them (byte ranges), then whole texts
+        for ranges in [true, false] {
+            let mut times = Vec::new();
+            let mut cpus = Vec::new();
+            let mut after = None;
+            for r in 0..rounds {
+                let forward = r % 2 == 0;
+                let (t1, c1) = (Instant::now(), cpu());
+                if ranges {
+                    let edits = if forward { &k.forward } else { &k.back };
+                    let edits: Vec<(Range<usize>, &str)> =
+                        edits.iter().map(|(r, t)| (r.clone(), t.as_str())).collect();
+                    a.edit(path.clone(), &edits, version);
+                } else {
+                    a.change(
+                        path.clone(),
+                        if forward { &k.edited } else { &text },
+                        version,
+                    );
+                }
+                let d = a.diagnostics();
+                times.push(t1.elapsed());
+                cpus.push(cpu().saturating_sub(c1));
+                version += 1;
+                let now = &a.docs[&path].text;
+                if forward {
+                    assert_eq!(**now, *k.edited, "{}, round {r}", k.name);
+                    assert!(
+                        after.as_ref().is_none_or(|a| *a == d),
+                        "{}, round {r}",
+                        k.name
+                    );
+                    after = Some(d);
+                } else {
+                    assert_eq!(**now, *text, "{}, round {r}", k.name);
+                    assert_eq!(d, base, "{}, round {r}", k.name);
+                }
             }
+            let after = after.expect("at least one round");
+            let how = if ranges { "range" } else { "full text" };
+            println!(
+                "{:<32} {how:<9}  median {:>7.2} ms  min {:>7.2} ms  max {:>7.2} ms  cpu median {:>7.2} ms  ({rounds} edits, {} errors after)",
+                k.name,
+                ms(median(times.clone())),
+                ms(*times.iter().min().unwrap()),
+                ms(*times.iter().max().unwrap()),
+                ms(median(cpus)),
+                errors(&after),
+            );
+            got.push((k, after));
         }
-        let after = after.expect("at least one round");
-        println!(
-            "{name:<32} median {:>7.2} ms  min {:>7.2} ms  max {:>7.2} ms  cpu median {:>7.2} ms  ({rounds} edits, {} errors after)",
-            ms(median(times.clone())),
-            ms(*times.iter().min().unwrap()),
-            ms(*times.iter().max().unwrap()),
-            ms(median(cpus)),
-            errors(&after),
-        );
-        got.push(after);
     }
     let (rss2, hwm) = memory();
     println!(
@@ -180,8 +238,11 @@ fn main() {
     drop(a);
     // each edit's diagnostics equal those of a fresh analysis of the same text (not timed)
     assert_eq!(base, fresh(&path, &text), "the generated text");
-    for ((name, edited), d) in kinds.iter().zip(&got) {
-        assert_eq!(*d, fresh(&path, edited), "{name}");
+    for k in &kinds {
+        let want = fresh(&path, &k.edited);
+        for (_, d) in got.iter().filter(|(g, _)| std::ptr::eq(*g, k)) {
+            assert_eq!(*d, want, "{}", k.name);
+        }
     }
     println!("every edit's diagnostics equal a fresh analysis of the same text");
 }

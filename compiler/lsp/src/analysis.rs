@@ -3,6 +3,7 @@
 //! an overlay over the disk. An edit sets one input text; salsa re-runs what reads it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -89,6 +90,32 @@ impl Analysis {
     /// A new text for an open document: its input is set, and salsa re-runs what reads it.
     pub fn change(&mut self, path: PathBuf, text: &str, version: i32) {
         self.set_doc(path, text, version);
+    }
+
+    /// Edits of an open document as an editor sends them: each replaces a byte range of the
+    /// text (as it is after the edits before it) by a new text. The database is told the
+    /// ranges, so that it scans again only the items they touch ([`pnet_sema::cut`]).
+    /// Ranges are clamped to the text and to character boundaries.
+    pub fn edit(&mut self, path: PathBuf, edits: &[(Range<usize>, &str)], version: i32) {
+        let mut text = self
+            .docs
+            .get(&path)
+            .map(|d| d.text.to_string())
+            .unwrap_or_default();
+        for (range, new) in edits {
+            let floor = |mut i: usize| {
+                i = i.min(text.len());
+                while !text.is_char_boundary(i) {
+                    i -= 1;
+                }
+                i
+            };
+            let (s, e) = (floor(range.start), floor(range.end));
+            let e = e.max(s);
+            text.replace_range(s..e, new);
+            self.files.edited(&path, s..e, new.len());
+        }
+        self.set_doc(path, &text, version);
     }
 
     fn set_doc(&mut self, path: PathBuf, text: &str, version: i32) {

@@ -249,16 +249,25 @@ impl Server {
                     return false;
                 };
                 let path = uri_to_path(&p.text_document.uri);
-                let mut text = self
-                    .analysis
-                    .docs
-                    .get(&path)
-                    .map(|d| d.text.to_string())
-                    .unwrap_or_default();
+                let version = p.text_document.version;
+                let doc = self.analysis.docs.get(&path);
+                // incremental sync: the byte ranges go to the database (it re-scans only
+                // the items they touch); a full text (or a change without a range) as is
+                if let Some(doc) = doc
+                    && let [c] = p.content_changes.as_slice()
+                    && let Some(r) = c.range
+                {
+                    let s = doc.index.offset(&doc.text, r.start) as usize;
+                    let e = (doc.index.offset(&doc.text, r.end) as usize).max(s);
+                    self.analysis
+                        .edit(path, &[(s..e, c.text.as_str())], version);
+                    return true;
+                }
+                let mut text = doc.map(|d| d.text.to_string()).unwrap_or_default();
                 for c in &p.content_changes {
                     apply_change(&mut text, c);
                 }
-                self.analysis.change(path, &text, p.text_document.version);
+                self.analysis.change(path, &text, version);
                 true
             }
             DidCloseTextDocument::METHOD => {

@@ -1,7 +1,7 @@
 //! A long editing session keeps a bounded database: thousands of distinct texts of one
 //! transition, through the database, leave as many live item texts and
-//! per-item memos as a short session (salsa's counts, `Analysis::salsa_counts`): the old
-//! item texts are reclaimed with their memos (`pnet_sema::db::ItemText`).
+//! per-item memos as a short session (salsa's counts, `Analysis::salsa_counts`): an edited
+//! item keeps its input, its memos replaced (`pnet_sema::db::ItemInput`).
 
 use std::path::PathBuf;
 
@@ -26,7 +26,7 @@ fn counts_after(edits: usize) -> [usize; 4] {
     let c = a.salsa_counts();
     let get = |name: &str| c.get(name).copied().unwrap_or(0);
     [
-        get("ItemText"),
+        get("ItemInput"),
         get("parse_item"),
         get("transition_query"),
         get("transition_query::interned_arguments"),
@@ -38,7 +38,7 @@ fn thousands_of_edits_of_one_transition_keep_the_database_bounded() {
     let short = counts_after(20);
     let long = counts_after(3_000);
     eprintln!(
-        "[ItemText, parse_item, transition_query, its arguments]: after 20 edits {short:?}, after 3,000 {long:?}"
+        "[ItemInput, parse_item, transition_query, its arguments]: after 20 edits {short:?}, after 3,000 {long:?}"
     );
     // the file's items (N + 1 places, N transitions) are all live; a few old ones on top
     let items = 2 * N + 1;

@@ -6,6 +6,7 @@
 //! each edit the incremental server's diagnostics are compared with those of a fresh
 //! analysis of the same text.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use pnet_lsp::analysis::Analysis;
@@ -124,8 +125,9 @@ const POOL: &[char] = &[
     '=', ';', ' ', '.', '"', 'e', 'q', 'g', 't', '\n', '<', '&', '>', ']', 'é',
 ];
 
-/// One random single-character edit: mostly inside an expression or condition.
-fn edit(rng: &mut Rng, text: &str) -> String {
+/// One random single-character edit: mostly inside an expression or condition. The edited
+/// text, and the edit as an editor sends it (the byte range replaced, the new text).
+fn edit(rng: &mut Rng, text: &str) -> (String, Range<usize>, String) {
     let ranges = text_ranges(text);
     let at = if !ranges.is_empty() && rng.below(10) < 8 {
         let (s, e) = ranges[rng.below(ranges.len())];
@@ -136,19 +138,20 @@ fn edit(rng: &mut Rng, text: &str) -> String {
     let c = POOL[rng.below(POOL.len())];
     let next = text[at..].chars().next().map_or(0, char::len_utf8);
     let mut out = text.to_string();
-    match rng.below(3) {
-        0 => out.insert(at, c),
-        1 if next > 0 => {
-            out.replace_range(at..at + next, "");
-        }
-        _ if next > 0 => out.replace_range(at..at + next, c.encode_utf8(&mut [0; 4])),
-        _ => out.insert(at, c),
-    }
-    out
+    let c = c.encode_utf8(&mut [0; 4]).to_string();
+    let (range, with) = match rng.below(3) {
+        1 if next > 0 => (at..at + next, String::new()),
+        2 if next > 0 => (at..at + next, c),
+        _ => (at..at, c),
+    };
+    out.replace_range(range.clone(), &with);
+    (out, range, with)
 }
 
 /// Random chained edits on `text`, each edit's diagnostics compared with those of a fresh
-/// analysis of the same text.
+/// analysis of the same text. The edits reach the analysis as an editor sends them: a
+/// byte range and its new text (one or two per change, [`Analysis::edit`]), or now and
+/// then the whole new text ([`Analysis::change`]).
 fn check(name: &str, path: &Path, text: &str, options: &Options, edits: usize, seed: u64) {
     let mut rng = Rng(seed);
     let mut a = Analysis::new(options.clone());
@@ -156,14 +159,31 @@ fn check(name: &str, path: &Path, text: &str, options: &Options, edits: usize, s
     let mut current = text.to_string();
     let mut broken = false;
     for step in 0..edits {
+        let version = step as i32 + 1;
         // mostly a random walk; back to the original now and then, and mostly after an edit
         // that broke the markup (which a walk rarely repairs)
         if rng.below(20) == 0 || (broken && rng.below(4) != 0) {
             current = text.to_string();
+            a.change(path.to_path_buf(), &current, version);
         } else {
-            current = edit(&mut rng, &current);
+            let (next, r1, t1) = edit(&mut rng, &current);
+            current = next;
+            match rng.below(4) {
+                0 => a.change(path.to_path_buf(), &current, version),
+                1 => {
+                    // two edits in one change, the second in the text the first left
+                    let (next, r2, t2) = edit(&mut rng, &current);
+                    current = next;
+                    a.edit(
+                        path.to_path_buf(),
+                        &[(r1, t1.as_str()), (r2, t2.as_str())],
+                        version,
+                    );
+                }
+                _ => a.edit(path.to_path_buf(), &[(r1, t1.as_str())], version),
+            }
         }
-        a.change(path.to_path_buf(), &current, step as i32 + 1);
+        assert_eq!(*a.docs[path].text, *current, "{name}: edit {step}");
         let got = a.diagnostics();
         let mut full = Analysis::new(options.clone());
         full.open(path.to_path_buf(), &current, 0);

@@ -10,7 +10,7 @@
 //! elsewhere leaves such a tree equal, so it is reused; [`Resolver`] maps its spans back to
 //! the file once the elaboration is done.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,7 +22,9 @@ use pnet_syntax::xml::{
 };
 use pnet_syntax::{Diagnostic, FileId, Span};
 
-/// One source file: its id (`FileId(i)` is the `i`-th file loaded), path and text.
+/// One source file: its id (`FileId(i)` is the `i`-th file loaded), path and text, and the
+/// places and transitions of its root net as inputs of their own ([`Cut`], kept by the
+/// driver, [`crate::Files`], through edits).
 #[salsa::input(debug)]
 pub struct SourceInput {
     pub id: FileId,
@@ -30,6 +32,26 @@ pub struct SourceInput {
     pub path: PathBuf,
     #[returns(ref)]
     pub text: Arc<str>,
+    #[returns(ref)]
+    pub cut: Option<Arc<Cut>>,
+}
+
+/// The items (places and transitions) of a file's root net, in document order: each its own
+/// input ([`ItemInput`]) and its range in the file; `None` (in [`SourceInput::cut`]) when
+/// the file cannot be cut ([`xml::items::items_in_order`]). An edit gives the items it
+/// touches a new text and only moves the others.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cut {
+    pub items: Vec<CutItem>,
+}
+
+/// One item of a [`Cut`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CutItem {
+    pub input: ItemInput,
+    pub start: u32,
+    pub end: u32,
+    pub kind: xml::items::ItemKind,
 }
 
 /// A resolved (or not) `href` of an include element.
@@ -66,7 +88,7 @@ pub struct Parsed {
     /// The items parsed alone ([`source_tree`]): their trees' spans (and their diagnostics')
     /// are relative to them, in their own file id; empty for a whole parse.
     pub items: Vec<Item>,
-    /// The [`ItemText`] of each transition of the root net (in order) when it was parsed
+    /// The [`ItemInput`] of each transition of the root net (in order) when it was parsed
     /// alone; empty for a whole parse.
     pub keys: Vec<salsa::Id>,
 }
@@ -92,25 +114,20 @@ pub fn parse(db: &dyn salsa::Database, file: SourceInput) -> Parsed {
     }
 }
 
-/// The high bit of an item's file id (the rest is the index of its [`ItemText`]).
+/// The high bit of an item's file id (the rest is the index of its [`ItemInput`]).
 pub const ITEM_FILE: u32 = 1 << 31;
 
-/// The text of one place or transition of a file's root net: the key of its parse.
+/// The text of one place or transition of a file's root net: the key of its parse and of
+/// its elaboration (`elab::transition_query`).
 ///
-/// What bounds the memory of a long editing session: a text not met for `revisions`
-/// revisions (every edit is one) has its slot reused by the next new text, and the memos keyed
-/// by it ([`parse_item`], the interned arguments of `elab::transition_query` and that query's
-/// memos) go with it, so the live item texts are those of the open files plus the last few
-/// edits' (3 is salsa's default, written here so that it stays finite; test
-/// `many_edits_of_one_transition_keep_memory_bounded`). No `lru` on the queries: it would only
-/// evict the values of items still in a file.
-#[salsa::interned(debug, revisions = 3)]
-pub struct ItemText<'db> {
-    pub file: FileId,
+/// What bounds the memory of a long editing session: the driver ([`crate::Files`]) keeps
+/// one input per item of the open files and reuses it: an edited item gets its new text in
+/// the same input (the memos keyed by it are replaced), and the inputs of deleted items are
+/// reused by the next new ones (test `many_edits_of_one_transition_keep_memory_bounded`).
+#[salsa::input(debug)]
+pub struct ItemInput {
     #[returns(ref)]
-    pub text: String,
-    /// How many items of the file with the same text come before it.
-    pub nth: u32,
+    pub text: Arc<str>,
 }
 
 /// The parse of one item alone, spans relative to its start in its file id: a transition
@@ -123,7 +140,7 @@ pub struct ItemTree {
 }
 
 /// The file id of an item's tree (`None` when the index does not fit).
-pub fn item_file(item: ItemText<'_>) -> Option<FileId> {
+pub fn item_file(item: ItemInput) -> Option<FileId> {
     use salsa::plumbing::AsId;
     let index = item.as_id().index();
     (index < ITEM_FILE).then_some(FileId(ITEM_FILE | index))
@@ -131,7 +148,7 @@ pub fn item_file(item: ItemText<'_>) -> Option<FileId> {
 
 /// Parses one item alone.
 #[salsa::tracked(returns(ref))]
-pub fn parse_item<'db>(db: &'db dyn salsa::Database, item: ItemText<'db>) -> Option<ItemTree> {
+pub fn parse_item(db: &dyn salsa::Database, item: ItemInput) -> Option<ItemTree> {
     let id = item_file(item)?;
     let text = item.text(db);
     if text.starts_with("<place") {
@@ -153,37 +170,42 @@ pub fn parse_item<'db>(db: &'db dyn salsa::Database, item: ItemText<'db>) -> Opt
 /// A file's tree by items (see the module's documentation); `None` when it cannot be cut.
 #[salsa::tracked(returns(ref))]
 pub fn tree(db: &dyn salsa::Database, file: SourceInput) -> Option<Parsed> {
+    use salsa::plumbing::AsId;
     let id = *file.id(db);
     let text = file.text(db);
-    use salsa::plumbing::AsId;
-    let (mut ast, mut diagnostics, ranges) = xml::items::skeleton(id, text)?;
-    let count = ranges.places.len() + ranges.transitions.len();
-    // the keys met (a text met again is keyed by how many times it was met before)
-    let mut seen: HashSet<salsa::Id, BuildHasherDefault<IdHasher>> =
-        HashSet::with_capacity_and_hasher(count, Default::default());
-    let mut items = Vec::with_capacity(count);
-    let mut places = Vec::with_capacity(ranges.places.len());
-    let mut trees = Vec::with_capacity(ranges.transitions.len());
-    let mut keys = Vec::with_capacity(ranges.transitions.len());
-    for r in ranges.places.iter().chain(&ranges.transitions) {
-        let t = &text[r.clone()];
-        let mut nth = 0;
-        // looked up by `&str`: no copy of an item seen before
-        let key = loop {
-            let key = ItemText::new(db, id, t, nth);
-            if seen.insert(key.as_id()) {
-                break key;
+    let cut = file.cut(db).as_ref()?;
+    let mut ranges = xml::items::ItemRanges::default();
+    let (mut places_in, mut transitions_in) = (Vec::new(), Vec::new());
+    for i in &cut.items {
+        let r = i.start as usize..i.end as usize;
+        match i.kind {
+            xml::items::ItemKind::Place => {
+                ranges.places.push(r);
+                places_in.push(i);
             }
-            nth += 1;
-        };
-        let parsed = parse_item(db, key).as_ref()?;
+            xml::items::ItemKind::Transition => {
+                ranges.transitions.push(r);
+                transitions_in.push(i);
+            }
+        }
+    }
+    let (mut ast, mut diagnostics) = xml::items::skeleton_with(id, text, &ranges)?;
+    let count = cut.items.len();
+    let mut items = Vec::with_capacity(count);
+    let mut places = Vec::with_capacity(places_in.len());
+    let mut trees = Vec::with_capacity(transitions_in.len());
+    let mut keys = Vec::with_capacity(transitions_in.len());
+    for i in places_in.into_iter().chain(transitions_in) {
+        // the driver keeps the items' texts and the file's text together
+        debug_assert_eq!(&**i.input.text(db), &text[i.start as usize..i.end as usize]);
+        let parsed = parse_item(db, i.input).as_ref()?;
         items.push(Item {
-            id: item_file(key)?,
-            at: u32::try_from(r.start).ok()?,
+            id: item_file(i.input)?,
+            at: i.start,
         });
         if let Some(t) = &parsed.tree {
             trees.push(t.clone());
-            keys.push(key.as_id());
+            keys.push(i.input.as_id());
         }
         places.extend(parsed.place.clone());
         diagnostics.extend(parsed.diagnostics.iter().cloned());
@@ -436,8 +458,6 @@ impl salsa::Database for Database {}
 mod tests {
     use std::path::Path;
 
-    use salsa::Setter;
-
     use super::*;
 
     const NET: &str = r#"<defun name="n">
@@ -473,6 +493,24 @@ mod tests {
         );
         let file = ws.files(db)[0];
         (ws, file)
+    }
+
+    /// A workspace of one file, whose text [`set`] changes through the driver.
+    fn driven(db: &mut Database, files: &mut crate::Files, text: &str) -> (Workspace, SourceInput) {
+        let ws = set(db, files, None, text);
+        (ws, ws.files(db)[0])
+    }
+
+    fn set(
+        db: &mut Database,
+        files: &mut crate::Files,
+        ws: Option<Workspace>,
+        text: &str,
+    ) -> Workspace {
+        let path = Path::new("/nonexistent/n.xpnet");
+        crate::reload(db, files, ws, path, &Default::default(), &mut |_| {
+            Some(text.to_string())
+        })
     }
 
     /// The elaboration reads the transitions parsed alone; every span it returns is in the
@@ -515,7 +553,8 @@ mod tests {
     #[test]
     fn an_edit_elsewhere_reuses_the_items_trees() {
         let mut db = Database::default();
-        let (_, file) = load(&mut db, NET);
+        let mut files = crate::Files::default();
+        let (ws, file) = driven(&mut db, &mut files, NET);
         let before: Vec<Arc<TransitionDecl>> = match &tree(&db, file).as_ref().unwrap().ast.root {
             Some(Root::Defun(d)) => match &d.body {
                 Some(DefunBody::Net(n)) => n.transitions.clone(),
@@ -527,7 +566,7 @@ mod tests {
             "<place name=\"b\" type=\"long\"/>",
             "<place name=\"bb\" type=\"long\"/>\n    <place name=\"b\" type=\"long\"/>",
         );
-        file.set_text(&mut db).to(Arc::from(edited.as_str()));
+        set(&mut db, &mut files, Some(ws), &edited);
         let after = tree(&db, file).as_ref().unwrap();
         let Some(Root::Defun(d)) = &after.ast.root else {
             panic!("a defun")
@@ -551,10 +590,11 @@ mod tests {
     /// `transition_query`.
     fn live_after_edits(edits: usize) -> [usize; 4] {
         let mut db = Database::default();
-        let (ws, file) = load(&mut db, NET);
+        let mut files = crate::Files::default();
+        let (ws, _) = driven(&mut db, &mut files, NET);
         for i in 0..edits {
             let text = NET.replace("${x} + 1L", &format!("${{x}} + {i}L"));
-            file.set_text(&mut db).to(Arc::from(text.as_str()));
+            set(&mut db, &mut files, Some(ws), &text);
             let diagnostics = crate::elab::diagnostics(&db, ws);
             assert!(diagnostics.iter().any(|(d, _)| d.code == "unknown_place"));
         }
@@ -570,14 +610,14 @@ mod tests {
         [
             memos("parse_item"),
             memos("transition_query"),
-            structs("ItemText"),
+            structs("ItemInput"),
             structs("transition_query::interned_arguments"),
         ]
     }
 
     /// A long editing session of one transition (20,000 distinct texts) leaves no more live
-    /// memos or item texts than a short one: old item texts are reclaimed with their memos
-    /// (see [`ItemText`]). With `revisions = usize::MAX` there, 20,000 of each stay.
+    /// memos or item inputs than a short one: the edited item keeps its input, its memos
+    /// replaced (see [`ItemInput`]).
     #[test]
     fn many_edits_of_one_transition_keep_memory_bounded() {
         let short = live_after_edits(100);

@@ -6,6 +6,7 @@
 //! file I/O and feeds the database.
 
 pub mod checks;
+pub mod cut;
 pub mod db;
 pub mod elab;
 pub mod expr;
@@ -135,25 +136,52 @@ pub fn load(db: &mut db::Database, path: &Path, text: &str, options: &Options) -
 pub struct Files {
     by_path: HashMap<PathBuf, db::SourceInput>,
     next: u32,
+    /// The inputs of items no longer in a file ([`db::ItemInput`]).
+    pool: cut::Pool,
+    /// The edits made to a file's text since it was last read ([`Files::edited`]), by its
+    /// canonical path.
+    pending: HashMap<PathBuf, Vec<cut::Edit>>,
 }
 
 impl Files {
+    /// Notes that the text of `path` (the one its input has, or after the edits noted
+    /// before) had `range` replaced by a text of `len` bytes: the next read of it updates
+    /// the items of its root net from the ranges (see [`cut`]) instead of comparing the old
+    /// text with the new to find what changed. Edits that do not give the next text read
+    /// (by length) are ignored.
+    pub fn edited(&mut self, path: &Path, range: std::ops::Range<usize>, len: usize) {
+        self.pending
+            .entry(identity(path))
+            .or_default()
+            .push(cut::Edit { range, len });
+    }
+
     /// The input of `path` (found by its canonical form) with `text`: the existing one, its
-    /// text set only when it changed, or a new one with the next id.
+    /// text and items set only when it changed, or a new one with the next id.
     fn input(&mut self, db: &mut db::Database, path: &Path, text: String) -> db::SourceInput {
         use salsa::Setter;
-        match self.by_path.get(&identity(path)) {
+        let key = identity(path);
+        let edits = self.pending.remove(&key);
+        match self.by_path.get(&key) {
             Some(&f) => {
-                if **f.text(db) != *text {
+                let old = f.text(db).clone();
+                if *old != *text {
+                    let edits = edits
+                        .filter(|e| cut::consistent(e, old.len(), text.len()))
+                        .unwrap_or_else(|| vec![cut::diff(&old, &text)]);
+                    let previous = f.cut(db).clone();
+                    let cut = cut::recut(db, &mut self.pool, previous.as_deref(), &edits, &text);
                     f.set_text(db).to(Arc::from(text));
+                    f.set_cut(db).to(cut);
                 }
                 f
             }
             None => {
                 let id = FileId(self.next);
                 self.next += 1;
-                let f = db::SourceInput::new(db, id, path.to_path_buf(), Arc::from(text));
-                self.by_path.insert(identity(path), f);
+                let cut = cut::recut(db, &mut self.pool, None, &[], &text);
+                let f = db::SourceInput::new(db, id, path.to_path_buf(), Arc::from(text), cut);
+                self.by_path.insert(key, f);
                 f
             }
         }

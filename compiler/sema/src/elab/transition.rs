@@ -92,10 +92,10 @@ impl PlaceView {
 /// elsewhere leaves equal is not elaborated again. `depth_reported`: whether
 /// `struct_too_deep` was reported before it. `None` when the file is not cut into items.
 #[salsa::tracked(returns(ref))]
-pub fn transition_query<'db>(
-    db: &'db dyn salsa::Database,
+pub fn transition_query(
+    db: &dyn salsa::Database,
     ws: Workspace,
-    item: db::ItemText<'db>,
+    item: db::ItemInput,
     places: PlaceView,
     depth_reported: bool,
 ) -> Option<TransitionOut> {
@@ -196,7 +196,7 @@ impl<'a> Elab<'a> {
             && index < ri.keys.len()
         {
             use salsa::plumbing::FromId;
-            let item = db::ItemText::from_id(ri.keys[index]);
+            let item = db::ItemInput::from_id(ri.keys[index]);
             let depth_reported = self.struct_depth_reported;
             if let Some(out) = transition_query(ri.db, ri.ws, item, view.clone(), depth_reported) {
                 match self.lite {

@@ -41,96 +41,149 @@ pub struct ItemRanges {
     pub transitions: Vec<Range<usize>>,
 }
 
+/// The kind of an item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ItemKind {
+    Place,
+    Transition,
+}
+
 /// The items of `text` ([`ItemRanges`]); `None` when the text cannot be cut safely.
 pub fn item_ranges(text: &str) -> Option<ItemRanges> {
-    let b = text.as_bytes();
+    let items = items_in_order(text)?;
     let mut out = ItemRanges::default();
-    let mut stack: Vec<&str> = Vec::new();
-    let mut open: Option<usize> = None;
-    let mut i = 0;
-    let mut roots = 0;
-    let find = |from: usize, pat: &str| text[from..].find(pat).map(|k| from + k);
-    // a char pattern: searched with memchr (the whole file is scanned on every edit)
-    while let Some(k) = text[i..].find('<').map(|k| i + k) {
-        i = k;
-        let rest = &text[i..];
-        if rest.starts_with("<!--") {
-            i = find(i + 4, "-->")? + 3;
-            continue;
+    for (r, kind) in items {
+        match kind {
+            ItemKind::Place => out.places.push(r),
+            ItemKind::Transition => out.transitions.push(r),
         }
-        if rest.starts_with("<![CDATA[") {
-            i = find(i + 9, "]]>")? + 3;
-            continue;
-        }
-        if rest.starts_with("<?") {
-            i = find(i + 2, "?>")? + 2;
-            continue;
-        }
-        if rest.starts_with("<!") {
-            return None;
-        }
-        let closing = rest.starts_with("</");
-        let name_start = i + if closing { 2 } else { 1 };
-        let mut j = name_start;
-        while j < b.len() && !matches!(b[j], b' ' | b'\t' | b'\r' | b'\n' | b'/' | b'>') {
-            j += 1;
-        }
-        let name = &text[name_start..j];
-        if name.is_empty() || name.contains(':') || name.contains('<') {
-            return None;
-        }
-        // to the end of the tag, over quoted attribute values
-        let mut quote = None;
-        while j < b.len() {
-            match (quote, b[j]) {
-                (None, b'"' | b'\'') => quote = Some(b[j]),
-                (Some(q), c) if c == q => quote = None,
-                (None, b'>') => break,
-                (None, b'<') => return None,
-                _ => {}
+    }
+    Some(out)
+}
+
+/// The items of `text` ([`item_ranges`]) in document order, with their kinds.
+pub fn items_in_order(text: &str) -> Option<Vec<(Range<usize>, ItemKind)>> {
+    let mut scan = Scan::default();
+    scan.run(text, 0, text.len())?;
+    (scan.stack.is_empty() && scan.roots == 1 && scan.open.is_none()).then_some(scan.out)
+}
+
+/// The items of the part `range` of `text` that lies between two items of the root net
+/// (from the end of one to the start of a later one, or an edit's region between them): a
+/// scan started inside the net that must end there again, outside any item, comment or tag
+/// (so that the text after it scans as before); `None` otherwise (the caller scans the
+/// whole text then).
+pub fn items_between(text: &str, range: Range<usize>) -> Option<Vec<(Range<usize>, ItemKind)>> {
+    let mut scan = Scan {
+        stack: vec!["defun", "net"],
+        ..Scan::default()
+    };
+    scan.run(text, range.start, range.end)?;
+    (scan.stack.as_slice() == ["defun", "net"] && scan.roots == 0 && scan.open.is_none())
+        .then_some(scan.out)
+}
+
+/// The state of an item scan (see [`items_in_order`]).
+#[derive(Default)]
+struct Scan<'t> {
+    stack: Vec<&'t str>,
+    open: Option<usize>,
+    roots: usize,
+    out: Vec<(Range<usize>, ItemKind)>,
+}
+
+impl<'t> Scan<'t> {
+    /// Scans `text[from..to]`: no tag, comment, CDATA section or processing instruction may
+    /// cross `to`.
+    fn run(&mut self, text: &'t str, from: usize, to: usize) -> Option<()> {
+        let b = &text.as_bytes()[..to];
+        let mut i = from;
+        let find = |from: usize, pat: &str| {
+            text[from..to]
+                .find(pat)
+                .map(|k| from + k)
+                .filter(|k| k + pat.len() <= to)
+        };
+        // a char pattern: searched with memchr
+        while let Some(k) = text[i..to].find('<').map(|k| i + k) {
+            i = k;
+            let rest = &text[i..to];
+            if rest.starts_with("<!--") {
+                i = find(i + 4, "-->")? + 3;
+                continue;
             }
-            j += 1;
-        }
-        if j >= b.len() {
-            return None;
-        }
-        let end = j + 1;
-        let self_closing = !closing && b[j - 1] == b'/';
-        let in_net = stack.as_slice() == ["defun", "net"];
-        let is_item = (name == "transition" || name == "place") && in_net;
-        if closing {
-            if stack.pop() != Some(name) {
+            if rest.starts_with("<![CDATA[") {
+                i = find(i + 9, "]]>")? + 3;
+                continue;
+            }
+            if rest.starts_with("<?") {
+                i = find(i + 2, "?>")? + 2;
+                continue;
+            }
+            if rest.starts_with("<!") {
                 return None;
             }
-            if stack.as_slice() == ["defun", "net"] {
-                match name {
-                    "transition" => out.transitions.push(open.take()?..end),
-                    "place" => out.places.push(open.take()?..end),
+            let closing = rest.starts_with("</");
+            let name_start = i + if closing { 2 } else { 1 };
+            let mut j = name_start;
+            while j < b.len() && !matches!(b[j], b' ' | b'\t' | b'\r' | b'\n' | b'/' | b'>') {
+                j += 1;
+            }
+            let name = &text[name_start..j];
+            if name.is_empty() || name.contains(':') || name.contains('<') {
+                return None;
+            }
+            // to the end of the tag, over quoted attribute values
+            let mut quote = None;
+            while j < b.len() {
+                match (quote, b[j]) {
+                    (None, b'"' | b'\'') => quote = Some(b[j]),
+                    (Some(q), c) if c == q => quote = None,
+                    (None, b'>') => break,
+                    (None, b'<') => return None,
                     _ => {}
                 }
+                j += 1;
             }
-        } else {
-            if stack.is_empty() {
-                roots += 1;
+            if j >= b.len() {
+                return None;
             }
-            if is_item {
-                let list = match name {
-                    "place" => &mut out.places,
-                    _ => &mut out.transitions,
-                };
-                if self_closing {
-                    list.push(i..end);
-                } else {
-                    open = Some(i);
+            let end = j + 1;
+            let self_closing = !closing && b[j - 1] == b'/';
+            let in_net = self.stack.as_slice() == ["defun", "net"];
+            let kind = match name {
+                "place" => ItemKind::Place,
+                _ => ItemKind::Transition,
+            };
+            let is_item = (name == "transition" || name == "place") && in_net;
+            if closing {
+                if self.stack.pop() != Some(name) {
+                    return None;
+                }
+                if self.stack.as_slice() == ["defun", "net"]
+                    && (name == "transition" || name == "place")
+                {
+                    self.out.push((self.open.take()?..end, kind));
+                }
+            } else {
+                if self.stack.is_empty() {
+                    self.roots += 1;
+                }
+                if is_item {
+                    if self_closing {
+                        self.out.push((i..end, kind));
+                    } else {
+                        self.open = Some(i);
+                    }
+                }
+                if !self_closing {
+                    self.stack.push(name);
                 }
             }
-            if !self_closing {
-                stack.push(name);
-            }
+            i = end;
         }
-        i = end;
+        Some(())
     }
-    (stack.is_empty() && roots == 1).then_some(out)
 }
 
 /// Parses `text` item by item: the file with its transitions blanked, then each transition
@@ -179,6 +232,17 @@ pub fn parse_by_items(
 /// then.
 pub fn skeleton(file: FileId, text: &str) -> Option<(File, Vec<Diagnostic>, ItemRanges)> {
     let ranges = item_ranges(text)?;
+    let (f, diags) = skeleton_with(file, text, &ranges)?;
+    Some((f, diags, ranges))
+}
+
+/// [`skeleton`] with the items' ranges known (those of [`item_ranges`], kept up to date by
+/// the caller through edits): the tree and its diagnostics.
+pub fn skeleton_with(
+    file: FileId,
+    text: &str,
+    ranges: &ItemRanges,
+) -> Option<(File, Vec<Diagnostic>)> {
     if ranges.transitions.is_empty() {
         return None;
     }
@@ -200,7 +264,7 @@ pub fn skeleton(file: FileId, text: &str) -> Option<(File, Vec<Diagnostic>, Item
     if !net.transitions.is_empty() || !net.places.is_empty() {
         return None;
     }
-    Some((f, diags, ranges))
+    Some((f, diags))
 }
 
 /// The parse of `text` without its items (`ranges`, sorted), when only blanks lie between
