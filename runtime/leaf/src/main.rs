@@ -27,9 +27,12 @@ worker it loses (the root counts the retry), and sends the answers up in batches
 is a lost worker to the root: all its tasks run again. The leaf exits when the root stops it
 or goes away, and stops the workers it started.
 
+`gspc status` shows the leaf with its capacity and its workers under it; `gspc tasks` names
+the worker under the leaf that ran each task (LEAF/WORKER).
+
 Not passed through yet: module calls with memory buffers or transfers. A leaf cannot offer
-the capability GPI, so the root keeps such calls for workers of its own (`gspc tasks` says
-that the job waits for a worker with the capability GPI).
+the capability GPI, so the root keeps such calls for workers of its own (`gspc jobs` says
+that the job waits for a worker with the capability GPI, which leaf agents do not offer).
 
 Exit codes: 0 stopped by the root, 1 failure (the root refused it, went away, cannot be
 reached), 2 usage error.";
