@@ -290,7 +290,10 @@ fn two_leaves_of_two_workers_run_a_job_exactly() {
         "{stop}"
     );
     assert!(
-        stop.contains("2 leaf agents stopped (leafA pid ") && stop.ends_with(", 0 left\n"),
+        stop.contains("2 leaf agents stopped (")
+            && stop.contains("leafA pid ")
+            && stop.contains("leafB pid ")
+            && stop.ends_with(", 0 left\n"),
         "{stop}"
     );
 }
