@@ -1362,10 +1362,11 @@ impl<'b> Core<'b> {
         // Leaf agents never offer the memory capability: say so rather than let the job
         // wait for them.
         if spec.mandatory.iter().any(|m| m == GPI_CAPABILITY) {
-            let leaves: Vec<Arc<str>> = (self.sched.workers().into_iter())
+            let mut leaves: Vec<Arc<str>> = (self.sched.workers().into_iter())
                 .filter(|w| self.sched.is_leaf(w.id))
                 .map(|w| w.name)
                 .collect();
+            leaves.sort_unstable();
             if let Some(first) = leaves.first() {
                 s.push_str(&format!(
                     "; leaf agents (`{first}`{}) do not run module calls with memory buffers or \
