@@ -788,6 +788,9 @@ fn explore_bits_sliced(
             }
             seq_end = slice_end;
         }
+        // Arena chunks reserved for the threads are given back first: the store is then as
+        // the one-thread code left it (its memory checked against the limit).
+        e.store.trim_arena();
         while head < seq_end {
             let batch_end = (head + BATCH_STATES).min(level_end);
             if bits_batch(&net, &mut e, &mut batch, head..batch_end, &lim, &mut seen)? {
@@ -800,6 +803,7 @@ fn explore_bits_sliced(
             head = batch_end;
         }
     }
+    e.store.trim_arena();
     for p in 0..c.places {
         if seen.places[p / 64] & (1 << (p % 64)) != 0 {
             e.place_max[p] = 1;

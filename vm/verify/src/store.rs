@@ -195,6 +195,15 @@ pub(crate) mod mem {
     }
 
     #[cfg(target_os = "linux")]
+    impl<T: Zeroable> ZeroBuf<T> {
+        /// The start of the buffer, for writes through a raw pointer (see
+        /// [`super::Appender`]).
+        pub fn as_mut_ptr(&mut self) -> *mut T {
+            self.ptr.as_ptr()
+        }
+    }
+
+    #[cfg(target_os = "linux")]
     impl ZeroBuf<u64> {
         /// The buffer as atomics, for several threads writing it at once.
         pub fn as_atomic(&mut self) -> &[std::sync::atomic::AtomicU64] {
@@ -263,6 +272,14 @@ pub(crate) mod mem {
         /// # Safety
         /// None needed here; the Linux version's contract.
         pub unsafe fn release_range(&self, _start: usize, _end: usize) {}
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    impl<T: Zeroable> ZeroBuf<T> {
+        /// The start of the buffer, for writes through a raw pointer.
+        pub fn as_mut_ptr(&mut self) -> *mut T {
+            self.0.as_mut_ptr()
+        }
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -773,10 +790,11 @@ impl StateStore {
 
     /// [`StateStore::memory_bytes`] once the store holds `len` states (at least its current
     /// number), inserted one by one or through [`StateStore::reserve`] and
-    /// [`StateStore::append_unindexed`].
+    /// an [`Appender`] (arena chunks reserved past them
+    /// not counted: [`StateStore::trim_arena`] gives them back).
     pub fn memory_bytes_at(&self, len: usize) -> usize {
         let chunk = (self.stride << self.chunk_shift) + 8;
-        let chunks = len.div_ceil(1 << self.chunk_shift).max(self.chunks.len());
+        let chunks = len.max(self.len).div_ceil(1 << self.chunk_shift);
         let slots = self.slots_for(len);
         chunks * chunk + slots * if self.inline { 16 } else { 8 }
     }
@@ -879,27 +897,62 @@ impl StateStore {
         self.shift = shift;
     }
 
-    /// Appends a marking (`words()` words) to the arena without indexing it: its id. The
-    /// caller gives it a slot claimed through [`StateStore::split_index`]
-    /// ([`StateStore::set_claimed_id`]) before the next lookup. `None` when 2^32 - 1 states
-    /// are held.
-    pub fn append_unindexed(&mut self, key: &[u64]) -> Option<u32> {
-        if self.len >= u32::MAX as usize - 1 {
-            return None;
+    /// Allocates the arena chunks of the ids below `len`, for an [`Appender`] (see
+    /// [`StateStore::split_index`]). Their pages cost nothing until written;
+    /// [`StateStore::trim_arena`] gives back the chunks no state uses.
+    pub fn reserve_arena(&mut self, len: usize) {
+        let per = 1usize << self.chunk_shift;
+        while self.chunks.len() < len.div_ceil(per) {
+            let c = self.chunks.len();
+            let bytes = (self.stride << self.chunk_shift) + 8;
+            // Huge pages from the second chunk on, as in `push`.
+            self.chunks.push(ZeroBuf::new(bytes, c > 0));
         }
-        let id = self.len as u32;
-        self.push(key);
-        Some(id)
+    }
+
+    /// Drops the arena chunks past the last state (reserved by
+    /// [`StateStore::reserve_arena`] and not used): the store is then as one filled one
+    /// marking at a time.
+    pub fn trim_arena(&mut self) {
+        self.chunks
+            .truncate(self.len.div_ceil(1 << self.chunk_shift));
+    }
+
+    /// Takes in the states `len()..len` written through the [`Appender`] of
+    /// [`StateStore::split_index`] (each entry once) and indexed through
+    /// [`SharedIndex::publish`]. The chunks reserved past them stay (for the next ones)
+    /// until [`StateStore::trim_arena`].
+    pub fn appended(&mut self, len: usize) {
+        assert!(
+            len <= self.chunks.len() << self.chunk_shift && len < u32::MAX as usize,
+            "appended states outside the reserved arena"
+        );
+        self.len = len;
+    }
+
+    /// States the arena has room for without allocating.
+    pub fn arena_room(&self) -> usize {
+        self.chunks.len() << self.chunk_shift
     }
 
     /// The arena and, for an inline index, the index as a [`SharedIndex`] through which
     /// several threads look markings up and claim slots for new ones while they read the
-    /// arena. `None` for a tagged index (its lookups compare with the arena, where a new
-    /// marking has no entry yet).
-    pub fn split_index(&mut self) -> Option<(Arena<'_>, SharedIndex<'_>)> {
+    /// arena, and an [`Appender`] through which they write new markings to the chunks
+    /// reserved by [`StateStore::reserve_arena`] (after the last lookup). `None` for a tagged
+    /// index (its lookups compare with the arena, where a new marking has no entry yet).
+    pub fn split_index(&mut self) -> Option<(Arena<'_>, SharedIndex<'_>, Appender)> {
         if !self.inline {
             return None;
         }
+        let appender = Appender {
+            chunks: self
+                .chunks
+                .iter_mut()
+                .map(|c| c.as_mut_ptr() as usize)
+                .collect(),
+            chunk_shift: self.chunk_shift,
+            stride: self.stride,
+        };
         let table: &mut [u64] = &mut self.table;
         assert_eq!(
             table.as_ptr() as usize % align_of::<AtomicU64>(),
@@ -921,7 +974,7 @@ impl StateStore {
             words: self.words,
             last_mask: self.last_mask,
         };
-        Some((arena, index))
+        Some((arena, index, appender))
     }
 
     /// The arena (read-only view).
@@ -942,19 +995,6 @@ impl StateStore {
         ((self.mask + 1) / 8 * 7).saturating_sub(self.len)
     }
 
-    /// A slot claimed through [`SharedIndex::find_or_claim`]: its marking (2 words) and
-    /// the value it holds in place of an id (the smallest one it was claimed or found with).
-    pub fn claimed(&self, slot: usize) -> ([u64; 2], u32) {
-        let (w0, w1) = (self.table[2 * slot], self.table[2 * slot + 1]);
-        ([w0, w1 & 0xFFFF_FFFF], (w1 >> 32) as u32)
-    }
-
-    /// Hints the CPU to load a slot (as numbered by [`SharedIndex::find_or_claim`]).
-    #[inline]
-    pub fn prefetch_slot(&self, slot: usize) {
-        prefetch_read(&self.table[2 * slot]);
-    }
-
     /// Frees a slot claimed through [`SharedIndex::find_or_claim`]. Freeing every slot
     /// claimed since the last [`StateStore::reserve`] gives back the index as it was (the
     /// used slots of a bucket are a prefix of it, and a marking older than a claimed one
@@ -962,13 +1002,6 @@ impl StateStore {
     pub fn unclaim(&mut self, slot: usize) {
         self.table[2 * slot] = EMPTY;
         self.table[2 * slot + 1] = EMPTY;
-    }
-
-    /// Gives a slot claimed through [`SharedIndex::find_or_claim`] the id of its marking,
-    /// appended by [`StateStore::append_unindexed`].
-    pub fn set_claimed_id(&mut self, slot: usize, id: u32) {
-        let w1 = &mut self.table[2 * slot + 1];
-        *w1 = (*w1 & 0xFFFF_FFFF) | (id as u64 + 1) << 32;
     }
 
     /// Doubles the index. Inline: the old buckets are read in order and each marking goes to
@@ -1075,6 +1108,44 @@ impl Arena<'_> {
     }
 }
 
+/// Writes markings of at most [`INLINE_MAX`] bytes to arena entries reserved by
+/// [`StateStore::reserve_arena`], from several threads at once (see
+/// [`StateStore::split_index`]; [`StateStore::appended`] takes them in).
+#[derive(Debug)]
+pub struct Appender {
+    /// The chunks' first bytes.
+    chunks: Vec<usize>,
+    chunk_shift: u32,
+    stride: usize,
+}
+
+impl Appender {
+    /// Writes the marking `key` (2 words, little-endian, the bytes past the stride zero) to
+    /// the entry of state `id`: exactly its `stride` bytes, so that threads writing
+    /// neighbouring entries never touch the same byte.
+    ///
+    /// # Safety
+    /// `id` lies in the chunks reserved before [`StateStore::split_index`], and no other
+    /// thread reads or writes entry `id` meanwhile (nor reads the arena through an
+    /// [`Arena`] view while entries are written).
+    #[inline(always)]
+    pub unsafe fn write(&self, id: usize, key: [u64; 2]) {
+        let (c, off) = (
+            id >> self.chunk_shift,
+            (id & ((1 << self.chunk_shift) - 1)) * self.stride,
+        );
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&key[0].to_le_bytes());
+        bytes[8..].copy_from_slice(&key[1].to_le_bytes());
+        let n = self.stride.min(INLINE_MAX);
+        // SAFETY: the entry lies in a reserved chunk (the caller's contract) of
+        // `stride << chunk_shift` bytes (+ padding), and no one else accesses it meanwhile.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), (self.chunks[c] as *mut u8).add(off), n)
+        };
+    }
+}
+
 /// The id field of a slot being written by [`SharedIndex::find_or_claim`] (its marking's
 /// first word not stored yet).
 const BUSY: u64 = u32::MAX as u64;
@@ -1085,7 +1156,7 @@ const BUSY: u64 = u32::MAX as u64;
 /// stay a prefix of it, as lookups expect. A claimed slot holds, in place of an id, a value
 /// chosen by the claimer; a thread finding the marking again with a smaller value lowers it
 /// (`fetch_min`): the value left is the smallest one the marking was met with. The caller
-/// then numbers the claimed markings ([`StateStore::set_claimed_id`]) or frees them
+/// then numbers the claimed markings ([`SharedIndex::publish`]) or frees them
 /// ([`StateStore::unclaim`]).
 #[derive(Debug)]
 pub struct SharedIndex<'a> {
@@ -1095,6 +1166,28 @@ pub struct SharedIndex<'a> {
 }
 
 impl SharedIndex<'_> {
+    /// A slot claimed through [`SharedIndex::find_or_claim`] (after every claim is done):
+    /// its marking (2 words) and its value (the smallest one it was claimed or met with).
+    #[inline(always)]
+    pub fn claimed(&self, slot: usize) -> ([u64; 2], u32) {
+        let w0 = self.table[2 * slot].load(Ordering::Relaxed);
+        let w1 = self.table[2 * slot + 1].load(Ordering::Relaxed);
+        ([w0, w1 & 0xFFFF_FFFF], (w1 >> 32) as u32)
+    }
+
+    /// Gives a slot claimed through [`SharedIndex::find_or_claim`] (after every claim is
+    /// done) the id of its marking, whose second word is `key1`.
+    #[inline(always)]
+    pub fn publish(&self, slot: usize, key1: u64, id: u32) {
+        self.table[2 * slot + 1].store(key1 | (u64::from(id) + 1) << 32, Ordering::Relaxed);
+    }
+
+    /// Hints the CPU to load a slot (as numbered by [`SharedIndex::find_or_claim`]).
+    #[inline(always)]
+    pub fn prefetch_slot(&self, slot: usize) {
+        prefetch_read(&self.table[2 * slot]);
+    }
+
     /// Hints the CPU to load the home bucket of hash `h`.
     #[inline(always)]
     pub fn prefetch(&self, h: u64) {
@@ -1104,7 +1197,7 @@ impl SharedIndex<'_> {
     /// Looks `key` (a marking of at most 12 bytes as 2 words, hash `h`) up: `None` when
     /// the index holds it (lowering its value to `value` if it was claimed with a larger
     /// one), else the slot claimed for it with `value` (below `u32::MAX`), as a slot number
-    /// for [`StateStore::claimed`].
+    /// for [`SharedIndex::claimed`].
     #[inline(always)]
     pub fn find_or_claim(&self, key: [u64; 2], h: u64, value: u32) -> Option<usize> {
         debug_assert!(u64::from(value) < BUSY);
