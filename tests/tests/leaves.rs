@@ -19,8 +19,8 @@ const TASKS: usize = 200;
 fn bin_dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = pnet_tests::build_packages(&["pnet-gspc", "pnet-worker", "gspc-leaf"]);
-        for f in ["gspc", "gspc-worker", "gspc-leaf"] {
+        let dir = pnet_tests::build_packages(&["pnet-gspc", "pnet-worker", "gspc-leaf", "pnetc"]);
+        for f in ["gspc", "gspc-worker", "gspc-leaf", "pnetc"] {
             assert!(
                 dir.join(f).is_file(),
                 "{} is missing",
@@ -405,8 +405,9 @@ fn a_memory_task_with_leaves_only_says_why_it_waits() {
     assert!(
         waiting.contains("waits for a worker with the capabilities `GPI`")
             && waiting.contains(
-                "leaf agents (`leafA` and 1 more) do not run module calls with memory buffers \
-                 or transfers"
+                "leaf agents (`leafA` and 1 more) without working memory do not run module \
+                 calls with memory buffers or transfers: start leaves with `gspc-leaf --shm \
+                 BYTES`"
             )
             && waiting.contains("gspc add-workers \"worker:1,67108864\""),
         "{waiting}"
@@ -418,6 +419,151 @@ fn a_memory_task_with_leaves_only_says_why_it_waits() {
     assert!(err.contains("leaf agents (`leafA` and 1 more)"), "{err}");
     tree.s.ok(&["cancel", &job]);
     tree.stop_and_check_nothing_left(&[]);
+}
+
+/// The net of `tests/memory.rs`: a C++ module adds 1 to every byte of a global range
+/// (`memory-getput` through its buffer) and answers the sum of the bytes it got.
+const INC_NET: &str = include_str!("../data/memory/inc.xpnet");
+
+#[test]
+fn leaves_with_working_memory_run_memory_calls_on_the_root_s_global_memory() {
+    let s = pnet_tests::GspcScratch::new("leaves", "shm", bin_dir().join("gspc"));
+    let mods = s.dir.join("mods");
+    std::fs::create_dir_all(&mods).unwrap();
+    let net = mods.join("inc.xpnet");
+    std::fs::write(&net, INC_NET).unwrap();
+    let bundle = mods.join("inc.pnet");
+    let o = Command::new(bin_dir().join("pnetc"))
+        .arg(&net)
+        .arg("--build-modules")
+        .arg(&mods)
+        .arg("-o")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "pnetc --build-modules: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = s.ok(&[
+        "boot",
+        "--topology",
+        "worker:0",
+        "--module-path",
+        &mods.display().to_string(),
+        "--timeout",
+        "30",
+    ]);
+    assert!(o.contains("gspc: runtime booted (pid "), "{o}");
+    // Two leaves of one worker each, with 1 MiB of working memory per worker.
+    let mut leaves: Vec<Child> = ["memA", "memB"]
+        .iter()
+        .map(|name| {
+            Command::new(bin_dir().join("gspc-leaf"))
+                .arg("--state-dir")
+                .arg(s.state())
+                .args(["--workers", "1", "--shm", "1048576", "--name", name])
+                .env_remove("PNET_MODULE_PATH")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let t = Instant::now();
+    let st = loop {
+        let st: serde_json::Value = serde_json::from_str(&s.ok(&["status", "--json"])).unwrap();
+        if st["memory"]["segments"] == 2 {
+            break st;
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "no segments: {st:#}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(st["memory"]["capacity"], 2 * 1048576, "{st:#}");
+    for leaf in st["workers"].as_array().unwrap() {
+        assert!(
+            leaf["capabilities"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c == "GPI")),
+            "a leaf with working memory offers GPI: {leaf:#}"
+        );
+    }
+    // Two allocations, each spread over both leaves' workers' segments.
+    let pattern = |n: usize, seed: usize| -> Vec<u8> {
+        (0..n).map(|i| ((i * 7 + seed) % 251) as u8).collect()
+    };
+    let a = pattern(2000, 1);
+    let a_file = s.dir.join("a.bin");
+    std::fs::write(&a_file, &a).unwrap();
+    let out = s.ok(&["alloc", "--from", &a_file.display().to_string()]);
+    let (ha, ra) = out.split_once('\n').unwrap();
+    let (ha, ra) = (ha.to_string(), ra.trim().to_string());
+    let out = s.ok(&["alloc", "1K"]);
+    let (hb, rb) = out.split_once('\n').unwrap();
+    let (hb, rb) = (hb.to_string(), rb.trim().to_string());
+    let job = s
+        .ok(&[
+            "submit",
+            &bundle.display().to_string(),
+            "-p",
+            &format!("a={ra}"),
+            "-p",
+            &format!("b={rb}"),
+        ])
+        .trim()
+        .to_string();
+    let out = s.ok(&["wait", &job]);
+    let mut sums: Vec<u64> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("sums = "))
+        .map(|n| n.trim_end_matches("UL").parse().unwrap())
+        .collect();
+    sums.sort_unstable();
+    let sum_a: u64 = a.iter().map(|&x| u64::from(x)).sum();
+    assert_eq!(sums, vec![0, sum_a], "{out}");
+    // The bytes were put back into the global memory, one more each.
+    let back = s.dir.join("a.back");
+    s.ok(&[
+        "mem-read",
+        &ha,
+        "--size",
+        "2000",
+        "-o",
+        &back.display().to_string(),
+    ]);
+    let plus_one: Vec<u8> = a.iter().map(|x| x.wrapping_add(1)).collect();
+    assert_eq!(std::fs::read(&back).unwrap(), plus_one);
+    let back = s.dir.join("b.back");
+    s.ok(&[
+        "mem-read",
+        &hb,
+        "--size",
+        "1024",
+        "-o",
+        &back.display().to_string(),
+    ]);
+    assert_eq!(std::fs::read(&back).unwrap(), vec![1u8; 1024]);
+    // The tasks ran under the leaves.
+    let tasks = s.ok(&["tasks", &job]);
+    assert!(
+        tasks.contains("memA/memA-w0") || tasks.contains("memB/memB-w0"),
+        "{tasks}"
+    );
+    let stop = s.ok(&["stop"]);
+    assert!(stop.contains("2 leaf agents stopped"), "{stop}");
+    for l in &mut leaves {
+        let t = Instant::now();
+        let status = loop {
+            if let Some(st) = l.try_wait().unwrap() {
+                break st;
+            }
+            assert!(t.elapsed() < Duration::from_secs(10), "a leaf did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "{status:?}");
+    }
 }
 
 #[test]

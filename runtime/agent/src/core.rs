@@ -1359,8 +1359,8 @@ impl<'b> Core<'b> {
         if self.workers_coming > 0 {
             s.push_str(&format!("; {} worker(s) restarting", self.workers_coming));
         }
-        // Leaf agents never offer the memory capability: say so rather than let the job
-        // wait for them.
+        // Leaf agents offer the memory capability only with working memory (`--shm`): say so
+        // rather than let the job wait for them.
         if spec.mandatory.iter().any(|m| m == GPI_CAPABILITY) {
             let mut leaves: Vec<Arc<str>> = (self.sched.workers().into_iter())
                 .filter(|w| self.sched.is_leaf(w.id))
@@ -1369,10 +1369,10 @@ impl<'b> Core<'b> {
             leaves.sort_unstable();
             if let Some(first) = leaves.first() {
                 s.push_str(&format!(
-                    "; leaf agents (`{first}`{}) do not run module calls with memory buffers or \
-                     transfers (the global memory is not passed through them yet): give the \
-                     runtime workers of its own with working memory (`gspc add-workers \
-                     \"worker:1,67108864\"`)",
+                    "; leaf agents (`{first}`{}) without working memory do not run module calls \
+                     with memory buffers or transfers: start leaves with `gspc-leaf --shm \
+                     BYTES`, or give the runtime workers of its own with working memory (`gspc \
+                     add-workers \"worker:1,67108864\"`)",
                     match leaves.len() {
                         1 => String::new(),
                         n => format!(" and {} more", n - 1),

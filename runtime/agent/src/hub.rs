@@ -323,6 +323,10 @@ pub struct Hub {
     /// The leaf agent and its worker whose messages are being handled
     /// (`WorkerMsg::OfWorker`): task records name that worker.
     sub: Option<(WorkerId, u32)>,
+    /// The segments of workers under leaf agents: (leaf, its worker) -> the segment's id in
+    /// the global memory (`pnet_protocol::leaf_worker_id`: the runtime's own workers'
+    /// segments have their worker's id).
+    sub_segments: HashMap<(WorkerId, u32), u32>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -387,6 +391,7 @@ impl Hub {
             journal_stopped: None,
             ops: Vec::new(),
             sub: None,
+            sub_segments: HashMap::new(),
         }
     }
 
@@ -882,6 +887,15 @@ impl Hub {
         };
         self.load_totals.remove(&worker);
         self.remove_segment(worker, &info.name, out);
+        // A leaf agent's workers' segments go with it.
+        let subs: Vec<(u32, u32)> = (self.sub_segments.iter())
+            .filter(|((leaf, _), _)| *leaf == worker)
+            .map(|(&(_, sub), &id)| (sub, id))
+            .collect();
+        for (sub, id) in subs {
+            self.sub_segments.remove(&(worker, sub));
+            self.remove_segment(id, &format!("{}/#{sub}", info.name), out);
+        }
         let ids: Vec<JobId> = self.jobs.keys().copied().collect();
         for id in ids {
             self.send_event(
@@ -911,8 +925,60 @@ impl Hub {
         &self.cfg.core.memory
     }
 
+    /// The segment of the worker `sub` under the leaf agent `leaf`: its number is the one
+    /// the leaf told the worker (`pnet_protocol::leaf_worker_id`), unique under the root.
+    fn add_sub_segment(
+        &mut self,
+        leaf: WorkerId,
+        sub: u32,
+        mut seg: SegmentInfo,
+        out: &mut Vec<HubCmd>,
+    ) {
+        let info = self.workers.get(&leaf);
+        let name = info
+            .and_then(|w| w.sub_name(sub))
+            .or_else(|| info.map(|w| format!("{}/#{sub}", w.name)))
+            .unwrap_or_else(|| "?".into());
+        let Some(id) = pnet_protocol::leaf_worker_id(leaf, sub) else {
+            out.push(HubCmd::Log(format!(
+                "worker `{name}` under a leaf agent offers working memory, but has no number \
+                 of its own here: its memory stays out of the global memory"
+            )));
+            return;
+        };
+        if seg.id != id {
+            out.push(HubCmd::Log(format!(
+                "worker `{name}` reported its segment as number {}; using {id}",
+                seg.id
+            )));
+            seg.id = id;
+        }
+        self.sub_segments.insert((leaf, sub), id);
+        self.install_segment(id, &name, seg, out);
+    }
+
+    /// The segments of a leaf agent's workers it no longer reports: gone from the global
+    /// memory.
+    fn drop_sub_segments(&mut self, leaf: WorkerId, out: &mut Vec<HubCmd>) {
+        let Some(info) = self.workers.get(&leaf) else {
+            return;
+        };
+        let name = info.name.clone();
+        let gone: Vec<(u32, u32)> = (self.sub_segments.iter())
+            .filter(|((l, sub), _)| *l == leaf && !info.under.iter().any(|u| u.worker == *sub))
+            .map(|(&(_, sub), &id)| (sub, id))
+            .collect();
+        for (sub, id) in gone {
+            self.sub_segments.remove(&(leaf, sub));
+            self.remove_segment(id, &format!("{name}/#{sub}"), out);
+        }
+    }
+
     fn add_segment(&mut self, worker: WorkerId, mut seg: SegmentInfo, out: &mut Vec<HubCmd>) {
-        let name = self.workers.get(&worker).map_or("?", |w| w.name.as_str());
+        let name = self
+            .workers
+            .get(&worker)
+            .map_or_else(|| "?".to_string(), |w| w.name.clone());
         if seg.id != worker {
             out.push(HubCmd::Log(format!(
                 "worker {worker} `{name}` reported its segment as number {}; using {worker}",
@@ -920,8 +986,13 @@ impl Hub {
             )));
             seg.id = worker;
         }
+        self.install_segment(worker, &name, seg, out);
+    }
+
+    /// Puts the segment `id` (of the worker `name`) into the global memory.
+    fn install_segment(&mut self, id: u32, name: &str, seg: SegmentInfo, out: &mut Vec<HubCmd>) {
         out.push(HubCmd::Log(format!(
-            "worker {worker} `{name}` offers {} of working memory on host `{}` ({}, memory \
+            "worker {id} `{name}` offers {} of working memory on host `{}` ({}, memory \
              server {})",
             crate::memory::human_bytes(seg.size),
             seg.host,
@@ -929,9 +1000,9 @@ impl Hub {
             seg.server
         )));
         let mut table = self.cfg.core.memory.lock();
-        if table.segment(worker).is_some() {
+        if table.segment(id).is_some() {
             // A second report replaces the first (forced: it is the same worker).
-            let _ = table.remove_segment(worker, true);
+            let _ = table.remove_segment(id, true);
         }
         table.add_segment(seg);
     }
@@ -1010,6 +1081,7 @@ impl Hub {
                     if let Some(info) = self.workers.get_mut(&worker) {
                         info.under = under;
                     }
+                    self.drop_sub_segments(worker, out);
                     continue;
                 }
                 WorkerMsg::OfWorker { worker: sub, msgs } => {
@@ -1019,7 +1091,13 @@ impl Hub {
                     continue;
                 }
                 WorkerMsg::Memory(seg) => {
-                    self.add_segment(worker, seg, out);
+                    match self.sub {
+                        // A worker under a leaf agent.
+                        Some((leaf, sub)) if leaf == worker => {
+                            self.add_sub_segment(leaf, sub, seg, out)
+                        }
+                        _ => self.add_segment(worker, seg, out),
+                    }
                     continue;
                 }
                 WorkerMsg::Done { task, outputs } => {

@@ -30,9 +30,11 @@ or goes away, and stops the workers it started.
 `gspc status` shows the leaf with its capacity and its workers under it; `gspc tasks` names
 the worker under the leaf that ran each task (LEAF/WORKER).
 
-Not passed through yet: module calls with memory buffers or transfers. A leaf cannot offer
-the capability GPI, so the root keeps such calls for workers of its own (`gspc jobs` says
-that the job waits for a worker with the capability GPI, which leaf agents do not offer).
+Module calls with memory buffers or transfers need workers with working memory: with
+--shm BYTES the leaf's workers have that much each, it offers the capability GPI, and their
+memory is part of the root's global memory (`gspc status`: segments per host). Without it,
+the root keeps such calls for workers with the capability GPI elsewhere (`gspc jobs` says
+that the job waits for one).
 
 Exit codes: 0 stopped by the root, 1 failure (the root refused it, went away, cannot be
 reached), 2 usage error.";
@@ -69,6 +71,11 @@ struct Args {
     /// A directory its workers search for modules (repeatable).
     #[arg(long, value_name = "DIR")]
     module_path: Vec<PathBuf>,
+    /// Working memory of each worker it starts, in bytes (0: none): their segments join the
+    /// root's global memory, and the leaf offers the capability GPI (calls with memory
+    /// buffers and transfers).
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    shm: u64,
     /// Tasks per worker the root may keep on this leaf.
     #[arg(long, value_name = "N", default_value_t = 4)]
     depth: u32,
@@ -128,11 +135,18 @@ fn start(args: Args) -> Result<pnet_agent::LeafReport, String> {
         ));
     }
     let gpi = pnet_agent::memory::GPI_CAPABILITY;
-    if args.capabilities.iter().any(|c| c == gpi) {
+    let mut capabilities: Vec<String> = (args.capabilities.iter())
+        .filter(|c| !c.is_empty() && *c != gpi)
+        .cloned()
+        .collect();
+    if args.capabilities.iter().any(|c| c == gpi) && args.shm == 0 {
         return Err(format!(
-            "--capabilities {gpi}: a leaf agent does not pass module calls with memory buffers \
-             or transfers to its workers yet (run them on workers of the root)"
+            "--capabilities {gpi}: the capability of workers with working memory; give them \
+             some with --shm BYTES (which adds {gpi})"
         ));
+    }
+    if args.shm > 0 {
+        capabilities.push(gpi.to_string());
     }
     let name = args
         .name
@@ -151,12 +165,8 @@ fn start(args: Args) -> Result<pnet_agent::LeafReport, String> {
             .worker_program
             .clone()
             .unwrap_or_else(pnet_agent::worker_program),
-        capabilities: args
-            .capabilities
-            .iter()
-            .filter(|c| !c.is_empty())
-            .cloned()
-            .collect(),
+        capabilities,
+        shm: args.shm,
         module_path: args.module_path.clone(),
         depth: args.depth,
         verbose: args.verbose,

@@ -265,6 +265,20 @@ pub struct LeafWorker {
 /// root of another version refuses the leaf.
 pub const LEAF_PROTOCOL_VERSION: u32 = 2;
 
+/// How many of a leaf agent's workers have numbers of their own in the root's id space (see
+/// [`leaf_worker_id`]).
+pub const LEAF_WORKER_IDS: u32 = 0x8000;
+
+/// The number the worker `k` of the leaf agent whose Welcome said `leaf` is told in its own
+/// Welcome: unique under the root (the root's own workers count up from 0; leaf `leaf` has
+/// the block `0x8000_0000 + leaf * LEAF_WORKER_IDS`), because a worker with working memory
+/// gives its segment this number, and the root's memory plans name segments by it. None
+/// when it has none (`leaf` of 65,536 and more, `k` of [`LEAF_WORKER_IDS`] and more): such
+/// a worker's memory cannot join the root's global memory.
+pub fn leaf_worker_id(leaf: u32, k: u32) -> Option<u32> {
+    (leaf < 0x1_0000 && k < LEAF_WORKER_IDS).then(|| 0x8000_0000 + leaf * LEAF_WORKER_IDS + k)
+}
+
 /// A leaf agent's hello: its [`Hello`] (the worker protocol's version, the secret, its name;
 /// `capabilities` are those of its workers, which it places tasks on), the leaf protocol's
 /// version and its first capacity (how many tasks the root may keep on it: the sum of its
@@ -432,6 +446,13 @@ mod tests {
         assert_eq!(postcard::to_allocvec(&c).unwrap()[0], 12);
         let r = WorkerMsg::Retried { task: 1 };
         assert_eq!(postcard::to_allocvec(&r).unwrap()[0], 13);
+        // Workers under leaves have numbers apart from the root's and from each other's.
+        assert_eq!(leaf_worker_id(0, 0), Some(0x8000_0000));
+        assert_eq!(leaf_worker_id(1, 0), Some(0x8000_8000));
+        assert_eq!(leaf_worker_id(0, LEAF_WORKER_IDS - 1), Some(0x8000_7fff));
+        assert_eq!(leaf_worker_id(0xffff, LEAF_WORKER_IDS - 1), Some(u32::MAX));
+        assert_eq!(leaf_worker_id(0, LEAF_WORKER_IDS), None);
+        assert_eq!(leaf_worker_id(0x1_0000, 0), None);
         let w = WorkerMsg::LeafWorkers(vec![LeafWorker {
             worker: 0,
             name: "leaf-1-w0".into(),

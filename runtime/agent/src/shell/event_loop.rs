@@ -91,6 +91,7 @@ impl Shell<'_> {
                     .map(|p| p.display().to_string())
                     .collect(),
                 next_id: AtomicU32::new(0),
+                leaf_id: None,
                 ev: self.ev_tx.clone(),
                 pending: Mutex::new(Pending::default()),
                 beats: Mutex::default(),

@@ -14,8 +14,12 @@
 //! Module definitions (`Modules`, `ModulesAt`, `ForgetModules`) and cancels go down to its
 //! workers.
 //!
-//! Not passed through (yet): module calls with memory buffers or transfers (the global memory
-//! lives at the root): the leaf fails them with a message that says so.
+//! Module calls with memory buffers or transfers: a leaf whose workers have working memory
+//! (`shm`, the capability `GPI`) says `GPI` to the root, passes its workers' segments up
+//! (their `Memory` messages, in [`WorkerMsg::OfWorker`]: the root gives each a segment id of
+//! its own in the global memory) and runs the root's memory plans on them as they come (a
+//! plan names every segment it copies from or to). A leaf without working memory fails such
+//! calls with a message that says so.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -67,6 +71,10 @@ pub struct LeafConfig {
     pub module_path: Vec<PathBuf>,
     /// Tasks per worker the root may keep on it (its capacity is this times its workers).
     pub depth: u32,
+    /// Working memory of each worker it starts (`gspc-worker --shm`; 0: none). With it the
+    /// capabilities should hold `GPI`: the leaf then runs calls with memory buffers and
+    /// transfers, its workers' segments part of the root's global memory.
+    pub shm: u64,
     /// Log what happens to standard error.
     pub verbose: bool,
     /// Called with the address its workers connect to, once it listens.
@@ -235,12 +243,12 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
     .await
     .map_err(|_| setup("the root agent did not answer the hello within 30 s".into()))?
     .map_err(|e| setup(format!("the root agent closed the connection: {e}")))?;
-    let (modules, module_path) = match welcome {
+    let (leaf_id, modules, module_path) = match welcome {
         AgentMsg::Welcome {
+            worker,
             modules,
             module_path,
-            ..
-        } => (modules, module_path),
+        } => (worker, modules, module_path),
         AgentMsg::Refused { reason } => {
             let hint = if reason.contains("not a Hello") {
                 " (the root is older than this leaf: use the gspc of the same release)"
@@ -271,6 +279,7 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
         defs: Mutex::new((modules, 0)),
         module_path,
         next_id: AtomicU32::new(0),
+        leaf_id: Some(leaf_id),
         ev: ev_tx,
         pending: Mutex::default(),
         beats: Mutex::default(),
@@ -295,6 +304,9 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
         for d in &cfg.module_path {
             c.arg("--module-path").arg(d);
         }
+        if cfg.shm > 0 {
+            c.arg("--shm").arg(cfg.shm.to_string());
+        }
         let child = c.spawn().map_err(|e| {
             setup(format!(
                 "cannot start the worker program {}: {e} (give it with --worker-program or \
@@ -310,6 +322,8 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
         classes: HashMap::new(),
         conns: HashMap::new(),
         at: HashMap::new(),
+        mem: HashMap::new(),
+        leaf_id,
         up: Vec::new(),
         late: Vec::new(),
         capacity_sent: 0,
@@ -352,6 +366,11 @@ struct Leaf<'c> {
     conns: HashMap<WorkerId, Conn>,
     /// The worker holding each task in flight here.
     at: HashMap<u64, WorkerId>,
+    /// The root's memory plans of the calls with memory held here.
+    mem: HashMap<u64, pnet_protocol::memory::MemoryTask>,
+    /// Its number at the root (its workers' numbers follow from it:
+    /// [`pnet_protocol::leaf_worker_id`]).
+    leaf_id: u32,
     /// Messages for the root, sent as one batch after each round of events.
     up: Vec<WorkerMsg>,
     /// Module messages of the root since its Welcome, in order, for workers that join later
@@ -519,6 +538,7 @@ impl Leaf<'_> {
                         self.to_worker(wid, &AgentMsg::Cancel { task });
                     }
                 } else if !self.sched.take_queued(&[task]).is_empty() {
+                    self.mem.remove(&task);
                     self.up.push(WorkerMsg::Cancelled { task });
                 }
             }
@@ -529,6 +549,9 @@ impl Leaf<'_> {
                     .iter()
                     .map(|p| p.id)
                     .collect();
+                for t in &back {
+                    self.mem.remove(t);
+                }
                 let kept = tasks.into_iter().filter(|t| !back.contains(t)).collect();
                 self.up.push(WorkerMsg::Returned { tasks: back, kept });
             }
@@ -571,26 +594,39 @@ impl Leaf<'_> {
         defs.0.retain(|d| !ids.contains(&d.id));
     }
 
-    /// A task from the root: queued here (a call with memory fails: not passed through).
+    /// A task from the root: queued here. A call with memory goes to a worker with working
+    /// memory (the capability GPI) with the root's plan (the plan names every segment it
+    /// copies from or to: any worker with working memory can run it); a leaf without such
+    /// workers fails it.
     fn queue(&mut self, t: TaskRun) {
-        if t.memory.is_some() {
-            self.up.push(WorkerMsg::Failed {
-                task: t.task,
-                message: format!(
-                    "leaf agent `{}` does not run module calls with memory buffers or \
-                     transfers (the global memory is not passed through leaf agents yet): \
-                     run them on workers of the root",
-                    self.cfg.name
-                ),
-            });
-            return;
+        let gpi = crate::memory::GPI_CAPABILITY;
+        if let Some(m) = t.memory {
+            if !self.cfg.capabilities.iter().any(|c| c == gpi) {
+                self.up.push(WorkerMsg::Failed {
+                    task: t.task,
+                    message: format!(
+                        "leaf agent `{}` has no workers with working memory (start it with \
+                         --shm BYTES) and does not run module calls with memory buffers or \
+                         transfers",
+                        self.cfg.name
+                    ),
+                });
+                return;
+            }
+            self.mem.insert(t.task, m);
         }
         let sched = &mut self.sched;
+        let memory = self.mem.contains_key(&t.task);
         let class = *self.classes.entry(t.module).or_insert_with(|| {
             sched.add_class(ClassSpec {
                 name: format!("module definition {}", t.module).into(),
                 location: String::new(),
-                mandatory: Vec::new(),
+                // A definition's calls all have memory or none do.
+                mandatory: if memory {
+                    vec![gpi.to_string()]
+                } else {
+                    Vec::new()
+                },
                 impls: Impls::One(t.module),
                 max_retries: None,
             })
@@ -642,7 +678,13 @@ impl Leaf<'_> {
                     },
                 );
                 self.subs_changed = true;
-                self.sched.add_worker(id, &hello.name, hello.capabilities);
+                let mut caps = hello.capabilities;
+                if pnet_protocol::leaf_worker_id(self.leaf_id, id).is_none() {
+                    // Its number is not unique under the root: its memory cannot join the
+                    // global memory, so it runs no calls with memory.
+                    caps.retain(|c| c != crate::memory::GPI_CAPABILITY);
+                }
+                self.sched.add_worker(id, &hello.name, caps);
             }
             ShellEvent::Refused { peer, reason } => {
                 self.log(&format!("refused a worker from {peer}: {reason}"));
@@ -667,6 +709,7 @@ impl Leaf<'_> {
                     self.up.push(WorkerMsg::Retried { task: t });
                 }
                 for t in lost.discarded {
+                    self.mem.remove(&t);
                     self.up.push(WorkerMsg::Cancelled { task: t });
                 }
                 self.report.workers_lost += 1;
@@ -696,11 +739,25 @@ impl Leaf<'_> {
                 self.up_of(wid, m);
                 return;
             }
+            // A worker's working memory: the root puts it in the global memory.
+            WorkerMsg::Memory(_) => {
+                if pnet_protocol::leaf_worker_id(self.leaf_id, wid).is_some() {
+                    self.up_of(wid, m);
+                } else {
+                    self.log(&format!(
+                        "worker {wid}: its working memory stays out of the global memory (more \
+                         than {} workers joined this leaf)",
+                        pnet_protocol::LEAF_WORKER_IDS
+                    ));
+                }
+                return;
+            }
             WorkerMsg::Returned { tasks, kept } => {
                 for t in tasks {
                     self.at.remove(t);
                 }
                 for t in self.sched.returned(wid, tasks, kept) {
+                    self.mem.remove(&t);
                     self.up.push(WorkerMsg::Cancelled { task: t });
                 }
                 return;
@@ -709,6 +766,7 @@ impl Leaf<'_> {
         };
         if self.sched.finish(wid, task, self.now()).is_some() {
             self.at.remove(&task);
+            self.mem.remove(&task);
             self.report.answers += 1;
             if let Some(sub) = self.subs.get_mut(&wid) {
                 sub.done += 1;
@@ -781,12 +839,13 @@ impl Leaf<'_> {
         self.report_subs();
         let mut runs: HashMap<WorkerId, Vec<TaskRun>> = HashMap::new();
         let now = self.now();
+        let mem = &self.mem;
         self.sched.dispatch(now, |wid, inf| {
             runs.entry(wid).or_default().push(TaskRun {
                 task: inf.task.id,
                 module: inf.def,
                 inputs: inf.task.inputs.clone(),
-                memory: None,
+                memory: mem.get(&inf.task.id).cloned(),
             });
         });
         for (wid, tasks) in runs {

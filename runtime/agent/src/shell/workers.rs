@@ -40,6 +40,10 @@ pub(super) struct Shared {
     pub(super) defs: Mutex<(Vec<ModuleDef>, u32)>,
     pub(super) module_path: Vec<String>,
     pub(super) next_id: AtomicU32,
+    /// A leaf agent's number at its root: its workers are told the numbers of
+    /// [`pnet_protocol::leaf_worker_id`] in their Welcome (unique under the root, for their
+    /// segments), not their number here.
+    pub(super) leaf_id: Option<u32>,
     pub(super) ev: UnboundedSender<ShellEvent>,
     /// The connections that have not sent their Hello yet.
     pub(super) pending: Mutex<Pending>,
@@ -361,7 +365,10 @@ async fn handle_worker(sock: TcpStream, peer: SocketAddr, shared: Arc<Shared>, k
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     let welcome = AgentMsg::Welcome {
-        worker: id,
+        worker: shared
+            .leaf_id
+            .and_then(|leaf| pnet_protocol::leaf_worker_id(leaf, id))
+            .unwrap_or(id),
         modules,
         module_path: shared.module_path.clone(),
     };
