@@ -113,3 +113,32 @@ fn a_root_that_is_not_host_and_port_is_explained() {
         "{err}"
     );
 }
+
+#[test]
+fn the_memory_capability_needs_working_memory() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gspc-leaf"))
+        .args([
+            "--root",
+            "127.0.0.1:1",
+            "--capabilities",
+            "GPI",
+            "--workers",
+            "1",
+        ])
+        .env("GSPC_SECRET", "0".repeat(64))
+        .output()
+        .expect("run gspc-leaf");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--capabilities GPI") && err.contains("--shm BYTES"),
+        "{err}"
+    );
+    // The help says how to give a leaf's workers working memory.
+    let help = Command::new(env!("CARGO_BIN_EXE_gspc-leaf"))
+        .arg("--help")
+        .output()
+        .expect("run gspc-leaf");
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(text.contains("--shm <BYTES>"), "{text}");
+}

@@ -265,6 +265,18 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
             )));
         }
     };
+    let gpi = crate::memory::GPI_CAPABILITY;
+    if cfg.capabilities.iter().any(|c| c == gpi)
+        && pnet_protocol::leaf_worker_id(leaf_id, 0).is_none()
+    {
+        // Its workers' memory could not join the global memory: calls with memory would
+        // wait here for ever.
+        return Err(setup(format!(
+            "the root gave this leaf the number {leaf_id}: its workers' working memory cannot \
+             join the root's global memory (leaves numbered below 65536 only); start it \
+             without --shm (memory calls then run on other workers), or restart the root"
+        )));
+    }
     // Its own workers.
     let io = IoThread::start().map_err(|e| setup(format!("cannot start a thread: {e}")))?;
     let listener = io
