@@ -91,6 +91,11 @@ pub struct Parsed {
     /// The [`ItemInput`] of each transition of the root net (in order) when it was parsed
     /// alone; empty for a whole parse.
     pub keys: Vec<salsa::Id>,
+    /// How many of `items` are places (they come first).
+    pub place_items: usize,
+    /// When parsed by items: the indexes of the root net's places and transitions that
+    /// hold include elements (the others are not walked by [`includes`]).
+    pub with_hrefs: Option<(Vec<usize>, Vec<usize>)>,
 }
 
 /// An item of a file parsed alone: its own file id, and its offset in the file.
@@ -111,6 +116,8 @@ pub fn parse(db: &dyn salsa::Database, file: SourceInput) -> Parsed {
         diagnostics,
         items: Vec::new(),
         keys: Vec::new(),
+        place_items: 0,
+        with_hrefs: None,
     }
 }
 
@@ -118,7 +125,7 @@ pub fn parse(db: &dyn salsa::Database, file: SourceInput) -> Parsed {
 pub const ITEM_FILE: u32 = 1 << 31;
 
 /// The text of one place or transition of a file's root net: the key of its parse and of
-/// its elaboration (`elab::transition_query`).
+/// its elaboration (`elab::chunk_query`, `elab::transition_query`).
 ///
 /// What bounds the memory of a long editing session: the driver ([`crate::Files`]) keeps
 /// one input per item of the open files and reuses it: an edited item gets its new text in
@@ -137,6 +144,8 @@ pub struct ItemTree {
     pub tree: Option<Arc<TransitionDecl>>,
     pub place: Option<Arc<xml::PlaceDecl>>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Whether it holds include elements ([`includes`] walks only those items).
+    pub hrefs: bool,
 }
 
 /// The file id of an item's tree (`None` when the index does not fit).
@@ -153,22 +162,34 @@ pub fn parse_item(db: &dyn salsa::Database, item: ItemInput) -> Option<ItemTree>
     let text = item.text(db);
     if text.starts_with("<place") {
         let (place, diagnostics) = xml::items::parse_place(id, text)?;
+        let mut hrefs = Vec::new();
+        if let Some(p) = &place {
+            prop_hrefs(&p.properties, &mut hrefs);
+        }
         return Some(ItemTree {
             tree: None,
             place: place.map(Arc::new),
             diagnostics,
+            hrefs: !hrefs.is_empty(),
         });
     }
     let (tree, diagnostics) = xml::items::parse_transition(id, text)?;
+    let mut hrefs = Vec::new();
+    if let Some(t) = &tree {
+        transition_hrefs(t, &mut hrefs);
+    }
     Some(ItemTree {
         tree: tree.map(Arc::new),
         place: None,
         diagnostics,
+        hrefs: !hrefs.is_empty(),
     })
 }
 
 /// A file's tree by items (see the module's documentation); `None` when it cannot be cut.
-#[salsa::tracked(returns(ref))]
+/// Never compared with the previous one (`no_eq`): its items' offsets move with nearly every
+/// edit, and the comparison walked every item's tree.
+#[salsa::tracked(returns(ref), no_eq)]
 pub fn tree(db: &dyn salsa::Database, file: SourceInput) -> Option<Parsed> {
     use salsa::plumbing::AsId;
     let id = *file.id(db);
@@ -190,11 +211,13 @@ pub fn tree(db: &dyn salsa::Database, file: SourceInput) -> Option<Parsed> {
         }
     }
     let (mut ast, mut diagnostics) = xml::items::skeleton_with(id, text, &ranges)?;
+    let places_count = places_in.len();
     let count = cut.items.len();
     let mut items = Vec::with_capacity(count);
     let mut places = Vec::with_capacity(places_in.len());
     let mut trees = Vec::with_capacity(transitions_in.len());
     let mut keys = Vec::with_capacity(transitions_in.len());
+    let mut with_hrefs = (Vec::new(), Vec::new());
     for i in places_in.into_iter().chain(transitions_in) {
         // the driver keeps the items' texts and the file's text together
         debug_assert_eq!(&**i.input.text(db), &text[i.start as usize..i.end as usize]);
@@ -204,10 +227,18 @@ pub fn tree(db: &dyn salsa::Database, file: SourceInput) -> Option<Parsed> {
             at: i.start,
         });
         if let Some(t) = &parsed.tree {
+            if parsed.hrefs {
+                with_hrefs.1.push(trees.len());
+            }
             trees.push(t.clone());
             keys.push(i.input.as_id());
         }
-        places.extend(parsed.place.clone());
+        if let Some(p) = &parsed.place {
+            if parsed.hrefs {
+                with_hrefs.0.push(places.len());
+            }
+            places.push(p.clone());
+        }
         diagnostics.extend(parsed.diagnostics.iter().cloned());
     }
     let net = xml::items::root_net(&mut ast)?;
@@ -218,6 +249,42 @@ pub fn tree(db: &dyn salsa::Database, file: SourceInput) -> Option<Parsed> {
         diagnostics,
         items,
         keys,
+        place_items: places_count,
+        with_hrefs: Some(with_hrefs),
+    })
+}
+
+/// The places of a file's root net when it is cut into items ([`tree`]), as the places of
+/// an otherwise empty net, and the file ids of their items: what `elab::root_places` reads
+/// (equal after an edit elsewhere: their trees are shared).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlaceDecls {
+    pub net: xml::NetDecl,
+    pub items: Vec<FileId>,
+}
+
+/// See [`PlaceDecls`].
+#[salsa::tracked(returns(ref))]
+pub fn place_decls(db: &dyn salsa::Database, file: SourceInput) -> Option<PlaceDecls> {
+    let t = tree(db, file).as_ref()?;
+    let Some(Root::Defun(d)) = &t.ast.root else {
+        return None;
+    };
+    let Some(DefunBody::Net(n)) = &d.body else {
+        return None;
+    };
+    let none = Span::new(d.span.file, 0, 0);
+    Some(PlaceDecls {
+        net: xml::NetDecl {
+            places: n.places.clone(),
+            transitions: Vec::new(),
+            templates: Vec::new(),
+            specializes: Vec::new(),
+            structs: Vec::new(),
+            properties: Vec::new(),
+            span: none,
+        },
+        items: t.items[..t.place_items].iter().map(|i| i.id).collect(),
     })
 }
 
@@ -368,7 +435,7 @@ pub fn includes(db: &dyn salsa::Database, file: SourceInput) -> Vec<(String, Spa
     let parsed = source_tree(db, file);
     if let Some(root) = &parsed.ast.root {
         match root {
-            Root::Defun(d) => defun_hrefs(d, &mut out),
+            Root::Defun(d) => defun_hrefs(d, parsed.with_hrefs.as_ref(), &mut out),
             Root::Template(t) => template_hrefs(t, &mut out),
             Root::Structs(items) => struct_hrefs(items, &mut out),
             Root::Props(p) => prop_hrefs(&p.items, &mut out),
@@ -408,11 +475,17 @@ fn prop_hrefs(items: &[PropertiesItem], out: &mut Vec<(String, Span)>) {
 
 fn template_hrefs(t: &xml::Template, out: &mut Vec<(String, Span)>) {
     if let Some(d) = &t.defun {
-        defun_hrefs(d, out)
+        defun_hrefs(d, None, out)
     }
 }
 
-fn defun_hrefs(d: &xml::Defun, out: &mut Vec<(String, Span)>) {
+/// The hrefs of a defun; of its net's places and transitions only those of `only` (their
+/// indexes), when given.
+fn defun_hrefs(
+    d: &xml::Defun,
+    only: Option<&(Vec<usize>, Vec<usize>)>,
+    out: &mut Vec<(String, Span)>,
+) {
     struct_hrefs(&d.structs, out);
     prop_hrefs(&d.properties, out);
     for p in &d.ports {
@@ -427,20 +500,36 @@ fn defun_hrefs(d: &xml::Defun, out: &mut Vec<(String, Span)>) {
                 TemplateItem::Include(h) => push(h, out),
             }
         }
-        for p in &n.places {
-            prop_hrefs(&p.properties, out);
-        }
-        for t in &n.transitions {
-            match &t.body {
-                Some(TransitionBody::Defun(d)) => defun_hrefs(d, out),
-                Some(TransitionBody::Include(h)) => push(h, out),
-                Some(TransitionBody::Use(_)) | None => {}
+        match only {
+            None => {
+                for p in &n.places {
+                    prop_hrefs(&p.properties, out);
+                }
+                for t in &n.transitions {
+                    transition_hrefs(t, out);
+                }
             }
-            prop_hrefs(&t.properties, out);
-            for c in &t.connections {
-                prop_hrefs(&c.properties, out);
+            Some((places, transitions)) => {
+                for &i in places {
+                    prop_hrefs(&n.places[i].properties, out);
+                }
+                for &i in transitions {
+                    transition_hrefs(&n.transitions[i], out);
+                }
             }
         }
+    }
+}
+
+fn transition_hrefs(t: &TransitionDecl, out: &mut Vec<(String, Span)>) {
+    match &t.body {
+        Some(TransitionBody::Defun(d)) => defun_hrefs(d, None, out),
+        Some(TransitionBody::Include(h)) => push(h, out),
+        Some(TransitionBody::Use(_)) | None => {}
+    }
+    prop_hrefs(&t.properties, out);
+    for c in &t.connections {
+        prop_hrefs(&c.properties, out);
     }
 }
 
@@ -586,8 +675,7 @@ mod tests {
     }
 
     /// Salsa's own counts after `edits` distinct texts of one transition: the memos of
-    /// `parse_item` and `transition_query`, the live `ItemText`s and the interned arguments of
-    /// `transition_query`.
+    /// `parse_item` and `elab::chunk_query`, the live `ItemInput`s and `elab::Chunk`s.
     fn live_after_edits(edits: usize) -> [usize; 4] {
         let mut db = Database::default();
         let mut files = crate::Files::default();
@@ -609,9 +697,9 @@ mod tests {
         };
         [
             memos("parse_item"),
-            memos("transition_query"),
+            memos("chunk_query"),
             structs("ItemInput"),
-            structs("transition_query::interned_arguments"),
+            structs("Chunk"),
         ]
     }
 

@@ -98,6 +98,8 @@ pub fn diagnostics(db: &dyn salsa::Database, ws: Workspace) -> Vec<(Diagnostic, 
 /// [`db::parse`] (whole files).
 pub(crate) type Trees = for<'d> fn(&'d dyn salsa::Database, db::SourceInput) -> &'d Parsed;
 
+pub use net::{RootPlaces, root_places};
+
 pub(crate) fn run(db: &dyn salsa::Database, ws: Workspace, trees: Trees) -> Elaborated {
     let inputs = ws.files(db);
     let mut e = start(db, ws, trees);
@@ -206,6 +208,43 @@ fn start<'a>(db: &'a dyn salsa::Database, ws: Workspace, trees: Trees) -> Elab<'
     e
 }
 
+impl<'a> Elab<'a> {
+    /// An elaboration of items of the root file of `ws` apart from the rest (the items'
+    /// file ids `items`), reading the other files as the whole elaboration does: for the
+    /// queries of the root net's places and transitions.
+    fn detached(db: &'a dyn salsa::Database, ws: Workspace, items: &[FileId]) -> Option<Elab<'a>> {
+        let inputs = ws.files(db);
+        let root_file = *inputs.first()?.id(db);
+        // the other files (included ones), read as the whole elaboration reads them
+        let parsed: HashMap<FileId, &Parsed> = inputs
+            .iter()
+            .skip(1)
+            .map(|f| (*f.id(db), db::source_tree(db, *f)))
+            .collect();
+        let mut resolver = db::Resolver::default();
+        for &i in items {
+            resolver.add_item(i, root_file);
+        }
+        for p in parsed.values() {
+            resolver.add(p);
+        }
+        let links = db::link_targets(db, ws)
+            .iter()
+            .map(|((f, h), t)| ((*f, h.as_str()), *t))
+            .collect();
+        Some(Elab::new(
+            db,
+            ws,
+            Rc::new(parsed),
+            Rc::new(resolver),
+            root_file,
+            Rc::new(links),
+            Vec::new(),
+            Facts::default(),
+        ))
+    }
+}
+
 /// The root net of a file cut into items, its transitions' item keys (in order), and what
 /// their queries need.
 struct RootItems<'a> {
@@ -218,6 +257,10 @@ struct RootItems<'a> {
 struct Elab<'a> {
     /// The root net's transitions elaborated by queries ([`transition::transition_query`]).
     root_items: Option<RootItems<'a>>,
+    /// In a lite elaboration of the root net cut into items: each transition's result from
+    /// its chunk ([`transition::chunk_query`]), with whether `struct_too_deep` had been
+    /// reported before it (the result is used when that holds here too).
+    chunked: Option<Vec<&'a (bool, transition::TransitionOut)>>,
     /// Only the diagnostics are wanted ([`diagnostics`]): the results of the transitions'
     /// queries are not copied into the bundle, the facts and the checks.
     lite: bool,
@@ -411,6 +454,7 @@ impl<'a> Elab<'a> {
     ) -> Elab<'a> {
         Elab {
             root_items: None,
+            chunked: None,
             lite: false,
             keep_facts: false,
             parsed,

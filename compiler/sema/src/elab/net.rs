@@ -2,6 +2,60 @@
 
 use super::*;
 
+/// The declared places of a net (see [`Elab::places`]).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct DeclaredPlaces {
+    pub(super) places: Vec<Place>,
+    pub(super) by_name: PlaceNames,
+    pub(super) place_spans: Vec<Span>,
+    /// Their symbols (facts).
+    pub(super) symbols: Vec<Symbol>,
+}
+
+/// The places of a workspace's root net when its file is cut into items, elaborated in the
+/// scope of the net ([`db::net_env`]) with their diagnostics and symbols: an edit that
+/// leaves the places' trees equal ([`db::place_decls`]) reuses them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RootPlaces {
+    pub(super) places: Vec<Place>,
+    pub(super) by_name: PlaceNames,
+    pub(super) place_spans: Vec<Span>,
+    pub(super) symbols: Vec<Symbol>,
+    /// The facts the places added (their symbols, the references of their types).
+    pub(super) facts: Facts,
+    pub(super) diags: Vec<(Diagnostic, Option<bool>)>,
+    pub(super) struct_depth_reported: bool,
+}
+
+/// See [`RootPlaces`].
+#[salsa::tracked(returns(ref))]
+pub fn root_places(db: &dyn salsa::Database, ws: Workspace) -> Option<RootPlaces> {
+    let root = *ws.files(db).first()?;
+    let decls = db::place_decls(db, root).as_ref()?;
+    let env = db::net_env(db, root).as_ref()?;
+    let Some(DefunBody::Net(n)) = &env.body else {
+        return None;
+    };
+    let mut e = Elab::detached(db, ws, &decls.items)?;
+    e.keep_facts = true;
+    let root_ctx = e.root_ctx();
+    let (ctx, _) = e.defun_scope(&root_ctx, env);
+    let ctx = e.net_scope(&ctx, n);
+    // only the places' own diagnostics and symbols
+    e.diags.clear();
+    e.facts = Facts::default();
+    let d = e.places(&ctx, &decls.net);
+    Some(RootPlaces {
+        places: d.places,
+        by_name: d.by_name,
+        place_spans: d.place_spans,
+        symbols: d.symbols,
+        facts: e.facts,
+        diags: e.diags,
+        struct_depth_reported: e.struct_depth_reported,
+    })
+}
+
 impl<'a> Elab<'a> {
     // ---------------------------------------------------------------- net
 
@@ -235,7 +289,103 @@ impl<'a> Elab<'a> {
         // net properties are checked but not kept: the IR has none for nets
         let _ = self.properties(&ctx, &n.properties);
 
-        // places
+        // places (those of the root net by their own query, [`root_places`])
+        let root_places = match &self.root_items {
+            Some(ri) if self.lite && std::ptr::eq(n, ri.net) => root_places(ri.db, ri.ws).as_ref(),
+            _ => None,
+        };
+        let own;
+        let (mut net, by_name, place_spans, place_syms) = match root_places {
+            Some(rp) => {
+                self.diags.extend(rp.diags.iter().cloned());
+                self.struct_depth_reported |= rp.struct_depth_reported;
+                if self.wants_facts() {
+                    let f = &rp.facts;
+                    self.facts.symbols.extend(f.symbols.iter().cloned());
+                    self.facts.references.extend(f.references.iter().cloned());
+                    self.facts.scopes.extend(f.scopes.iter().cloned());
+                }
+                let net = Net {
+                    places: rp.places.clone(),
+                    ..Net::default()
+                };
+                let syms = match self.wants_facts() {
+                    true => rp.symbols.clone(),
+                    false => Vec::new(),
+                };
+                (net, &rp.by_name, &rp.place_spans[..], syms)
+            }
+            None => {
+                own = self.places(&ctx, n);
+                (
+                    Net {
+                        places: own.places.clone(),
+                        ..Net::default()
+                    },
+                    &own.by_name,
+                    &own.place_spans[..],
+                    own.symbols.clone(),
+                )
+            }
+        };
+
+        // transitions (those of the root net by chunks, when its places came by their query)
+        if root_places.is_some()
+            && let Some(ri) = &self.root_items
+        {
+            let (db, ws) = (ri.db, ri.ws);
+            let mut depth_reported = self.struct_depth_reported;
+            let mut all: Vec<&'a (bool, transition::TransitionOut)> = Vec::new();
+            for items in transition::chunks(ri.keys) {
+                let chunk = transition::Chunk::new(db, items, depth_reported);
+                let Some(outs) = transition::chunk_query(db, ws, chunk) else {
+                    all.clear();
+                    break;
+                };
+                all.extend(outs.iter());
+                if let Some((before, last)) = outs.last() {
+                    depth_reported = *before || last.struct_depth_reported;
+                }
+            }
+            if all.len() == ri.keys.len() {
+                self.chunked = Some(all);
+            }
+        }
+        let mut trans_spans: HashMap<&str, Span, std::hash::BuildHasherDefault<db::IdHasher>> =
+            HashMap::default();
+        for (index, t) in n.transitions.iter().enumerate() {
+            self.check_user_name(&t.name, "transition");
+            if let Some(first) = trans_spans.get(t.name.text.as_str()) {
+                let fs = *first;
+                self.error(
+                    Diagnostic::error(
+                        "duplicate_transition",
+                        format!("duplicate transition `{}`", t.name.text),
+                    )
+                    .with_primary(t.name.span, "declared again here")
+                    .with_secondary(fs, "first declared here"),
+                );
+                continue;
+            }
+            trans_spans.insert(t.name.text.as_str(), t.name.span);
+            if self.wants_facts() {
+                self.facts.symbols.push(Symbol {
+                    kind: SymbolKind::Transition,
+                    name: t.name.text.clone(),
+                    span: t.name.span,
+                    ty: None,
+                });
+            }
+            self.transition(&ctx, n, index, t, &mut net, by_name, place_spans);
+        }
+        self.net_places = place_syms;
+        net
+    }
+
+    /// The places of net `n` (in scope `ctx`), elaborated and checked: the part of
+    /// [`Elab::net`] before the transitions (the root net's by [`root_places`]).
+    pub(super) fn places(&mut self, ctx: &Ctx<'a>, n: &'a NetDecl) -> DeclaredPlaces {
+        let ctx = ctx.clone();
         let mut net = Net::default();
         let mut place_spans: Vec<Span> = Vec::new();
         let mut by_name = PlaceNames::default();
@@ -337,8 +487,6 @@ impl<'a> Elab<'a> {
                 span: sspan(p.span),
             });
         }
-        let generators: Vec<bool> = n.places.iter().map(|p| p.generator).collect();
-        let _ = generators;
         // A `shared_P` place needs its cleanup place `P` in the same net, a `shared_sink`.
         for (pi, place) in net.places.iter().enumerate() {
             let Type::Shared(sink) = &place.ty else {
@@ -381,35 +529,12 @@ impl<'a> Elab<'a> {
             }
         }
 
-        // transitions
-        let mut trans_spans: HashMap<&str, Span> = HashMap::new();
-        for (index, t) in n.transitions.iter().enumerate() {
-            self.check_user_name(&t.name, "transition");
-            if let Some(first) = trans_spans.get(t.name.text.as_str()) {
-                let fs = *first;
-                self.error(
-                    Diagnostic::error(
-                        "duplicate_transition",
-                        format!("duplicate transition `{}`", t.name.text),
-                    )
-                    .with_primary(t.name.span, "declared again here")
-                    .with_secondary(fs, "first declared here"),
-                );
-                continue;
-            }
-            trans_spans.insert(t.name.text.as_str(), t.name.span);
-            if self.wants_facts() {
-                self.facts.symbols.push(Symbol {
-                    kind: SymbolKind::Transition,
-                    name: t.name.text.clone(),
-                    span: t.name.span,
-                    ty: None,
-                });
-            }
-            self.transition(&ctx, n, index, t, &mut net, &by_name, &place_spans);
+        DeclaredPlaces {
+            places: net.places,
+            by_name,
+            place_spans,
+            symbols: place_syms,
         }
-        self.net_places = place_syms;
-        net
     }
 
     pub(super) fn check_user_name(&mut self, name: &Name, what: &str) {

@@ -99,45 +99,110 @@ pub fn transition_query(
     places: PlaceView,
     depth_reported: bool,
 ) -> Option<TransitionOut> {
-    let inputs = ws.files(db);
-    let root = *inputs.first()?;
-    let root_file = *root.id(db);
+    let root = *ws.files(db).first()?;
     let env = db::net_env(db, root).as_ref()?;
     let Some(DefunBody::Net(n)) = &env.body else {
         return None;
     };
     let t = db::parse_item(db, item).as_ref()?.tree.as_deref()?;
-    // the other files (included ones), read as the whole elaboration reads them
-    let parsed: HashMap<FileId, &Parsed> = inputs
-        .iter()
-        .skip(1)
-        .map(|f| (*f.id(db), db::source_tree(db, *f)))
-        .collect();
-    let mut resolver = db::Resolver::default();
-    resolver.add_item(db::item_file(item)?, root_file);
-    for p in parsed.values() {
-        resolver.add(p);
-    }
-    let links = db::link_targets(db, ws)
-        .iter()
-        .map(|((f, h), t)| ((*f, h.as_str()), *t))
-        .collect();
-    let mut e = Elab::new(
-        db,
-        ws,
-        Rc::new(parsed),
-        Rc::new(resolver),
-        root_file,
-        Rc::new(links),
-        Vec::new(),
-        Facts::default(),
-    );
+    let mut e = Elab::detached(db, ws, &[db::item_file(item)?])?;
     e.struct_depth_reported = depth_reported;
     // the scope as the whole elaboration builds it (its diagnostics are reported there)
     let root_ctx = e.root_ctx();
     let (ctx, _) = e.defun_scope(&root_ctx, env);
     let ctx = e.net_scope(&ctx, n);
     Some(e.item().transition_out(&ctx, t, &places))
+}
+
+/// A run of consecutive transitions of the root net (their items), elaborated by one query
+/// ([`chunk_query`]): an edit revalidates a few hundred chunks, not thousands of transitions.
+/// `depth_reported`: whether `struct_too_deep` was reported before its first transition.
+#[salsa::interned(debug)]
+pub struct Chunk<'db> {
+    #[returns(ref)]
+    pub items: Vec<db::ItemInput>,
+    pub depth_reported: bool,
+}
+
+/// The longest chunk; a chunk also ends after an item whose input's index is
+/// `CHUNK_END` modulo `CHUNK_EVERY` (so that an inserted or removed transition changes one
+/// chunk, not the boundaries of all the chunks after it).
+const CHUNK_MAX: usize = 64;
+const CHUNK_EVERY: u32 = 16;
+const CHUNK_END: u32 = 15;
+
+/// The chunks of the root net's transitions (their items' ids, in order).
+pub(super) fn chunks(keys: &[salsa::Id]) -> Vec<Vec<db::ItemInput>> {
+    use salsa::plumbing::FromId;
+    let mut out = Vec::new();
+    let mut current = Vec::new();
+    for &k in keys {
+        current.push(db::ItemInput::from_id(k));
+        if current.len() >= CHUNK_MAX || k.index() % CHUNK_EVERY == CHUNK_END {
+            out.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// The [`PlaceView`] of each transition of a chunk, on the root net's places
+/// ([`super::root_places`]): equal after an edit that leaves the places they name alone,
+/// so that the chunk is not elaborated again.
+#[salsa::tracked(returns(ref))]
+pub fn chunk_views<'db>(
+    db: &'db dyn salsa::Database,
+    ws: Workspace,
+    chunk: Chunk<'db>,
+) -> Option<Vec<PlaceView>> {
+    let rp = super::root_places(db, ws).as_ref()?;
+    chunk
+        .items(db)
+        .iter()
+        .map(|&item| {
+            let t = db::parse_item(db, item).as_ref()?.tree.as_deref()?;
+            Some(PlaceView::new(t, &rp.places, &rp.by_name, &rp.place_spans))
+        })
+        .collect()
+}
+
+/// The elaboration of the transitions of a chunk, each as [`transition_query`] does it
+/// (one scope for all of them), with whether `struct_too_deep` had been reported before it.
+#[salsa::tracked(returns(ref))]
+pub fn chunk_query<'db>(
+    db: &'db dyn salsa::Database,
+    ws: Workspace,
+    chunk: Chunk<'db>,
+) -> Option<Vec<(bool, TransitionOut)>> {
+    let views = chunk_views(db, ws, chunk).as_ref()?;
+    let root = *ws.files(db).first()?;
+    let env = db::net_env(db, root).as_ref()?;
+    let Some(DefunBody::Net(n)) = &env.body else {
+        return None;
+    };
+    let items = chunk.items(db);
+    let files = items
+        .iter()
+        .map(|&i| db::item_file(i))
+        .collect::<Option<Vec<FileId>>>()?;
+    let mut e = Elab::detached(db, ws, &files)?;
+    e.struct_depth_reported = *chunk.depth_reported(db);
+    let root_ctx = e.root_ctx();
+    let (ctx, _) = e.defun_scope(&root_ctx, env);
+    let ctx = e.net_scope(&ctx, n);
+    let mut depth_reported = *chunk.depth_reported(db);
+    let mut outs = Vec::with_capacity(items.len());
+    for (&item, view) in items.iter().zip(views) {
+        let t = db::parse_item(db, item).as_ref()?.tree.as_deref()?;
+        let mut one = e.item();
+        one.struct_depth_reported = depth_reported;
+        let out = one.transition_out(&ctx, t, view);
+        outs.push((depth_reported, out));
+        depth_reported |= outs.last().is_some_and(|(_, o)| o.struct_depth_reported);
+    }
+    Some(outs)
 }
 
 /// What elaborating one transition gives. It depends on the transition's syntax and its
@@ -153,7 +218,7 @@ pub struct TransitionOut {
     facts: Facts,
     misnamed: Vec<SourceSpan>,
     externals: Vec<External>,
-    struct_depth_reported: bool,
+    pub(super) struct_depth_reported: bool,
     effect: Effect,
 }
 
@@ -189,6 +254,18 @@ impl<'a> Elab<'a> {
         by_name: &PlaceNames,
         place_spans: &[Span],
     ) {
+        // from the root net's chunks ([`chunk_query`]) when they assumed what holds here
+        if self
+            .root_items
+            .as_ref()
+            .is_some_and(|ri| std::ptr::eq(n, ri.net))
+            && let Some(chunked) = &self.chunked
+            && let Some(&chunk_out) = chunked.get(index)
+            && chunk_out.0 == self.struct_depth_reported
+        {
+            self.absorb_lite(&chunk_out.1, net);
+            return;
+        }
         let declared = &net.places[..place_spans.len()];
         let view = PlaceView::new(t, declared, by_name, place_spans);
         if let Some(ri) = &self.root_items
@@ -231,6 +308,7 @@ impl<'a> Elab<'a> {
             struct_depth_reported: self.struct_depth_reported,
             misnamed: Vec::new(),
             root_items: None,
+            chunked: None,
             lite: self.lite,
             keep_facts: self.keep_facts,
         }
