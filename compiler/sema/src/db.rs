@@ -158,6 +158,58 @@ pub fn item_file(item: ItemInput) -> Option<FileId> {
 /// Parses one item alone.
 #[salsa::tracked(returns(ref))]
 pub fn parse_item(db: &dyn salsa::Database, item: ItemInput) -> Option<ItemTree> {
+    parse_item_text(db, item)
+}
+
+/// A run of consecutive items of one kind (places or transitions) of a file's root net,
+/// parsed by one query ([`parse_group`]): an edit revalidates a few hundred groups, not
+/// thousands of items. The transitions' groups are also those elaborated together
+/// (`elab::chunk_query`).
+#[salsa::interned(debug)]
+pub struct ItemGroup<'db> {
+    #[returns(ref)]
+    pub items: Vec<ItemInput>,
+}
+
+/// The longest group; a group also ends after an item whose input's index is `GROUP_END`
+/// modulo `GROUP_EVERY` (so that an inserted or removed item changes one group, not the
+/// ends of all the groups after it).
+const GROUP_MAX: usize = 64;
+const GROUP_EVERY: u32 = 16;
+const GROUP_END: u32 = 15;
+
+/// `items` cut into groups ([`ItemGroup`]).
+pub fn groups(items: impl IntoIterator<Item = ItemInput>) -> Vec<Vec<ItemInput>> {
+    use salsa::plumbing::AsId;
+    let mut out = Vec::new();
+    let mut current = Vec::new();
+    for i in items {
+        current.push(i);
+        if current.len() >= GROUP_MAX || i.as_id().index() % GROUP_EVERY == GROUP_END {
+            out.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// The items of a group parsed alone ([`parse_item`]'s trees, read from the items' inputs
+/// directly: the group depends on their texts only); `None` when one is not well-formed.
+#[salsa::tracked(returns(ref))]
+pub fn parse_group<'db>(
+    db: &'db dyn salsa::Database,
+    group: ItemGroup<'db>,
+) -> Option<Vec<ItemTree>> {
+    group
+        .items(db)
+        .iter()
+        .map(|&i| parse_item_text(db, i))
+        .collect()
+}
+
+fn parse_item_text(db: &dyn salsa::Database, item: ItemInput) -> Option<ItemTree> {
     let id = item_file(item)?;
     let text = item.text(db);
     if text.starts_with("<place") {
@@ -218,28 +270,33 @@ pub fn tree(db: &dyn salsa::Database, file: SourceInput) -> Option<Parsed> {
     let mut trees = Vec::with_capacity(transitions_in.len());
     let mut keys = Vec::with_capacity(transitions_in.len());
     let mut with_hrefs = (Vec::new(), Vec::new());
-    for i in places_in.into_iter().chain(transitions_in) {
-        // the driver keeps the items' texts and the file's text together
-        debug_assert_eq!(&**i.input.text(db), &text[i.start as usize..i.end as usize]);
-        let parsed = parse_item(db, i.input).as_ref()?;
-        items.push(Item {
-            id: item_file(i.input)?,
-            at: i.start,
-        });
-        if let Some(t) = &parsed.tree {
-            if parsed.hrefs {
-                with_hrefs.1.push(trees.len());
+    for list in [places_in, transitions_in] {
+        let mut at = list.iter();
+        for group in groups(list.iter().map(|i| i.input)) {
+            let parsed = parse_group(db, ItemGroup::new(db, group)).as_ref()?;
+            for (parsed, i) in parsed.iter().zip(&mut at) {
+                // the driver keeps the items' texts and the file's text together
+                debug_assert_eq!(&**i.input.text(db), &text[i.start as usize..i.end as usize]);
+                items.push(Item {
+                    id: item_file(i.input)?,
+                    at: i.start,
+                });
+                if let Some(t) = &parsed.tree {
+                    if parsed.hrefs {
+                        with_hrefs.1.push(trees.len());
+                    }
+                    trees.push(t.clone());
+                    keys.push(i.input.as_id());
+                }
+                if let Some(p) = &parsed.place {
+                    if parsed.hrefs {
+                        with_hrefs.0.push(places.len());
+                    }
+                    places.push(p.clone());
+                }
+                diagnostics.extend(parsed.diagnostics.iter().cloned());
             }
-            trees.push(t.clone());
-            keys.push(i.input.as_id());
         }
-        if let Some(p) = &parsed.place {
-            if parsed.hrefs {
-                with_hrefs.0.push(places.len());
-            }
-            places.push(p.clone());
-        }
-        diagnostics.extend(parsed.diagnostics.iter().cloned());
     }
     let net = xml::items::root_net(&mut ast)?;
     net.places = places;
@@ -675,7 +732,7 @@ mod tests {
     }
 
     /// Salsa's own counts after `edits` distinct texts of one transition: the memos of
-    /// `parse_item` and `elab::chunk_query`, the live `ItemInput`s and `elab::Chunk`s.
+    /// `parse_group` and `elab::chunk_query`, the live `ItemInput`s and `elab::Chunk`s.
     fn live_after_edits(edits: usize) -> [usize; 4] {
         let mut db = Database::default();
         let mut files = crate::Files::default();
@@ -696,7 +753,7 @@ mod tests {
                 .map_or(0, |s| s.count())
         };
         [
-            memos("parse_item"),
+            memos("parse_group"),
             memos("chunk_query"),
             structs("ItemInput"),
             structs("Chunk"),

@@ -124,28 +124,11 @@ pub struct Chunk<'db> {
     pub depth_reported: bool,
 }
 
-/// The longest chunk; a chunk also ends after an item whose input's index is
-/// `CHUNK_END` modulo `CHUNK_EVERY` (so that an inserted or removed transition changes one
-/// chunk, not the boundaries of all the chunks after it).
-const CHUNK_MAX: usize = 64;
-const CHUNK_EVERY: u32 = 16;
-const CHUNK_END: u32 = 15;
-
-/// The chunks of the root net's transitions (their items' ids, in order).
+/// The chunks of the root net's transitions (their items' ids, in order): their groups
+/// ([`db::groups`]).
 pub(super) fn chunks(keys: &[salsa::Id]) -> Vec<Vec<db::ItemInput>> {
     use salsa::plumbing::FromId;
-    let mut out = Vec::new();
-    let mut current = Vec::new();
-    for &k in keys {
-        current.push(db::ItemInput::from_id(k));
-        if current.len() >= CHUNK_MAX || k.index() % CHUNK_EVERY == CHUNK_END {
-            out.push(std::mem::take(&mut current));
-        }
-    }
-    if !current.is_empty() {
-        out.push(current);
-    }
-    out
+    db::groups(keys.iter().map(|&k| db::ItemInput::from_id(k)))
 }
 
 /// The [`PlaceView`] of each transition of a chunk, on the root net's places
@@ -158,14 +141,19 @@ pub fn chunk_views<'db>(
     chunk: Chunk<'db>,
 ) -> Option<Vec<PlaceView>> {
     let rp = super::root_places(db, ws).as_ref()?;
-    chunk
-        .items(db)
-        .iter()
-        .map(|&item| {
-            let t = db::parse_item(db, item).as_ref()?.tree.as_deref()?;
-            Some(PlaceView::new(t, &rp.places, &rp.by_name, &rp.place_spans))
-        })
+    chunk_trees(db, chunk)?
+        .map(|t| Some(PlaceView::new(t?, &rp.places, &rp.by_name, &rp.place_spans)))
         .collect()
+}
+
+/// The trees of a chunk's transitions (by their group, [`db::parse_group`]).
+fn chunk_trees<'db>(
+    db: &'db dyn salsa::Database,
+    chunk: Chunk<'db>,
+) -> Option<impl Iterator<Item = Option<&'db TransitionDecl>>> {
+    let group = db::ItemGroup::new(db, chunk.items(db).clone());
+    let trees = db::parse_group(db, group).as_ref()?;
+    Some(trees.iter().map(|t| t.tree.as_deref()))
 }
 
 /// The elaboration of the transitions of a chunk, each as [`transition_query`] does it
@@ -194,8 +182,8 @@ pub fn chunk_query<'db>(
     let ctx = e.net_scope(&ctx, n);
     let mut depth_reported = *chunk.depth_reported(db);
     let mut outs = Vec::with_capacity(items.len());
-    for (&item, view) in items.iter().zip(views) {
-        let t = db::parse_item(db, item).as_ref()?.tree.as_deref()?;
+    for (t, view) in chunk_trees(db, chunk)?.zip(views) {
+        let t = t?;
         let mut one = e.item();
         one.struct_depth_reported = depth_reported;
         let out = one.transition_out(&ctx, t, view);
