@@ -232,15 +232,17 @@ pub struct WorkerInfo {
     pub done: u64,
     /// A leaf agent's capacity (`WorkerMsg::Capacity`): its window in every job.
     pub capacity: Option<u32>,
-    /// A leaf agent's workers as it last reported them (`WorkerMsg::LeafWorkers`).
+    /// A leaf agent's workers as it last reported them (`WorkerMsg::LeafWorkers`), and
+    /// where each is in that list by its number.
     pub under: Vec<LeafWorker>,
+    under_at: HashMap<u32, usize>,
 }
 
 impl WorkerInfo {
     /// The name of the worker `sub` of this leaf agent, as task records show it:
     /// `LEAF/WORKER`.
     pub fn sub_name(&self, sub: u32) -> Option<String> {
-        let w = self.under.iter().find(|w| w.worker == sub)?;
+        let w = self.under.get(*self.under_at.get(&sub)?)?;
         Some(format!("{}/{}", self.name, w.name))
     }
 }
@@ -829,6 +831,7 @@ impl Hub {
                 done: 0,
                 capacity: None,
                 under: Vec::new(),
+                under_at: HashMap::new(),
             },
         );
         let late = self.defs_from(defs_upto);
@@ -965,7 +968,7 @@ impl Hub {
         };
         let name = info.name.clone();
         let gone: Vec<(u32, u32)> = (self.sub_segments.iter())
-            .filter(|((l, sub), _)| *l == leaf && !info.under.iter().any(|u| u.worker == *sub))
+            .filter(|((l, sub), _)| *l == leaf && !info.under_at.contains_key(sub))
             .map(|(&(_, sub), &id)| (sub, id))
             .collect();
         for (sub, id) in gone {
@@ -1079,6 +1082,9 @@ impl Hub {
                 }
                 WorkerMsg::LeafWorkers(under) => {
                     if let Some(info) = self.workers.get_mut(&worker) {
+                        info.under_at = (under.iter().enumerate())
+                            .map(|(k, u)| (u.worker, k))
+                            .collect();
                         info.under = under;
                     }
                     self.drop_sub_segments(worker, out);

@@ -15,11 +15,12 @@
 //! workers.
 //!
 //! Module calls with memory buffers or transfers: a leaf whose workers have working memory
-//! (`shm`, the capability `GPI`) says `GPI` to the root, passes its workers' segments up
-//! (their `Memory` messages, in [`WorkerMsg::OfWorker`]: the root gives each a segment id of
-//! its own in the global memory) and runs the root's memory plans on them as they come (a
-//! plan names every segment it copies from or to). A leaf without working memory fails such
-//! calls with a message that says so.
+//! (`shm`, the capability `GPI`) says `GPI` to the root, tells its workers numbers unique
+//! under the root ([`pnet_protocol::leaf_worker_id`]: their segments' numbers in the global
+//! memory), passes their segments up (their `Memory` messages, in [`WorkerMsg::OfWorker`])
+//! and runs the root's memory plans on them as they come (a plan names every segment it
+//! copies from or to). A leaf without working memory fails such calls with a message that
+//! says so.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
