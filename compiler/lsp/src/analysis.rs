@@ -97,11 +97,10 @@ impl Analysis {
     /// ranges, so that it scans again only the items they touch ([`pnet_sema::cut`]).
     /// Ranges are clamped to the text and to character boundaries.
     pub fn edit(&mut self, path: PathBuf, edits: &[(Range<usize>, &str)], version: i32) {
-        let mut text = self
-            .docs
-            .get(&path)
-            .map(|d| d.text.to_string())
-            .unwrap_or_default();
+        let (mut text, mut index) = match self.docs.get_mut(&path) {
+            Some(d) => (d.text.to_string(), std::mem::take(&mut d.index)),
+            None => (String::new(), LineIndex::new("")),
+        };
         for (range, new) in edits {
             let floor = |mut i: usize| {
                 i = i.min(text.len());
@@ -113,9 +112,18 @@ impl Analysis {
             let (s, e) = (floor(range.start), floor(range.end));
             let e = e.max(s);
             text.replace_range(s..e, new);
+            index.edit(s..e, new);
             self.files.edited(&path, s..e, new.len());
         }
-        self.set_doc(path, &text, version);
+        self.docs.insert(
+            path,
+            Doc {
+                text: Arc::from(text),
+                index,
+                version,
+            },
+        );
+        self.refresh();
     }
 
     fn set_doc(&mut self, path: PathBuf, text: &str, version: i32) {

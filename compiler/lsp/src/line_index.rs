@@ -6,7 +6,7 @@
 
 use lsp_types::{Position, Range};
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LineIndex {
     /// Byte offset of the start of each line.
     starts: Vec<u32>,
@@ -18,6 +18,24 @@ impl LineIndex {
         // a char pattern: searched with memchr (the text is a whole file, on every edit)
         starts.extend(text.match_indices('\n').map(|(i, _)| i as u32 + 1));
         LineIndex { starts }
+    }
+
+    /// The index after the bytes `range` of its text were replaced by `new` (the lines
+    /// before it kept, those after it moved: no scan of the whole text).
+    pub fn edit(&mut self, range: std::ops::Range<usize>, new: &str) {
+        let (s, e) = (range.start as u32, range.end as u32);
+        // a line starting at `p` follows a newline at `p - 1`: those in `s..e` go
+        let keep = self.starts.partition_point(|&p| p <= s);
+        let after = self.starts.partition_point(|&p| p <= e);
+        let len = new.len() as u32;
+        let tail: Vec<u32> = self.starts[after..]
+            .iter()
+            .map(|&p| p - (e - s) + len)
+            .collect();
+        self.starts.truncate(keep);
+        self.starts
+            .extend(new.match_indices('\n').map(|(i, _)| s + i as u32 + 1));
+        self.starts.extend(tail);
     }
 
     /// The position of byte `offset` (clamped to the text, and back to a char boundary).
@@ -75,5 +93,25 @@ mod tests {
         assert_eq!(li.offset(text, Position::new(9, 0)), text.len() as u32);
         // inside a multi-byte char: back to its start
         assert_eq!(li.position(text, 6), Position::new(1, 1));
+    }
+
+    #[test]
+    fn edits_give_the_index_of_the_new_text() {
+        let mut text = String::from("ab\ncd\n\nef");
+        let mut li = LineIndex::new(&text);
+        let edits: &[(std::ops::Range<usize>, &str)] = &[
+            (1..1, "x"),
+            (0..4, ""),
+            (2..2, "\n\n"),
+            (0..0, "\n"),
+            (3..7, "y\nz"),
+            (0..8, "one\ntwo"),
+            (7..7, "\n"),
+        ];
+        for (r, new) in edits {
+            text.replace_range(r.clone(), new);
+            li.edit(r.clone(), new);
+            assert_eq!(li, LineIndex::new(&text), "{text:?}");
+        }
     }
 }

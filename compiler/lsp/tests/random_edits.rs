@@ -10,6 +10,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use pnet_lsp::analysis::Analysis;
+use pnet_lsp::line_index::LineIndex;
 use pnet_sema::{Options, WarningConfig};
 
 /// xorshift64*: deterministic, no dependency.
@@ -184,6 +185,11 @@ fn check(name: &str, path: &Path, text: &str, options: &Options, edits: usize, s
             }
         }
         assert_eq!(*a.docs[path].text, *current, "{name}: edit {step}");
+        assert_eq!(
+            a.docs[path].index,
+            LineIndex::new(&current),
+            "{name}: edit {step}"
+        );
         let got = a.diagnostics();
         let mut full = Analysis::new(options.clone());
         full.open(path.to_path_buf(), &current, 0);

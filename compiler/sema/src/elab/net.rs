@@ -20,7 +20,6 @@ pub struct RootPlaces {
     pub(super) places: Vec<Place>,
     pub(super) by_name: PlaceNames,
     pub(super) place_spans: Vec<Span>,
-    pub(super) symbols: Vec<Symbol>,
     /// The facts the places added (their symbols, the references of their types).
     pub(super) facts: Facts,
     pub(super) diags: Vec<(Diagnostic, Option<bool>)>,
@@ -49,7 +48,6 @@ pub fn root_places(db: &dyn salsa::Database, ws: Workspace) -> Option<RootPlaces
         places: d.places,
         by_name: d.by_name,
         place_spans: d.place_spans,
-        symbols: d.symbols,
         facts: e.facts,
         diags: e.diags,
         struct_depth_reported: e.struct_depth_reported,
@@ -309,8 +307,9 @@ impl<'a> Elab<'a> {
                     places: rp.places.clone(),
                     ..Net::default()
                 };
+                // the places' symbols are the facts' (see [`Elab::places`])
                 let syms = match self.wants_facts() {
-                    true => rp.symbols.clone(),
+                    true => rp.facts.symbols.clone(),
                     false => Vec::new(),
                 };
                 (net, &rp.by_name, &rp.place_spans[..], syms)

@@ -27,23 +27,21 @@ pub(super) struct KnownPlace {
 }
 
 /// The place names of transition `t` (its connections' to places, its place maps' real
-/// places), each once, in order.
-fn named_places(t: &TransitionDecl) -> Vec<&str> {
-    let mut names: Vec<&str> = Vec::with_capacity(t.connections.len() + t.place_maps.len());
-    for c in &t.connections {
-        if let Some(p) = &c.place
-            && !matches!(c.kind, ConnectKindDecl::Response | ConnectKindDecl::Eureka)
-            && !names.contains(&p.text.as_str())
-        {
-            names.push(&p.text);
-        }
-    }
-    for pm in &t.place_maps {
-        if !names.contains(&pm.real.text.as_str()) {
-            names.push(&pm.real.text);
-        }
-    }
-    names
+/// places), each once, in order (without allocating: views are made for every transition
+/// of the root net when its places change).
+fn named_places(t: &TransitionDecl) -> impl Iterator<Item = &str> {
+    let connections = t.connections.iter().filter_map(|c| {
+        c.place
+            .as_ref()
+            .filter(|_| !matches!(c.kind, ConnectKindDecl::Response | ConnectKindDecl::Eureka))
+            .map(|p| p.text.as_str())
+    });
+    let maps = t.place_maps.iter().map(|pm| pm.real.text.as_str());
+    let all = connections.chain(maps);
+    all.clone()
+        .enumerate()
+        .filter(move |&(i, name)| !all.clone().take(i).any(|n| n == name))
+        .map(|(_, name)| name)
 }
 
 impl PlaceView {
@@ -56,7 +54,6 @@ impl PlaceView {
         place_spans: &[Span],
     ) -> PlaceView {
         let known: Vec<Option<KnownPlace>> = named_places(t)
-            .into_iter()
             .map(|name| {
                 by_name.get(name).map(|&i| KnownPlace {
                     index: i,
@@ -73,7 +70,7 @@ impl PlaceView {
 
     /// The place `name` of transition `t` (the one this view was made for).
     pub(super) fn get(&self, t: &TransitionDecl, name: &str) -> Option<&KnownPlace> {
-        let i = named_places(t).iter().position(|n| *n == name)?;
+        let i = named_places(t).position(|n| n == name)?;
         self.known.get(i)?.as_ref()
     }
 
