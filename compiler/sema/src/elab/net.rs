@@ -20,10 +20,68 @@ pub struct RootPlaces {
     pub(super) places: Vec<Place>,
     pub(super) by_name: PlaceNames,
     pub(super) place_spans: Vec<Span>,
+    /// The indexes of the places (of `by_name`) in each bucket of names ([`place_bucket`]).
+    pub(super) buckets: Vec<Vec<usize>>,
     /// The facts the places added (their symbols, the references of their types).
     pub(super) facts: Facts,
     pub(super) diags: Vec<(Diagnostic, Option<bool>)>,
     pub(super) struct_depth_reported: bool,
+}
+
+/// The number of buckets the root net's place names are hashed into ([`place_bucket`]).
+const PLACE_BUCKETS: usize = 256;
+
+/// The bucket of a place name.
+fn place_bucket_of(name: &str) -> usize {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    (BuildHasherDefault::<db::IdHasher>::default().hash_one(name) >> 7) as usize % PLACE_BUCKETS
+}
+
+/// The root net's places whose names fall in bucket `bucket`, as a transition sees them
+/// (see [`transition::PlaceView`]), by name: what the views of the transitions naming them
+/// read ([`transition::chunk_views`]), so that an edit of one place re-makes only the views
+/// of the chunks naming a place of its bucket.
+#[salsa::tracked(returns(ref))]
+pub fn place_bucket(
+    db: &dyn salsa::Database,
+    ws: Workspace,
+    bucket: usize,
+) -> Option<Vec<(String, transition::KnownPlace)>> {
+    let rp = root_places(db, ws).as_ref()?;
+    Some(
+        rp.buckets
+            .get(bucket)?
+            .iter()
+            .map(|&i| (rp.places[i].name.clone(), rp.known(i)))
+            .collect(),
+    )
+}
+
+/// The place `name` of the root net as a transition sees it (by its bucket).
+pub(super) fn known_place(
+    db: &dyn salsa::Database,
+    ws: Workspace,
+    name: &str,
+) -> Option<Option<transition::KnownPlace>> {
+    let bucket = place_bucket(db, ws, place_bucket_of(name)).as_ref()?;
+    Some(
+        bucket
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, k)| k.clone()),
+    )
+}
+
+impl RootPlaces {
+    /// The declared place `i` as a transition sees it.
+    pub(super) fn known(&self, i: usize) -> transition::KnownPlace {
+        transition::KnownPlace {
+            index: i,
+            ty: self.places[i].ty.clone(),
+            generator: self.places[i].generator,
+            span: self.place_spans[i],
+        }
+    }
 }
 
 /// See [`RootPlaces`].
@@ -44,10 +102,18 @@ pub fn root_places(db: &dyn salsa::Database, ws: Workspace) -> Option<RootPlaces
     e.diags.clear();
     e.facts = Facts::default();
     let d = e.places(&ctx, &decls.net);
+    let mut buckets = vec![Vec::new(); PLACE_BUCKETS];
+    for (name, &i) in &d.by_name {
+        buckets[place_bucket_of(name)].push(i);
+    }
+    for b in &mut buckets {
+        b.sort_unstable();
+    }
     Some(RootPlaces {
         places: d.places,
         by_name: d.by_name,
         place_spans: d.place_spans,
+        buckets,
         facts: e.facts,
         diags: e.diags,
         struct_depth_reported: e.struct_depth_reported,

@@ -137,9 +137,21 @@ pub fn chunk_views<'db>(
     ws: Workspace,
     chunk: Chunk<'db>,
 ) -> Option<Vec<PlaceView>> {
-    let rp = super::root_places(db, ws).as_ref()?;
     chunk_trees(db, chunk)?
-        .map(|t| Some(PlaceView::new(t?, &rp.places, &rp.by_name, &rp.place_spans)))
+        .map(|t| {
+            let known = named_places(t?)
+                .map(|name| super::net::known_place(db, ws, name))
+                .collect::<Option<Vec<_>>>()?;
+            // every place's name only when one is unknown (then from all the places)
+            let all = match known.iter().any(Option::is_none) {
+                true => {
+                    let rp = super::root_places(db, ws).as_ref()?;
+                    Some(rp.places.iter().map(|p| (p.name.clone(), p.span)).collect())
+                }
+                false => None,
+            };
+            Some(PlaceView { known, all })
+        })
         .collect()
 }
 
