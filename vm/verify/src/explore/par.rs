@@ -10,13 +10,13 @@
 //!    claimed with its edge's position in the one-thread order (batch, then successor in
 //!    the batch); a thread meeting it again at an earlier position lowers that value. After
 //!    this step, each claimed slot holds the first position its marking was reached at.
-//! 2. Each thread writes the slots it claimed into a table by those first positions
-//!    (`firsts`: one entry per edge of the slice, in the one-thread order).
-//! 3. The table is cut into parts; the threads count the slots in each part.
-//! 4. The threads number the slots of each part in order (the first id of a part follows
-//!    from the counts before it): the order in which one thread would have found the new
-//!    markings. Each writes the markings of its parts to their arena entries (reserved
-//!    before the slice) and their ids into their slots.
+//! 2. Each thread sorts the slots it claimed by those first positions (its list is nearly
+//!    sorted already: it took its batches in order).
+//! 3. Each thread numbers its slots in the order of the first positions of all the threads'
+//!    slots (the order in which one thread would have found the new markings: the id of a
+//!    slot is the number of slots of every list with a smaller position, found by walking
+//!    the other sorted lists along its own), writes their markings to their arena entries
+//!    (reserved before the slice) and their ids into them.
 //!
 //! The calling thread then grows the index if one thread would have (with every thread).
 //!
@@ -30,8 +30,8 @@
 //! a place, or the index would pass 7/8 full is given back after step 1: its claimed slots
 //! are freed (which restores the index as it was) and the one-thread code explores it.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use super::{BATCH_STATES, BitBatch, BitNet, Limits, PtExploration, Seen, expand_any};
@@ -41,22 +41,14 @@ use crate::store::{Appender, Arena, SharedIndex};
 const STACK: usize = 256 << 10;
 /// How far ahead the lookups prefetch index buckets.
 const AHEAD: usize = 32;
-/// Parts of the `firsts` table per thread in steps 3 and 4.
-const PARTS_PER_THREAD: usize = 8;
-/// Entries of `firsts` per state of a slice to start with (grown when a slice needs more).
-const FIRSTS_PER_STATE: usize = 16;
-/// An entry of `firsts` without a slot.
-const NONE: u64 = u64::MAX;
 
 pub(super) struct Par {
     workers: Vec<Worker>,
     /// Per batch of the slice: its number of successors.
     counts: Vec<AtomicU32>,
-    /// Per edge of the slice in the one-thread order: the slot of the marking first reached
-    /// by this edge, or [`NONE`]. Every entry is [`NONE`] between slices.
-    firsts: Vec<AtomicU64>,
-    /// Per part of `firsts`: its number of slots.
-    parts: Vec<AtomicUsize>,
+    /// Per thread: its claimed slots as `first position << 32 | index in its claims`,
+    /// sorted (step 2).
+    lists: Vec<RwLock<Vec<u64>>>,
     /// Successors per batch at most (`BATCH_STATES` times the firable transitions): the
     /// position of successor `k` of batch `b` is `b * per_batch + k`.
     per_batch: usize,
@@ -78,8 +70,10 @@ struct Worker {
     batches: usize,
     dead: Vec<u32>,
     fired: Vec<bool>,
-    /// Per batch: the index in `firsts` of its first edge.
-    offsets: Vec<usize>,
+    /// The markings of the slots claimed (step 2).
+    keys: Vec<[u64; 2]>,
+    /// Per thread: how many slots of its list come before the current one (step 3).
+    cursors: Vec<usize>,
     /// The places marked in the new states this thread numbered, and their most tokens.
     places: [u64; 2],
     ones: u64,
@@ -103,13 +97,9 @@ struct Shared<'a> {
     /// Set by a thread that bails: the others stop too.
     stop: AtomicBool,
     counts: &'a [AtomicU32],
-    firsts: &'a [AtomicU64],
-    parts: &'a [AtomicUsize],
+    lists: &'a [RwLock<Vec<u64>>],
     /// Slots claimed by all threads.
     claims: AtomicUsize,
-    /// The next part to count (step 3) and to number (step 4).
-    next_count: AtomicUsize,
-    next_number: AtomicUsize,
     /// States before the slice; the slice is given back unless the number after it is
     /// below `too_many`.
     old_len: usize,
@@ -136,7 +126,8 @@ impl Par {
                     batches: 0,
                     dead: Vec::new(),
                     fired: vec![false; transitions],
-                    offsets: Vec::new(),
+                    keys: Vec::new(),
+                    cursors: vec![0; threads],
                     places: [0; 2],
                     ones: 0,
                     waited: Duration::ZERO,
@@ -144,10 +135,7 @@ impl Par {
                 })
                 .collect(),
             counts: Vec::new(),
-            firsts: Vec::new(),
-            parts: (0..threads * PARTS_PER_THREAD)
-                .map(|_| AtomicUsize::new(0))
-                .collect(),
+            lists: (0..threads).map(|_| RwLock::new(Vec::new())).collect(),
             per_batch: (BATCH_STATES * net.firable.len()).max(1),
             chunk: chunk.max(1),
             skip: 0,
@@ -215,10 +203,6 @@ impl Par {
         e.store
             .reserve_arena((old_len + room * threads).min(too_many));
         let too_many = too_many.min(e.store.arena_room() + 1);
-        let want = states.len() * FIRSTS_PER_STATE;
-        if self.firsts.len() < want {
-            self.firsts.resize_with(want, || AtomicU64::new(NONE));
-        }
         let Some((arena, index, appender)) = e.store.split_index() else {
             return false;
         };
@@ -235,11 +219,8 @@ impl Par {
             next: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             counts: &self.counts,
-            firsts: &self.firsts,
-            parts: &self.parts,
+            lists: &self.lists,
             claims: AtomicUsize::new(0),
-            next_count: AtomicUsize::new(0),
-            next_number: AtomicUsize::new(0),
             old_len,
             too_many,
             base,
@@ -254,19 +235,19 @@ impl Par {
         std::thread::scope(|sc| {
             let mut workers = self.workers.iter_mut();
             let first = workers.next();
-            for w in workers {
+            for (me, w) in workers.enumerate() {
                 // A small stack: a default one (2 MiB) may get a huge page, zeroed at
                 // every slice.
                 let spawned = std::thread::Builder::new()
                     .stack_size(STACK)
-                    .spawn_scoped(sc, move || w.run(sh, None));
+                    .spawn_scoped(sc, move || w.run(sh, me + 1, None));
                 if spawned.is_err() {
                     sh.stop.store(true, Ordering::Relaxed);
                     sh.gate.leave();
                 }
             }
             if let Some(w) = first {
-                numbered = w.run(sh, Some(started));
+                numbered = w.run(sh, 0, Some(started));
             }
         });
         let (waited, took) = (self.workers[0].waited, self.workers[0].took);
@@ -290,15 +271,6 @@ impl Par {
             }
             #[cfg(test)]
             super::tests::PAR_SLICES[1].fetch_add(1, Ordering::Relaxed);
-            // Room in `firsts` for the next try of a slice like this one.
-            let edges: usize = self
-                .counts
-                .iter()
-                .map(|c| c.load(Ordering::Relaxed) as usize)
-                .sum();
-            if edges > self.firsts.len() {
-                self.firsts.resize_with(edges, || AtomicU64::new(NONE));
-            }
             return false;
         }
         let new_len = old_len + fresh;
@@ -335,7 +307,7 @@ impl Worker {
     /// This thread's part of every step of a slice (see the module); `started` is given to
     /// the calling thread (the time the slice started). True when the new states were
     /// numbered (false: the slice is given back).
-    fn run(&mut self, sh: &Shared<'_>, started: Option<Instant>) -> bool {
+    fn run(&mut self, sh: &Shared<'_>, me: usize, started: Option<Instant>) -> bool {
         let broken = Broken(&sh.gate);
         (self.places, self.ones) = ([0; 2], 0);
         self.expand(sh);
@@ -347,81 +319,63 @@ impl Worker {
             self.took = started.elapsed();
         }
         // Every thread decides the same from what the others published before the barrier.
-        self.offsets.clear();
-        let mut edges = 0usize;
-        for c in sh.counts {
-            self.offsets.push(edges);
-            edges += c.load(Ordering::Relaxed) as usize;
-        }
         let new_len = sh.old_len + sh.claims.load(Ordering::Relaxed);
-        if sh.stop.load(Ordering::Relaxed) || new_len >= sh.too_many || edges > sh.firsts.len() {
+        if sh.stop.load(Ordering::Relaxed) || new_len >= sh.too_many {
             std::mem::forget(broken);
             return false;
         }
         // Step 2: the claimed slots by first position.
-        for (i, &slot) in self.claimed.iter().enumerate() {
-            if let Some(&ahead) = self.claimed.get(i + AHEAD) {
-                sh.index.prefetch_slot(ahead);
+        {
+            let mut list = sh.lists[me].write().unwrap_or_else(PoisonError::into_inner);
+            list.clear();
+            self.keys.clear();
+            for (i, &slot) in self.claimed.iter().enumerate() {
+                if let Some(&ahead) = self.claimed.get(i + AHEAD) {
+                    sh.index.prefetch_slot(ahead);
+                }
+                let (key, value) = sh.index.claimed(slot);
+                self.keys.push(key);
+                list.push(u64::from(value - sh.base) << 32 | i as u64);
             }
-            let pos = (sh.index.claimed(slot).1 - sh.base) as usize;
-            let (b, k) = (pos / sh.per_batch, pos % sh.per_batch);
-            sh.firsts[self.offsets[b] + k].store(slot as u64, Ordering::Relaxed);
+            // Nearly sorted: runs in order, a few positions lowered by other threads.
+            list.sort();
         }
         sh.gate.wait();
-        // Step 3: slots per part.
-        let parts = sh.parts.len();
-        let per_part = edges.div_ceil(parts).max(1);
-        loop {
-            let p = sh.next_count.fetch_add(1, Ordering::Relaxed);
-            if p >= parts {
-                break;
-            }
-            let range = (p * per_part).min(edges)..((p + 1) * per_part).min(edges);
-            let n = sh.firsts[range]
-                .iter()
-                .filter(|x| x.load(Ordering::Relaxed) != NONE)
-                .count();
-            sh.parts[p].store(n, Ordering::Relaxed);
-        }
-        sh.gate.wait();
-        // Step 4: ids in the one-thread order, markings to the arena.
+        // Step 3: ids in the one-thread order, markings to the arena.
+        let lists: Vec<_> = sh
+            .lists
+            .iter()
+            .map(|l| l.read().unwrap_or_else(PoisonError::into_inner))
+            .collect();
+        let own = &lists[me];
+        self.cursors.fill(0);
         let (mut places, mut ones) = ([0u64; 2], 0u64);
-        loop {
-            let p = sh.next_number.fetch_add(1, Ordering::Relaxed);
-            if p >= parts {
-                break;
+        for (i, &x) in own.iter().enumerate() {
+            if let Some(&ahead) = own.get(i + AHEAD) {
+                sh.index
+                    .prefetch_slot(self.claimed[(ahead & 0xFFFF_FFFF) as usize]);
             }
-            let mut id = sh.old_len
-                + sh.parts[..p]
-                    .iter()
-                    .map(|n| n.load(Ordering::Relaxed))
-                    .sum::<usize>();
-            let range = (p * per_part).min(edges)..((p + 1) * per_part).min(edges);
-            let firsts = &sh.firsts[range];
-            for (i, entry) in firsts.iter().enumerate() {
-                if let Some(ahead) = firsts.get(i + AHEAD) {
-                    let ahead = ahead.load(Ordering::Relaxed);
-                    if ahead != NONE {
-                        sh.index.prefetch_slot(ahead as usize);
+            let pos = x >> 32;
+            let mut id = sh.old_len + i;
+            for (t, other) in lists.iter().enumerate() {
+                if t != me {
+                    let c = &mut self.cursors[t];
+                    while other.get(*c).is_some_and(|&y| y >> 32 < pos) {
+                        *c += 1;
                     }
+                    id += *c;
                 }
-                let slot = entry.load(Ordering::Relaxed);
-                if slot == NONE {
-                    continue;
-                }
-                entry.store(NONE, Ordering::Relaxed);
-                let slot = slot as usize;
-                let (key, _) = sh.index.claimed(slot);
-                // SAFETY: `id` is below `too_many`, within the reserved arena; each id is
-                // written once, by the thread numbering its part, and the arena is no
-                // longer read during this step.
-                unsafe { sh.appender.write(id, key) };
-                sh.index.publish(slot, key[1], id as u32);
-                places[0] |= key[0];
-                places[1] |= key[1];
-                ones = ones.max(u64::from(key[0].count_ones() + key[1].count_ones()));
-                id += 1;
             }
+            let k = (x & 0xFFFF_FFFF) as usize;
+            let (slot, key) = (self.claimed[k], self.keys[k]);
+            // SAFETY: `id` is below `too_many`, within the reserved arena; each id is
+            // written once, by the thread that claimed its slot, and the arena is no longer
+            // read during this step.
+            unsafe { sh.appender.write(id, key) };
+            sh.index.publish(slot, key[1], id as u32);
+            places[0] |= key[0];
+            places[1] |= key[1];
+            ones = ones.max(u64::from(key[0].count_ones() + key[1].count_ones()));
         }
         self.places = places;
         self.ones = ones;
@@ -521,8 +475,8 @@ struct Gate {
     cv: Condvar,
 }
 
-/// Spins before a thread sleeps at a barrier.
-const SPINS: usize = 1 << 14;
+/// Spins before a thread sleeps at a barrier (tens of microseconds).
+const SPINS: usize = 1 << 10;
 
 impl Gate {
     fn new(threads: usize) -> Gate {
