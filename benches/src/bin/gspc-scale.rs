@@ -263,7 +263,9 @@ fn start_leaf(
         std::thread::spawn(move || {
             for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
                 if let Some(a) = line.strip_prefix("gspc-leaf: workers connect to ") {
-                    let _ = tx.send(a.trim().to_string());
+                    // The address, then (with --workers 0) why it started none.
+                    let a = a.split_whitespace().next().unwrap_or_default();
+                    let _ = tx.send(a.to_string());
                 } else if line.contains("` joined (pid") {
                     joined.fetch_add(1, Ordering::Relaxed);
                 } else if line.contains("` lost: ") {
