@@ -4,9 +4,9 @@
 //!
 //! Two parses of a file: [`parse`], the whole file with file offsets (for tools and
 //! `--emit=ast`), and [`source_tree`], what the elaboration reads: when the file can be cut
-//! ([`xml::items`]), each place and transition of its root net is parsed alone by
-//! [`parse_item`], keyed
-//! by its text, with an item file id of its own and spans relative to its start. An edit
+//! ([`xml::items`]), each place and transition of its root net is an input of its own
+//! ([`ItemInput`], kept through edits by the driver: [`crate::cut`]) parsed alone (by groups,
+//! [`parse_group`]) with an item file id of its own and spans relative to its start. An edit
 //! elsewhere leaves such a tree equal, so it is reused; [`Resolver`] maps its spans back to
 //! the file once the elaboration is done.
 
