@@ -113,7 +113,7 @@ impl Analysis {
             let e = e.max(s);
             text.replace_range(s..e, new);
             index.edit(s..e, new);
-            self.files.edited(&path, s..e, new.len());
+            self.files.edited(&path, s..e, new);
         }
         self.docs.insert(
             path,

@@ -54,17 +54,23 @@ pub fn diff(old: &str, new: &str) -> Edit {
     }
 }
 
-/// Whether `edits`, made one after the other on a text of length `old`, give a text of
-/// length `new` (each range inside the text it applies to).
-pub fn consistent(edits: &[Edit], old: usize, new: usize) -> bool {
-    let mut len = old;
-    for e in edits {
-        if e.range.start > e.range.end || e.range.end > len {
+/// Whether `edits` (each range with its new text), made one after the other on `old`, give
+/// `new` (a copy and a comparison: the edits are the caller's word, the texts the truth).
+pub fn gives(old: &str, edits: &[(Edit, String)], new: &str) -> bool {
+    let mut text = old.to_string();
+    for (e, t) in edits {
+        let r = &e.range;
+        if r.start > r.end
+            || r.end > text.len()
+            || e.len != t.len()
+            || !text.is_char_boundary(r.start)
+            || !text.is_char_boundary(r.end)
+        {
             return false;
         }
-        len = len - e.range.len() + e.len;
+        text.replace_range(r.clone(), t);
     }
-    len == new
+    text == new
 }
 
 /// The inputs of items no longer in any file, reused by the next new items (so that a long
@@ -283,11 +289,11 @@ mod tests {
         db: &mut db::Database,
         files: &mut crate::Files,
         text: &str,
-        edits: &[(Range<usize>, usize)],
+        edits: &[(Range<usize>, String)],
     ) -> Option<Vec<(ItemInput, Range<usize>)>> {
         let path = Path::new("/nonexistent/cut.xpnet");
-        for (r, len) in edits {
-            files.edited(path, r.clone(), *len);
+        for (r, new) in edits {
+            files.edited(path, r.clone(), new);
         }
         let ws = crate::reload(db, files, None, path, &Default::default(), &mut |_| {
             Some(text.to_string())
@@ -313,13 +319,13 @@ mod tests {
 
     /// The edits `(range, new text)` of `NET`, applied in order: the new text and the edits
     /// as [`Files::edited`] takes them.
-    fn apply(sites: &[(&str, &str)]) -> (String, Vec<(Range<usize>, usize)>) {
+    fn apply(sites: &[(&str, &str)]) -> (String, Vec<(Range<usize>, String)>) {
         let mut text = NET.to_string();
         let mut edits = Vec::new();
         for (old, new) in sites {
             let at = text.find(old).expect("site");
             text.replace_range(at..at + old.len(), new);
-            edits.push((at..at + old.len(), new.len()));
+            edits.push((at..at + old.len(), new.to_string()));
         }
         (text, edits)
     }
@@ -350,7 +356,7 @@ mod tests {
                 let (_, back) = {
                     let mut e = Vec::new();
                     if by_ranges {
-                        e.push((0..text.len(), NET.len()));
+                        e.push((0..text.len(), NET.to_string()));
                     }
                     (NET, e)
                 };
@@ -418,6 +424,16 @@ mod tests {
             assert!(read(&mut db, &mut files, &text, &edits).is_none());
             // and back: cut again, from the pool's inputs
             assert_eq!(read(&mut db, &mut files, NET, &[]).expect("cut").len(), 5);
+            // edits noted that do not give the text read are not believed
+            let (text, _) = apply(&[("name=\"u\"", "name=\"uu\"")]);
+            let wrong = vec![(
+                NET.find("name=\"v\"").unwrap()..NET.len(),
+                "x".repeat(text.len() - NET.find("name=\"v\"").unwrap()),
+            )];
+            assert_eq!(
+                read(&mut db, &mut files, &text, &wrong).expect("cut").len(),
+                5
+            );
         }
     }
 
@@ -450,21 +466,21 @@ mod tests {
                 len: 0
             }
         );
-        assert!(consistent(
-            &[Edit {
-                range: 1..2,
-                len: 3
-            }],
-            5,
-            7
+        let edit = |r: Range<usize>, t: &str| {
+            (
+                Edit {
+                    range: r,
+                    len: t.len(),
+                },
+                t.to_string(),
+            )
+        };
+        assert!(gives(
+            "abcde",
+            &[edit(1..2, "xyz"), edit(0..1, "")],
+            "xyzcde"
         ));
-        assert!(!consistent(
-            &[Edit {
-                range: 4..6,
-                len: 0
-            }],
-            5,
-            3
-        ));
+        assert!(!gives("abcde", &[edit(1..2, "xyz")], "axyzdf"));
+        assert!(!gives("abcde", &[edit(4..6, "")], "abcd"));
     }
 }

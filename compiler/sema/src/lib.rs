@@ -139,21 +139,21 @@ pub struct Files {
     /// The inputs of items no longer in a file ([`db::ItemInput`]).
     pool: cut::Pool,
     /// The edits made to a file's text since it was last read ([`Files::edited`]), by its
-    /// canonical path.
-    pending: HashMap<PathBuf, Vec<cut::Edit>>,
+    /// canonical path: each range and its new text.
+    pending: HashMap<PathBuf, Vec<(cut::Edit, String)>>,
 }
 
 impl Files {
     /// Notes that the text of `path` (the one its input has, or after the edits noted
-    /// before) had `range` replaced by a text of `len` bytes: the next read of it updates
-    /// the items of its root net from the ranges (see [`cut`]) instead of comparing the old
-    /// text with the new to find what changed. Edits that do not give the next text read
-    /// (by length) are ignored.
-    pub fn edited(&mut self, path: &Path, range: std::ops::Range<usize>, len: usize) {
+    /// before) had `range` replaced by `new`: the next read of it updates the items of its
+    /// root net from the ranges (see [`cut`]) instead of comparing the old text with the new
+    /// to find what changed. Edits that do not give the next text read are ignored.
+    pub fn edited(&mut self, path: &Path, range: std::ops::Range<usize>, new: &str) {
+        let len = new.len();
         self.pending
             .entry(identity(path))
             .or_default()
-            .push(cut::Edit { range, len });
+            .push((cut::Edit { range, len }, new.to_string()));
     }
 
     /// The input of `path` (found by its canonical form) with `text`: the existing one, its
@@ -167,7 +167,8 @@ impl Files {
                 let old = f.text(db).clone();
                 if *old != *text {
                     let edits = edits
-                        .filter(|e| cut::consistent(e, old.len(), text.len()))
+                        .filter(|e| cut::gives(&old, e, &text))
+                        .map(|e| e.into_iter().map(|(e, _)| e).collect())
                         .unwrap_or_else(|| vec![cut::diff(&old, &text)]);
                     let previous = f.cut(db).clone();
                     let cut = cut::recut(db, &mut self.pool, previous.as_deref(), &edits, &text);
