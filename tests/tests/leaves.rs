@@ -283,6 +283,26 @@ fn two_leaves_of_two_workers_run_a_job_exactly() {
     assert!(ran.iter().any(|w| w.starts_with("leafB/")), "{ran:?}");
     let text = tree.s.ok(&["tasks", &job]);
     assert!(text.contains("leafA/leafA-w"), "{text}");
+    // A trace has a lane per worker under the leaves.
+    let trace: serde_json::Value = serde_json::from_str(&tree.s.ok(&["trace", &job])).unwrap();
+    let mut lanes: Vec<&str> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    lanes.sort_unstable();
+    assert_eq!(
+        lanes,
+        [
+            "leafA/leafA-w0",
+            "leafA/leafA-w1",
+            "leafB/leafB-w0",
+            "leafB/leafB-w1"
+        ],
+        "{trace:#}"
+    );
     // `gspc stop` counts the leaves' workers and names the leaves.
     let (stop, _) = tree.stop_and_check(&[]);
     assert!(

@@ -760,6 +760,9 @@ impl Hub {
                     if let Some(u) = w.under.iter().find(|u| u.running == Some(g)) {
                         t.state = "running".into();
                         t.worker = format!("{}/{}", w.name, u.name);
+                        if let Some(id) = pnet_protocol::leaf_worker_id(t.worker_id, u.worker) {
+                            t.worker_id = id;
+                        }
                     }
                 }
                 _ => {
@@ -1450,13 +1453,15 @@ impl Hub {
                     if let Some(rec) = self.records.get_mut(&job) {
                         let info = self.workers.get(&r.worker);
                         let name = info.map_or("(lost)", |w| w.name.as_str());
-                        // A worker under a leaf agent: `LEAF/WORKER` (the trace's lane is
-                        // the leaf's).
                         match (self.sub, info) {
+                            // A worker under a leaf agent: `LEAF/WORKER`, in a lane of its own
+                            // in a trace (its number under the root).
                             (Some((leaf, sub)), Some(w)) if leaf == r.worker => {
-                                let under = w.sub_name(sub);
-                                rec.book
-                                    .ended_on(&r, name, under.as_deref().unwrap_or(name));
+                                let under = w.sub_name(sub).unwrap_or_else(|| name.to_string());
+                                let lane = pnet_protocol::leaf_worker_id(leaf, sub).unwrap_or(leaf);
+                                let at = std::mem::replace(&mut r.worker, lane);
+                                rec.book.ended(&r, &under);
+                                r.worker = at;
                             }
                             _ => rec.book.ended(&r, name),
                         }
@@ -1472,15 +1477,17 @@ impl Hub {
                     dropped,
                 } => {
                     let info = self.workers.get(&worker);
-                    let lane = info.map_or_else(|| format!("#{worker}"), |w| w.name.clone());
-                    let wname = match (self.sub, info) {
-                        (Some((leaf, sub)), Some(w)) if leaf == worker => {
-                            w.sub_name(sub).unwrap_or_else(|| lane.clone())
-                        }
-                        _ => lane.clone(),
+                    let plain = info.map_or_else(|| format!("#{worker}"), |w| w.name.clone());
+                    // A worker under a leaf agent: `LEAF/WORKER`, its own lane.
+                    let (lane, wname) = match (self.sub, info) {
+                        (Some((leaf, sub)), Some(w)) if leaf == worker => (
+                            pnet_protocol::leaf_worker_id(leaf, sub).unwrap_or(leaf),
+                            w.sub_name(sub).unwrap_or_else(|| plain.clone()),
+                        ),
+                        _ => (worker, plain),
                     };
                     if let Some(rec) = self.records.get_mut(&job) {
-                        rec.book.worker(worker, &lane);
+                        rec.book.worker(lane, &wname);
                         rec.book.log(task, &name, &wname, text.clone(), dropped);
                     }
                     out.push(HubCmd::TaskLog {

@@ -29,13 +29,7 @@ impl TaskBook {
 
     /// A task has ended (`worker` is its worker's name).
     pub fn ended(&mut self, r: &TraceRecord, worker: &str) {
-        self.ended_on(r, worker, worker);
-    }
-
-    /// A task has ended on `worker`, drawn in the lane `lane` of a trace (a worker under a
-    /// leaf agent, `LEAF/WORKER`, is drawn in the leaf's lane).
-    pub fn ended_on(&mut self, r: &TraceRecord, lane: &str, worker: &str) {
-        self.worker(r.worker, lane);
+        self.worker(r.worker, worker);
         if self.ended.len() >= MAX_TASK_RECORDS {
             self.ended.pop_front();
             self.dropped += 1;

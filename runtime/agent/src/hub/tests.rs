@@ -676,7 +676,16 @@ fn a_leaf_s_workers_show_in_its_status_and_name_the_tasks_they_ran() {
         .map(|t| (t.state.as_str(), t.worker.as_str()))
         .collect();
     assert_eq!(ran, [("done", "L/w1"), ("done", "L/w1"), ("done", "L/w0")]);
-    // A trace draws them in the leaf's lane.
-    assert_eq!(t.workers, vec![(0, "L".to_string())]);
+    // A trace draws each in a lane of its own, numbered as under the root.
+    let id = |k| pnet_protocol::leaf_worker_id(0, k).unwrap();
+    assert_eq!(
+        t.workers,
+        vec![(id(0), "L/w0".to_string()), (id(1), "L/w1".to_string())]
+    );
+    assert!(
+        t.tasks.iter().all(|t| t.worker_id >= id(0)),
+        "{:?}",
+        t.tasks
+    );
     assert_eq!(squares(&f.ended[0].1), vec![0, 1, 4]);
 }
