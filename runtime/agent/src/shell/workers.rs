@@ -372,11 +372,15 @@ async fn handle_worker(sock: TcpStream, peer: SocketAddr, shared: Arc<Shared>, k
         modules,
         module_path: shared.module_path.clone(),
     };
-    if frame::send(&mut w, &welcome).await.is_err() {
-        return;
-    }
+    // The event loop hears of the worker before the worker can read its Welcome (the
+    // writer sends it first, then what the event loop gives it): a stop that follows at
+    // once stops it too.
     let (tx, rx) = unbounded_channel();
-    let writer = tokio::spawn(writer_loop(w, rx));
+    let writer = tokio::spawn(async move {
+        if frame::send(&mut w, &welcome).await.is_ok() {
+            writer_loop(w, rx).await;
+        }
+    });
     if shared
         .ev
         .send(ShellEvent::Joined {
