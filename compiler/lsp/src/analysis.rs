@@ -97,23 +97,37 @@ impl Analysis {
     /// ranges, so that it scans again only the items they touch ([`pnet_sema::cut`]).
     /// Ranges are clamped to the text and to character boundaries.
     pub fn edit(&mut self, path: PathBuf, edits: &[(Range<usize>, &str)], version: i32) {
-        let (mut text, mut index) = match self.docs.get_mut(&path) {
-            Some(d) => (d.text.to_string(), std::mem::take(&mut d.index)),
-            None => (String::new(), LineIndex::new("")),
+        let (old, mut index) = match self.docs.get_mut(&path) {
+            Some(d) => (d.text.clone(), std::mem::take(&mut d.index)),
+            None => (Arc::from(""), LineIndex::new("")),
         };
-        for (range, new) in edits {
+        let extra: usize = edits.iter().map(|(_, t)| t.len()).sum();
+        let mut text = String::new();
+        for (k, (range, new)) in edits.iter().enumerate() {
+            let current: &str = if k == 0 { &old } else { &text };
             let floor = |mut i: usize| {
-                i = i.min(text.len());
-                while !text.is_char_boundary(i) {
+                i = i.min(current.len());
+                while !current.is_char_boundary(i) {
                     i -= 1;
                 }
                 i
             };
             let (s, e) = (floor(range.start), floor(range.end));
             let e = e.max(s);
-            text.replace_range(s..e, new);
+            if k == 0 {
+                // the first edit builds the new text in one pass
+                text.reserve(old.len() + extra);
+                text.push_str(&old[..s]);
+                text.push_str(new);
+                text.push_str(&old[e..]);
+            } else {
+                text.replace_range(s..e, new);
+            }
             index.edit(s..e, new);
             self.files.edited(&path, s..e, new);
+        }
+        if edits.is_empty() {
+            text.push_str(&old);
         }
         self.docs.insert(
             path,
@@ -151,10 +165,10 @@ impl Analysis {
         for path in paths {
             let previous = self.roots.get(&path).copied();
             let docs = &self.docs;
-            let mut read = |p: &Path| -> Option<String> {
+            let mut read = |p: &Path| -> Option<Arc<str>> {
                 match docs.get(p) {
-                    Some(d) => Some(d.text.to_string()),
-                    None => std::fs::read_to_string(p).ok(),
+                    Some(d) => Some(d.text.clone()),
+                    None => std::fs::read_to_string(p).ok().map(Arc::from),
                 }
             };
             let ws = pnet_sema::reload(

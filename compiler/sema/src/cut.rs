@@ -57,6 +57,17 @@ pub fn diff(old: &str, new: &str) -> Edit {
 /// Whether `edits` (each range with its new text), made one after the other on `old`, give
 /// `new` (a copy and a comparison: the edits are the caller's word, the texts the truth).
 pub fn gives(old: &str, edits: &[(Edit, String)], new: &str) -> bool {
+    // one edit: its text and what is around it compared, without a copy
+    if let [(e, t)] = edits {
+        let r = &e.range;
+        return r.start <= r.end
+            && r.end <= old.len()
+            && e.len == t.len()
+            && new.len() == old.len() - r.len() + t.len()
+            && old.as_bytes()[..r.start] == new.as_bytes()[..r.start]
+            && new.as_bytes()[r.start..r.start + t.len()] == *t.as_bytes()
+            && old.as_bytes()[r.end..] == new.as_bytes()[r.start + t.len()..];
+    }
     let mut text = old.to_string();
     for (e, t) in edits {
         let r = &e.range;
@@ -296,7 +307,7 @@ mod tests {
             files.edited(path, r.clone(), new);
         }
         let ws = crate::reload(db, files, None, path, &Default::default(), &mut |_| {
-            Some(text.to_string())
+            Some(Arc::from(text))
         });
         let file = ws.files(db)[0];
         let cut = file.cut(db).clone()?;

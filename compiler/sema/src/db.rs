@@ -655,7 +655,7 @@ mod tests {
     ) -> Workspace {
         let path = Path::new("/nonexistent/n.xpnet");
         crate::reload(db, files, ws, path, &Default::default(), &mut |_| {
-            Some(text.to_string())
+            Some(Arc::from(text))
         })
     }
 

@@ -118,13 +118,15 @@ pub fn compile_source(path: &Path, text: &str, options: &Options) -> Output {
 /// each `href` against the including file's folder first and then each search path.
 pub fn load(db: &mut db::Database, path: &Path, text: &str, options: &Options) -> db::Workspace {
     let root = path.to_path_buf();
-    let text = text.to_string();
+    let text: Arc<str> = Arc::from(text);
     let mut files = Files::default();
     reload(db, &mut files, None, path, options, &mut |p: &Path| {
         if p == root {
             Some(text.clone())
         } else {
-            pnet_stdlib::input::read_text(p, pnet_stdlib::input::MAX_SOURCE_BYTES).ok()
+            pnet_stdlib::input::read_text(p, pnet_stdlib::input::MAX_SOURCE_BYTES)
+                .ok()
+                .map(Arc::from)
         }
     })
 }
@@ -158,7 +160,7 @@ impl Files {
 
     /// The input of `path` (found by its canonical form) with `text`: the existing one, its
     /// text and items set only when it changed, or a new one with the next id.
-    fn input(&mut self, db: &mut db::Database, path: &Path, text: String) -> db::SourceInput {
+    fn input(&mut self, db: &mut db::Database, path: &Path, text: Arc<str>) -> db::SourceInput {
         use salsa::Setter;
         let key = identity(path);
         let edits = self.pending.remove(&key);
@@ -172,7 +174,7 @@ impl Files {
                         .unwrap_or_else(|| vec![cut::diff(&old, &text)]);
                     let previous = f.cut(db).clone();
                     let cut = cut::recut(db, &mut self.pool, previous.as_deref(), &edits, &text);
-                    f.set_text(db).to(Arc::from(text));
+                    f.set_text(db).to(text);
                     f.set_cut(db).to(cut);
                 }
                 f
@@ -181,7 +183,7 @@ impl Files {
                 let id = FileId(self.next);
                 self.next += 1;
                 let cut = cut::recut(db, &mut self.pool, None, &[], &text);
-                let f = db::SourceInput::new(db, id, path.to_path_buf(), Arc::from(text), cut);
+                let f = db::SourceInput::new(db, id, path.to_path_buf(), text, cut);
                 self.by_path.insert(key, f);
                 f
             }
@@ -202,7 +204,7 @@ pub fn reload(
     previous: Option<db::Workspace>,
     path: &Path,
     options: &Options,
-    read: &mut dyn FnMut(&Path) -> Option<String>,
+    read: &mut dyn FnMut(&Path) -> Option<Arc<str>>,
 ) -> db::Workspace {
     use salsa::Setter;
     let mut files: Vec<db::SourceInput> = Vec::new();
