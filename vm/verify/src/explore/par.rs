@@ -230,6 +230,12 @@ impl Par {
             gate: Gate::new(threads),
         };
         let sh = &sh;
+        // Cleared here too, for a thread that cannot be started (its slots must not be
+        // freed again if the slice is given back).
+        for w in &mut self.workers {
+            w.claimed.clear();
+            w.batches = 0;
+        }
         let started = Instant::now();
         let mut numbered = false;
         std::thread::scope(|sc| {
