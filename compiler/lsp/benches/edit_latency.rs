@@ -9,7 +9,8 @@
 //! spent on it (the median of each: on a loaded machine the CPU time is the steadier
 //! figure). The kinds: one character in an expression, renaming a place (its declaration
 //! and its two connections), adding a port, changing a place's type attribute, adding a
-//! transition. The process's memory (VmRSS, VmHWM of /proc/self/status) is printed before
+//! transition, adding a place in the middle of the places and a connection to it from one
+//! transition (every other round removes them: the row times both). The process's memory (VmRSS, VmHWM of /proc/self/status) is printed before
 //! the server exists, after the first analysis and after the edits; then (not timed) each
 //! edited text's diagnostics are checked against a fresh analysis of the same text.
 
@@ -125,12 +126,25 @@ fn edits(text: &str, n: usize) -> Vec<Kind> {
             mid + 1
         ),
     )];
+    // a place after `p{mid}`, read by transition `t{mid}` (its `x` port, read and consumed)
+    let at = text.find(&place).expect("place") + place.len() + 1;
+    let mut add_place = vec![(
+        at..at,
+        "    <place name=\"pextra\" type=\"long\"/>\n".to_string(),
+    )];
+    let at = after("<connect-in port=\"x\"");
+    let at = at + text[at..].find('\n').expect("line") + 1;
+    add_place.push((
+        at..at,
+        "      <connect-read port=\"x\" place=\"pextra\"/>\n".to_string(),
+    ));
     vec![
         kind("character in an expression", text, character),
         kind("rename a place (+ connections)", text, rename),
         kind("add a port", text, port),
         kind("change a type attribute", text, ty),
         kind("add a transition", text, transition),
+        kind("add/remove a place (+ connect)", text, add_place),
     ]
 }
 
