@@ -76,7 +76,6 @@ impl RootPlaces {
     /// The declared place `i` as a transition sees it.
     pub(super) fn known(&self, i: usize) -> transition::KnownPlace {
         transition::KnownPlace {
-            index: i,
             ty: self.places[i].ty.clone(),
             generator: self.places[i].generator,
             span: self.place_spans[i],

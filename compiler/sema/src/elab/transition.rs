@@ -16,11 +16,13 @@ pub struct PlaceView {
     all: Option<Vec<(String, SourceSpan)>>,
 }
 
-/// A place a transition names: its index among the declared places, its type, whether it
-/// is a generator place and the span of its name.
+/// A place a transition names: its type, whether it is a generator place and the span of
+/// its name. Not its index among the declared places: a place added or removed before it
+/// would change the views of every transition naming a later place. The transition's
+/// result names its places by their position in [`named_places`] ([`PlaceView::get`]),
+/// made indexes of the net's places when it is added to the net ([`Elab::absorb`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct KnownPlace {
-    pub(super) index: usize,
     pub(super) ty: Type,
     pub(super) generator: bool,
     pub(super) span: Span,
@@ -56,7 +58,6 @@ impl PlaceView {
         let known: Vec<Option<KnownPlace>> = named_places(t)
             .map(|name| {
                 by_name.get(name).map(|&i| KnownPlace {
-                    index: i,
                     ty: places[i].ty.clone(),
                     generator: places[i].generator,
                     span: place_spans[i],
@@ -68,10 +69,11 @@ impl PlaceView {
         PlaceView { known, all }
     }
 
-    /// The place `name` of transition `t` (the one this view was made for).
-    pub(super) fn get(&self, t: &TransitionDecl, name: &str) -> Option<&KnownPlace> {
+    /// The place `name` of transition `t` (the one this view was made for), and its id in
+    /// the transition's result: its position in [`named_places`] (see [`KnownPlace`]).
+    pub(super) fn get(&self, t: &TransitionDecl, name: &str) -> Option<(PlaceId, &KnownPlace)> {
         let i = named_places(t).position(|n| n == name)?;
-        self.known.get(i)?.as_ref()
+        Some((PlaceId::from(i), self.known.get(i)?.as_ref()?))
     }
 
     /// Every place's name (empty unless the transition names an unknown place).
@@ -235,6 +237,33 @@ pub(super) enum Effect {
     },
 }
 
+/// The index among the declared places of `by_name` of each place transition `t` names (in
+/// the order of [`named_places`]; `None` for an unknown one): what the ids of the places in
+/// its result ([`PlaceView::get`]) stand for.
+fn place_ids(t: &TransitionDecl, by_name: &PlaceNames) -> Vec<Option<usize>> {
+    named_places(t).map(|n| by_name.get(n).copied()).collect()
+}
+
+/// The place of the net that place `p` of a transition's result stands for (see
+/// [`place_ids`]).
+fn global(p: PlaceId, ids: &[Option<usize>]) -> PlaceId {
+    ids.get(p.index())
+        .copied()
+        .flatten()
+        .map_or(p, PlaceId::from)
+}
+
+/// The places of a transition's connections and place map made the net's (see
+/// [`place_ids`]).
+fn globalize(t: &mut Transition, ids: &[Option<usize>]) {
+    for c in &mut t.connections {
+        c.place = global(c.place, ids);
+    }
+    for pm in &mut t.place_map {
+        pm.1 = global(pm.1, ids);
+    }
+}
+
 impl<'a> Elab<'a> {
     /// Elaborates transition `t` (the `index`-th of net `n`) of a net with the places
     /// `places` (declared, in order; `by_name` and `place_spans` index them) and adds it to
@@ -260,7 +289,7 @@ impl<'a> Elab<'a> {
             && let Some(&chunk_out) = chunked.get(index)
             && chunk_out.0 == self.struct_depth_reported
         {
-            self.absorb_lite(&chunk_out.1, net);
+            self.absorb_lite(&chunk_out.1, net, &place_ids(t, by_name));
             return;
         }
         let declared = &net.places[..place_spans.len()];
@@ -273,15 +302,16 @@ impl<'a> Elab<'a> {
             let item = db::ItemInput::from_id(ri.keys[index]);
             let depth_reported = self.struct_depth_reported;
             if let Some(out) = transition_query(ri.db, ri.ws, item, view.clone(), depth_reported) {
+                let ids = place_ids(t, by_name);
                 match self.lite {
-                    true => self.absorb_lite(out, net),
-                    false => self.absorb(out.clone(), net),
+                    true => self.absorb_lite(out, net, &ids),
+                    false => self.absorb(out.clone(), net, &ids),
                 }
                 return;
             }
         }
         let out = self.item().transition_out(ctx, t, &view);
-        self.absorb(out, net);
+        self.absorb(out, net, &place_ids(t, by_name));
     }
 
     /// A fresh elaboration for one item, sharing this one's files and options.
@@ -315,7 +345,7 @@ impl<'a> Elab<'a> {
     /// diagnostics, the module functions met, the misnamed spans, and the transition or
     /// inlined net (function and code ids are left as they are: no function is added); the
     /// facts too when they are kept ([`Elab::keep_facts`]).
-    fn absorb_lite(&mut self, out: &TransitionOut, net: &mut Net) {
+    fn absorb_lite(&mut self, out: &TransitionOut, net: &mut Net, ids: &[Option<usize>]) {
         self.diags.extend(out.diags.iter().cloned());
         if self.keep_facts {
             let f = &out.facts;
@@ -328,7 +358,11 @@ impl<'a> Elab<'a> {
         self.struct_depth_reported |= out.struct_depth_reported;
         match &out.effect {
             Effect::Nothing => {}
-            Effect::Transition(t) => net.transitions.push(t.clone()),
+            Effect::Transition(t) => {
+                let mut t = t.clone();
+                globalize(&mut t, ids);
+                net.transitions.push(t);
+            }
             Effect::Inline { prefix, child, map } => {
                 let effect = Effect::Inline {
                     prefix: prefix.clone(),
@@ -346,7 +380,7 @@ impl<'a> Elab<'a> {
                     struct_depth_reported: false,
                     effect,
                 };
-                self.absorb(out, net);
+                self.absorb(out, net, ids);
             }
         }
     }
@@ -375,8 +409,9 @@ impl<'a> Elab<'a> {
     }
 
     /// Adds a transition's result to this elaboration and to `net`: its functions and codes
-    /// after this one's (their ids shifted), its diagnostics and facts.
-    pub(super) fn absorb(&mut self, out: TransitionOut, net: &mut Net) {
+    /// after this one's (their ids shifted), its diagnostics and facts; `ids`: the index in
+    /// `net` of each place the transition names ([`place_ids`]).
+    pub(super) fn absorb(&mut self, out: TransitionOut, net: &mut Net, ids: &[Option<usize>]) {
         let fbase = self.functions.len();
         let cbase = self.codes.len();
         let fid = |f: FunctionId| FunctionId::from(f.index() + fbase);
@@ -428,6 +463,7 @@ impl<'a> Elab<'a> {
             Effect::Nothing => {}
             Effect::Transition(mut t) => {
                 shift(&mut t);
+                globalize(&mut t, ids);
                 net.transitions.push(t);
             }
             Effect::Inline {
@@ -435,6 +471,9 @@ impl<'a> Elab<'a> {
                 child,
                 mut map,
             } => {
+                for m in map.iter_mut().flatten() {
+                    *m = global(*m, ids);
+                }
                 for (i, mut p) in child.places.into_iter().enumerate() {
                     match map[i] {
                         Some(target) => {
@@ -708,7 +747,7 @@ impl<'a> Elab<'a> {
                 _ => {}
             }
             let Some(place_name) = &c.place else { continue };
-            let Some(place) = places.get(t, &place_name.text) else {
+            let Some((place_id, place)) = places.get(t, &place_name.text) else {
                 self.error(
                     Diagnostic::error(
                         "unknown_place",
@@ -721,7 +760,6 @@ impl<'a> Elab<'a> {
                 self.meant_place_in(&place_name.text, places.all());
                 continue;
             };
-            let place_id = PlaceId::from(place.index);
             self.facts.references.push(Reference {
                 kind: SymbolKind::Place,
                 name: place_name.text.clone(),
@@ -950,7 +988,7 @@ impl<'a> Elab<'a> {
                 );
             }
             if let (Some(v), Some(r), Body::Net(cn)) = (virt, real, &f.body) {
-                let (vt, rt) = (&cn.places[v].ty, &r.ty);
+                let (vt, rt) = (&cn.places[v].ty, &r.1.ty);
                 if vt != rt && *vt != Type::Any && *rt != Type::Any {
                     self.error(
                         Diagnostic::error(
@@ -960,7 +998,7 @@ impl<'a> Elab<'a> {
                         .with_primary(pm.span, "types differ"),
                     );
                 }
-                place_map.push((PlaceId::from(v), PlaceId::from(r.index)));
+                place_map.push((PlaceId::from(v), r.0));
             }
         }
 
