@@ -8,6 +8,7 @@
 //! the net: tags opened or closed across it), the whole text is scanned again
 //! ([`items::items_in_order`]) and the old inputs are matched by text from both ends.
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -248,20 +249,44 @@ fn pair(
     inputs.extend(&old[..head]);
     let middle_old = &old[head..old.len() - tail];
     let middle_new = &found[head..found.len() - tail];
-    for (k, (r, _)) in middle_new.iter().enumerate() {
-        let t = &text[r.clone()];
-        match middle_old.get(k) {
-            Some(&i) => {
-                if **i.text(db) != *t {
-                    i.set_text(db).to(Arc::from(t));
+    // in the middle, the old items of the same text first (an item added or removed
+    // there shifts the others: paired in order, each would take its neighbour's text),
+    // then the others in order, their texts set
+    let texts: Vec<Arc<str>> = middle_old.iter().map(|i| i.text(db).clone()).collect();
+    let mut by_text: HashMap<&str, Vec<usize>> = HashMap::with_capacity(texts.len());
+    for (k, t) in texts.iter().enumerate().rev() {
+        by_text.entry(&**t).or_default().push(k);
+    }
+    let mut taken = vec![false; middle_old.len()];
+    let mut chosen: Vec<Option<ItemInput>> = middle_new
+        .iter()
+        .map(|(r, _)| {
+            let k = by_text.get_mut(&text[r.clone()])?.pop()?;
+            taken[k] = true;
+            Some(middle_old[k])
+        })
+        .collect();
+    let mut rest = middle_old
+        .iter()
+        .zip(&taken)
+        .filter(|(_, t)| !**t)
+        .map(|(i, _)| *i);
+    for (c, (r, _)) in chosen.iter_mut().zip(middle_new) {
+        if c.is_none() {
+            let t = &text[r.clone()];
+            *c = Some(match rest.next() {
+                Some(i) => {
+                    if **i.text(db) != *t {
+                        i.set_text(db).to(Arc::from(t));
+                    }
+                    i
                 }
-                inputs.push(i);
-            }
-            None => inputs.push(pool.take(db, t)),
+                None => pool.take(db, t),
+            });
         }
     }
-    pool.free
-        .extend(middle_old.iter().skip(middle_new.len()).copied());
+    pool.free.extend(rest);
+    inputs.extend(chosen.into_iter().flatten());
     inputs.extend(&old[old.len() - tail..]);
     for (i, (r, kind)) in inputs.into_iter().zip(found) {
         out.push(item(i, r.clone(), *kind)?);
