@@ -1,7 +1,8 @@
 //! An edit through the database (salsa's queries: the root net's places and transitions
 //! parsed and elaborated by queries of their own, reused from edit to edit) must give
 //! exactly the diagnostics of a fresh analysis of the new text: random single-character
-//! edits, chained, over a generated net, a hand-written net with templates instantiated
+//! edits and now and then a place or connection line removed or copied (places added and
+//! removed among the others), chained, over a generated net, a hand-written net with templates instantiated
 //! twice, the repository's examples and (when present) nets of the GPI-Space corpus; after
 //! each edit the incremental server's diagnostics are compared with those of a fresh
 //! analysis of the same text.
@@ -129,6 +130,11 @@ const POOL: &[char] = &[
 /// One random single-character edit: mostly inside an expression or condition. The edited
 /// text, and the edit as an editor sends it (the byte range replaced, the new text).
 fn edit(rng: &mut Rng, text: &str) -> (String, Range<usize>, String) {
+    if rng.below(8) == 0
+        && let Some(e) = line_edit(rng, text)
+    {
+        return e;
+    }
     let ranges = text_ranges(text);
     let at = if !ranges.is_empty() && rng.below(10) < 8 {
         let (s, e) = ranges[rng.below(ranges.len())];
@@ -147,6 +153,43 @@ fn edit(rng: &mut Rng, text: &str) -> (String, Range<usize>, String) {
     };
     out.replace_range(range.clone(), &with);
     (out, range, with)
+}
+
+/// An edit of a whole line holding a place or a connection: the line removed, or a copy of
+/// it put before it with the place's name changed (a new place, another connection, or a
+/// duplicate), so that places come and go in the middle of the others (which moves the
+/// later ones). `None` when the text has no such line.
+fn line_edit(rng: &mut Rng, text: &str) -> Option<(String, Range<usize>, String)> {
+    let tag = ["<place ", "<connect-"][rng.below(2)];
+    let sites: Vec<usize> = text.match_indices(tag).map(|(i, _)| i).collect();
+    if sites.is_empty() {
+        return None;
+    }
+    let at = sites[rng.below(sites.len())];
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[at..].find('\n').map_or(text.len(), |i| at + i + 1);
+    let line = &text[start..end];
+    let (range, with) = if rng.below(2) == 0 {
+        (start..end, String::new())
+    } else {
+        let key = if tag == "<place " {
+            "name=\""
+        } else {
+            "place=\""
+        };
+        let copy = match line.find(key) {
+            // another name, or (one time in three) the same one
+            Some(i) if rng.below(3) != 0 => {
+                let i = i + key.len();
+                format!("{}n{}{}", &line[..i], rng.below(1000), &line[i..])
+            }
+            _ => line.to_string(),
+        };
+        (start..start, copy)
+    };
+    let mut out = text.to_string();
+    out.replace_range(range.clone(), &with);
+    Some((out, range, with))
 }
 
 /// Random chained edits on `text`, each edit's diagnostics compared with those of a fresh
