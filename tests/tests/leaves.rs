@@ -67,6 +67,11 @@ impl Drop for Tree {
 
 impl Tree {
     fn new(name: &str) -> Tree {
+        Tree::with(name, &[])
+    }
+
+    /// [`Tree::new`] with more options for both leaves.
+    fn with(name: &str, leaf_args: &[&str]) -> Tree {
         let s = pnet_tests::GspcScratch::new("leaves", name, bin_dir().join("gspc"));
         let modules = s.dir.join("modules");
         let pids = s.dir.join("pids");
@@ -99,6 +104,7 @@ impl Tree {
                     c.env("GSPC_STATE_DIR", s.state());
                 }
                 c.args(["--workers", "2", "--name", name])
+                    .args(leaf_args)
                     .env_remove("PNET_MODULE_PATH")
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
@@ -740,6 +746,132 @@ fn a_leaf_killed_mid_run_has_its_tasks_run_again_by_the_root() {
         }
     }
     tree.stop_and_check_nothing_left(&[victim]);
+}
+
+/// The root daemon's pid and the pids of the workers under each leaf, by leaf name.
+fn root_and_leaf_workers(st: &serde_json::Value) -> (u32, Vec<(String, Vec<u64>)>) {
+    let mut leaves: Vec<(String, Vec<u64>)> = st["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            let mut pids: Vec<u64> = l["workers"]
+                .as_array()
+                .map(|u| u.iter().filter_map(|w| w["pid"].as_u64()).collect())
+                .unwrap_or_default();
+            pids.sort_unstable();
+            (l["name"].as_str().unwrap_or_default().to_string(), pids)
+        })
+        .collect();
+    leaves.sort();
+    (st["pid"].as_u64().unwrap() as u32, leaves)
+}
+
+/// SIGKILLs the root daemon and waits until it is gone.
+fn kill_root(daemon: u32) {
+    // SAFETY: kill(2) of the runtime this test booted.
+    assert_eq!(unsafe { libc::kill(daemon as i32, libc::SIGKILL) }, 0);
+    assert!(wait_gone(daemon, Duration::from_secs(10)));
+}
+
+#[test]
+fn leaves_rejoin_a_resumed_root_with_their_workers_and_the_job_finishes_exactly() {
+    let mut tree = Tree::with("rejoin", &["--wait-for-root", "60"]);
+    let st = tree.until("four workers under the leaves", |st| {
+        root_and_leaf_workers(st)
+            .1
+            .iter()
+            .all(|(_, w)| w.len() == 2)
+    });
+    let (daemon, before) = root_and_leaf_workers(&st);
+    let job = tree.submit();
+    tree.wait_started(40);
+    kill_root(daemon);
+    // The leaves stay, and so do their workers.
+    std::thread::sleep(Duration::from_millis(500));
+    for l in tree.leaves.iter_mut() {
+        assert!(
+            l.try_wait().unwrap().is_none(),
+            "a leaf exited with its root"
+        );
+    }
+    for (name, pids) in &before {
+        for &p in pids {
+            assert!(
+                alive(p as u32),
+                "worker pid {p} of `{name}` went with the root"
+            );
+        }
+    }
+    let resumed = tree.s.ok(&["boot", "--resume", "--timeout", "30"]);
+    assert!(resumed.contains("gspc: runtime booted (pid "), "{resumed}");
+    let st = tree.until("the leaves back with their workers", |st| {
+        let (_, l) = root_and_leaf_workers(st);
+        l.len() == 2 && l.iter().all(|(_, w)| w.len() == 2)
+    });
+    let (daemon2, after) = root_and_leaf_workers(&st);
+    assert_ne!(daemon2, daemon);
+    assert_eq!(after, before, "the same workers under the same leaves");
+    let (ys, _) = tree.wait(&job);
+    assert_eq!(ys, expected(), "exact after the root's crash and resume");
+    let errs = tree.stop_and_check_nothing_left(&[]);
+    for e in &errs {
+        assert!(
+            e.contains("gspc-leaf: lost the root agent (")
+                && e.contains("keeping its 2 workers (")
+                && e.contains("trying to join it again for up to 60 s (--wait-for-root)")
+                && e.contains("gspc-leaf: joined the root agent ")
+                && e.contains("), with its 2 workers"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn a_leaf_whose_root_does_not_come_back_exits_1_within_its_wait() {
+    let mut tree = Tree::with("gone", &["--wait-for-root", "2"]);
+    let st = tree.until("four workers under the leaves", |st| {
+        root_and_leaf_workers(st)
+            .1
+            .iter()
+            .all(|(_, w)| w.len() == 2)
+    });
+    let (daemon, leaves) = root_and_leaf_workers(&st);
+    kill_root(daemon);
+    let t = Instant::now();
+    for l in &mut tree.leaves {
+        let status = loop {
+            if let Some(st) = l.try_wait().unwrap() {
+                break st;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "a leaf outlived its wait for the root"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        use std::io::Read;
+        l.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert_eq!(status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("gspc-leaf: lost the root agent (")
+                && err.contains("(waited 2 s for the root agent to come back: --wait-for-root)"),
+            "{err}"
+        );
+    }
+    assert!(
+        t.elapsed() >= Duration::from_millis(1500),
+        "it did not wait"
+    );
+    for (name, pids) in &leaves {
+        for &p in pids {
+            assert!(
+                wait_gone(p as u32, Duration::from_secs(10)),
+                "worker pid {p} of `{name}` outlived its leaf"
+            );
+        }
+    }
 }
 
 #[test]

@@ -214,9 +214,21 @@ async fn reach_root(
     }
 }
 
-async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafReport, AgentError> {
-    // The root first: its Welcome holds the module definitions the workers need.
-    let (stream, root, secret) = reach_root(cfg).await?;
+/// What the root's Welcome gave the leaf: its number and the module definitions.
+struct Joined {
+    root_r: RootReader,
+    root_w: RootWriter,
+    leaf_id: u32,
+    modules: Vec<pnet_protocol::ModuleDef>,
+    module_path: Vec<String>,
+}
+
+/// The handshake with the root on a new connection: the leaf's hello, the root's Welcome.
+async fn join_root(
+    cfg: &LeafConfig,
+    stream: tokio::net::TcpStream,
+    secret: &Secret,
+) -> Result<Joined, AgentError> {
     let _ = stream.set_nodelay(true);
     let (rd, wr) = stream.into_split();
     let mut root_r = frame::reader(rd);
@@ -244,28 +256,44 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
     .await
     .map_err(|_| setup("the root agent did not answer the hello within 30 s".into()))?
     .map_err(|e| setup(format!("the root agent closed the connection: {e}")))?;
-    let (leaf_id, modules, module_path) = match welcome {
+    match welcome {
         AgentMsg::Welcome {
             worker,
             modules,
             module_path,
-        } => (worker, modules, module_path),
+        } => Ok(Joined {
+            root_r,
+            root_w,
+            leaf_id: worker,
+            modules,
+            module_path,
+        }),
         AgentMsg::Refused { reason } => {
             let hint = if reason.contains("not a Hello") {
                 " (the root is older than this leaf: use the gspc of the same release)"
             } else {
                 ""
             };
-            return Err(setup(format!(
+            Err(setup(format!(
                 "the root agent refused this leaf: {reason}{hint}"
-            )));
+            )))
         }
-        other => {
-            return Err(setup(format!(
-                "the root agent answered the hello with {other:?}"
-            )));
-        }
-    };
+        other => Err(setup(format!(
+            "the root agent answered the hello with {other:?}"
+        ))),
+    }
+}
+
+async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafReport, AgentError> {
+    // The root first: its Welcome holds the module definitions the workers need.
+    let (stream, root, secret) = reach_root(cfg).await?;
+    let Joined {
+        mut root_r,
+        mut root_w,
+        leaf_id,
+        modules,
+        module_path,
+    } = join_root(cfg, stream, &secret).await?;
     let gpi = crate::memory::GPI_CAPABILITY;
     if cfg.capabilities.iter().any(|c| c == gpi)
         && pnet_protocol::leaf_worker_id(leaf_id, 0).is_none()
@@ -352,7 +380,28 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
         "leaf `{}`: connected to the root {root}; its workers connect to {addr}",
         cfg.name
     ));
-    let ended = leaf.run(&mut root_r, &mut root_w, ev_rx, children).await;
+    let mut ev_rx = ev_rx;
+    let ended = loop {
+        let why = match leaf
+            .run(&mut root_r, &mut root_w, &mut ev_rx, children)
+            .await
+        {
+            End::Over(why) => break why,
+            End::RootLost(why) => why,
+        };
+        // Its workers' segments are in the lost root's global memory: a leaf with working
+        // memory does not join again.
+        if cfg.wait_for_root.is_zero() || cfg.capabilities.iter().any(|c| c == gpi) {
+            break why;
+        }
+        match leaf.rejoin(&why, &mut ev_rx, children).await {
+            Ok(j) => {
+                root_r = j.root_r;
+                root_w = j.root_w;
+            }
+            Err(e) => break format!("{why}; {e}"),
+        }
+    };
     for c in leaf.conns.values() {
         let _ = c.tx.send(encode(&AgentMsg::Shutdown));
     }
@@ -427,6 +476,13 @@ type RootWriter = tokio_util::codec::FramedWrite<
     tokio_util::codec::LengthDelimitedCodec,
 >;
 
+/// Why [`Leaf::run`] ended: for good (the root's Shutdown, ...), or the root's connection
+/// was lost (the leaf tries to join again).
+enum End {
+    Over(String),
+    RootLost(String),
+}
+
 /// Events handled in one round at most (then the root hears the answers).
 const ROUND: usize = 4096;
 
@@ -443,9 +499,9 @@ impl Leaf<'_> {
         &mut self,
         root_r: &mut RootReader,
         root_w: &mut RootWriter,
-        mut ev_rx: UnboundedReceiver<ShellEvent>,
+        ev_rx: &mut UnboundedReceiver<ShellEvent>,
         children: &mut Vec<Child>,
-    ) -> String {
+    ) -> End {
         let mut hb = tokio::time::interval(HEARTBEAT_INTERVAL);
         hb.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_heard = Instant::now();
@@ -462,20 +518,26 @@ impl Leaf<'_> {
                     }
                     for f in frames {
                         let bytes = match f {
-                            None => return "the root closed the connection".into(),
-                            Some(Err(e)) => return format!("root connection error: {e}"),
+                            None => {
+                                return End::RootLost("the root closed the connection".into());
+                            }
+                            Some(Err(e)) => {
+                                return End::RootLost(format!("root connection error: {e}"));
+                            }
                             Some(Ok(b)) => b,
                         };
                         match postcard::from_bytes::<AgentMsg>(&bytes) {
-                            Ok(AgentMsg::Shutdown) => return "stopped by the root".into(),
+                            Ok(AgentMsg::Shutdown) => return End::Over("stopped by the root".into()),
                             Ok(m) => self.root_msg(m),
-                            Err(e) => return format!("malformed message from the root: {e}"),
+                            Err(e) => {
+                                return End::Over(format!("malformed message from the root: {e}"));
+                            }
                         }
                     }
                 }
                 ev = ev_rx.recv() => {
                     let Some(ev) = ev else {
-                        return "the worker connections ended".into();
+                        return End::Over("the worker connections ended".into());
                     };
                     self.shell_event(ev);
                     let mut n = 1;
@@ -487,10 +549,10 @@ impl Leaf<'_> {
                 _ = hb.tick() => {
                     self.reap(children);
                     if last_heard.elapsed() > AGENT_SILENCE_TIMEOUT {
-                        return format!(
+                        return End::RootLost(format!(
                             "the root has been silent for {} ms",
                             last_heard.elapsed().as_millis()
-                        );
+                        ));
                     }
                     if last_sent.elapsed() >= HEARTBEAT_INTERVAL / 2 && self.up.is_empty() {
                         self.up.push(WorkerMsg::Heartbeat { running: None });
@@ -509,11 +571,202 @@ impl Leaf<'_> {
                     WorkerMsg::Batch(batch)
                 };
                 if let Err(e) = root_w.send(encode(&msg)).await {
-                    return format!("cannot write to the root: {e}");
+                    return End::RootLost(format!("cannot write to the root: {e}"));
                 }
                 last_sent = Instant::now();
             }
         }
+    }
+
+    /// A worker's capabilities for the scheduler here.
+    fn sched_caps(&self, id: WorkerId, mut caps: Vec<String>) -> Vec<String> {
+        if pnet_protocol::leaf_worker_id(self.leaf_id, id).is_none() {
+            // Its number is not unique under the root: its memory cannot join the global
+            // memory, so it runs no calls with memory.
+            caps.retain(|c| c != crate::memory::GPI_CAPABILITY);
+        }
+        caps
+    }
+
+    /// Says a line on standard error (`on_wait`) and in the log.
+    fn say(&self, line: &str) {
+        if let Some(f) = self.cfg.on_wait {
+            f(line);
+        }
+        self.log(line);
+    }
+
+    /// The root's connection was lost (not its Shutdown): the leaf keeps its workers, drops
+    /// the tasks it holds (those running are cancelled on the workers: a resumed root runs
+    /// again what its journal lacks) and tries to join the root again for up to
+    /// `wait_for_root`, reading its address and secret again at each try (a resumed root
+    /// listens on a new port with a new secret). It joins once every cancelled task has been
+    /// answered (so no late answer of the old root's tasks reaches the new one).
+    async fn rejoin(
+        &mut self,
+        why: &str,
+        ev_rx: &mut UnboundedReceiver<ShellEvent>,
+        children: &mut Vec<Child>,
+    ) -> Result<Joined, AgentError> {
+        let cfg = self.cfg;
+        let mut old = std::mem::replace(&mut self.sched, Sched::new(SchedConfig::default()));
+        let cancelled = old.cancel_all();
+        for &(wid, task) in &cancelled {
+            self.to_worker(wid, &AgentMsg::Cancel { task });
+        }
+        let queued = old.queued();
+        let mut ids: Vec<WorkerId> = self.conns.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            let caps = self
+                .subs
+                .get(&id)
+                .map(|s| s.capabilities.clone())
+                .unwrap_or_default();
+            let caps = self.sched_caps(id, caps);
+            let name = self
+                .conns
+                .get(&id)
+                .map(|c| c.name.clone())
+                .unwrap_or_default();
+            self.sched.add_worker(id, &name, caps);
+        }
+        self.classes.clear();
+        self.at.clear();
+        self.mem.clear();
+        self.up.clear();
+        self.capacity_sent = 0;
+        self.subs_changed = true;
+        self.say(&format!(
+            "lost the root agent ({why}); keeping its {} workers ({} running tasks cancelled, \
+             {queued} queued dropped: a resumed root runs them again) and trying to join it \
+             again for up to {} s (--wait-for-root)",
+            self.conns.len(),
+            cancelled.len(),
+            cfg.wait_for_root.as_secs_f64()
+        ));
+        let start = Instant::now();
+        let mut said = Instant::now();
+        let mut last = String::from("the cancelled tasks are not answered yet");
+        loop {
+            while let Ok(ev) = ev_rx.try_recv() {
+                self.lost_event(&mut old, ev);
+            }
+            self.up.clear();
+            self.reap(children);
+            if old.running() == 0 {
+                match try_root(cfg).await {
+                    Ok((stream, root, secret)) => {
+                        let j = match join_root(cfg, stream, &secret).await {
+                            Ok(j) => Some(j),
+                            Err(e) if e.to_string().contains("refused this leaf") => {
+                                return Err(e);
+                            }
+                            Err(e) => {
+                                last = e.to_string();
+                                None
+                            }
+                        };
+                        if let Some(j) = j {
+                            self.rejoined(&j);
+                            self.say(&format!(
+                                "joined the root agent {root} again after {:.1} s (leaf number \
+                                 {}), with its {} workers",
+                                start.elapsed().as_secs_f64(),
+                                j.leaf_id,
+                                self.conns.len()
+                            ));
+                            return Ok(j);
+                        }
+                    }
+                    Err(Attempt::Fatal(w)) => return Err(setup(w)),
+                    Err(Attempt::Again(w)) => last = w,
+                }
+            }
+            let waited = start.elapsed();
+            if waited >= cfg.wait_for_root {
+                return Err(setup(format!(
+                    "{last} (waited {} s for the root agent to come back: --wait-for-root)",
+                    cfg.wait_for_root.as_secs_f64()
+                )));
+            }
+            if said.elapsed() >= Duration::from_secs(10) {
+                self.say(&format!(
+                    "still waiting for the root agent ({last}); giving up in {:.0} s",
+                    (cfg.wait_for_root - waited).as_secs_f64().ceil()
+                ));
+                said = Instant::now();
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// A worker event while the root is away: answers settle the cancelled tasks of `old`
+    /// (the scheduler of the lost root's tasks); joins and losses change the workers.
+    fn lost_event(&mut self, old: &mut Sched, ev: ShellEvent) {
+        match ev {
+            ShellEvent::Msgs { id, msgs } => {
+                if let Some(sub) = self.subs.get_mut(&id) {
+                    sub.last_seen = Instant::now();
+                }
+                let now = self.now();
+                for m in msgs {
+                    match m {
+                        WorkerMsg::Done { task, .. }
+                        | WorkerMsg::DoneAt { task, .. }
+                        | WorkerMsg::Failed { task, .. }
+                        | WorkerMsg::FailedAt { task, .. }
+                        | WorkerMsg::Cancelled { task } => {
+                            old.finish(id, task, now);
+                        }
+                        WorkerMsg::Returned { tasks, kept } => {
+                            old.returned(id, &tasks, &kept);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            ShellEvent::Lost { id, .. } => {
+                old.remove_worker(id);
+                self.shell_event(ev);
+            }
+            ev => self.shell_event(ev),
+        }
+    }
+
+    /// Joined the root again: its Welcome's module definitions replace the lost root's on
+    /// the workers.
+    fn rejoined(&mut self, j: &Joined) {
+        let mut gone: Vec<u32> = {
+            let defs = self
+                .shared_defs
+                .defs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            defs.0.iter().map(|d| d.id).collect()
+        };
+        for m in &self.late {
+            if let AgentMsg::Modules { modules } | AgentMsg::ModulesAt { modules, .. } = m {
+                gone.extend(modules.iter().map(|d| d.id));
+            }
+        }
+        gone.sort_unstable();
+        gone.dedup();
+        self.late.clear();
+        *self
+            .shared_defs
+            .defs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = (j.modules.clone(), 0);
+        let forget = encode(&AgentMsg::ForgetModules { ids: gone });
+        let add = encode(&AgentMsg::Modules {
+            modules: j.modules.clone(),
+        });
+        for c in self.conns.values() {
+            let _ = c.tx.send(forget.clone());
+            let _ = c.tx.send(add.clone());
+        }
+        self.leaf_id = j.leaf_id;
     }
 
     /// Waits for the workers it started that exited (killed, crashed), so that none stays a
@@ -691,12 +944,7 @@ impl Leaf<'_> {
                     },
                 );
                 self.subs_changed = true;
-                let mut caps = hello.capabilities;
-                if pnet_protocol::leaf_worker_id(self.leaf_id, id).is_none() {
-                    // Its number is not unique under the root: its memory cannot join the
-                    // global memory, so it runs no calls with memory.
-                    caps.retain(|c| c != crate::memory::GPI_CAPABILITY);
-                }
+                let caps = self.sched_caps(id, hello.capabilities);
                 self.sched.add_worker(id, &hello.name, caps);
             }
             ShellEvent::Refused { peer, reason } => {
