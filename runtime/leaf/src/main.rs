@@ -25,7 +25,13 @@ The root sees each leaf as one worker whose window is the leaf's capacity (--dep
 worker of the leaf); the leaf places those tasks on its own workers, re-runs the tasks of a
 worker it loses (the root counts the retry), and sends the answers up in batches. A lost leaf
 is a lost worker to the root: all its tasks run again. The leaf exits when the root stops it
-or goes away, and stops the workers it started.
+(gspc stop), and stops the workers it started.
+
+If the root crashes (its connection lost), the leaf keeps its workers (the tasks it held are
+cancelled) and tries to join again for up to --wait-for-root seconds, reading the state
+directory again at each try: after `gspc boot --resume` it rejoins with the same workers and
+the resumed jobs go on. If the root does not come back in time, it stops its workers and
+exits 1. A leaf with --shm does not rejoin.
 
 `gspc status` shows the leaf with its capacity and its workers under it; `gspc tasks` names
 the worker under the leaf that ran each task (LEAF/WORKER).
@@ -36,8 +42,8 @@ memory is part of the root's global memory (`gspc status`: segments per host). W
 the root keeps such calls for workers with the capability GPI elsewhere (`gspc jobs` says
 that the job waits for one).
 
-Exit codes: 0 stopped by the root, 1 failure (the root refused it, went away, cannot be
-reached), 2 usage error.";
+Exit codes: 0 stopped by the root, 1 failure (the root refused it, went away and did not
+come back within --wait-for-root, cannot be reached), 2 usage error.";
 
 /// A leaf agent: connects to a root agent as one fat worker and runs the tasks the root
 /// gives it on its own workers (which it starts, or which connect to --listen)
@@ -83,7 +89,8 @@ struct Args {
     #[arg(long, value_name = "PATH")]
     worker_program: Option<PathBuf>,
     /// Seconds to wait for a root that is not there yet (no runtime in the state directory,
-    /// nothing listening at its address); 0: fail at once.
+    /// nothing listening at its address), and for a crashed root to come back (keeping the
+    /// workers); 0: fail at once.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     wait_for_root: f64,
     /// Log joins, losses and the end to standard error.

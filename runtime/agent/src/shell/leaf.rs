@@ -14,6 +14,11 @@
 //! Module definitions (`Modules`, `ModulesAt`, `ForgetModules`) and cancels go down to its
 //! workers.
 //!
+//! The root's crash (its connection lost, not its `Shutdown`): the leaf keeps its workers,
+//! cancels or drops the tasks it held (a resumed root runs again what its journal lacks) and
+//! joins again for up to `wait_for_root` ([`Leaf::rejoin`]), reading the state directory
+//! again at each try; if the root does not come back, it stops its workers and ends.
+//!
 //! Module calls with memory buffers or transfers: a leaf whose workers have working memory
 //! (`shm`, the capability `GPI`) says `GPI` to the root, tells its workers numbers unique
 //! under the root ([`pnet_protocol::leaf_worker_id`]: their segments' numbers in the global
@@ -55,7 +60,8 @@ pub struct LeafConfig {
     pub state_dir: Option<PathBuf>,
     /// How long to wait for a root that is not there yet (no runtime in the state
     /// directory, nothing listening at its address): job scripts start the root and its
-    /// leaves at once. Zero: fail at once.
+    /// leaves at once. Also how long it waits for a crashed root to come back, keeping its
+    /// workers. Zero: fail at once.
     pub wait_for_root: Duration,
     /// Called with a line to show while the leaf waits for its root.
     pub on_wait: Option<fn(&str)>,
