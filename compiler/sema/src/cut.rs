@@ -6,7 +6,8 @@
 //! items they replace (their text set only when it changed). When that cannot be done (an
 //! edit before the first item or after the last, a region that does not scan as a part of
 //! the net: tags opened or closed across it), the whole text is scanned again
-//! ([`items::items_in_order`]) and the old inputs are matched by text from both ends.
+//! ([`items::items_in_order`]) and the old inputs are matched by text from both ends (and in
+//! the middle, by text first: [`pair`]).
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -219,8 +220,9 @@ fn full(
 }
 
 /// Gives the items `found` in `text` inputs: those of `old` (the items they replace, in
-/// order) where the texts are equal from either end, then in order, their texts set; new
-/// ones from the pool for the rest. The inputs left over go to the pool.
+/// order) where the texts are equal from either end, then in the middle those of an equal
+/// text, then the others in order, their texts set; new ones from the pool for the rest.
+/// The inputs left over go to the pool.
 fn pair(
     db: &mut db::Database,
     pool: &mut Pool,

@@ -259,8 +259,9 @@ struct Elab<'a> {
     root_items: Option<RootItems<'a>>,
     /// In a lite elaboration of the root net cut into items: each transition's result from
     /// its chunk ([`transition::chunk_query`]), with whether `struct_too_deep` had been
-    /// reported before it (the result is used when that holds here too).
-    chunked: Option<Vec<&'a (bool, transition::TransitionOut)>>,
+    /// reported before it (the result is used when that holds here too), and the indexes of
+    /// the places it names ([`transition::chunk_place_ids`]).
+    chunked: Option<Vec<transition::Chunked<'a>>>,
     /// Only the diagnostics are wanted ([`diagnostics`]): the results of the transitions'
     /// queries are not copied into the bundle, the facts and the checks.
     lite: bool,

@@ -399,14 +399,21 @@ impl<'a> Elab<'a> {
         {
             let (db, ws) = (ri.db, ri.ws);
             let mut depth_reported = self.struct_depth_reported;
-            let mut all: Vec<&'a (bool, transition::TransitionOut)> = Vec::new();
+            let mut all: Vec<transition::Chunked<'a>> = Vec::new();
             for items in transition::chunks(ri.keys) {
                 let chunk = transition::Chunk::new(db, items, depth_reported);
-                let Some(outs) = transition::chunk_query(db, ws, chunk) else {
+                let (Some(outs), Some(ids)) = (
+                    transition::chunk_query(db, ws, chunk),
+                    transition::chunk_place_ids(db, ws, chunk),
+                ) else {
                     all.clear();
                     break;
                 };
-                all.extend(outs.iter());
+                if outs.len() != ids.len() {
+                    all.clear();
+                    break;
+                }
+                all.extend(outs.iter().zip(ids.iter().map(Vec::as_slice)));
                 if let Some((before, last)) = outs.last() {
                     depth_reported = *before || last.struct_depth_reported;
                 }

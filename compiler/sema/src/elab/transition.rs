@@ -157,6 +157,26 @@ pub fn chunk_views<'db>(
         .collect()
 }
 
+/// The index among the root net's declared places of each place each transition of a chunk
+/// names ([`place_ids`]): what the places of its results ([`chunk_query`]) stand for.
+/// Re-made when the places change (a place added before others moves them), without
+/// elaborating the chunk again; an edit elsewhere only revalidates it.
+#[salsa::tracked(returns(ref))]
+pub fn chunk_place_ids<'db>(
+    db: &'db dyn salsa::Database,
+    ws: Workspace,
+    chunk: Chunk<'db>,
+) -> Option<Vec<Vec<Option<usize>>>> {
+    let rp = super::root_places(db, ws).as_ref()?;
+    chunk_trees(db, chunk)?
+        .map(|t| Some(place_ids(t?, &rp.by_name)))
+        .collect()
+}
+
+/// A transition's result from its chunk ([`chunk_query`]) and the indexes of the places it
+/// names ([`chunk_place_ids`]).
+pub(super) type Chunked<'a> = (&'a (bool, TransitionOut), &'a [Option<usize>]);
+
 /// The trees of a chunk's transitions (by their group, [`db::parse_group`]).
 fn chunk_trees<'db>(
     db: &'db dyn salsa::Database,
@@ -286,10 +306,10 @@ impl<'a> Elab<'a> {
             .as_ref()
             .is_some_and(|ri| std::ptr::eq(n, ri.net))
             && let Some(chunked) = &self.chunked
-            && let Some(&chunk_out) = chunked.get(index)
+            && let Some(&(chunk_out, ids)) = chunked.get(index)
             && chunk_out.0 == self.struct_depth_reported
         {
-            self.absorb_lite(&chunk_out.1, net, &place_ids(t, by_name));
+            self.absorb_lite(&chunk_out.1, net, ids);
             return;
         }
         let declared = &net.places[..place_spans.len()];
