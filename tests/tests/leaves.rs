@@ -416,7 +416,7 @@ fn a_memory_task_with_leaves_only_says_why_it_waits() {
             serde_json::from_str(&tree.s.ok(&["jobs", "--json"])).unwrap();
         let j = jobs
             .as_array()
-            .and_then(|a| a.iter().find(|j| j["id"].to_string() == job))
+            .and_then(|a| a.iter().find(|j| j["id"].as_u64() == job.parse().ok()))
             .cloned()
             .unwrap_or_default();
         if let Some(w) = j["waiting"].as_str() {
