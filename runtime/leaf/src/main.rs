@@ -30,8 +30,9 @@ is a lost worker to the root: all its tasks run again. The leaf exits when the r
 If the root crashes (its connection lost), the leaf keeps its workers (the tasks it held are
 cancelled) and tries to join again for up to --wait-for-root seconds, reading the state
 directory again at each try: after `gspc boot --resume` it rejoins with the same workers and
-the resumed jobs go on. If the root does not come back in time, it stops its workers and
-exits 1. A leaf with --shm does not rejoin.
+the resumed jobs go on (with --root, only a root back at that address with the same
+secret: a resumed root makes a new one). If the root does not come back in time, it stops
+its workers and exits 1. A leaf with --shm does not rejoin.
 
 `gspc status` shows the leaf with its capacity and its workers under it; `gspc tasks` names
 the worker under the leaf that ran each task (LEAF/WORKER).
