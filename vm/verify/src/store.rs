@@ -109,7 +109,13 @@ pub(crate) mod mem {
     pub struct ZeroBuf<T: Zeroable> {
         ptr: std::ptr::NonNull<T>,
         len: usize,
+        /// Bytes readable and writable from `ptr`.
         map_len: usize,
+        /// Bytes of the mapping from `ptr` (at least `map_len`; more for a buffer made by
+        /// [`ZeroBuf::growable`], the rest reserved without access).
+        reserved: usize,
+        /// Transparent huge pages asked for.
+        huge: bool,
     }
 
     #[cfg(target_os = "linux")]
@@ -149,8 +155,130 @@ pub(crate) mod mem {
                     .unwrap_or_else(|| std::alloc::handle_alloc_error(layout)),
                 len,
                 map_len,
+                reserved: map_len,
+                huge,
             }
         }
+
+        /// `len` zeroed elements in a mapping that [`ZeroBuf::grow_in_place`] can extend
+        /// without moving it, up to `room` bytes (address space reserved up front, without
+        /// access and not counted as committed memory: pages are only touched when written).
+        /// Starts on a huge page boundary. Falls back to [`ZeroBuf::new`] when the
+        /// reservation fails.
+        pub fn growable(len: usize, room: usize, huge: bool) -> ZeroBuf<T> {
+            let bytes = len.max(1).saturating_mul(size_of::<T>());
+            let room = room
+                .max(bytes)
+                .div_ceil(Self::HUGE)
+                .saturating_mul(Self::HUGE);
+            let Some(whole) = room.checked_add(Self::HUGE) else {
+                return ZeroBuf::new(len, huge);
+            };
+            // SAFETY: an anonymous private mapping without access: no file, no aliasing.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    whole,
+                    libc::PROT_NONE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            if p == libc::MAP_FAILED || p.is_null() {
+                return ZeroBuf::new(len, huge);
+            }
+            // Keep `room` bytes from the first huge page boundary; unmap the rest.
+            let head = (p as usize).next_multiple_of(Self::HUGE) - p as usize;
+            // SAFETY: both ranges lie in the mapping just created and are not used.
+            unsafe {
+                if head > 0 {
+                    libc::munmap(p, head);
+                }
+                if whole - head > room {
+                    libc::munmap(p.cast::<u8>().add(head + room).cast(), whole - head - room);
+                }
+            }
+            // SAFETY: `head < HUGE`, inside the mapping.
+            let start = unsafe { p.cast::<u8>().add(head) };
+            let Some(ptr) = std::ptr::NonNull::new(start.cast::<T>()) else {
+                return ZeroBuf::new(len, huge);
+            };
+            let mut buf = ZeroBuf {
+                ptr,
+                len: 0,
+                map_len: 0,
+                reserved: room,
+                huge,
+            };
+            if !buf.grow_in_place(len) {
+                return ZeroBuf::new(len, huge);
+            }
+            buf
+        }
+
+        /// Extends the buffer to `len` elements (the new ones zero) in place, within the
+        /// room reserved by [`ZeroBuf::growable`]; `false` (nothing changed) when it does not
+        /// fit or the system refuses.
+        pub fn grow_in_place(&mut self, len: usize) -> bool {
+            let Some(bytes) = len.checked_mul(size_of::<T>()) else {
+                return false;
+            };
+            if len < self.len {
+                return false;
+            }
+            let huge = self.huge && bytes >= Self::HUGE;
+            let unit = if huge { Self::HUGE } else { 4096 };
+            let map_len = bytes.max(1).next_multiple_of(unit);
+            if map_len > self.reserved {
+                return false;
+            }
+            if map_len > self.map_len {
+                // SAFETY: `map_len..new` lies in the reserved mapping (checked above), with
+                // no access until now: nothing refers to it.
+                let added = unsafe { self.ptr.as_ptr().cast::<u8>().add(self.map_len) };
+                let n = map_len - self.map_len;
+                // SAFETY: as above.
+                let ok = unsafe {
+                    libc::mprotect(added.cast(), n, libc::PROT_READ | libc::PROT_WRITE) == 0
+                };
+                if !ok {
+                    return false;
+                }
+                self.map_len = map_len;
+                if huge {
+                    // SAFETY: advice on the open part of the mapping (its first pages too,
+                    // opened while the buffer was small); failure only loses the hint.
+                    unsafe {
+                        libc::madvise(self.ptr.as_ptr().cast(), map_len, libc::MADV_HUGEPAGE)
+                    };
+                }
+            }
+            self.len = len;
+            true
+        }
+    }
+
+    /// Address space to reserve for a buffer that grows in place up to the largest size
+    /// worth having: the physical memory (rounded up to a power of two, 1 GiB to 128 GiB).
+    pub fn growable_room() -> usize {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: plain queries, no memory passed.
+            let (pages, page) = unsafe {
+                (
+                    libc::sysconf(libc::_SC_PHYS_PAGES),
+                    libc::sysconf(libc::_SC_PAGESIZE),
+                )
+            };
+            let bytes = (pages.max(0) as usize).saturating_mul(page.max(0) as usize);
+            bytes
+                .checked_next_power_of_two()
+                .unwrap_or(1 << 37)
+                .clamp(1 << 30, 1 << 37)
+        }
+        #[cfg(not(target_os = "linux"))]
+        0
     }
 
     #[cfg(target_os = "linux")]
@@ -221,8 +349,8 @@ pub(crate) mod mem {
     #[cfg(target_os = "linux")]
     impl<T: Zeroable> Drop for ZeroBuf<T> {
         fn drop(&mut self) {
-            // SAFETY: the mapping created in `new`, unmapped once.
-            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.map_len) };
+            // SAFETY: the mapping created in `new` or `growable`, unmapped once.
+            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.reserved) };
         }
     }
 
@@ -263,7 +391,20 @@ pub(crate) mod mem {
     }
 
     #[cfg(not(target_os = "linux"))]
+    impl<T: Zeroable + Default> ZeroBuf<T> {
+        /// [`ZeroBuf::new`] here (nothing reserved).
+        pub fn growable(len: usize, _room: usize, huge: bool) -> ZeroBuf<T> {
+            ZeroBuf::new(len, huge)
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
     impl<T: Zeroable> ZeroBuf<T> {
+        /// Never grows here (see the Linux version).
+        pub fn grow_in_place(&mut self, _len: usize) -> bool {
+            false
+        }
+
         /// Does nothing here (see the Linux version).
         pub fn release_prefix(&mut self, _len: usize) {}
 
@@ -410,7 +551,11 @@ impl StateStore {
             chunks: Vec::new(),
             len: 0,
             inline,
-            table: ZeroBuf::new(if inline { 2048 } else { 1024 }, true),
+            table: if inline {
+                ZeroBuf::growable(2048, mem::growable_room(), true)
+            } else {
+                ZeroBuf::new(1024, true)
+            },
             mask: 1023,
             // 1024 slots: 256 buckets.
             shift: 64 - 8,
@@ -820,6 +965,9 @@ impl StateStore {
     /// old buckets (claiming new slots by compare-and-swap, as [`SharedIndex`] does) and
     /// gives the old index back behind it, as [`StateStore::grow`] does.
     fn grow_inline_threads(&mut self, threads: usize) {
+        if self.grow_inline_in_place() {
+            return;
+        }
         let slots = (self.mask + 1) * 2;
         let (nmask, shift) = (slots - 1, self.shift - 1);
         let (words, stride) = (self.words, self.stride);
@@ -1011,6 +1159,9 @@ impl StateStore {
     fn grow(&mut self) {
         let slots = (self.mask + 1) * 2;
         let mask = slots - 1;
+        if self.inline && self.grow_inline_in_place() {
+            return;
+        }
         if self.inline {
             let mut table = ZeroBuf::<u64>::new(slots * 2, true);
             let shift = self.shift - 1;
@@ -1073,6 +1224,75 @@ impl StateStore {
         }
         self.table = table;
         self.mask = mask;
+    }
+
+    /// Doubles an inline index in its own mapping (see [`ZeroBuf::grow_in_place`]): the
+    /// doubling touches the new half's pages only, instead of a whole new index's. `false`
+    /// (nothing changed) when the mapping cannot grow.
+    ///
+    /// Old bucket `b` is the home of the hashes whose new home is bucket `2b` or `2b + 1`.
+    /// The old buckets are taken from the last down: each is read, emptied, and each of its
+    /// markings placed in the first free slot from its new home on. Its new home lies at or
+    /// after the old bucket unless the marking lay more than about half its position away
+    /// from its old home: so the buckets from the one just read on hold only placed markings
+    /// (never emptied again), and every placed marking has only full buckets between its new
+    /// home and its slot, and the used slots of each bucket stay a prefix of it. The rare
+    /// markings whose new home lies before the bucket read, or that would wrap around the
+    /// end of the new index, are set aside and placed at the end, with wrap-around, into the
+    /// finished index. One pass, reading the old index once, nearly in order.
+    fn grow_inline_in_place(&mut self) -> bool {
+        let old_buckets = (self.mask + 1) / 4;
+        if !self.table.grow_in_place(old_buckets * 16) {
+            return false;
+        }
+        let buckets_n = 2 * old_buckets;
+        let shift = self.shift - 1;
+        let (words, stride) = (self.words, self.stride);
+        let buckets = self.table.as_chunks_mut::<8>().0;
+        debug_assert_eq!(buckets.len(), buckets_n);
+        // Places `w` in the first free slot from bucket `b` on, up to the last bucket
+        // (`wrap`: then on from the first one); `false` when there is none.
+        fn place(buckets: &mut [[u64; 8]], mut b: usize, w: [u64; 2], wrap: bool) -> bool {
+            loop {
+                let bucket = &mut buckets[b];
+                if let Some(j) = (0..4).find(|&j| bucket[2 * j + 1] >> 32 == 0) {
+                    bucket[2 * j] = w[0];
+                    bucket[2 * j + 1] = w[1];
+                    return true;
+                }
+                b += 1;
+                if b == buckets.len() {
+                    if !wrap {
+                        return false;
+                    }
+                    b = 0;
+                }
+            }
+        }
+        let mut aside = Vec::new();
+        for q in (0..old_buckets).rev() {
+            let bucket = buckets[q];
+            if bucket[1] >> 32 == 0 {
+                continue;
+            }
+            buckets[q] = [EMPTY; 8];
+            for slot in bucket.as_chunks::<2>().0 {
+                if slot[1] >> 32 == 0 {
+                    break;
+                }
+                let key = [slot[0], slot[1] & 0xFFFF_FFFF];
+                let home = (hash_words(&key[..words], stride) >> shift) as usize;
+                if home < q || !place(buckets, home, *slot, false) {
+                    aside.push((home, *slot));
+                }
+            }
+        }
+        for (home, slot) in aside {
+            place(buckets, home, slot, true);
+        }
+        self.mask = buckets_n * 4 - 1;
+        self.shift = shift;
+        true
     }
 }
 
@@ -1552,6 +1772,86 @@ mod tests {
                 .enumerate()
                 .all(|(i, &x)| x == (released + i) as u64 + 1)
         );
+    }
+
+    /// In-place doublings of an inline index against a reference map, with keys whose
+    /// hashes crowd into narrow ranges of the index (long runs of full buckets, some running
+    /// past the end and wrapping around): every marking keeps its id, absent ones are not
+    /// found, and the used slots of every bucket are a prefix of it.
+    #[test]
+    fn in_place_doublings_keep_every_marking() {
+        let mut rng = Rng(0xD0B1E);
+        // Ranges of the top 16 hash bits the keys are drawn from.
+        let windows: [&[(u64, u64)]; 5] = [
+            &[(0, 1 << 16)],
+            &[((1 << 16) - 3000, 1 << 16)],
+            &[((1 << 16) - 1000, 1 << 16), (0, 600)],
+            &[(0, 500), (30000, 30500), ((1 << 16) - 300, 1 << 16)],
+            &[((1 << 16) - 256, 1 << 16)],
+        ];
+        for (w, ranges) in windows.iter().enumerate() {
+            for stride in [8, 12] {
+                let mut st = StateStore::new(stride);
+                assert!(st.is_inline());
+                let mut reference = std::collections::HashMap::new();
+                let mut keys = Vec::new();
+                let n = if w == 4 { 3000 } else { 20_000 };
+                while keys.len() < n {
+                    let mut k = [rng.next(), rng.next() & 0xFFFF_FFFF];
+                    if stride == 8 {
+                        k[1] = 0;
+                    }
+                    let h = hash_words(&k[..stride.div_ceil(8)], stride);
+                    if ranges.iter().any(|&(a, b)| (a..b).contains(&(h >> 48))) {
+                        keys.push((k, h));
+                    }
+                }
+                for (i, &(k, h)) in keys.iter().enumerate() {
+                    let kw = &k[..stride.div_ceil(8)];
+                    let next = reference.len() as u32;
+                    let id = *reference.entry(k).or_insert(next);
+                    assert_eq!(st.insert_words(kw, h), Some((id, id == next)));
+                    // A key seen before, now and then.
+                    let (k2, h2) = keys[rng.next() as usize % (i + 1)];
+                    let r = st.insert_words(&k2[..stride.div_ceil(8)], h2);
+                    assert_eq!(r, Some((reference[&k2], false)));
+                }
+                for (k, &id) in &reference {
+                    let kw = &k[..stride.div_ceil(8)];
+                    assert_eq!(st.find_words(kw, hash_words(kw, stride)), Some(id));
+                }
+                for _ in 0..2000 {
+                    let k = [rng.next(), if stride == 8 { 0 } else { 1 << 31 | 1 }];
+                    let kw = &k[..stride.div_ceil(8)];
+                    assert_eq!(st.find_words(kw, hash_words(kw, stride)), None);
+                }
+                for bucket in st.table.as_chunks::<8>().0 {
+                    let used: Vec<bool> = (0..4).map(|j| bucket[2 * j + 1] >> 32 != 0).collect();
+                    assert!(used.windows(2).all(|p| p[0] | !p[1]), "window {w}");
+                }
+                assert_eq!(st.len(), reference.len());
+            }
+        }
+    }
+
+    #[test]
+    fn growable_buffers_grow_in_place() {
+        let mut b = ZeroBuf::<u64>::growable(1000, 64 << 20, true);
+        b.iter_mut().enumerate().for_each(|(i, x)| *x = i as u64);
+        let at = b.as_ptr();
+        for len in [2000, 1 << 20, 3 << 20] {
+            let before = b.len();
+            assert!(b.grow_in_place(len) || cfg!(not(target_os = "linux")));
+            if cfg!(target_os = "linux") {
+                assert_eq!((b.len(), b.as_ptr()), (len, at));
+                assert!(b[..1000].iter().enumerate().all(|(i, &x)| x == i as u64));
+                assert!(b[before..].iter().all(|&x| x == 0));
+                assert_eq!(b[before - 1], if before == 1000 { 999 } else { 5 });
+                b[len - 1] = 5;
+            }
+        }
+        assert!(!b.grow_in_place(9 << 20));
+        assert_eq!(b[0..3], [0, 1, 2]);
     }
 
     /// Indexes large enough for the doubling to give the old index back in blocks: every
