@@ -320,16 +320,22 @@ pub struct PlaceDecls {
     pub items: Vec<FileId>,
 }
 
-/// See [`PlaceDecls`].
-#[salsa::tracked(returns(ref))]
-pub fn place_decls(db: &dyn salsa::Database, file: SourceInput) -> Option<PlaceDecls> {
-    let t = tree(db, file).as_ref()?;
+/// The root defun of a parsed file and its net, when its root is a defun with a net.
+fn root_net(t: &Parsed) -> Option<(&xml::Defun, &xml::NetDecl)> {
     let Some(Root::Defun(d)) = &t.ast.root else {
         return None;
     };
     let Some(DefunBody::Net(n)) = &d.body else {
         return None;
     };
+    Some((d, n))
+}
+
+/// See [`PlaceDecls`].
+#[salsa::tracked(returns(ref))]
+pub fn place_decls(db: &dyn salsa::Database, file: SourceInput) -> Option<PlaceDecls> {
+    let t = tree(db, file).as_ref()?;
+    let (d, n) = root_net(t)?;
     let none = Span::new(d.span.file, 0, 0);
     Some(PlaceDecls {
         net: xml::NetDecl {
@@ -352,12 +358,7 @@ pub fn place_decls(db: &dyn salsa::Database, file: SourceInput) -> Option<PlaceD
 #[salsa::tracked(returns(ref))]
 pub fn net_env(db: &dyn salsa::Database, file: SourceInput) -> Option<xml::Defun> {
     let t = tree(db, file).as_ref()?;
-    let Some(Root::Defun(d)) = &t.ast.root else {
-        return None;
-    };
-    let Some(DefunBody::Net(n)) = &d.body else {
-        return None;
-    };
+    let (d, n) = root_net(t)?;
     let none = Span::new(d.span.file, 0, 0);
     Some(xml::Defun {
         name: None,

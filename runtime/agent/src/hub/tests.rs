@@ -29,6 +29,13 @@ fn hub(window: u32) -> Hub {
     )
 }
 
+/// [`hub`] with a window of 1 that keeps task traces.
+fn traced_hub() -> Hub {
+    let mut cfg = hub(1).cfg;
+    cfg.core.trace = true;
+    Hub::new(cfg, 1)
+}
+
 fn hello(name: &str, caps: &[&str]) -> Hello {
     Hello {
         protocol: pnet_protocol::PROTOCOL_VERSION,
@@ -245,18 +252,7 @@ fn a_job_keeps_its_tasks_logs_name_and_error() {
 
 #[test]
 fn only_the_last_ended_jobs_keep_their_tasks() {
-    let mut core = hub(1).cfg.core.clone();
-    core.trace = true;
-    let mut h = Hub::new(
-        HubConfig {
-            run: RunConfig::default(),
-            core,
-            job_prefix: true,
-            keep_ended: 100,
-            forget_modules: true,
-        },
-        1,
-    );
+    let mut h = traced_hub();
     let mut f = Fakes::default();
     let mut out = Vec::new();
     h.worker_joined(0, &hello("w0", &[]), 0, &mut out);
@@ -581,18 +577,7 @@ fn shared_loads_look_only_at_changed_workers_and_stay_exact() {
 
 #[test]
 fn a_leaf_s_workers_show_in_its_status_and_name_the_tasks_they_ran() {
-    let mut core = hub(1).cfg.core.clone();
-    core.trace = true;
-    let mut h = Hub::new(
-        HubConfig {
-            run: RunConfig::default(),
-            core,
-            job_prefix: true,
-            keep_ended: 100,
-            forget_modules: true,
-        },
-        1,
-    );
+    let mut h = traced_hub();
     let mut f = Fakes::default();
     let mut out = Vec::new();
     h.worker_joined(0, &hello("L", &[]), 0, &mut out);
