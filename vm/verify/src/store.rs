@@ -964,14 +964,13 @@ impl StateStore {
     /// Doubles an inline index with `threads` threads: each moves the markings of a range of
     /// old buckets (claiming new slots by compare-and-swap, as [`SharedIndex`] does) and
     /// gives the old index back behind it, as [`StateStore::grow`] does.
+    /// The new index is a new mapping (its later one-thread doublings in place): doubling in
+    /// place is one pass by one thread.
     fn grow_inline_threads(&mut self, threads: usize) {
-        if self.grow_inline_in_place() {
-            return;
-        }
         let slots = (self.mask + 1) * 2;
         let (nmask, shift) = (slots - 1, self.shift - 1);
         let (words, stride) = (self.words, self.stride);
-        let mut table = ZeroBuf::<u64>::new(slots * 2, true);
+        let mut table = ZeroBuf::<u64>::growable(slots * 2, mem::growable_room(), true);
         let new = table.as_atomic();
         let old_buf = &mut self.table;
         let old_len = old_buf.len();
