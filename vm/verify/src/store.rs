@@ -496,7 +496,8 @@ pub enum BatchEnd {
 ///   of its hash. A lookup reads the home bucket whole, branch-free, and moves to the next
 ///   bucket only when the home one is full: one cache line per lookup, never the arena. The
 ///   top-bit home keeps the buckets in hash order, so doubling the index is one sequential
-///   pass;
+///   pass, in place (its mapping reserved up front grows: see
+///   `StateStore::grow_inline_in_place`);
 /// - **tagged** (longer markings): 8-byte slots of 32 bits of hash tag and 32 bits of id +
 ///   1; a tag hit is confirmed by comparing with the arena, a word at a time (each arena
 ///   chunk has 8 bytes of padding so that the last word of an entry can be loaded whole and
@@ -1151,7 +1152,8 @@ impl StateStore {
         self.table[2 * slot + 1] = EMPTY;
     }
 
-    /// Doubles the index. Inline: the old buckets are read in order and each marking goes to
+    /// Doubles the index. Inline: in place when its mapping can grow, else (below) the old
+    /// buckets are read in order and each marking goes to
     /// the new bucket of its hash's top bits, which are in the same order: the new index is
     /// written nearly sequentially. Tagged: the arena is read in id order (sequentially) and
     /// the new slots of a block of states are prefetched before they are written.
