@@ -7,7 +7,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -228,19 +228,7 @@ impl Tree {
             if dead.contains(&l.id()) {
                 continue;
             }
-            let t = Instant::now();
-            let status = loop {
-                if let Some(st) = l.try_wait().unwrap() {
-                    break st;
-                }
-                assert!(t.elapsed() < Duration::from_secs(10), "a leaf did not stop");
-                std::thread::sleep(Duration::from_millis(20));
-            };
-            let mut err = String::new();
-            if let Some(mut e) = l.stderr.take() {
-                use std::io::Read;
-                let _ = e.read_to_string(&mut err);
-            }
+            let (status, err) = leaf_exit(l, "a leaf did not stop");
             assert!(status.success(), "leaf: {status:?}\n{err}");
             assert!(err.contains("stopped by the root"), "{err}");
             errs.push(err);
@@ -253,6 +241,28 @@ impl Tree {
         }
         (stop, errs)
     }
+}
+
+/// Waits up to 10 s for a leaf to exit (killing it and failing with `what` if it does not),
+/// then returns its exit status and what it wrote on stderr (if stderr was piped).
+fn leaf_exit(l: &mut Child, what: &str) -> (ExitStatus, String) {
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = l.try_wait().unwrap() {
+            break st;
+        }
+        if t.elapsed() > Duration::from_secs(10) {
+            let _ = l.kill();
+            panic!("{what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = l.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut err);
+    }
+    (status, err)
 }
 
 fn expected() -> Vec<i64> {
@@ -580,15 +590,8 @@ fn leaves_with_working_memory_run_memory_calls_on_the_root_s_global_memory() {
     let stop = s.ok(&["stop"]);
     assert!(stop.contains("2 leaf agents stopped"), "{stop}");
     for l in &mut leaves {
-        let t = Instant::now();
-        let status = loop {
-            if let Some(st) = l.try_wait().unwrap() {
-                break st;
-            }
-            assert!(t.elapsed() < Duration::from_secs(10), "a leaf did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        assert!(status.success(), "{status:?}");
+        let (status, err) = leaf_exit(l, "a leaf did not stop");
+        assert!(status.success(), "{status:?}\n{err}");
     }
 }
 
@@ -635,24 +638,7 @@ fn a_leaf_started_before_its_root_waits_for_it() {
             && stop.contains("1 leaf agent stopped (early pid "),
         "{stop}"
     );
-    let t = Instant::now();
-    let status = loop {
-        if let Some(st) = leaf.try_wait().unwrap() {
-            break st;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "the leaf did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut err = String::new();
-    use std::io::Read;
-    leaf.stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let (status, err) = leaf_exit(&mut leaf, "the leaf did not stop");
     assert!(status.success(), "{status:?}: {err}");
     assert!(
         err.contains("gspc-leaf: waiting for the root agent (no runtime in ")
@@ -840,19 +826,7 @@ fn a_leaf_whose_root_does_not_come_back_exits_1_within_its_wait() {
     kill_root(daemon);
     let t = Instant::now();
     for l in &mut tree.leaves {
-        let status = loop {
-            if let Some(st) = l.try_wait().unwrap() {
-                break st;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "a leaf outlived its wait for the root"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let mut err = String::new();
-        use std::io::Read;
-        l.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        let (status, err) = leaf_exit(l, "a leaf outlived its wait for the root");
         assert_eq!(status.code(), Some(1), "{err}");
         assert!(
             err.contains("gspc-leaf: lost the root agent (")
@@ -955,16 +929,6 @@ fn a_leaf_says_what_is_wrong_with_its_workers() {
         "{first}"
     );
     s.ok(&["stop"]);
-    let t = Instant::now();
-    let status = loop {
-        if let Some(st) = l.try_wait().unwrap() {
-            break st;
-        }
-        if t.elapsed() > Duration::from_secs(10) {
-            let _ = l.kill();
-            panic!("the leaf did not stop with its root");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (status, _) = leaf_exit(&mut l, "the leaf did not stop with its root");
     assert!(status.success(), "{status:?}");
 }
