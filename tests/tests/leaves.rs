@@ -82,16 +82,7 @@ impl Tree {
         std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).unwrap();
         let net = s.dir.join("fan.xpnet");
         std::fs::write(&net, pnet_tests::fan_net("fan", "slow", "f", &[], TASKS)).unwrap();
-        let o = s.ok(&[
-            "boot",
-            "--topology",
-            "worker:0",
-            "--module-path",
-            &modules.display().to_string(),
-            "--timeout",
-            "30",
-        ]);
-        assert!(o.contains("gspc: runtime booted (pid "), "{o}");
+        boot_root(&s, Some(&modules));
         let leaves = ["leafA", "leafB"]
             .iter()
             .map(|name| {
@@ -103,14 +94,8 @@ impl Tree {
                 } else {
                     c.env("GSPC_STATE_DIR", s.state());
                 }
-                c.args(["--workers", "2", "--name", name])
-                    .args(leaf_args)
-                    .env_remove("PNET_MODULE_PATH")
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap()
+                c.args(["--workers", "2", "--name", name]).args(leaf_args);
+                spawn_leaf(c)
             })
             .collect();
         let tree = Tree {
@@ -241,6 +226,29 @@ impl Tree {
         }
         (stop, errs)
     }
+}
+
+/// Boots a root runtime that starts no workers of its own (leaves bring them), with the
+/// module path `modules` if given.
+fn boot_root(s: &pnet_tests::GspcScratch, modules: Option<&std::path::Path>) {
+    let mut args = vec!["boot", "--topology", "worker:0", "--timeout", "30"];
+    let modules = modules.map(|m| m.display().to_string());
+    if let Some(m) = &modules {
+        args.extend(["--module-path", m.as_str()]);
+    }
+    let o = s.ok(&args);
+    assert!(o.contains("gspc: runtime booted (pid "), "{o}");
+}
+
+/// Starts a leaf agent (`c`: `gspc-leaf` with its arguments) without the test's module
+/// path, its stderr piped for [`leaf_exit`].
+fn spawn_leaf(mut c: Command) -> Child {
+    c.env_remove("PNET_MODULE_PATH")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 /// Waits up to 10 s for a leaf to exit (killing it and failing with `what` if it does not),
@@ -482,30 +490,15 @@ fn leaves_with_working_memory_run_memory_calls_on_the_root_s_global_memory() {
         "pnetc --build-modules: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let o = s.ok(&[
-        "boot",
-        "--topology",
-        "worker:0",
-        "--module-path",
-        &mods.display().to_string(),
-        "--timeout",
-        "30",
-    ]);
-    assert!(o.contains("gspc: runtime booted (pid "), "{o}");
+    boot_root(&s, Some(&mods));
     // Two leaves of one worker each, with 1 MiB of working memory per worker.
     let mut leaves: Vec<Child> = ["memA", "memB"]
         .iter()
         .map(|name| {
-            Command::new(bin_dir().join("gspc-leaf"))
-                .arg("--state-dir")
-                .arg(s.state())
-                .args(["--workers", "1", "--shm", "1048576", "--name", name])
-                .env_remove("PNET_MODULE_PATH")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
+            let mut c = Command::new(bin_dir().join("gspc-leaf"));
+            c.arg("--state-dir").arg(s.state());
+            c.args(["--workers", "1", "--shm", "1048576", "--name", name]);
+            spawn_leaf(c)
         })
         .collect();
     let t = Instant::now();
@@ -599,23 +592,16 @@ fn leaves_with_working_memory_run_memory_calls_on_the_root_s_global_memory() {
 fn a_leaf_started_before_its_root_waits_for_it() {
     let s = pnet_tests::GspcScratch::new("leaves", "early", bin_dir().join("gspc"));
     // The leaf first: there is no runtime in its state directory yet.
-    let mut leaf = Command::new(bin_dir().join("gspc-leaf"))
-        .arg("--state-dir")
-        .arg(s.state())
-        .args(["--workers", "1", "--name", "early", "--wait-for-root", "60"])
-        .env_remove("PNET_MODULE_PATH")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut c = Command::new(bin_dir().join("gspc-leaf"));
+    c.arg("--state-dir").arg(s.state());
+    c.args(["--workers", "1", "--name", "early", "--wait-for-root", "60"]);
+    let mut leaf = spawn_leaf(c);
     std::thread::sleep(Duration::from_millis(1500));
     assert!(
         leaf.try_wait().unwrap().is_none(),
         "the leaf did not wait for its root"
     );
-    let o = s.ok(&["boot", "--topology", "worker:0", "--timeout", "30"]);
-    assert!(o.contains("gspc: runtime booted (pid "), "{o}");
+    boot_root(&s, None);
     let t = Instant::now();
     loop {
         let st: serde_json::Value = serde_json::from_str(&s.ok(&["status", "--json"])).unwrap();
@@ -852,8 +838,7 @@ fn a_leaf_whose_root_does_not_come_back_exits_1_within_its_wait() {
 fn a_leaf_of_another_leaf_protocol_is_refused_by_name() {
     use pnet_protocol::{AgentMsg, Hello, LeafHello, PROTOCOL_VERSION, WorkerMsg};
     let s = pnet_tests::GspcScratch::new("leaves", "version", bin_dir().join("gspc"));
-    let o = s.ok(&["boot", "--topology", "worker:0", "--timeout", "30"]);
-    assert!(o.contains("gspc: runtime booted (pid "), "{o}");
+    boot_root(&s, None);
     let info = std::fs::read_to_string(s.state().join("runtime.json")).unwrap();
     let info: serde_json::Value = serde_json::from_str(&info).unwrap();
     let secret = std::fs::read_to_string(s.state().join("secret")).unwrap();
@@ -889,8 +874,7 @@ fn a_leaf_of_another_leaf_protocol_is_refused_by_name() {
 fn a_leaf_says_what_is_wrong_with_its_workers() {
     use std::io::BufRead;
     let s = pnet_tests::GspcScratch::new("leaves", "noworkers", bin_dir().join("gspc"));
-    let o = s.ok(&["boot", "--topology", "worker:0", "--timeout", "30"]);
-    assert!(o.contains("gspc: runtime booted (pid "), "{o}");
+    boot_root(&s, None);
     let leaf = || {
         let mut c = Command::new(bin_dir().join("gspc-leaf"));
         c.arg("--state-dir").arg(s.state());
