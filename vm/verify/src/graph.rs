@@ -420,17 +420,7 @@ mod tests {
         (sccs, bottoms, live, on_cycle)
     }
 
-    /// xorshift64*: reproducible pseudo-random numbers without a dependency.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) % n
-        }
-    }
+    use crate::test_rng::Rng;
 
     #[test]
     fn random_graphs_agree_with_the_previous_pass_and_with_reachability() {

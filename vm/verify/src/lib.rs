@@ -43,6 +43,8 @@ pub mod pt;
 pub mod ptnet;
 pub mod report;
 pub mod store;
+#[cfg(test)]
+mod test_rng;
 
 pub use explore::{PtOptions, Reduction};
 pub use pnml::{PnmlError, parse_pnml};

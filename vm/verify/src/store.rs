@@ -1593,17 +1593,7 @@ mod tests {
         assert_eq!(st.len(), 5000);
     }
 
-    /// xorshift64*: deterministic pseudo-random numbers for the tests.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-    }
+    use crate::test_rng::Rng;
 
     /// `n` random markings of `stride` bytes drawn from a pool of `distinct` ones (so that
     /// many repeat), some of them all zero.
