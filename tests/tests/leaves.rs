@@ -31,19 +31,19 @@ fn bin_dir() -> &'static PathBuf {
     })
 }
 
-/// The command module: records its worker's name and pid (`pids/TASK`), works 10 ms, and
-/// answers y = x + 1 and w = its worker's name.
+/// The command module: records its worker's name and pid (a line of `pids/task-TASK` per
+/// start), works 10 ms, and answers y = x + 1 and w = its worker's name.
 fn script(pids: &std::path::Path) -> String {
     format!(
         "#!/bin/sh\nread -r input\nx=$(printf '%s' \"$input\" | sed 's/.*\"x\": *\\(-*[0-9]*\\).*/\\1/')\n\
-         echo \"$PNET_WORKER $PNET_WORKER_PID\" > {}/task-$PNET_TASK\nsleep 0.01\n\
+         echo \"$PNET_WORKER $PNET_WORKER_PID\" >> {}/task-$PNET_TASK\nsleep 0.01\n\
          printf '{{\"y\": %s, \"w\": \"%s\"}}\\n' \"$((x + 1))\" \"$PNET_WORKER\"\n",
         pids.display()
     )
 }
 
-/// A root runtime with two leaves of two workers each; the leaves are killed when dropped
-/// (after the scratch's own drop stopped the root, which stops them).
+/// A root runtime with two leaves (of two workers each, but for [`Tree::grow`]'s callers);
+/// the leaves are killed when dropped (after the root was stopped, which stops them).
 struct Tree {
     s: pnet_tests::GspcScratch,
     leaves: Vec<Child>,
@@ -72,29 +72,78 @@ impl Tree {
 
     /// [`Tree::new`] with more options for both leaves.
     fn with(name: &str, leaf_args: &[&str]) -> Tree {
+        Tree::fan(name, leaf_args, Join::StateDir)
+    }
+
+    /// [`Tree::with`], the leaves joining the root by its address and secret (`--root`,
+    /// GSPC_SECRET): the root listens on a fixed port (`gspc boot --listen`), as it must for
+    /// such leaves to find it after `gspc boot --resume`.
+    fn by_address(name: &str, leaf_args: &[&str]) -> Tree {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        Tree::fan(name, leaf_args, Join::Address(format!("127.0.0.1:{port}")))
+    }
+
+    /// The root with the command module `slow` and the net of [`TASKS`] calls, its leaves
+    /// `leafA` and `leafB` of two workers each.
+    fn fan(name: &str, leaf_args: &[&str], join: Join) -> Tree {
         let s = pnet_tests::GspcScratch::new("leaves", name, bin_dir().join("gspc"));
         let modules = s.dir.join("modules");
-        let pids = s.dir.join("pids");
         std::fs::create_dir_all(&modules).unwrap();
-        std::fs::create_dir_all(&pids).unwrap();
         let slow = modules.join("slow");
-        std::fs::write(&slow, script(&pids)).unwrap();
+        std::fs::write(&slow, script(&s.dir.join("pids"))).unwrap();
         std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).unwrap();
         let net = s.dir.join("fan.xpnet");
         std::fs::write(&net, pnet_tests::fan_net("fan", "slow", "f", &[], TASKS)).unwrap();
-        boot_root(&s, Some(&modules));
-        let leaves = ["leafA", "leafB"]
+        let listen = match &join {
+            Join::Address(a) => vec!["--listen", a.as_str()],
+            Join::StateDir => vec![],
+        };
+        boot_root(&s, Some(&modules), &listen);
+        let mut args = vec!["--workers", "2"];
+        args.extend(leaf_args);
+        Tree::grow(
+            s,
+            net.display().to_string(),
+            ["leafA", "leafB"],
+            &args,
+            &join,
+        )
+    }
+
+    /// Starts the leaves `names` (`gspc-leaf` with `args`) under the root booted in `s` and
+    /// waits until the root has both; `net` is the net [`Tree::submit`] submits.
+    fn grow(
+        s: pnet_tests::GspcScratch,
+        net: String,
+        names: [&str; 2],
+        args: &[&str],
+        join: &Join,
+    ) -> Tree {
+        let pids = s.dir.join("pids");
+        std::fs::create_dir_all(&pids).unwrap();
+        let leaves = names
             .iter()
-            .map(|name| {
+            .enumerate()
+            .map(|(k, name)| {
                 let mut c = Command::new(bin_dir().join("gspc-leaf"));
-                // Leaf A names the state directory; leaf B finds it as gspc does (the
-                // default, here from GSPC_STATE_DIR).
-                if *name == "leafA" {
-                    c.arg("--state-dir").arg(s.state());
-                } else {
-                    c.env("GSPC_STATE_DIR", s.state());
+                match join {
+                    // The first leaf names the state directory; the second finds it as gspc
+                    // does (the default, here from GSPC_STATE_DIR).
+                    Join::StateDir if k == 0 => {
+                        c.arg("--state-dir").arg(s.state());
+                    }
+                    Join::StateDir => {
+                        c.env("GSPC_STATE_DIR", s.state());
+                    }
+                    Join::Address(a) => {
+                        let secret = std::fs::read_to_string(s.state().join("secret")).unwrap();
+                        c.args(["--root", a]).env("GSPC_SECRET", secret.trim());
+                    }
                 }
-                c.args(["--workers", "2", "--name", name]).args(leaf_args);
+                c.args(["--name", name]).args(args);
                 spawn_leaf(c)
             })
             .collect();
@@ -102,21 +151,18 @@ impl Tree {
             s,
             leaves,
             pids,
-            net: net.display().to_string(),
+            net,
         };
         let st = tree.until("two leaves up", |st| {
             st["workers"].as_array().is_some_and(|w| w.len() == 2)
         });
-        let names: Vec<&str> = st["workers"]
+        let up: Vec<&str> = st["workers"]
             .as_array()
             .unwrap()
             .iter()
             .filter_map(|w| w["name"].as_str())
             .collect();
-        assert!(
-            names.contains(&"leafA") && names.contains(&"leafB"),
-            "{st:#}"
-        );
+        assert!(up.contains(&names[0]) && up.contains(&names[1]), "{st:#}");
         tree
     }
 
@@ -166,19 +212,28 @@ impl Tree {
         (ys, ws)
     }
 
-    /// (worker name, pid) of every task started so far.
+    /// (worker name, pid) of every start of a task so far.
     fn started(&self) -> Vec<(String, i32)> {
+        self.starts().into_iter().flatten().collect()
+    }
+
+    /// For each task started so far: (worker name, pid) of each of its starts, in order.
+    fn starts(&self) -> Vec<Vec<(String, i32)>> {
         std::fs::read_dir(&self.pids)
             .unwrap()
             .filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok())
-            .filter_map(|s| {
-                let (name, pid) = s.trim().split_once(' ')?;
-                Some((name.trim_matches('"').to_string(), pid.parse().ok()?))
+            .map(|s| {
+                s.lines()
+                    .filter_map(|l| {
+                        let (name, pid) = l.trim().split_once(' ')?;
+                        Some((name.trim_matches('"').to_string(), pid.parse().ok()?))
+                    })
+                    .collect()
             })
             .collect()
     }
 
-    /// Waits until `n` tasks have started.
+    /// Waits until tasks have started `n` times.
     fn wait_started(&self, n: usize) -> Vec<(String, i32)> {
         let t = Instant::now();
         loop {
@@ -228,14 +283,23 @@ impl Tree {
     }
 }
 
+/// How a [`Tree`]'s leaves find their root.
+enum Join {
+    /// In its state directory.
+    StateDir,
+    /// At this address (`--root`), with its secret in GSPC_SECRET.
+    Address(String),
+}
+
 /// Boots a root runtime that starts no workers of its own (leaves bring them), with the
-/// module path `modules` if given.
-fn boot_root(s: &pnet_tests::GspcScratch, modules: Option<&std::path::Path>) {
+/// module path `modules` if given and more options of `gspc boot`.
+fn boot_root(s: &pnet_tests::GspcScratch, modules: Option<&std::path::Path>, more: &[&str]) {
     let mut args = vec!["boot", "--topology", "worker:0", "--timeout", "30"];
     let modules = modules.map(|m| m.display().to_string());
     if let Some(m) = &modules {
         args.extend(["--module-path", m.as_str()]);
     }
+    args.extend(more);
     let o = s.ok(&args);
     assert!(o.contains("gspc: runtime booted (pid "), "{o}");
 }
@@ -469,9 +533,11 @@ fn a_memory_task_with_leaves_only_says_why_it_waits() {
 /// (`memory-getput` through its buffer) and answers the sum of the bytes it got.
 const INC_NET: &str = include_str!("../data/memory/inc.xpnet");
 
-#[test]
-fn leaves_with_working_memory_run_memory_calls_on_the_root_s_global_memory() {
-    let s = pnet_tests::GspcScratch::new("leaves", "shm", bin_dir().join("gspc"));
+/// A root with the C++ module of [`INC_NET`] built, its leaves `memA` and `memB` of one
+/// worker with 1 MiB of working memory each (`gspc-leaf` with more `leaf_args`), both
+/// segments in the global memory.
+fn memory_tree(name: &str, leaf_args: &[&str]) -> Tree {
+    let s = pnet_tests::GspcScratch::new("leaves", name, bin_dir().join("gspc"));
     let mods = s.dir.join("mods");
     std::fs::create_dir_all(&mods).unwrap();
     let net = mods.join("inc.xpnet");
@@ -490,26 +556,14 @@ fn leaves_with_working_memory_run_memory_calls_on_the_root_s_global_memory() {
         "pnetc --build-modules: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    boot_root(&s, Some(&mods));
-    // Two leaves of one worker each, with 1 MiB of working memory per worker.
-    let mut leaves: Vec<Child> = ["memA", "memB"]
-        .iter()
-        .map(|name| {
-            let mut c = Command::new(bin_dir().join("gspc-leaf"));
-            c.arg("--state-dir").arg(s.state());
-            c.args(["--workers", "1", "--shm", "1048576", "--name", name]);
-            spawn_leaf(c)
-        })
-        .collect();
-    let t = Instant::now();
-    let st = loop {
-        let st: serde_json::Value = serde_json::from_str(&s.ok(&["status", "--json"])).unwrap();
-        if st["memory"]["segments"] == 2 {
-            break st;
-        }
-        assert!(t.elapsed() < Duration::from_secs(20), "no segments: {st:#}");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    boot_root(&s, Some(&mods), &[]);
+    let mut args = vec!["--workers", "1", "--shm", "1048576"];
+    args.extend(leaf_args);
+    let bundle = bundle.display().to_string();
+    let tree = Tree::grow(s, bundle, ["memA", "memB"], &args, &Join::StateDir);
+    let st = tree.until("both segments in the global memory", |st| {
+        st["memory"]["segments"] == 2
+    });
     assert_eq!(st["memory"]["capacity"], 2 * 1048576, "{st:#}");
     for leaf in st["workers"].as_array().unwrap() {
         assert!(
@@ -519,72 +573,134 @@ fn leaves_with_working_memory_run_memory_calls_on_the_root_s_global_memory() {
             "a leaf with working memory offers GPI: {leaf:#}"
         );
     }
-    // Two allocations, each spread over both leaves' workers' segments.
-    let pattern = |n: usize, seed: usize| -> Vec<u8> {
-        (0..n).map(|i| ((i * 7 + seed) % 251) as u8).collect()
-    };
-    let a = pattern(2000, 1);
-    let a_file = s.dir.join("a.bin");
-    std::fs::write(&a_file, &a).unwrap();
-    let out = s.ok(&["alloc", "--from", &a_file.display().to_string()]);
-    let (ha, ra) = out.split_once('\n').unwrap();
-    let (ha, ra) = (ha.to_string(), ra.trim().to_string());
-    let out = s.ok(&["alloc", "1K"]);
-    let (hb, rb) = out.split_once('\n').unwrap();
-    let (hb, rb) = (hb.to_string(), rb.trim().to_string());
-    let job = s
-        .ok(&[
-            "submit",
-            &bundle.display().to_string(),
-            "-p",
-            &format!("a={ra}"),
-            "-p",
-            &format!("b={rb}"),
-        ])
-        .trim()
-        .to_string();
-    let out = s.ok(&["wait", &job]);
-    let mut sums: Vec<u64> = out
-        .lines()
-        .filter_map(|l| l.strip_prefix("sums = "))
-        .map(|n| n.trim_end_matches("UL").parse().unwrap())
-        .collect();
-    sums.sort_unstable();
-    let sum_a: u64 = a.iter().map(|&x| u64::from(x)).sum();
-    assert_eq!(sums, vec![0, sum_a], "{out}");
-    // The bytes were put back into the global memory, one more each.
-    let back = s.dir.join("a.back");
-    s.ok(&[
-        "mem-read",
-        &ha,
-        "--size",
-        "2000",
-        "-o",
-        &back.display().to_string(),
-    ]);
-    let plus_one: Vec<u8> = a.iter().map(|x| x.wrapping_add(1)).collect();
-    assert_eq!(std::fs::read(&back).unwrap(), plus_one);
-    let back = s.dir.join("b.back");
-    s.ok(&[
-        "mem-read",
-        &hb,
-        "--size",
-        "1024",
-        "-o",
-        &back.display().to_string(),
-    ]);
-    assert_eq!(std::fs::read(&back).unwrap(), vec![1u8; 1024]);
+    tree
+}
+
+impl Tree {
+    /// Runs the net of [`memory_tree`] on two new allocations, each spread over both
+    /// leaves' workers' segments: the sums of the bytes the calls got, and the bytes put
+    /// back (one more each), exact. Returns the job. The second allocation is not filled on
+    /// `fresh` segments (never used: zeros), else filled with zeros (a new allocation keeps
+    /// the bytes earlier ones left: `gspc alloc --help`).
+    fn run_inc(&self, fresh: bool) -> String {
+        let s = &self.s;
+        let pattern = |n: usize, seed: usize| -> Vec<u8> {
+            (0..n).map(|i| ((i * 7 + seed) % 251) as u8).collect()
+        };
+        let a = pattern(2000, 1);
+        let a_file = s.dir.join("a.bin");
+        std::fs::write(&a_file, &a).unwrap();
+        let out = s.ok(&["alloc", "--from", &a_file.display().to_string()]);
+        let (ha, ra) = out.split_once('\n').unwrap();
+        let (ha, ra) = (ha.to_string(), ra.trim().to_string());
+        let zeros = s.dir.join("zeros.bin");
+        std::fs::write(&zeros, [0u8; 1024]).unwrap();
+        let zeros = zeros.display().to_string();
+        let out = if fresh {
+            s.ok(&["alloc", "1K"])
+        } else {
+            s.ok(&["alloc", "--from", &zeros])
+        };
+        let (hb, rb) = out.split_once('\n').unwrap();
+        let (hb, rb) = (hb.to_string(), rb.trim().to_string());
+        let job = s
+            .ok(&[
+                "submit",
+                &self.net,
+                "-p",
+                &format!("a={ra}"),
+                "-p",
+                &format!("b={rb}"),
+            ])
+            .trim()
+            .to_string();
+        let out = s.ok(&["wait", &job]);
+        let mut sums: Vec<u64> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix("sums = "))
+            .map(|n| n.trim_end_matches("UL").parse().unwrap())
+            .collect();
+        sums.sort_unstable();
+        let sum_a: u64 = a.iter().map(|&x| u64::from(x)).sum();
+        assert_eq!(sums, vec![0, sum_a], "{out}");
+        // The bytes were put back into the global memory, one more each.
+        let back = s.dir.join("a.back");
+        s.ok(&[
+            "mem-read",
+            &ha,
+            "--size",
+            "2000",
+            "-o",
+            &back.display().to_string(),
+        ]);
+        let plus_one: Vec<u8> = a.iter().map(|x| x.wrapping_add(1)).collect();
+        assert_eq!(std::fs::read(&back).unwrap(), plus_one);
+        let back = s.dir.join("b.back");
+        s.ok(&[
+            "mem-read",
+            &hb,
+            "--size",
+            "1024",
+            "-o",
+            &back.display().to_string(),
+        ]);
+        assert_eq!(std::fs::read(&back).unwrap(), vec![1u8; 1024]);
+        job
+    }
+}
+
+#[test]
+fn leaves_with_working_memory_run_memory_calls_on_the_root_s_global_memory() {
+    let tree = memory_tree("shm", &[]);
+    let job = tree.run_inc(true);
     // The tasks ran under the leaves.
-    let tasks = s.ok(&["tasks", &job]);
+    let tasks = tree.s.ok(&["tasks", &job]);
     assert!(
         tasks.contains("memA/memA-w0") || tasks.contains("memB/memB-w0"),
         "{tasks}"
     );
-    let stop = s.ok(&["stop"]);
+    let (stop, _) = tree.stop_and_check(&[]);
     assert!(stop.contains("2 leaf agents stopped"), "{stop}");
-    for l in &mut leaves {
-        let (status, err) = leaf_exit(l, "a leaf did not stop");
-        assert!(status.success(), "{status:?}\n{err}");
+}
+
+#[test]
+fn leaves_with_working_memory_rejoin_a_resumed_root_with_their_segments() {
+    let mut tree = memory_tree("shm-rejoin", &["--wait-for-root", "60"]);
+    tree.run_inc(true);
+    let st = tree.status();
+    assert_eq!(st["memory"]["allocations"], 2, "{st:#}");
+    let (daemon, before) = root_and_leaf_workers(&st);
+    kill_root(daemon);
+    let resumed = tree.s.ok(&["boot", "--resume", "--timeout", "30"]);
+    assert!(resumed.contains("gspc: runtime booted (pid "), "{resumed}");
+    // The leaves are back with the same workers, whose segments join the new global memory;
+    // the allocations of the crashed root are not restored (JOURNAL.md).
+    let st = tree.until("the leaves back with their segments", |st| {
+        st["memory"]["segments"] == 2
+            && root_and_leaf_workers(st)
+                .1
+                .iter()
+                .all(|(_, w)| w.len() == 1)
+    });
+    assert_eq!(st["memory"]["capacity"], 2 * 1048576, "{st:#}");
+    assert_eq!(st["memory"]["allocations"], 0, "{st:#}");
+    assert_eq!(root_and_leaf_workers(&st).1, before, "the same workers");
+    // Each leaf numbers its workers' segments for the number the new root gave it.
+    let log = tree.log();
+    assert!(!log.contains("reported its segment as number"), "{log}");
+    for l in tree.leaves.iter_mut() {
+        assert!(l.try_wait().unwrap().is_none(), "a leaf exited");
+    }
+    // New allocations over the same segments (which keep the bytes of the old ones):
+    // exact again.
+    tree.run_inc(false);
+    for e in tree.stop_and_check_nothing_left(&[]) {
+        assert!(
+            e.contains("gspc-leaf: lost the root agent (")
+                && e.contains("gspc-leaf: joined the root agent ")
+                && e.contains("), with its 1 workers"),
+            "{e}"
+        );
     }
 }
 
@@ -601,7 +717,7 @@ fn a_leaf_started_before_its_root_waits_for_it() {
         leaf.try_wait().unwrap().is_none(),
         "the leaf did not wait for its root"
     );
-    boot_root(&s, None);
+    boot_root(&s, None, &[]);
     let t = Instant::now();
     loop {
         let st: serde_json::Value = serde_json::from_str(&s.ok(&["status", "--json"])).unwrap();
@@ -672,17 +788,95 @@ fn a_worker_killed_under_a_leaf_is_replaced_by_the_leaf_unseen_by_the_root() {
     assert_eq!(st["workers"].as_array().map(Vec::len), Some(2), "{st:#}");
     assert!(!alive(pid as u32) || wait_gone(pid as u32, Duration::from_secs(5)));
     // The leaf, still running, reaped it: no zombie left until the leaf ends.
+    reaped(pid as u64, &name);
+    // Its tasks ran again exactly once: each task started, none more than twice, and only
+    // one the killed worker had started (the one it was running) twice.
+    let starts = tree.starts();
+    assert_eq!(starts.len(), TASKS, "{starts:?}");
+    let again: Vec<&Vec<(String, i32)>> = starts.iter().filter(|s| s.len() > 1).collect();
+    assert!(
+        again.len() <= 1
+            && again
+                .iter()
+                .all(|s| s.len() == 2 && s[0] == (name.clone(), pid)),
+        "{again:?}"
+    );
+    // The leaf started it again under its name, as the root does its own lost workers: at
+    // most 3 times, after 200 ms doubled each time.
+    let mut pid = pid as u64;
+    let mut pids = Vec::new();
+    for restart in 1..=3 {
+        if restart > 1 {
+            // SAFETY: kill on the pid of a worker this test saw under the leaf.
+            assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+        }
+        let st = tree.until("leaf A with its two workers", |st| {
+            leaf_workers(st, "leafA")
+                .iter()
+                .any(|(n, p)| *n == name && *p != pid)
+                && leaf_workers(st, "leafA").len() == 2
+        });
+        pid = (leaf_workers(&st, "leafA").into_iter())
+            .find(|(n, _)| *n == name)
+            .map(|(_, p)| p)
+            .unwrap();
+        pids.push(pid);
+    }
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    tree.until("leaf A without the worker killed 4 times", |st| {
+        leaf_workers(st, "leafA").len() == 1
+    });
+    reaped(pid, &name);
+    let errs = tree.stop_and_check_nothing_left(&[]);
+    assert!(errs[0].contains(" answers, 4 workers lost)"), "{}", errs[0]);
+    assert!(errs[1].contains(" answers, 0 workers lost)"), "{}", errs[1]);
+    for (restart, delay) in [(1, 200), (2, 400), (3, 800)] {
+        assert!(
+            errs[0].contains(&format!(
+                "ended by signal 9 (SIGKILL); restarting it in {delay} ms (restart {restart} \
+                 of 3)"
+            )),
+            "{}",
+            errs[0]
+        );
+    }
+    assert!(
+        errs[0].contains(&format!(
+            "gspc-leaf: worker `{name}` (pid {pid}) ended by signal 9 (SIGKILL); not restarted: \
+             it was restarted 3 times already"
+        )),
+        "{}",
+        errs[0]
+    );
+    for p in pids {
+        assert!(wait_gone(p as u32, Duration::from_secs(10)), "pid {p} left");
+    }
+}
+
+/// Waits up to 10 s for the killed worker `name` (pid `pid`) to be reaped by its leaf (no
+/// zombie of it stays while the leaf runs).
+fn reaped(pid: u64, name: &str) {
     let t = Instant::now();
     while std::path::Path::new(&format!("/proc/{pid}")).exists() {
         assert!(
-            t.elapsed() < Duration::from_secs(5),
+            t.elapsed() < Duration::from_secs(10),
             "the killed worker `{name}` (pid {pid}) stays a zombie of its leaf"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let errs = tree.stop_and_check_nothing_left(&[]);
-    assert!(errs[0].contains(" answers, 1 worker lost)"), "{}", errs[0]);
-    assert!(errs[1].contains(" answers, 0 workers lost)"), "{}", errs[1]);
+}
+
+/// (name, pid) of the workers under the leaf `leaf` in a runtime status.
+fn leaf_workers(st: &serde_json::Value, leaf: &str) -> Vec<(String, u64)> {
+    (st["workers"].as_array().into_iter().flatten())
+        .filter(|l| l["name"] == leaf)
+        .flat_map(|l| l["workers"].as_array().cloned().unwrap_or_default())
+        .map(|w| {
+            let name = w["name"].as_str().unwrap_or_default().to_string();
+            (name, w["pid"].as_u64().unwrap_or(0))
+        })
+        .collect()
 }
 
 #[test]
@@ -748,7 +942,26 @@ fn kill_root(daemon: u32) {
 
 #[test]
 fn leaves_rejoin_a_resumed_root_with_their_workers_and_the_job_finishes_exactly() {
-    let mut tree = Tree::with("rejoin", &["--wait-for-root", "60"]);
+    let tree = Tree::with("rejoin", &["--wait-for-root", "60"]);
+    rejoin_after_the_root_s_crash(tree, |_| {});
+}
+
+#[test]
+fn leaves_given_the_root_s_address_rejoin_it_resumed_with_its_secret() {
+    let tree = Tree::by_address("rejoin-address", &["--wait-for-root", "60"]);
+    let secret = std::fs::read_to_string(tree.s.state().join("secret")).unwrap();
+    rejoin_after_the_root_s_crash(tree, |tree| {
+        // The resumed root kept the secret of the crashed one (its state directory's).
+        let now = std::fs::read_to_string(tree.s.state().join("secret")).unwrap();
+        assert_eq!(now, secret, "the resumed root has a new secret");
+    });
+}
+
+/// Submits the tree's job, SIGKILLs the root in its middle and resumes it (`gspc boot
+/// --resume`): the leaves (given `--wait-for-root 60`) stay with their workers, join the
+/// resumed root with them, the job's results are exact, and nothing is left after `gspc
+/// stop`; `check` looks at the resumed tree before that.
+fn rejoin_after_the_root_s_crash(mut tree: Tree, check: impl FnOnce(&Tree)) {
     let st = tree.until("four workers under the leaves", |st| {
         root_and_leaf_workers(st)
             .1
@@ -786,6 +999,7 @@ fn leaves_rejoin_a_resumed_root_with_their_workers_and_the_job_finishes_exactly(
     assert_eq!(after, before, "the same workers under the same leaves");
     let (ys, _) = tree.wait(&job);
     assert_eq!(ys, expected(), "exact after the root's crash and resume");
+    check(&tree);
     let errs = tree.stop_and_check_nothing_left(&[]);
     for e in &errs {
         assert!(
@@ -838,7 +1052,7 @@ fn a_leaf_whose_root_does_not_come_back_exits_1_within_its_wait() {
 fn a_leaf_of_another_leaf_protocol_is_refused_by_name() {
     use pnet_protocol::{AgentMsg, Hello, LeafHello, PROTOCOL_VERSION, WorkerMsg};
     let s = pnet_tests::GspcScratch::new("leaves", "version", bin_dir().join("gspc"));
-    boot_root(&s, None);
+    boot_root(&s, None, &[]);
     let info = std::fs::read_to_string(s.state().join("runtime.json")).unwrap();
     let info: serde_json::Value = serde_json::from_str(&info).unwrap();
     let secret = std::fs::read_to_string(s.state().join("secret")).unwrap();
@@ -874,7 +1088,7 @@ fn a_leaf_of_another_leaf_protocol_is_refused_by_name() {
 fn a_leaf_says_what_is_wrong_with_its_workers() {
     use std::io::BufRead;
     let s = pnet_tests::GspcScratch::new("leaves", "noworkers", bin_dir().join("gspc"));
-    boot_root(&s, None);
+    boot_root(&s, None, &[]);
     let leaf = || {
         let mut c = Command::new(bin_dir().join("gspc-leaf"));
         c.arg("--state-dir").arg(s.state());

@@ -31,7 +31,8 @@ log go to DIR/daemon.log. `gspc stop` stops it.
 Crashes: the runtime keeps a journal of its jobs in DIR/journal (their nets, inputs, tokens
 put, task results, ends). After a crash (or SIGKILL), `gspc boot --resume` starts a runtime
 on the same state directory with the workers it had (the saved boot options, unless others
-are given): the jobs that had not ended go on from their journaled state (only the tasks
+are given) and the same secret (leaf agents rejoin it: with `gspc-leaf --root`, boot with
+--listen HOST:PORT so that it is back at the same address): the jobs that had not ended go on from their journaled state (only the tasks
 whose results were not journaled run again), the ended ones keep their outcome for `gspc
 wait` and `gspc jobs`, and job numbers go on. A boot without --resume starts a new journal
 (the old one is kept as DIR/journal.old).
@@ -240,6 +241,13 @@ pub fn boot(argv: Vec<OsString>) -> ExitCode {
     if let Err(e) = prepare_state_dir(&dir) {
         return fail(&e);
     }
+    // A resumed runtime keeps the secret of the one that crashed (its stale files are removed
+    // just below): leaf agents and workers given it (`gspc-leaf --root`, GSPC_SECRET) join
+    // it again, and the segments of their workers stay reachable with it.
+    let kept_secret = args
+        .resume
+        .then(|| pnet_agent::control::read_secret(&dir).ok())
+        .flatten();
     if let Some(pid) = live_runtime(&dir) {
         return fail(&RtError::new(
             "gspc-already-running",
@@ -251,7 +259,7 @@ pub fn boot(argv: Vec<OsString>) -> ExitCode {
             ),
         ));
     }
-    let secret = match pnet_protocol::Secret::random() {
+    let secret = match kept_secret.map_or_else(pnet_protocol::Secret::random, Ok) {
         Ok(s) => s,
         Err(e) => {
             return fail(&RtError::new(

@@ -39,11 +39,11 @@ pub(super) struct Restart {
     pub(super) restarts: u32,
 }
 
-/// How often a lost local worker is started again.
-const MAX_RESTARTS: u32 = 3;
+/// How often a lost local worker is started again (also by a leaf agent: `leaf.rs`).
+pub(super) const MAX_RESTARTS: u32 = 3;
 
 /// The wait before its first restart (doubled for each further one).
-const RESTART_BACKOFF: Duration = Duration::from_millis(200);
+pub(super) const RESTART_BACKOFF: Duration = Duration::from_millis(200);
 
 impl Shell<'_> {
     /// Stops the launched workers (after the loop, outside the tokio runtime).

@@ -44,6 +44,7 @@ use pnet_protocol::{
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use super::ShellEvent;
+use super::launch::{MAX_RESTARTS, RESTART_BACKOFF};
 use super::workers::{Conn, IoThread, Shared};
 use crate::AgentError;
 use crate::sched::{ClassSpec, Impls, Pending, Sched, SchedConfig, WorkerId};
@@ -107,30 +108,80 @@ pub fn run_leaf(cfg: LeafConfig) -> Result<LeafReport, AgentError> {
         .map_err(|e| AgentError::Setup(format!("cannot start the runtime: {e}")))?;
     let mut children = Vec::new();
     let result = rt.block_on(leaf_main(&cfg, &mut children));
-    stop_children(&mut children);
+    stop_children(&mut children, cfg.shm > 0);
     result
 }
 
+/// A worker process the leaf started: started again under its name when it ends while the
+/// leaf runs (as the root restarts its own: `MAX_RESTARTS` times at most, after
+/// `RESTART_BACKOFF` doubled per restart).
+struct Spawned {
+    child: Child,
+    name: String,
+    /// How often it was restarted after it ended.
+    restarts: u32,
+}
+
 /// Waits up to 2 s for the workers it started (they were told Shutdown, and their standard
-/// input closes), then kills the rest.
-fn stop_children(children: &mut [Child]) {
+/// input closes), then kills the rest (and removes the segments of those killed: they
+/// cannot).
+fn stop_children(children: &mut [Spawned], shm: bool) {
     for c in children.iter_mut() {
-        drop(c.stdin.take());
+        drop(c.child.stdin.take());
     }
     let deadline = Instant::now() + Duration::from_secs(2);
     for c in children.iter_mut() {
+        let c = &mut c.child;
         loop {
             match c.try_wait() {
                 Ok(Some(_)) | Err(_) => break,
                 Ok(None) if Instant::now() >= deadline => {
                     let _ = c.kill();
                     let _ = c.wait();
+                    if shm {
+                        pnet_memory::remove_segments_of(c.id());
+                    }
                     break;
                 }
                 Ok(None) => std::thread::sleep(Duration::from_millis(10)),
             }
         }
     }
+}
+
+/// Starts the worker `name` of the leaf, connecting to `addr` with `secret` (its standard
+/// input a pipe that closes when the leaf dies).
+fn spawn_worker(
+    cfg: &LeafConfig,
+    addr: SocketAddr,
+    secret: &Secret,
+    name: &str,
+) -> Result<Child, AgentError> {
+    let mut c = Command::new(&cfg.worker_program);
+    c.arg("--agent")
+        .arg(addr.to_string())
+        .arg("--name")
+        .arg(name)
+        .arg("--exit-on-stdin-eof")
+        .env(SECRET_ENV, secret.to_hex())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null());
+    if !cfg.capabilities.is_empty() {
+        c.arg("--capabilities").arg(cfg.capabilities.join(","));
+    }
+    for d in &cfg.module_path {
+        c.arg("--module-path").arg(d);
+    }
+    if cfg.shm > 0 {
+        c.arg("--shm").arg(cfg.shm.to_string());
+    }
+    c.spawn().map_err(|e| {
+        setup(format!(
+            "cannot start the worker program {}: {e} (give it with --worker-program or \
+             $GSPC_WORKER)",
+            cfg.worker_program.display()
+        ))
+    })
 }
 
 fn setup(what: String) -> AgentError {
@@ -290,7 +341,27 @@ async fn join_root(
     }
 }
 
-async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafReport, AgentError> {
+/// A leaf with working memory needs a number from its root that gives its workers numbers
+/// of their own under the root ([`pnet_protocol::leaf_worker_id`]): else its workers' memory
+/// could not join the global memory, and calls with memory would wait here for ever.
+fn check_leaf_number(cfg: &LeafConfig, leaf_id: u32) -> Result<(), AgentError> {
+    let gpi = crate::memory::GPI_CAPABILITY;
+    if cfg.capabilities.iter().any(|c| c == gpi)
+        && pnet_protocol::leaf_worker_id(leaf_id, 0).is_none()
+    {
+        return Err(setup(format!(
+            "the root gave this leaf the number {leaf_id}: its workers' working memory cannot \
+             join the root's global memory (leaves numbered below 65536 only); start it \
+             without --shm (memory calls then run on other workers), or restart the root"
+        )));
+    }
+    Ok(())
+}
+
+async fn leaf_main(
+    cfg: &LeafConfig,
+    children: &mut Vec<Spawned>,
+) -> Result<LeafReport, AgentError> {
     // The root first: its Welcome holds the module definitions the workers need.
     let (stream, root, secret) = reach_root(cfg).await?;
     let Joined {
@@ -300,18 +371,7 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
         modules,
         module_path,
     } = join_root(cfg, stream, &secret).await?;
-    let gpi = crate::memory::GPI_CAPABILITY;
-    if cfg.capabilities.iter().any(|c| c == gpi)
-        && pnet_protocol::leaf_worker_id(leaf_id, 0).is_none()
-    {
-        // Its workers' memory could not join the global memory: calls with memory would
-        // wait here for ever.
-        return Err(setup(format!(
-            "the root gave this leaf the number {leaf_id}: its workers' working memory cannot \
-             join the root's global memory (leaves numbered below 65536 only); start it \
-             without --shm (memory calls then run on other workers), or restart the root"
-        )));
-    }
+    check_leaf_number(cfg, leaf_id)?;
     // Its own workers.
     let io = IoThread::start().map_err(|e| setup(format!("cannot start a thread: {e}")))?;
     let listener = io
@@ -326,7 +386,7 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
         defs: Mutex::new((modules, 0)),
         module_path,
         next_id: AtomicU32::new(0),
-        leaf_id: Some(leaf_id),
+        leaf_id: Some(AtomicU32::new(leaf_id)),
         ev: ev_tx,
         pending: Mutex::default(),
         beats: Mutex::default(),
@@ -336,32 +396,13 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
         f(addr);
     }
     for i in 0..cfg.workers {
-        let mut c = Command::new(&cfg.worker_program);
-        c.arg("--agent")
-            .arg(addr.to_string())
-            .arg("--name")
-            .arg(format!("{}-w{i}", cfg.name))
-            .arg("--exit-on-stdin-eof")
-            .env(SECRET_ENV, secret.to_hex())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null());
-        if !cfg.capabilities.is_empty() {
-            c.arg("--capabilities").arg(cfg.capabilities.join(","));
-        }
-        for d in &cfg.module_path {
-            c.arg("--module-path").arg(d);
-        }
-        if cfg.shm > 0 {
-            c.arg("--shm").arg(cfg.shm.to_string());
-        }
-        let child = c.spawn().map_err(|e| {
-            setup(format!(
-                "cannot start the worker program {}: {e} (give it with --worker-program or \
-                 $GSPC_WORKER)",
-                cfg.worker_program.display()
-            ))
-        })?;
-        children.push(child);
+        let name = format!("{}-w{i}", cfg.name);
+        let child = spawn_worker(cfg, addr, &secret, &name)?;
+        children.push(Spawned {
+            child,
+            name,
+            restarts: 0,
+        });
     }
     let mut leaf = Leaf {
         cfg,
@@ -381,6 +422,9 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
         start: Instant::now(),
         report: LeafReport::default(),
         shared_defs: shared,
+        addr,
+        restarts: Vec::new(),
+        segments: HashMap::new(),
     };
     leaf.log(&format!(
         "leaf `{}`: connected to the root {root}; its workers connect to {addr}",
@@ -395,9 +439,7 @@ async fn leaf_main(cfg: &LeafConfig, children: &mut Vec<Child>) -> Result<LeafRe
             End::Over(why) => break why,
             End::RootLost(why) => why,
         };
-        // Its workers' segments are in the lost root's global memory: a leaf with working
-        // memory does not join again.
-        if cfg.wait_for_root.is_zero() || cfg.capabilities.iter().any(|c| c == gpi) {
+        if cfg.wait_for_root.is_zero() {
             break why;
         }
         match leaf.rejoin(&why, &mut ev_rx, children).await {
@@ -455,8 +497,15 @@ struct Leaf<'c> {
     start: Instant,
     report: LeafReport,
     /// The definitions in the Welcome of a worker (the root's Welcome's, less those
-    /// forgotten).
+    /// forgotten), the secret its workers say and its number at the root.
     shared_defs: Arc<Shared>,
+    /// Where its workers connect (for the workers it starts again).
+    addr: SocketAddr,
+    /// Workers it started that ended, to start again (when, name, their restarts then).
+    restarts: Vec<(Instant, String, u32)>,
+    /// Its workers' segments (their `Memory` messages): a root it joins again hears them
+    /// again.
+    segments: HashMap<WorkerId, pnet_protocol::memory::SegmentInfo>,
 }
 
 /// A worker of the leaf as the root sees it in the status.
@@ -506,7 +555,7 @@ impl Leaf<'_> {
         root_r: &mut RootReader,
         root_w: &mut RootWriter,
         ev_rx: &mut UnboundedReceiver<ShellEvent>,
-        children: &mut Vec<Child>,
+        children: &mut Vec<Spawned>,
     ) -> End {
         let mut hb = tokio::time::interval(HEARTBEAT_INTERVAL);
         hb.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -553,7 +602,7 @@ impl Leaf<'_> {
                     }
                 }
                 _ = hb.tick() => {
-                    self.reap(children);
+                    self.tend_workers(children);
                     if last_heard.elapsed() > AGENT_SILENCE_TIMEOUT {
                         return End::RootLost(format!(
                             "the root has been silent for {} ms",
@@ -612,7 +661,7 @@ impl Leaf<'_> {
         &mut self,
         why: &str,
         ev_rx: &mut UnboundedReceiver<ShellEvent>,
-        children: &mut Vec<Child>,
+        children: &mut Vec<Spawned>,
     ) -> Result<Joined, AgentError> {
         let cfg = self.cfg;
         let mut old = std::mem::replace(&mut self.sched, Sched::new(SchedConfig::default()));
@@ -659,7 +708,7 @@ impl Leaf<'_> {
                 self.lost_event(&mut old, ev);
             }
             self.up.clear();
-            self.reap(children);
+            self.tend_workers(children);
             if old.running() == 0 {
                 match try_root(cfg).await {
                     Ok((stream, root, secret)) => {
@@ -674,6 +723,7 @@ impl Leaf<'_> {
                             }
                         };
                         if let Some(j) = j {
+                            check_leaf_number(cfg, j.leaf_id)?;
                             self.rejoined(&j);
                             self.say(&format!(
                                 "joined the root agent {root} again after {:.1} s (leaf number \
@@ -772,19 +822,90 @@ impl Leaf<'_> {
             let _ = c.tx.send(forget.clone());
             let _ = c.tx.send(add.clone());
         }
-        self.leaf_id = j.leaf_id;
+        self.set_leaf_id(j.leaf_id);
+        // Its workers' segments join the new root's global memory (numbered for the leaf's
+        // new number: the workers keep theirs, a plan names a segment by its file too).
+        let mut segs: Vec<(WorkerId, pnet_protocol::memory::SegmentInfo)> = (self.segments)
+            .iter()
+            .map(|(&w, s)| (w, s.clone()))
+            .collect();
+        segs.sort_by_key(|(w, _)| *w);
+        for (wid, mut seg) in segs {
+            if let Some(id) = pnet_protocol::leaf_worker_id(self.leaf_id, wid) {
+                seg.id = id;
+                self.up_of(wid, WorkerMsg::Memory(seg));
+            }
+        }
+    }
+
+    /// Its number at the root, also for the Welcome of the workers that join from now on.
+    fn set_leaf_id(&mut self, leaf_id: u32) {
+        self.leaf_id = leaf_id;
+        if let Some(n) = &self.shared_defs.leaf_id {
+            n.store(leaf_id, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// Waits for the workers it started that exited (killed, crashed), so that none stays a
-    /// zombie while the leaf runs.
-    fn reap(&self, children: &mut Vec<Child>) {
-        children.retain_mut(|c| match c.try_wait() {
-            Ok(Some(status)) => {
-                self.log(&format!("worker process {} exited: {status}", c.id()));
-                false
+    /// zombie while the leaf runs, removes their segments (a killed worker cannot) and
+    /// starts them again as the root does its own (`launch.rs`): under the same name, after
+    /// [`RESTART_BACKOFF`] doubled per restart, at most [`MAX_RESTARTS`] times. The tasks
+    /// of a lost worker run again on the others meanwhile (or wait here for it).
+    fn tend_workers(&mut self, children: &mut Vec<Spawned>) {
+        let mut i = 0;
+        while i < children.len() {
+            let status = match children[i].child.try_wait() {
+                Ok(Some(status)) => status,
+                Ok(None) | Err(_) => {
+                    i += 1;
+                    continue;
+                }
+            };
+            let c = children.swap_remove(i);
+            let pid = c.child.id();
+            if self.cfg.shm > 0 {
+                pnet_memory::remove_segments_of(pid);
             }
-            Ok(None) | Err(_) => true,
-        });
+            let how = pnet_launch::describe(status);
+            let name = c.name;
+            if c.restarts >= MAX_RESTARTS {
+                self.say(&format!(
+                    "worker `{name}` (pid {pid}) {how}; not restarted: it was restarted \
+                     {MAX_RESTARTS} times already"
+                ));
+                continue;
+            }
+            let delay = RESTART_BACKOFF * 2u32.pow(c.restarts);
+            self.say(&format!(
+                "worker `{name}` (pid {pid}) {how}; restarting it in {} ms (restart {} of \
+                 {MAX_RESTARTS})",
+                delay.as_millis(),
+                c.restarts + 1
+            ));
+            self.restarts
+                .push((Instant::now() + delay, name, c.restarts + 1));
+        }
+        let now = Instant::now();
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.restarts)
+            .into_iter()
+            .partition(|(at, ..)| *at <= now);
+        self.restarts = later;
+        for (_, name, restarts) in due {
+            match spawn_worker(self.cfg, self.addr, &self.shared_defs.secret, &name) {
+                Ok(child) => {
+                    self.log(&format!(
+                        "worker `{name}` started again (pid {})",
+                        child.id()
+                    ));
+                    children.push(Spawned {
+                        child,
+                        name,
+                        restarts,
+                    });
+                }
+                Err(e) => self.say(&format!("cannot restart worker `{name}`: {e}")),
+            }
+        }
     }
 
     fn now(&self) -> Duration {
@@ -967,6 +1088,7 @@ impl Leaf<'_> {
             ShellEvent::Lost { id, reason } => {
                 let name = self.conns.remove(&id).map(|c| c.name).unwrap_or_default();
                 self.subs.remove(&id);
+                self.segments.remove(&id);
                 self.subs_changed = true;
                 let lost = self.sched.remove_worker(id);
                 for t in lost.requeued.iter().chain(&lost.discarded) {
@@ -1007,9 +1129,10 @@ impl Leaf<'_> {
                 return;
             }
             // A worker's working memory: the root puts it in the global memory.
-            WorkerMsg::Memory(_) => {
+            WorkerMsg::Memory(seg) => {
                 if pnet_protocol::leaf_worker_id(self.leaf_id, wid).is_some() {
-                    self.up_of(wid, m);
+                    self.segments.insert(wid, seg.clone());
+                    self.up_of(wid, WorkerMsg::Memory(seg.clone()));
                 } else {
                     self.log(&format!(
                         "worker {wid}: its working memory stays out of the global memory (more \

@@ -42,8 +42,8 @@ pub(super) struct Shared {
     pub(super) next_id: AtomicU32,
     /// A leaf agent's number at its root: its workers are told the numbers of
     /// [`pnet_protocol::leaf_worker_id`] in their Welcome (unique under the root, for their
-    /// segments), not their number here.
-    pub(super) leaf_id: Option<u32>,
+    /// segments), not their number here. A leaf that joins its root again may get another.
+    pub(super) leaf_id: Option<AtomicU32>,
     pub(super) ev: UnboundedSender<ShellEvent>,
     /// The connections that have not sent their Hello yet.
     pub(super) pending: Mutex<Pending>,
@@ -367,7 +367,8 @@ async fn handle_worker(sock: TcpStream, peer: SocketAddr, shared: Arc<Shared>, k
     let welcome = AgentMsg::Welcome {
         worker: shared
             .leaf_id
-            .and_then(|leaf| pnet_protocol::leaf_worker_id(leaf, id))
+            .as_ref()
+            .and_then(|leaf| pnet_protocol::leaf_worker_id(leaf.load(Ordering::Relaxed), id))
             .unwrap_or(id),
         modules,
         module_path: shared.module_path.clone(),
