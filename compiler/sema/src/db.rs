@@ -311,15 +311,6 @@ pub fn tree(db: &dyn salsa::Database, file: SourceInput) -> Option<Parsed> {
     })
 }
 
-/// The places of a file's root net when it is cut into items ([`tree`]), as the places of
-/// an otherwise empty net, and the file ids of their items: what `elab::root_places` reads
-/// (equal after an edit elsewhere: their trees are shared).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlaceDecls {
-    pub net: xml::NetDecl,
-    pub items: Vec<FileId>,
-}
-
 /// The root defun of a parsed file and its net, when its root is a defun with a net.
 fn root_net(t: &Parsed) -> Option<(&xml::Defun, &xml::NetDecl)> {
     let Some(Root::Defun(d)) = &t.ast.root else {
@@ -331,24 +322,63 @@ fn root_net(t: &Parsed) -> Option<(&xml::Defun, &xml::NetDecl)> {
     Some((d, n))
 }
 
-/// See [`PlaceDecls`].
+/// The groups ([`groups`], [`parse_group`]) of the places of a file's root net when it is
+/// cut into items, in order: those [`tree`] parses, and `elab::place_group` elaborates.
+/// Equal after an edit that adds or removes no place (it reads the cut, which moves with
+/// every edit: a walk over the items, without their texts).
 #[salsa::tracked(returns(ref))]
-pub fn place_decls(db: &dyn salsa::Database, file: SourceInput) -> Option<PlaceDecls> {
-    let t = tree(db, file).as_ref()?;
-    let (d, n) = root_net(t)?;
-    let none = Span::new(d.span.file, 0, 0);
-    Some(PlaceDecls {
-        net: xml::NetDecl {
-            places: n.places.clone(),
-            transitions: Vec::new(),
-            templates: Vec::new(),
-            specializes: Vec::new(),
-            structs: Vec::new(),
-            properties: Vec::new(),
-            span: none,
-        },
-        items: t.items[..t.place_items].iter().map(|i| i.id).collect(),
-    })
+pub fn place_groups<'db>(
+    db: &'db dyn salsa::Database,
+    file: SourceInput,
+) -> Option<Vec<ItemGroup<'db>>> {
+    let cut = file.cut(db).as_ref()?;
+    let places = cut
+        .items
+        .iter()
+        .filter(|i| i.kind == xml::items::ItemKind::Place)
+        .map(|i| i.input);
+    Some(
+        groups(places)
+            .into_iter()
+            .map(|g| ItemGroup::new(db, g))
+            .collect(),
+    )
+}
+
+/// The name of a place of the root net, for the checks across its groups
+/// (`elab::place_names`): the span of its name, whether it is a `shared_sink`, and the
+/// cleanup place its type names (`P` of `shared_P`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlaceName {
+    pub name: String,
+    pub span: Span,
+    pub shared_sink: bool,
+    pub sink_of: Option<Arc<str>>,
+}
+
+/// The [`PlaceName`]s of the places of a group ([`place_groups`]), in order: equal after an
+/// edit of a place that leaves its name alone (its type, its tokens).
+#[salsa::tracked(returns(ref))]
+pub fn group_place_names<'db>(
+    db: &'db dyn salsa::Database,
+    group: ItemGroup<'db>,
+) -> Option<Vec<PlaceName>> {
+    let trees = parse_group(db, group).as_ref()?;
+    Some(
+        trees
+            .iter()
+            .filter_map(|t| t.place.as_deref())
+            .map(|p| PlaceName {
+                name: p.name.text.clone(),
+                span: p.name.span,
+                shared_sink: p.shared_sink,
+                sink_of: match pnet_stdlib::Type::from_name(&p.ty.text) {
+                    Some(pnet_stdlib::Type::Shared(s)) => Some(s),
+                    _ => None,
+                },
+            })
+            .collect(),
+    )
 }
 
 /// What the root net's transitions see of the file around them, when it is cut into items

@@ -20,9 +20,9 @@ use pnet_stdlib::{StructType, Type, Value};
 use pnet_syntax::expr::Expr;
 use pnet_syntax::span::MappedText;
 use pnet_syntax::xml::{
-    ConnectKindDecl, Defun, DefunBody, FieldDecl, Href, ModuleDecl, Name, NetDecl, PortDirDecl,
-    PropertiesItem, Root, StructDef, StructItem, Template, TemplateItem, TransferKindDecl,
-    TransitionBody, TransitionDecl,
+    ConnectKindDecl, Defun, DefunBody, FieldDecl, Href, ModuleDecl, Name, NetDecl, PlaceDecl,
+    PortDirDecl, PropertiesItem, Root, StructDef, StructItem, Template, TemplateItem,
+    TransferKindDecl, TransitionBody, TransitionDecl,
 };
 use pnet_syntax::{Diagnostic, FileId, Span};
 
@@ -98,7 +98,7 @@ pub fn diagnostics(db: &dyn salsa::Database, ws: Workspace) -> Vec<(Diagnostic, 
 /// [`db::parse`] (whole files).
 pub(crate) type Trees = for<'d> fn(&'d dyn salsa::Database, db::SourceInput) -> &'d Parsed;
 
-pub use net::{RootPlaces, root_places};
+pub use net::{GroupPlaces, place_group};
 
 pub(crate) fn run(db: &dyn salsa::Database, ws: Workspace, trees: Trees) -> Elaborated {
     let inputs = ws.files(db);
@@ -257,11 +257,6 @@ struct RootItems<'a> {
 struct Elab<'a> {
     /// The root net's transitions elaborated by queries ([`transition::transition_query`]).
     root_items: Option<RootItems<'a>>,
-    /// In a lite elaboration of the root net cut into items: each transition's result from
-    /// its chunk ([`transition::chunk_query`]), with whether `struct_too_deep` had been
-    /// reported before it (the result is used when that holds here too), and the indexes of
-    /// the places it names ([`transition::chunk_place_ids`]).
-    chunked: Option<Vec<transition::Chunked<'a>>>,
     /// Only the diagnostics are wanted ([`diagnostics`]): the results of the transitions'
     /// queries are not copied into the bundle, the facts and the checks.
     lite: bool,
@@ -455,7 +450,6 @@ impl<'a> Elab<'a> {
     ) -> Elab<'a> {
         Elab {
             root_items: None,
-            chunked: None,
             lite: false,
             keep_facts: false,
             parsed,

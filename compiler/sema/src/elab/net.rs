@@ -12,20 +12,200 @@ pub(super) struct DeclaredPlaces {
     pub(super) symbols: Vec<Symbol>,
 }
 
-/// The places of a workspace's root net when its file is cut into items, elaborated in the
-/// scope of the net ([`db::net_env`]) with their diagnostics and symbols: an edit that
-/// leaves the places' trees equal ([`db::place_decls`]) reuses them.
+/// The places of a group of the root net's places ([`db::place_groups`]) when its file is
+/// cut into items, elaborated in the scope of the net ([`db::net_env`]) with their
+/// diagnostics and symbols, as [`Elab::places`] does it for the whole net: an edit of a
+/// place re-runs its group only. What crosses groups comes by [`place_names`] (which places
+/// repeat an earlier name, the cleanup places of `shared_P` places), equal after an edit
+/// that changes no name.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RootPlaces {
+pub struct GroupPlaces {
+    /// Its places that are not duplicates (those the net keeps).
     pub(super) places: Vec<Place>,
-    pub(super) by_name: PlaceNames,
+    /// The span of each one's name.
     pub(super) place_spans: Vec<Span>,
-    /// The indexes of the places (of `by_name`) in each bucket of names ([`place_bucket`]).
-    pub(super) buckets: Vec<Vec<usize>>,
     /// The facts the places added (their symbols, the references of their types).
     pub(super) facts: Facts,
+    /// The diagnostics of each place, in order.
     pub(super) diags: Vec<(Diagnostic, Option<bool>)>,
-    pub(super) struct_depth_reported: bool,
+    /// The diagnostics of the `shared_P` checks (reported after every place's).
+    pub(super) shared_diags: Vec<(Diagnostic, Option<bool>)>,
+    /// Whether its places reported `struct_too_deep` (they do not: struct types are
+    /// resolved with their scope; the net then elaborates its places as one, to be sure).
+    pub(super) depth_reported: bool,
+}
+
+/// The names of the root net's places across their groups ([`db::group_place_names`]):
+/// what a group's elaboration ([`place_group`]) needs of the others, and where each name's
+/// place is (for [`place_bucket`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlaceNameIndex {
+    /// The names declared more than once, with the span of their first declaration (sorted
+    /// by name).
+    repeated: Vec<(String, Span)>,
+    /// The cleanup places `P` of the `shared_P` places (sorted): the span of the first
+    /// place named `P` and whether it is a `shared_sink`, `None` when there is none.
+    sinks: Vec<(Arc<str>, SinkPlace)>,
+    /// For each bucket of names ([`place_bucket_of`]): each name's first declaration, as
+    /// its group's index (in [`db::place_groups`]) and its index among that group's places.
+    buckets: Vec<Vec<(String, u32, u32)>>,
+}
+
+/// The cleanup place of a `shared_P` place: the span of its name and whether it is a
+/// `shared_sink`; `None` when the net has no place `P`.
+type SinkPlace = Option<(Span, bool)>;
+
+impl PlaceNameIndex {
+    /// The span of the first declaration of `name` if it is declared more than once.
+    fn repeated(&self, name: &str) -> Option<Span> {
+        let i = self
+            .repeated
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .ok()?;
+        Some(self.repeated[i].1)
+    }
+
+    /// The cleanup place `sink` (see [`PlaceNameIndex::sinks`]); `None` when not indexed.
+    fn sink(&self, sink: &str) -> Option<SinkPlace> {
+        let i = self.sinks.binary_search_by(|(n, _)| (**n).cmp(sink)).ok()?;
+        Some(self.sinks[i].1)
+    }
+}
+
+/// See [`PlaceNameIndex`]: re-made when a place's name changes, or a place is added or
+/// removed (a walk over the names, not an elaboration).
+#[salsa::tracked(returns(ref))]
+pub fn place_names(db: &dyn salsa::Database, ws: Workspace) -> Option<PlaceNameIndex> {
+    let root = *ws.files(db).first()?;
+    let groups = db::place_groups(db, root).as_ref()?;
+    let mut first: HashMap<&str, (Span, bool, bool), std::hash::BuildHasherDefault<db::IdHasher>> =
+        HashMap::default();
+    let mut buckets = vec![Vec::new(); PLACE_BUCKETS];
+    let mut sinks: Vec<(Arc<str>, SinkPlace)> = Vec::new();
+    let mut names = Vec::with_capacity(groups.len());
+    for &g in groups {
+        names.push(db::group_place_names(db, g).as_ref()?);
+    }
+    for (gi, group) in names.iter().enumerate() {
+        let mut kept = 0;
+        for p in group.iter() {
+            if let Some(s) = &p.sink_of {
+                sinks.push((s.clone(), None));
+            }
+            match first.get_mut(p.name.as_str()) {
+                Some(f) => f.2 = true,
+                None => {
+                    first.insert(&p.name, (p.span, p.shared_sink, false));
+                    buckets[place_bucket_of(&p.name)].push((p.name.clone(), gi as u32, kept));
+                    kept += 1;
+                }
+            }
+        }
+    }
+    let mut repeated: Vec<(String, Span)> = first
+        .iter()
+        .filter(|(_, f)| f.2)
+        .map(|(n, f)| (n.to_string(), f.0))
+        .collect();
+    repeated.sort_unstable();
+    sinks.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    sinks.dedup_by(|a, b| a.0 == b.0);
+    for (s, at) in &mut sinks {
+        *at = first.get(&**s).map(|f| (f.0, f.1));
+    }
+    Some(PlaceNameIndex {
+        repeated,
+        sinks,
+        buckets,
+    })
+}
+
+/// See [`GroupPlaces`]; `None` when the file is not cut into items or the group does not
+/// parse alone.
+#[salsa::tracked(returns(ref))]
+pub fn place_group<'db>(
+    db: &'db dyn salsa::Database,
+    ws: Workspace,
+    group: db::ItemGroup<'db>,
+) -> Option<GroupPlaces> {
+    let root = *ws.files(db).first()?;
+    let env = db::net_env(db, root).as_ref()?;
+    let Some(DefunBody::Net(n)) = &env.body else {
+        return None;
+    };
+    let names = place_names(db, ws).as_ref()?;
+    let trees = db::parse_group(db, group).as_ref()?;
+    let files = group
+        .items(db)
+        .iter()
+        .map(|&i| db::item_file(i))
+        .collect::<Option<Vec<FileId>>>()?;
+    let mut e = Elab::detached(db, ws, &files)?;
+    e.keep_facts = true;
+    let root_ctx = e.root_ctx();
+    let (ctx, _) = e.defun_scope(&root_ctx, env);
+    let ctx = e.net_scope(&ctx, n);
+    // only the places' own diagnostics and symbols
+    e.diags.clear();
+    e.facts = Facts::default();
+    let scope_reported = e.struct_depth_reported;
+    let mut places = Vec::new();
+    let mut place_spans = Vec::new();
+    let mut shared = Vec::new();
+    for p in trees.iter().filter_map(|t| t.place.as_deref()) {
+        e.check_user_name(&p.name, "place");
+        if let Some(first) = names.repeated(&p.name.text)
+            && first != p.name.span
+        {
+            e.duplicate_place(p, first);
+            continue;
+        }
+        let place = e.place(&ctx, p);
+        if let Type::Shared(sink) = &place.ty {
+            shared.push((places.len(), p.ty.span, names.sink(sink)?));
+        }
+        places.push(place);
+        place_spans.push(p.name.span);
+    }
+    let diags = std::mem::take(&mut e.diags);
+    for (i, ty_span, sink) in shared {
+        e.shared_check(&places[i], ty_span, sink);
+    }
+    Some(GroupPlaces {
+        places,
+        place_spans,
+        facts: e.facts,
+        diags,
+        shared_diags: e.diags,
+        depth_reported: e.struct_depth_reported && !scope_reported,
+    })
+}
+
+/// The root net's places by their groups ([`place_group`]), when every group is there and
+/// none reported `struct_too_deep`.
+fn root_place_groups(db: &dyn salsa::Database, ws: Workspace) -> Option<Vec<&GroupPlaces>> {
+    let root = *ws.files(db).first()?;
+    db::place_groups(db, root)
+        .as_ref()?
+        .iter()
+        .map(|&g| {
+            place_group(db, ws, g)
+                .as_ref()
+                .filter(|g| !g.depth_reported)
+        })
+        .collect()
+}
+
+/// Every declared place of the root net, its name and span (what a transition naming an
+/// unknown place sees: [`transition::PlaceView`]).
+#[salsa::tracked(returns(ref))]
+pub fn place_list(db: &dyn salsa::Database, ws: Workspace) -> Option<Vec<(String, SourceSpan)>> {
+    Some(
+        root_place_groups(db, ws)?
+            .iter()
+            .flat_map(|g| g.places.iter().map(|p| (p.name.clone(), p.span)))
+            .collect(),
+    )
 }
 
 /// The number of buckets the root net's place names are hashed into ([`place_bucket`]).
@@ -47,14 +227,18 @@ pub fn place_bucket(
     ws: Workspace,
     bucket: usize,
 ) -> Option<Vec<(String, transition::KnownPlace)>> {
-    let rp = root_places(db, ws).as_ref()?;
-    Some(
-        rp.buckets
-            .get(bucket)?
-            .iter()
-            .map(|&i| (rp.places[i].name.clone(), rp.known(i)))
-            .collect(),
-    )
+    let root = *ws.files(db).first()?;
+    let groups = db::place_groups(db, root).as_ref()?;
+    let names = place_names(db, ws).as_ref()?;
+    names
+        .buckets
+        .get(bucket)?
+        .iter()
+        .map(|(name, g, i)| {
+            let g = place_group(db, ws, *groups.get(*g as usize)?).as_ref()?;
+            Some((name.clone(), g.known(*i as usize)?))
+        })
+        .collect()
 }
 
 /// The place `name` of the root net as a transition sees it (by its bucket).
@@ -72,51 +256,16 @@ pub(super) fn known_place(
     )
 }
 
-impl RootPlaces {
-    /// The declared place `i` as a transition sees it.
-    pub(super) fn known(&self, i: usize) -> transition::KnownPlace {
-        transition::KnownPlace {
-            ty: self.places[i].ty.clone(),
-            generator: self.places[i].generator,
+impl GroupPlaces {
+    /// Its place `i` as a transition sees it.
+    fn known(&self, i: usize) -> Option<transition::KnownPlace> {
+        let p = self.places.get(i)?;
+        Some(transition::KnownPlace {
+            ty: p.ty.clone(),
+            generator: p.generator,
             span: self.place_spans[i],
-        }
+        })
     }
-}
-
-/// See [`RootPlaces`].
-#[salsa::tracked(returns(ref))]
-pub fn root_places(db: &dyn salsa::Database, ws: Workspace) -> Option<RootPlaces> {
-    let root = *ws.files(db).first()?;
-    let decls = db::place_decls(db, root).as_ref()?;
-    let env = db::net_env(db, root).as_ref()?;
-    let Some(DefunBody::Net(n)) = &env.body else {
-        return None;
-    };
-    let mut e = Elab::detached(db, ws, &decls.items)?;
-    e.keep_facts = true;
-    let root_ctx = e.root_ctx();
-    let (ctx, _) = e.defun_scope(&root_ctx, env);
-    let ctx = e.net_scope(&ctx, n);
-    // only the places' own diagnostics and symbols
-    e.diags.clear();
-    e.facts = Facts::default();
-    let d = e.places(&ctx, &decls.net);
-    let mut buckets = vec![Vec::new(); PLACE_BUCKETS];
-    for (name, &i) in &d.by_name {
-        buckets[place_bucket_of(name)].push(i);
-    }
-    for b in &mut buckets {
-        b.sort_unstable();
-    }
-    Some(RootPlaces {
-        places: d.places,
-        by_name: d.by_name,
-        place_spans: d.place_spans,
-        buckets,
-        facts: e.facts,
-        diags: e.diags,
-        struct_depth_reported: e.struct_depth_reported,
-    })
 }
 
 impl<'a> Elab<'a> {
@@ -352,32 +501,39 @@ impl<'a> Elab<'a> {
         // net properties are checked but not kept: the IR has none for nets
         let _ = self.properties(&ctx, &n.properties);
 
-        // places (those of the root net by their own query, [`root_places`])
-        let root_places = match &self.root_items {
-            Some(ri) if self.lite && std::ptr::eq(n, ri.net) => root_places(ri.db, ri.ws).as_ref(),
+        // places (those of the root net by groups, [`place_group`])
+        let root_groups = match &self.root_items {
+            Some(ri) if self.lite && std::ptr::eq(n, ri.net) => root_place_groups(ri.db, ri.ws),
             _ => None,
         };
         let own;
-        let (mut net, by_name, place_spans, place_syms) = match root_places {
-            Some(rp) => {
-                self.diags.extend(rp.diags.iter().cloned());
-                self.struct_depth_reported |= rp.struct_depth_reported;
-                if self.wants_facts() {
-                    let f = &rp.facts;
-                    self.facts.symbols.extend(f.symbols.iter().cloned());
-                    self.facts.references.extend(f.references.iter().cloned());
-                    self.facts.scopes.extend(f.scopes.iter().cloned());
+        let (mut net, own_names, place_spans, place_syms) = match &root_groups {
+            Some(groups) => {
+                let count = groups.iter().map(|g| g.places.len()).sum();
+                let mut places = Vec::with_capacity(count);
+                let mut spans = Vec::with_capacity(count);
+                let mut syms = Vec::new();
+                for g in groups {
+                    self.diags.extend(g.diags.iter().cloned());
+                    if self.wants_facts() {
+                        let f = &g.facts;
+                        self.facts.symbols.extend(f.symbols.iter().cloned());
+                        self.facts.references.extend(f.references.iter().cloned());
+                        self.facts.scopes.extend(f.scopes.iter().cloned());
+                        // the places' symbols are the facts' (see [`Elab::place`])
+                        syms.extend(f.symbols.iter().cloned());
+                    }
+                    places.extend(g.places.iter().cloned());
+                    spans.extend_from_slice(&g.place_spans);
+                }
+                for g in groups {
+                    self.diags.extend(g.shared_diags.iter().cloned());
                 }
                 let net = Net {
-                    places: rp.places.clone(),
+                    places,
                     ..Net::default()
                 };
-                // the places' symbols are the facts' (see [`Elab::places`])
-                let syms = match self.wants_facts() {
-                    true => rp.facts.symbols.clone(),
-                    false => Vec::new(),
-                };
-                (net, &rp.by_name, &rp.place_spans[..], syms)
+                (net, None, spans, syms)
             }
             None => {
                 own = self.places(&ctx, n);
@@ -386,42 +542,20 @@ impl<'a> Elab<'a> {
                         places: own.places.clone(),
                         ..Net::default()
                     },
-                    &own.by_name,
-                    &own.place_spans[..],
+                    Some(&own.by_name),
+                    own.place_spans.clone(),
                     own.symbols.clone(),
                 )
             }
         };
 
-        // transitions (those of the root net by chunks, when its places came by their query)
-        if root_places.is_some()
-            && let Some(ri) = &self.root_items
-        {
-            let (db, ws) = (ri.db, ri.ws);
-            let mut depth_reported = self.struct_depth_reported;
-            let mut all: Vec<transition::Chunked<'a>> = Vec::new();
-            for items in transition::chunks(ri.keys) {
-                let chunk = transition::Chunk::new(db, items, depth_reported);
-                let (Some(outs), Some(ids)) = (
-                    transition::chunk_query(db, ws, chunk),
-                    transition::chunk_place_ids(db, ws, chunk),
-                ) else {
-                    all.clear();
-                    break;
-                };
-                if outs.len() != ids.len() {
-                    all.clear();
-                    break;
-                }
-                all.extend(outs.iter().zip(ids.iter().map(Vec::as_slice)));
-                if let Some((before, last)) = outs.last() {
-                    depth_reported = *before || last.struct_depth_reported;
-                }
-            }
-            if all.len() == ri.keys.len() {
-                self.chunked = Some(all);
-            }
-        }
+        // transitions (those of the root net by chunks, when its places came by groups)
+        let chunked = match (&root_groups, &self.root_items) {
+            (Some(_), Some(ri)) => self.chunked(ri, &place_spans),
+            _ => None,
+        };
+        // the declared places by name, for the transitions not taken from their chunks
+        let mut names: Option<PlaceNames> = None;
         let mut trans_spans: HashMap<&str, Span, std::hash::BuildHasherDefault<db::IdHasher>> =
             HashMap::default();
         for (index, t) in n.transitions.iter().enumerate() {
@@ -447,10 +581,77 @@ impl<'a> Elab<'a> {
                     ty: None,
                 });
             }
-            self.transition(&ctx, n, index, t, &mut net, by_name, place_spans);
+            // from the root net's chunks ([`transition::chunk_query`]) when they assumed
+            // what holds here
+            if let Some((outs, ids)) = &chunked
+                && let Some((out, range)) = outs.get(index)
+                && out.0 == self.struct_depth_reported
+            {
+                self.absorb_lite(&out.1, &mut net, &ids[range.clone()]);
+                continue;
+            }
+            let by_name = match own_names {
+                Some(b) => b,
+                None => &*names.get_or_insert_with(|| {
+                    net.places[..place_spans.len()]
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| (p.name.clone(), i))
+                        .collect()
+                }),
+            };
+            self.transition(&ctx, n, index, t, &mut net, by_name, &place_spans);
         }
         self.net_places = place_syms;
         net
+    }
+
+    /// Each transition of the root net's result from its chunk ([`transition::chunk_query`]),
+    /// and the index among the declared places (`place_spans`, their names' spans) of each
+    /// place it names (a range of the second list): the place its view
+    /// ([`transition::chunk_views`]) found, by the item file of its name's span. `None` when
+    /// a chunk is missing.
+    fn chunked(&self, ri: &RootItems<'a>, place_spans: &[Span]) -> Option<transition::Chunked<'a>> {
+        let (db, ws) = (ri.db, ri.ws);
+        // the index of each declared place by the index of its item's input
+        let item = |s: &Span| {
+            (s.file.0 & db::ITEM_FILE != 0).then_some((s.file.0 & !db::ITEM_FILE) as usize)
+        };
+        let mut by_item = Vec::new();
+        for (i, s) in place_spans.iter().enumerate() {
+            let k = item(s)?;
+            if by_item.len() <= k {
+                by_item.resize(k + 1, usize::MAX);
+            }
+            by_item[k] = i;
+        }
+        let mut depth_reported = self.struct_depth_reported;
+        let mut outs = Vec::with_capacity(ri.keys.len());
+        let mut ids = Vec::new();
+        for items in transition::chunks(ri.keys) {
+            let chunk = transition::Chunk::new(db, items, depth_reported);
+            let chunk_outs = transition::chunk_query(db, ws, chunk).as_ref()?;
+            let views = transition::chunk_views(db, ws, chunk).as_ref()?;
+            if chunk_outs.len() != views.len() {
+                return None;
+            }
+            for (out, view) in chunk_outs.iter().zip(views) {
+                let start = ids.len();
+                for k in view.known() {
+                    ids.push(match k {
+                        Some(k) => {
+                            Some(*by_item.get(item(&k.span)?).filter(|&&i| i != usize::MAX)?)
+                        }
+                        None => None,
+                    });
+                }
+                outs.push((out, start..ids.len()));
+            }
+            if let Some((before, last)) = chunk_outs.last() {
+                depth_reported = *before || last.struct_depth_reported;
+            }
+        }
+        (outs.len() == ri.keys.len()).then_some((outs, ids))
     }
 
     /// The places of net `n` (in scope `ctx`), elaborated and checked: the part of
@@ -464,101 +665,23 @@ impl<'a> Elab<'a> {
         for p in &n.places {
             self.check_user_name(&p.name, "place");
             if let Some(&i) = by_name.get(&p.name.text) {
-                self.error(
-                    Diagnostic::error(
-                        "duplicate_place",
-                        format!("duplicate place `{}`", p.name.text),
-                    )
-                    .with_primary(p.name.span, "declared again here")
-                    .with_secondary(place_spans[i], "first declared here"),
-                );
+                self.duplicate_place(p, place_spans[i]);
                 continue;
             }
-            let ty = self.resolve_type(&ctx, &p.ty);
-            let mut tokens = Vec::new();
-            if ty != Type::Any {
-                for t in &p.tokens {
-                    for v in &t.values {
-                        if let Some(v) = self.eval_token(v, &ty) {
-                            tokens.push(v);
-                        }
-                    }
-                }
-            }
-            if p.generator {
-                let gen_err = |e: &mut Self, msg: String, span: Span, label: &str| {
-                    e.error(
-                        Diagnostic::error("invalid_generator_place", msg)
-                            .with_primary(span, label.to_string()),
-                    );
-                };
-                if !p.tokens.is_empty() {
-                    gen_err(
-                        self,
-                        format!("generator place `{}` has tokens", p.name.text),
-                        p.tokens[0].span,
-                        "a generator place may not have initial tokens",
-                    );
-                }
-                if p.put_token {
-                    gen_err(
-                        self,
-                        format!("generator place `{}` is a put_token place", p.name.text),
-                        p.name.span,
-                        "a generator place may not be `put_token`",
-                    );
-                }
-                if p.shared_sink {
-                    gen_err(
-                        self,
-                        format!("generator place `{}` is a shared_sink", p.name.text),
-                        p.name.span,
-                        "a generator place may not be a `shared_sink`",
-                    );
-                }
-                // The bundle's rule (an unknown type, opaque here, has no generator either:
-                // accepting it made a bundle that does not validate; found by fuzzing).
-                if !pnet_bundle::validate::generator_type(&ty) {
-                    let what = if ty == Type::Any {
-                        format!("the unknown type `{}`", p.ty.text)
-                    } else {
-                        format!("type `{ty}`")
-                    };
-                    gen_err(
-                        self,
-                        format!("generator place `{}` has {what}", p.name.text),
-                        p.ty.span,
-                        "must be int, long, unsigned int, unsigned long, char, string or bigint",
-                    );
-                }
-            }
-            let properties = self.properties(&ctx, &p.properties);
+            let place = self.place(&ctx, p);
             by_name.insert(p.name.text.clone(), net.places.len());
             place_spans.push(p.name.span);
             // facts are for tools ([`Elab::lite`]: only diagnostics are wanted)
             if self.wants_facts() {
-                let sym = Symbol {
+                place_syms.push(Symbol {
                     kind: SymbolKind::Place,
                     name: p.name.text.clone(),
                     span: p.name.span,
-                    ty: Some(ty.clone()),
-                };
-                self.facts.symbols.push(sym.clone());
-                place_syms.push(sym);
+                    ty: Some(place.ty.clone()),
+                });
             }
-            net.places.push(Place {
-                name: p.name.text.clone(),
-                ty,
-                is_virtual: p.is_virtual,
-                put_token: p.put_token,
-                shared_sink: p.shared_sink,
-                generator: p.generator,
-                tokens,
-                properties,
-                span: sspan(p.span),
-            });
+            net.places.push(place);
         }
-        // A `shared_P` place needs its cleanup place `P` in the same net, a `shared_sink`.
         for (pi, place) in net.places.iter().enumerate() {
             let Type::Shared(sink) = &place.ty else {
                 continue;
@@ -568,36 +691,10 @@ impl<'a> Elab<'a> {
                 .iter()
                 .find(|d| d.name.text == place.name)
                 .map_or(place_spans[pi], |d| d.ty.span);
-            match by_name.get(&**sink) {
-                None => self.error(
-                    Diagnostic::error(
-                        "shared_cleanup_place_missing",
-                        format!(
-                            "place `{}` has type `shared_{sink}`, but there is no cleanup place `{sink}` in its net",
-                            place.name
-                        ),
-                    )
-                    .with_primary(ty_span, "this type")
-                    .with_note(format!(
-                        "help: add `<place name=\"{sink}\" type=\"...\" shared_sink=\"true\"/>` to this net"
-                    )),
-                ),
-                Some(&q) if !net.places[q].shared_sink => self.error(
-                    Diagnostic::error(
-                        "shared_cleanup_place_not_shared_sink",
-                        format!(
-                            "the cleanup place `{sink}` of place `{}` is not a `shared_sink`",
-                            place.name
-                        ),
-                    )
-                    .with_primary(ty_span, "this type")
-                    .with_secondary(place_spans[q], "the cleanup place")
-                    .with_note(format!(
-                        "help: add `shared_sink=\"true\"` to place `{sink}`"
-                    )),
-                ),
-                Some(_) => {}
-            }
+            let sink = by_name
+                .get(&**sink)
+                .map(|&q| (place_spans[q], net.places[q].shared_sink));
+            self.shared_check(place, ty_span, sink);
         }
 
         DeclaredPlaces {
@@ -605,6 +702,141 @@ impl<'a> Elab<'a> {
             by_name,
             place_spans,
             symbols: place_syms,
+        }
+    }
+
+    /// Reports place `p` as a duplicate of the place whose name is at `first`.
+    fn duplicate_place(&mut self, p: &PlaceDecl, first: Span) {
+        self.error(
+            Diagnostic::error(
+                "duplicate_place",
+                format!("duplicate place `{}`", p.name.text),
+            )
+            .with_primary(p.name.span, "declared again here")
+            .with_secondary(first, "first declared here"),
+        );
+    }
+
+    /// The declared place `p` (not a duplicate) elaborated and checked, its symbol added to
+    /// the facts when they are wanted.
+    fn place(&mut self, ctx: &Ctx<'a>, p: &'a PlaceDecl) -> Place {
+        let ty = self.resolve_type(ctx, &p.ty);
+        let mut tokens = Vec::new();
+        if ty != Type::Any {
+            for t in &p.tokens {
+                for v in &t.values {
+                    if let Some(v) = self.eval_token(v, &ty) {
+                        tokens.push(v);
+                    }
+                }
+            }
+        }
+        if p.generator {
+            let gen_err = |e: &mut Self, msg: String, span: Span, label: &str| {
+                e.error(
+                    Diagnostic::error("invalid_generator_place", msg)
+                        .with_primary(span, label.to_string()),
+                );
+            };
+            if !p.tokens.is_empty() {
+                gen_err(
+                    self,
+                    format!("generator place `{}` has tokens", p.name.text),
+                    p.tokens[0].span,
+                    "a generator place may not have initial tokens",
+                );
+            }
+            if p.put_token {
+                gen_err(
+                    self,
+                    format!("generator place `{}` is a put_token place", p.name.text),
+                    p.name.span,
+                    "a generator place may not be `put_token`",
+                );
+            }
+            if p.shared_sink {
+                gen_err(
+                    self,
+                    format!("generator place `{}` is a shared_sink", p.name.text),
+                    p.name.span,
+                    "a generator place may not be a `shared_sink`",
+                );
+            }
+            // The bundle's rule (an unknown type, opaque here, has no generator either:
+            // accepting it made a bundle that does not validate; found by fuzzing).
+            if !pnet_bundle::validate::generator_type(&ty) {
+                let what = if ty == Type::Any {
+                    format!("the unknown type `{}`", p.ty.text)
+                } else {
+                    format!("type `{ty}`")
+                };
+                gen_err(
+                    self,
+                    format!("generator place `{}` has {what}", p.name.text),
+                    p.ty.span,
+                    "must be int, long, unsigned int, unsigned long, char, string or bigint",
+                );
+            }
+        }
+        let properties = self.properties(ctx, &p.properties);
+        // facts are for tools ([`Elab::lite`]: only diagnostics are wanted)
+        if self.wants_facts() {
+            self.facts.symbols.push(Symbol {
+                kind: SymbolKind::Place,
+                name: p.name.text.clone(),
+                span: p.name.span,
+                ty: Some(ty.clone()),
+            });
+        }
+        Place {
+            name: p.name.text.clone(),
+            ty,
+            is_virtual: p.is_virtual,
+            put_token: p.put_token,
+            shared_sink: p.shared_sink,
+            generator: p.generator,
+            tokens,
+            properties,
+            span: sspan(p.span),
+        }
+    }
+
+    /// A `shared_P` place needs its cleanup place `P` in the same net, a `shared_sink`:
+    /// `place` (whose type is written at `ty_span`), and its cleanup place's name span and
+    /// whether it is a `shared_sink` (`None`: there is none).
+    fn shared_check(&mut self, place: &Place, ty_span: Span, sink_place: SinkPlace) {
+        let Type::Shared(sink) = &place.ty else {
+            return;
+        };
+        match sink_place {
+            None => self.error(
+                Diagnostic::error(
+                    "shared_cleanup_place_missing",
+                    format!(
+                        "place `{}` has type `shared_{sink}`, but there is no cleanup place `{sink}` in its net",
+                        place.name
+                    ),
+                )
+                .with_primary(ty_span, "this type")
+                .with_note(format!(
+                    "help: add `<place name=\"{sink}\" type=\"...\" shared_sink=\"true\"/>` to this net"
+                )),
+            ),
+            Some((at, false)) => self.error(
+                Diagnostic::error(
+                    "shared_cleanup_place_not_shared_sink",
+                    format!(
+                        "the cleanup place `{sink}` of place `{}` is not a `shared_sink`",
+                        place.name
+                    ),
+                )
+                .with_primary(ty_span, "this type")
+                .with_secondary(at, "the cleanup place")
+                .with_note(format!(
+                    "help: add `shared_sink=\"true\"` to place `{sink}`"
+                )),
+            ),
+            Some((_, true)) => {}
         }
     }
 

@@ -84,6 +84,11 @@ impl PlaceView {
     pub(super) fn all(&self) -> &[(String, SourceSpan)] {
         self.all.as_deref().unwrap_or_default()
     }
+
+    /// The place of each name of [`named_places`] (`None` for an unknown one).
+    pub(super) fn known(&self) -> &[Option<KnownPlace>] {
+        &self.known
+    }
 }
 
 /// The elaboration of one transition of the root net, parsed alone ([`db::parse_item`]), in
@@ -131,7 +136,7 @@ pub(super) fn chunks(keys: &[salsa::Id]) -> Vec<Vec<db::ItemInput>> {
 }
 
 /// The [`PlaceView`] of each transition of a chunk, on the root net's places
-/// ([`super::root_places`]): equal after an edit that leaves the places they name alone,
+/// ([`super::net::place_bucket`]): equal after an edit that leaves the places they name alone,
 /// so that the chunk is not elaborated again.
 #[salsa::tracked(returns(ref))]
 pub fn chunk_views<'db>(
@@ -146,10 +151,7 @@ pub fn chunk_views<'db>(
                 .collect::<Option<Vec<_>>>()?;
             // every place's name only when one is unknown (then from all the places)
             let all = match known.iter().any(Option::is_none) {
-                true => {
-                    let rp = super::root_places(db, ws).as_ref()?;
-                    Some(rp.places.iter().map(|p| (p.name.clone(), p.span)).collect())
-                }
+                true => Some(super::net::place_list(db, ws).as_ref()?.clone()),
                 false => None,
             };
             Some(PlaceView { known, all })
@@ -157,25 +159,13 @@ pub fn chunk_views<'db>(
         .collect()
 }
 
-/// The index among the root net's declared places of each place each transition of a chunk
-/// names ([`place_ids`]): what the places of its results ([`chunk_query`]) stand for.
-/// Re-made when the places change (a place added before others moves them), without
-/// elaborating the chunk again; an edit elsewhere only revalidates it.
-#[salsa::tracked(returns(ref))]
-pub fn chunk_place_ids<'db>(
-    db: &'db dyn salsa::Database,
-    ws: Workspace,
-    chunk: Chunk<'db>,
-) -> Option<Vec<Vec<Option<usize>>>> {
-    let rp = super::root_places(db, ws).as_ref()?;
-    chunk_trees(db, chunk)?
-        .map(|t| Some(place_ids(t?, &rp.by_name)))
-        .collect()
-}
-
-/// A transition's result from its chunk ([`chunk_query`]) and the indexes of the places it
-/// names ([`chunk_place_ids`]).
-pub(super) type Chunked<'a> = (&'a (bool, TransitionOut), &'a [Option<usize>]);
+/// Each transition's result from its chunk ([`chunk_query`]) and the range of the second
+/// list that holds the indexes of the places it names (see [`place_ids`]; made by
+/// `Elab::chunked` from the chunks' views, [`chunk_views`]).
+pub(super) type Chunked<'a> = (
+    Vec<(&'a (bool, TransitionOut), std::ops::Range<usize>)>,
+    Vec<Option<usize>>,
+);
 
 /// The trees of a chunk's transitions (by their group, [`db::parse_group`]).
 fn chunk_trees<'db>(
@@ -300,18 +290,6 @@ impl<'a> Elab<'a> {
         by_name: &PlaceNames,
         place_spans: &[Span],
     ) {
-        // from the root net's chunks ([`chunk_query`]) when they assumed what holds here
-        if self
-            .root_items
-            .as_ref()
-            .is_some_and(|ri| std::ptr::eq(n, ri.net))
-            && let Some(chunked) = &self.chunked
-            && let Some(&(chunk_out, ids)) = chunked.get(index)
-            && chunk_out.0 == self.struct_depth_reported
-        {
-            self.absorb_lite(&chunk_out.1, net, ids);
-            return;
-        }
         let declared = &net.places[..place_spans.len()];
         let view = PlaceView::new(t, declared, by_name, place_spans);
         if let Some(ri) = &self.root_items
@@ -355,7 +333,6 @@ impl<'a> Elab<'a> {
             struct_depth_reported: self.struct_depth_reported,
             misnamed: Vec::new(),
             root_items: None,
-            chunked: None,
             lite: self.lite,
             keep_facts: self.keep_facts,
         }
@@ -365,7 +342,12 @@ impl<'a> Elab<'a> {
     /// diagnostics, the module functions met, the misnamed spans, and the transition or
     /// inlined net (function and code ids are left as they are: no function is added); the
     /// facts too when they are kept ([`Elab::keep_facts`]).
-    fn absorb_lite(&mut self, out: &TransitionOut, net: &mut Net, ids: &[Option<usize>]) {
+    pub(super) fn absorb_lite(
+        &mut self,
+        out: &TransitionOut,
+        net: &mut Net,
+        ids: &[Option<usize>],
+    ) {
         self.diags.extend(out.diags.iter().cloned());
         if self.keep_facts {
             let f = &out.facts;
