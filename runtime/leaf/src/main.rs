@@ -15,7 +15,8 @@ How to run a tree of agents:
                                                # (gspc's default, or --state-dir DIR: shared,
                                                # or a copy of its secret and runtime.json)
   gspc-leaf --root HOST:PORT --workers 8 &     # or: the root's worker address (gspc status:
-                                               # `workers connect to`) and GSPC_SECRET
+                                               # `workers connect to`; boot the root with
+                                               # --listen HOST:PORT to keep it) and GSPC_SECRET
   gspc wait $(gspc submit net.xpnet -p n=200L)
 
 A leaf started before its root (a job script that starts everything at once) waits for it
@@ -23,16 +24,21 @@ A leaf started before its root (a job script that starts everything at once) wai
 
 The root sees each leaf as one worker whose window is the leaf's capacity (--depth tasks per
 worker of the leaf); the leaf places those tasks on its own workers, re-runs the tasks of a
-worker it loses (the root counts the retry), and sends the answers up in batches. A lost leaf
-is a lost worker to the root: all its tasks run again. The leaf exits when the root stops it
-(gspc stop), and stops the workers it started.
+worker it loses (the root counts the retry), and sends the answers up in batches. A worker it
+started that ends (killed, crashed) is started again under its name, as the root does its
+own: after 200 ms, doubled for each further restart, at most 3 times (its tasks run on the
+others meanwhile, or wait for it). A lost leaf is a lost worker to the root: all its tasks
+run again. The leaf exits when the root stops it (gspc stop), and stops the workers it
+started.
 
 If the root crashes (its connection lost), the leaf keeps its workers (the tasks it held are
 cancelled) and tries to join again for up to --wait-for-root seconds, reading the state
 directory again at each try: after `gspc boot --resume` it rejoins with the same workers and
-the resumed jobs go on (with --root, only a root back at that address with the same
-secret: a resumed root makes a new one). If the root does not come back in time, it stops
-its workers and exits 1. A leaf with --shm does not rejoin.
+the resumed jobs go on. A resumed root keeps its secret; with --root, boot the root with
+--listen HOST:PORT so that it is back at the same address. With --shm, its workers' segments
+join the resumed root's global memory again; the crashed root's allocations are not brought
+back (jobs holding them fail at resume), and their bytes stay in the segments as freed
+memory's do. If the root does not come back in time, it stops its workers and exits 1.
 
 `gspc status` shows the leaf with its capacity and its workers under it; `gspc tasks` names
 the worker under the leaf that ran each task (LEAF/WORKER).

@@ -19,6 +19,9 @@ fn help_says_how_to_start_a_tree() {
     assert!(text.contains("gspc boot --topology worker:0"), "{text}");
     // What happens to memory calls: they wait at the root (a leaf cannot say GPI).
     assert!(text.contains("capability GPI"), "{text}");
+    // Its workers restarted as the root's; a root at a fixed address for --root leaves.
+    assert!(text.contains("is started again under its name"), "{text}");
+    assert!(text.contains("boot the root with\n--listen HOST:PORT"), "{text}");
 }
 
 #[test]

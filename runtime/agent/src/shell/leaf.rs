@@ -9,15 +9,19 @@
 //! agent's [`Sched`] (windows, stealing among its workers). A worker it loses has its tasks
 //! run again here, on the others; the root hears [`WorkerMsg::Retried`] for the task it was
 //! running (the root counts retries, so `maximum_number_of_retries` keeps its meaning) and
-//! sees no loss. Its capacity (its workers times `depth`) follows its workers
-//! ([`WorkerMsg::Capacity`]). A steal of the root takes back what the leaf still holds queued.
+//! sees no loss; a worker it started that ended is started again under its name as the root
+//! restarts its own ([`Leaf::tend_workers`]). Its capacity (its workers times `depth`)
+//! follows its workers ([`WorkerMsg::Capacity`]). A steal of the root takes back what the leaf still holds queued.
 //! Module definitions (`Modules`, `ModulesAt`, `ForgetModules`) and cancels go down to its
 //! workers.
 //!
 //! The root's crash (its connection lost, not its `Shutdown`): the leaf keeps its workers,
 //! cancels or drops the tasks it held (a resumed root runs again what its journal lacks) and
 //! joins again for up to `wait_for_root` ([`Leaf::rejoin`]), reading the state directory
-//! again at each try; if the root does not come back, it stops its workers and ends.
+//! again at each try (with `root` and `secret` given instead, the root must come back at that
+//! address: `gspc boot --resume` keeps the secret); its workers' segments join the new root's
+//! global memory, numbered for the leaf's new number. If the root does not come back, it
+//! stops its workers and ends.
 //!
 //! Module calls with memory buffers or transfers: a leaf whose workers have working memory
 //! (`shm`, the capability `GPI`) says `GPI` to the root, tells its workers numbers unique
