@@ -21,7 +21,10 @@ fn help_says_how_to_start_a_tree() {
     assert!(text.contains("capability GPI"), "{text}");
     // Its workers restarted as the root's; a root at a fixed address for --root leaves.
     assert!(text.contains("is started again under its name"), "{text}");
-    assert!(text.contains("boot the root with\n--listen HOST:PORT"), "{text}");
+    assert!(
+        text.contains("boot the root with\n--listen HOST:PORT"),
+        "{text}"
+    );
 }
 
 #[test]
