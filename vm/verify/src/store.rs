@@ -955,18 +955,140 @@ impl StateStore {
     pub fn reserve_with(&mut self, len: usize, threads: usize) {
         while (len + 1) * 4 > (self.mask + 1) * 3 {
             if self.inline && threads > 1 {
-                self.grow_inline_threads(threads);
+                if !self.grow_inline_in_place_threads(threads, PAR_GROW_MIN) {
+                    self.grow_inline_threads(threads);
+                }
             } else {
                 self.grow();
             }
         }
     }
 
-    /// Doubles an inline index with `threads` threads: each moves the markings of a range of
-    /// old buckets (claiming new slots by compare-and-swap, as [`SharedIndex`] does) and
-    /// gives the old index back behind it, as [`StateStore::grow`] does.
-    /// The new index is a new mapping (its later one-thread doublings in place): doubling in
-    /// place is one pass by one thread.
+    /// Doubles an inline index in its own mapping with `threads` threads (see
+    /// [`StateStore::grow_inline_in_place`] for one thread); `false` (nothing changed) when
+    /// the mapping cannot grow.
+    ///
+    /// In rounds: round `r` reads the old buckets `lo..hi` (`hi` the old number of buckets,
+    /// then halving; `lo = hi / 2`), split between the threads, empties them, and places each
+    /// of their markings whose new home is at least `2 lo = hi` in the first free slot from
+    /// its home on (claimed by compare-and-swap, as [`SharedIndex`] does: the used slots of a
+    /// bucket stay a prefix of it). The buckets a round writes (from `hi` on) are never read
+    /// by it, and those from `hi` to `2 hi` were emptied by the round before (or are the new
+    /// half): so a placed marking only passes full buckets that stay full. The markings
+    /// whose new home lies below `hi` (they had overflowed from a lower old bucket), or
+    /// that would wrap around the end, are set aside. Once a round would give a thread fewer
+    /// than `min` buckets, the rest (`0..hi`) is [`StateStore::grow_inline_in_place`]'s pass
+    /// by the calling thread, and the markings set aside are placed last, with wrap-around.
+    /// Each thread touches the new pages of its own part of the new half.
+    fn grow_inline_in_place_threads(&mut self, threads: usize, min: usize) -> bool {
+        let old_buckets = (self.mask + 1) / 4;
+        debug_assert!(old_buckets.is_power_of_two());
+        if !self.table.grow_in_place(old_buckets * 16) {
+            return false;
+        }
+        let n = 2 * old_buckets;
+        let shift = self.shift - 1;
+        let (words, stride) = (self.words, self.stride);
+        let table = self.table.as_atomic();
+        // One thread's part `part` of the round reading the old buckets from `lo` to `2 lo`.
+        let round = |part: std::ops::Range<usize>, lo: usize| {
+            let mut aside = Vec::new();
+            for q in part {
+                let bucket = &table[8 * q..8 * q + 8];
+                for j in 0..4 {
+                    let w1 = bucket[2 * j + 1].load(Ordering::Relaxed);
+                    if w1 >> 32 == 0 {
+                        break;
+                    }
+                    let w0 = bucket[2 * j].load(Ordering::Relaxed);
+                    bucket[2 * j].store(EMPTY, Ordering::Relaxed);
+                    bucket[2 * j + 1].store(EMPTY, Ordering::Relaxed);
+                    let key = [w0, w1 & 0xFFFF_FFFF];
+                    let home = (hash_words(&key[..words], stride) >> shift) as usize;
+                    if home < 2 * lo || !claim_from(table, home, n, [w0, w1]) {
+                        aside.push((home, [w0, w1]));
+                    }
+                }
+            }
+            aside
+        };
+        let round = &round;
+        let mut aside = Vec::new();
+        let mut hi = old_buckets;
+        let min = min.max(1);
+        while threads > 1 && hi / 2 >= threads * min {
+            let lo = hi / 2;
+            let per = lo / threads;
+            let part = |t: usize| {
+                lo + t * per..if t + 1 == threads {
+                    hi
+                } else {
+                    lo + (t + 1) * per
+                }
+            };
+            std::thread::scope(|sc| {
+                let spawned: Vec<_> = (1..threads)
+                    .map(|t| {
+                        let run = std::thread::Builder::new()
+                            .stack_size(256 << 10)
+                            .spawn_scoped(sc, move || round(part(t), lo));
+                        run.map_err(|_| t)
+                    })
+                    .collect();
+                aside.extend(round(part(0), lo));
+                for s in spawned {
+                    match s {
+                        Ok(h) => match h.join() {
+                            Ok(a) => aside.extend(a),
+                            Err(panic) => std::panic::resume_unwind(panic),
+                        },
+                        // Not started: its part on this thread.
+                        Err(t) => aside.extend(round(part(t), lo)),
+                    }
+                }
+            });
+            hi = lo;
+        }
+        // The old buckets left (`0..hi`) by one thread, from the last down: a marking whose
+        // new home lies at or after the bucket read goes there (the buckets from the one
+        // read on hold only placed markings), the others aside.
+        for q in (0..hi).rev() {
+            let bucket = &table[8 * q..8 * q + 8];
+            let mut held = [[EMPTY; 2]; 4];
+            for (j, w) in held.iter_mut().enumerate() {
+                *w = [
+                    bucket[2 * j].load(Ordering::Relaxed),
+                    bucket[2 * j + 1].load(Ordering::Relaxed),
+                ];
+                bucket[2 * j].store(EMPTY, Ordering::Relaxed);
+                bucket[2 * j + 1].store(EMPTY, Ordering::Relaxed);
+            }
+            for [w0, w1] in held {
+                if w1 >> 32 == 0 {
+                    break;
+                }
+                let key = [w0, w1 & 0xFFFF_FFFF];
+                let home = (hash_words(&key[..words], stride) >> shift) as usize;
+                if home < q || !claim_from(table, home, n, [w0, w1]) {
+                    aside.push((home, [w0, w1]));
+                }
+            }
+        }
+        // Wrapping around the end: every other marking is in place.
+        for (home, w) in aside {
+            let placed = claim_from(table, home, n, w) || claim_from(table, 0, n, w);
+            debug_assert!(placed, "a full index");
+        }
+        self.mask = n * 4 - 1;
+        self.shift = shift;
+        true
+    }
+
+    /// Doubles an inline index with `threads` threads into a new mapping, when its own
+    /// cannot grow (see [`StateStore::grow_inline_in_place_threads`]): each moves the
+    /// markings of a range of old buckets (claiming new slots by compare-and-swap, as
+    /// [`SharedIndex`] does) and gives the old index back behind it, as [`StateStore::grow`]
+    /// does. The new mapping can grow in place (for the next doublings).
     fn grow_inline_threads(&mut self, threads: usize) {
         let slots = (self.mask + 1) * 2;
         let (nmask, shift) = (slots - 1, self.shift - 1);
@@ -1295,6 +1417,31 @@ impl StateStore {
         self.shift = shift;
         true
     }
+}
+
+/// Doublings of an inline index by several threads: rounds smaller than this many buckets
+/// per thread are left to one thread.
+const PAR_GROW_MIN: usize = 1 << 12;
+
+/// Places the slot words `w` of an inline index in the first free slot from bucket `b` on,
+/// up to the last of the `buckets` (claimed by compare-and-swap of its second word, so that
+/// threads placing at once keep the used slots of a bucket a prefix of it); `false` when
+/// every slot from `b` on is used.
+fn claim_from(table: &[AtomicU64], mut b: usize, buckets: usize, w: [u64; 2]) -> bool {
+    while b < buckets {
+        for j in 0..4 {
+            let at = 8 * b + 2 * j;
+            if table[at + 1]
+                .compare_exchange(EMPTY, w[1], Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                table[at].store(w[0], Ordering::Relaxed);
+                return true;
+            }
+        }
+        b += 1;
+    }
+    false
 }
 
 /// A read-only view of a [`StateStore`]'s arena (see [`StateStore::split_index`]).
@@ -1821,6 +1968,75 @@ mod tests {
                     assert!(used.windows(2).all(|p| p[0] | !p[1]), "window {w}");
                 }
                 assert_eq!(st.len(), reference.len());
+            }
+        }
+    }
+
+    /// In-place doublings of an inline index by several threads (in rounds of a few
+    /// buckets per thread, so that many rounds and the one-thread rest run), with keys whose
+    /// hashes crowd into narrow ranges (long runs of full buckets across the threads' parts
+    /// and the rounds' bounds, some wrapping around): every marking keeps its id, absent
+    /// ones are not found, and the used slots of every bucket are a prefix of it.
+    #[test]
+    fn in_place_doublings_by_threads_keep_every_marking() {
+        let mut rng = Rng(0x7EAD5);
+        let windows: [&[(u64, u64)]; 4] = [
+            &[(0, 1 << 16)],
+            &[((1 << 16) - 3000, 1 << 16), (0, 900)],
+            &[
+                (0, 500),
+                (16000, 16700),
+                (32700, 33000),
+                ((1 << 16) - 300, 1 << 16),
+            ],
+            &[((1 << 16) - 256, 1 << 16)],
+        ];
+        for (w, ranges) in windows.iter().enumerate() {
+            for (stride, threads, min) in [(8, 2, 1), (12, 3, 2), (12, 2, 8)] {
+                let mut st = StateStore::new(stride);
+                let mut reference = std::collections::HashMap::new();
+                let n = if w == 3 { 3000 } else { 10_000 };
+                let mut doublings = 0;
+                while reference.len() < n {
+                    let mut k = [rng.next(), rng.next() & 0xFFFF_FFFF];
+                    if stride == 8 {
+                        k[1] = 0;
+                    }
+                    let kw = &k[..stride.div_ceil(8)];
+                    let h = hash_words(kw, stride);
+                    if !ranges.iter().any(|&(a, b)| (a..b).contains(&(h >> 48))) {
+                        continue;
+                    }
+                    // Doubled by the threads before `insert_words` would double it alone.
+                    if (st.len() + 2) * 4 > (st.mask + 1) * 3 {
+                        assert!(st.grow_inline_in_place_threads(threads, min));
+                        doublings += 1;
+                    }
+                    let next = reference.len() as u32;
+                    let id = *reference.entry(k).or_insert(next);
+                    assert_eq!(st.insert_words(kw, h), Some((id, id == next)));
+                }
+                assert!(doublings >= 2, "{doublings}");
+                for (k, &id) in &reference {
+                    let kw = &k[..stride.div_ceil(8)];
+                    assert_eq!(st.find_words(kw, hash_words(kw, stride)), Some(id), "{w}");
+                }
+                for _ in 0..2000 {
+                    let k = [rng.next(), if stride == 8 { 0 } else { 1 << 31 | 1 }];
+                    let kw = &k[..stride.div_ceil(8)];
+                    assert_eq!(st.find_words(kw, hash_words(kw, stride)), None);
+                }
+                for bucket in st.table.as_chunks::<8>().0 {
+                    let used: Vec<bool> = (0..4).map(|j| bucket[2 * j + 1] >> 32 != 0).collect();
+                    assert!(used.windows(2).all(|p| p[0] | !p[1]), "window {w}");
+                }
+                let held = st
+                    .table
+                    .as_chunks::<2>()
+                    .0
+                    .iter()
+                    .filter(|s| s[1] >> 32 != 0);
+                assert_eq!(held.count(), reference.len());
             }
         }
     }
