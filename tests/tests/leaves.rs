@@ -191,7 +191,7 @@ impl Tree {
 
     /// Waits for the job: its `y` values sorted, and the workers that ran its tasks.
     fn wait(&self, job: &str) -> (Vec<i64>, Vec<String>) {
-        let out = self.s.ok(&["wait", job]);
+        let out = self.s.ok(&["wait", job, "--timeout", "120"]);
         let values = |port: &str| -> Vec<String> {
             let prefix = format!("{port} = ");
             out.lines()
@@ -803,33 +803,26 @@ fn a_worker_killed_under_a_leaf_is_replaced_by_the_leaf_unseen_by_the_root() {
     );
     // The leaf started it again under its name, as the root does its own lost workers: at
     // most 3 times, after 200 ms doubled each time.
-    let mut pid = pid as u64;
-    let mut pids = Vec::new();
-    for restart in 1..=3 {
-        if restart > 1 {
-            // SAFETY: kill on the pid of a worker this test saw under the leaf.
-            assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    let pid = tree.spend_restarts("leafA", &name, pid as u64);
+    // Its other worker too, the last one killed with tasks of a job: leaf A, left without
+    // workers, gives the tasks it holds back to the root, which runs them on leaf B.
+    let (other, pid0) = leaf_workers(&tree.status(), "leafA").remove(0);
+    // SAFETY: kill on the pid of a worker this test saw under the leaf.
+    assert_eq!(unsafe { libc::kill(pid0 as i32, libc::SIGKILL) }, 0);
+    tree.spend_restarts_with("leafA", &other, pid0, |last| {
+        let job = tree.submit();
+        let t = Instant::now();
+        while !tree.started().iter().any(|(_, p)| *p as u64 == last) {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "`{other}` ran nothing"
+            );
+            std::thread::sleep(Duration::from_millis(5));
         }
-        let st = tree.until("leaf A with its two workers", |st| {
-            leaf_workers(st, "leafA")
-                .iter()
-                .any(|(n, p)| *n == name && *p != pid)
-                && leaf_workers(st, "leafA").len() == 2
-        });
-        pid = (leaf_workers(&st, "leafA").into_iter())
-            .find(|(n, _)| *n == name)
-            .map(|(_, p)| p)
-            .unwrap();
-        pids.push(pid);
-    }
-    // SAFETY: as above.
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
-    tree.until("leaf A without the worker killed 4 times", |st| {
-        leaf_workers(st, "leafA").len() == 1
+        job
     });
-    reaped(pid, &name);
     let errs = tree.stop_and_check_nothing_left(&[]);
-    assert!(errs[0].contains(" answers, 4 workers lost)"), "{}", errs[0]);
+    assert!(errs[0].contains(" answers, 8 workers lost)"), "{}", errs[0]);
     assert!(errs[1].contains(" answers, 0 workers lost)"), "{}", errs[1]);
     for (restart, delay) in [(1, 200), (2, 400), (3, 800)] {
         assert!(
@@ -849,8 +842,63 @@ fn a_worker_killed_under_a_leaf_is_replaced_by_the_leaf_unseen_by_the_root() {
         "{}",
         errs[0]
     );
-    for p in pids {
-        assert!(wait_gone(p as u32, Duration::from_secs(10)), "pid {p} left");
+    assert!(
+        errs[0].contains("gspc-leaf: no workers left: ")
+            && errs[0].contains(" queued tasks given back to the root"),
+        "{}",
+        errs[0]
+    );
+}
+
+impl Tree {
+    /// The worker `name` under `leaf` (pid `pid`) was just killed: waits for its leaf to
+    /// start it again (a new pid, under the same name) and kills it, until its 3 restarts
+    /// are spent; returns the pid of its last process (killed, gone, reaped).
+    fn spend_restarts(&self, leaf: &str, name: &str, pid: u64) -> u64 {
+        self.spend_restarts_with(leaf, name, pid, |_| String::new())
+    }
+
+    /// [`Tree::spend_restarts`], calling `before_last` with the last pid before it is
+    /// killed; a job it returns (not empty) must then finish exactly.
+    fn spend_restarts_with(
+        &self,
+        leaf: &str,
+        name: &str,
+        mut pid: u64,
+        before_last: impl FnOnce(u64) -> String,
+    ) -> u64 {
+        let mut pids = vec![pid];
+        for _ in 0..3 {
+            let st = self.until(&format!("`{name}` started again under {leaf}"), |st| {
+                leaf_workers(st, leaf)
+                    .iter()
+                    .any(|(n, p)| n == name && !pids.contains(p))
+            });
+            pid = (leaf_workers(&st, leaf).into_iter())
+                .find(|(n, _)| n == name)
+                .map(|(_, p)| p)
+                .unwrap();
+            pids.push(pid);
+            if pids.len() < 4 {
+                // SAFETY: kill on the pid of a worker this test saw under the leaf.
+                assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+            }
+        }
+        let job = before_last(pid);
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+        self.until(&format!("`{name}` gone from {leaf} for good"), |st| {
+            !leaf_workers(st, leaf).iter().any(|(n, _)| n == name)
+        });
+        reaped(pid, name);
+        if !job.is_empty() {
+            let (ys, _) = self.wait(&job);
+            assert_eq!(ys, expected(), "exact after `{name}` was killed 4 times");
+        }
+        for p in pids {
+            assert!(wait_gone(p as u32, Duration::from_secs(10)), "pid {p} left");
+        }
+        pid
     }
 }
 

@@ -816,7 +816,15 @@ impl<'b> Core<'b> {
                     _ => None,
                 },
                 retries: inf.task.retries,
-                inputs: Some(self.task_inputs(inf.def, std::mem::take(&mut inf.task.inputs))),
+                // A task given back unasked is queued again below: its inputs stay with it.
+                inputs: Some(self.task_inputs(
+                    inf.def,
+                    if matches!(msg, WorkerMsg::Cancelled { .. }) && !inf.cancelled {
+                        inf.task.inputs.clone()
+                    } else {
+                        std::mem::take(&mut inf.task.inputs)
+                    },
+                )),
             }));
         }
         let id = TaskId(task);

@@ -540,6 +540,17 @@ impl Sched {
         out
     }
 
+    /// Takes every queued (not placed) task out of the queues, in queue order per class: a
+    /// leaf agent left without workers gives them back to its root.
+    pub fn take_all_queued(&mut self) -> Vec<Pending> {
+        let mut out = Vec::with_capacity(self.queued);
+        for c in &mut self.classes {
+            out.extend(c.queue.drain(..));
+        }
+        self.queued -= out.len();
+        out
+    }
+
     /// The tasks of this job a worker holds.
     pub fn load(&self, id: WorkerId) -> u32 {
         match self.workers.get(id as usize) {
@@ -1135,6 +1146,14 @@ mod tests {
         assert!(!s.cancel_in_flight(0, 8), "queued, not in flight");
         let lost = s.remove_worker(0);
         assert_eq!(lost.discarded, vec![2]);
+        // A leaf left without workers gives back all it has queued: the lost worker's tasks
+        // (at the front, in their order), then 8.
+        let mut want = lost.requeued.clone();
+        want.push(8);
+        let back: Vec<u64> = s.take_all_queued().iter().map(|p| p.id).collect();
+        assert_eq!(back, want);
+        assert_eq!(s.queued(), 0);
+        assert!(s.take_all_queued().is_empty());
     }
 
     #[test]

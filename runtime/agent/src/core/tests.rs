@@ -479,6 +479,35 @@ fn a_lost_worker_s_tasks_run_elsewhere_once() {
 }
 
 #[test]
+fn tasks_a_worker_gives_back_on_its_own_run_again_with_their_inputs() {
+    // As a leaf agent left without workers does: Cancelled for tasks it was not asked to
+    // cancel. They are queued again with their inputs (the task record of the give-back,
+    // with tracing on, does not take them).
+    let b = net("square");
+    let mut h = Harness::new(&b, &xs(0..12), cfg(2, 4));
+    h.join(0, "w0", &[]);
+    h.join(1, "w1", &[]);
+    let held: Vec<u64> = (h.workers.get_mut(&0).unwrap().queue.drain(..))
+        .map(|t| t.task)
+        .collect();
+    assert_eq!(held.len(), 4);
+    for &task in &held {
+        h.send(0, WorkerMsg::Cancelled { task });
+    }
+    assert!(
+        h.logs
+            .iter()
+            .any(|l| l.contains("was cancelled by worker 0 on its own; queued again"))
+    );
+    h.run();
+    let r = h.result();
+    assert_eq!(
+        sorted_longs(&r, "ys"),
+        (0..12).map(|x| x * x).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn retry_limit_from_the_config() {
     let b = net("square");
     let mut c = cfg(3, 1);

@@ -910,6 +910,24 @@ impl Leaf<'_> {
                 Err(e) => self.say(&format!("cannot restart worker `{name}`: {e}")),
             }
         }
+        // No worker left and none coming (their restarts spent): the root runs the tasks
+        // queued here elsewhere (a Cancelled it did not ask for queues a task again there;
+        // its capacity here is 0 now, so it sends no more).
+        if self.conns.is_empty()
+            && self.restarts.is_empty()
+            && children.is_empty()
+            && self.sched.queued() > 0
+        {
+            let back = self.sched.take_all_queued();
+            for p in &back {
+                self.mem.remove(&p.id);
+                self.up.push(WorkerMsg::Cancelled { task: p.id });
+            }
+            self.say(&format!(
+                "no workers left: {} queued tasks given back to the root",
+                back.len()
+            ));
+        }
     }
 
     fn now(&self) -> Duration {
