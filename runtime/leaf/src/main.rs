@@ -27,7 +27,8 @@ worker of the leaf); the leaf places those tasks on its own workers, re-runs the
 worker it loses (the root counts the retry), and sends the answers up in batches. A worker it
 started that ends (killed, crashed) is started again under its name, as the root does its
 own: after 200 ms, doubled for each further restart, at most 3 times (its tasks run on the
-others meanwhile, or wait for it). A lost leaf is a lost worker to the root: all its tasks
+others meanwhile, or wait for it; a leaf left without workers gives its tasks back to the
+root). A lost leaf is a lost worker to the root: all its tasks
 run again. The leaf exits when the root stops it (gspc stop), and stops the workers it
 started.
 
