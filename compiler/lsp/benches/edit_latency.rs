@@ -1,7 +1,8 @@
 //! Edit-to-diagnostics latency on a generated net with 5,000 transitions, through the
 //! analysis the server runs (`Analysis::change` then `Analysis::diagnostics`).
 //!
-//! `cargo bench -p pnet-lsp --bench edit_latency [-- N ROUNDS]`: every edit goes through the
+//! `cargo bench -p pnet-lsp --bench edit_latency [-- N ROUNDS [KIND]]` (KIND: only the kinds whose
+//! name holds it, e.g. `place`, for a profile): every edit goes through the
 //! database alone (salsa's queries; the server has no other path). The first full
 //! analysis, then, for each kind of edit, ROUNDS edits alternating between the generated
 //! text and the edited one (so every other edit undoes the previous one), each timed from
@@ -167,7 +168,10 @@ fn main() {
     let rounds: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20);
     let text = pnet_lsp::generate::chain_net(n);
     let path = PathBuf::from("/nonexistent/bench/chain.xpnet");
-    let kinds = edits(&text, n);
+    let mut kinds = edits(&text, n);
+    if let Some(only) = args.get(2) {
+        kinds.retain(|k| k.name.contains(only.as_str()));
+    }
 
     let (rss0, _) = memory();
     let mut a = Analysis::default();

@@ -263,6 +263,56 @@ fn edits_match_a_fresh_analysis_on_a_generated_net() {
     check("chain", &path, &text, &options, 400, 0x9E37_79B9_7F4A_7C15);
 }
 
+/// Places by groups (several of them here) with names repeated across groups and `shared_P`
+/// places whose cleanup places are in other groups (some `shared_sink`, some not, some
+/// missing): the checks that cross groups, as places come, go and change names.
+#[test]
+fn edits_match_a_fresh_analysis_with_shared_places_and_repeated_names() {
+    let mut text = pnet_lsp::generate::chain_net(80);
+    for i in (3..80).step_by(9) {
+        let sink = (i * 7) % 85;
+        text = text.replace(
+            &format!("<place name=\"p{i}\" type=\"long\"/>"),
+            &format!("<place name=\"p{i}\" type=\"shared_p{sink}\"/>"),
+        );
+    }
+    for i in (5..80).step_by(6) {
+        text = text.replace(
+            &format!("<place name=\"p{i}\" type=\"long\"/>"),
+            &format!("<place name=\"p{i}\" type=\"long\" shared_sink=\"true\"/>"),
+        );
+    }
+    // a name repeated far from its first declaration
+    text = text.replace(
+        "<place name=\"p70\" type=\"long\"/>",
+        "<place name=\"p70\" type=\"long\"/>\n    <place name=\"p4\" type=\"long\"/>",
+    );
+    let path = PathBuf::from("/nonexistent/edits/shared.xpnet");
+    let mut a = Analysis::new(all_warnings());
+    a.open(path.clone(), &text, 0);
+    let codes: Vec<String> = a
+        .diagnostics()
+        .values()
+        .flatten()
+        .map(|d| d.code.to_string())
+        .collect();
+    for code in [
+        "duplicate_place",
+        "shared_cleanup_place_missing",
+        "shared_cleanup_place_not_shared_sink",
+    ] {
+        assert!(codes.iter().any(|c| c == code), "{code}: {codes:?}");
+    }
+    check(
+        "shared",
+        &path,
+        &text,
+        &all_warnings(),
+        300,
+        0x5851_F42D_4C95_7F2D,
+    );
+}
+
 #[test]
 fn edits_match_a_fresh_analysis_with_templates_and_warnings() {
     let path = PathBuf::from("/nonexistent/edits/mixed.xpnet");

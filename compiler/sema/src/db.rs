@@ -762,6 +762,92 @@ mod tests {
         );
     }
 
+    /// A net of 150 places (about ten groups) with names repeated and `shared_P` places
+    /// whose cleanup places are in other groups, edited through the driver (a name made
+    /// another's or a new one, a type made `shared_P`, `shared_sink` toggled, places removed
+    /// and copied elsewhere): the diagnostics and facts of the places elaborated by groups
+    /// (`elab::place_group`) equal those of the whole elaboration (one pass over the places).
+    #[test]
+    fn places_by_groups_check_repeated_names_and_cleanup_places_across_groups() {
+        fn text(places: &[String]) -> String {
+            let mut s = String::from("<defun name=\"n\">\n  <net>\n");
+            for p in places {
+                s.push_str(&format!("    {p}\n"));
+            }
+            s.push_str(concat!(
+                "    <transition name=\"t\">\n      <defun>\n",
+                "        <in name=\"x\" type=\"long\"/><out name=\"y\" type=\"long\"/>\n",
+                "        <expression>${y} := ${x}</expression>\n      </defun>\n",
+                "      <connect-in port=\"x\" place=\"p1\"/>\n",
+                "      <connect-out port=\"y\" place=\"p140\"/>\n    </transition>\n",
+                "  </net>\n</defun>\n"
+            ));
+            s
+        }
+        fn place(name: &str, ty: &str, sink: bool) -> String {
+            let sink = if sink { " shared_sink=\"true\"" } else { "" };
+            format!("<place name=\"{name}\" type=\"{ty}\"{sink}/>")
+        }
+        let mut places: Vec<String> = (0..150)
+            .map(|i| match i % 10 {
+                3 => place(
+                    &format!("p{i}"),
+                    &format!("shared_p{}", (i * 7) % 150),
+                    false,
+                ),
+                5 => place(&format!("p{i}"), "long", true),
+                _ => place(&format!("p{i}"), "long", false),
+            })
+            .collect();
+        // a name repeated far from its first declaration
+        places[120] = place("p2", "long", false);
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        let mut below = |n: usize| {
+            rng ^= rng >> 12;
+            rng ^= rng << 25;
+            rng ^= rng >> 27;
+            (rng.wrapping_mul(0x2545_F491_4F6C_DD1D) % n as u64) as usize
+        };
+        let mut db = Database::default();
+        let mut files = crate::Files::default();
+        let (ws, file) = driven(&mut db, &mut files, &text(&places));
+        assert!(place_groups(&db, file).as_ref().expect("cut").len() >= 8);
+        let mut seen = std::collections::BTreeSet::new();
+        for step in 0..120 {
+            let i = below(places.len());
+            let name = format!("p{}", below(160));
+            match below(6) {
+                0 => places[i] = place(&name, "long", below(2) == 0),
+                1 => places[i] = place(&format!("p{i}"), &format!("shared_{name}"), false),
+                2 => places[i] = places[i].replace(" shared_sink=\"true\"", ""),
+                3 => places[i] = places[i].replace("/>", " shared_sink=\"true\"/>"),
+                4 if places.len() > 100 => {
+                    places.remove(i);
+                }
+                _ => {
+                    let copy = places[below(places.len())].clone();
+                    places.insert(i, copy);
+                }
+            }
+            set(&mut db, &mut files, Some(ws), &text(&places));
+            let whole = crate::elab::elaborate(&db, ws);
+            assert_eq!(
+                *crate::elab::diagnostics(&db, ws),
+                whole.diagnostics,
+                "step {step}"
+            );
+            assert_eq!(*crate::elab::facts(&db, ws), whole.facts, "step {step}");
+            seen.extend(whole.diagnostics.iter().map(|(d, _)| d.code));
+        }
+        for code in [
+            "duplicate_place",
+            "shared_cleanup_place_missing",
+            "shared_cleanup_place_not_shared_sink",
+        ] {
+            assert!(seen.contains(code), "{code} never reported: {seen:?}");
+        }
+    }
+
     /// Salsa's own counts after `edits` distinct texts of one transition: the memos of
     /// `parse_group` and `elab::chunk_query`, the live `ItemInput`s and `elab::Chunk`s.
     fn live_after_edits(edits: usize) -> [usize; 4] {

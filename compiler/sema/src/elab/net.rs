@@ -15,7 +15,7 @@ pub(super) struct DeclaredPlaces {
 /// The places of a group of the root net's places ([`db::place_groups`]) when its file is
 /// cut into items, elaborated in the scope of the net ([`db::net_env`]) with their
 /// diagnostics and symbols, as [`Elab::places`] does it for the whole net: an edit of a
-/// place re-runs its group only. What crosses groups comes by [`place_names`] (which places
+/// place re-runs its group only. What crosses groups comes by [`place_links`] (which places
 /// repeat an earlier name, the cleanup places of `shared_P` places), equal after an edit
 /// that changes no name.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,22 +40,29 @@ pub struct GroupPlaces {
 /// place is (for [`place_bucket`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlaceNameIndex {
+    /// What the groups need of each other.
+    links: PlaceLinks,
+    /// For each bucket of names ([`place_bucket_of`]): each name's first declaration, as
+    /// its group's index (in [`db::place_groups`]) and its index among that group's places.
+    buckets: Vec<Vec<(Arc<str>, u32, u32)>>,
+}
+
+/// What a group of places ([`place_group`]) needs of the others.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlaceLinks {
     /// The names declared more than once, with the span of their first declaration (sorted
     /// by name).
     repeated: Vec<(String, Span)>,
     /// The cleanup places `P` of the `shared_P` places (sorted): the span of the first
     /// place named `P` and whether it is a `shared_sink`, `None` when there is none.
     sinks: Vec<(Arc<str>, SinkPlace)>,
-    /// For each bucket of names ([`place_bucket_of`]): each name's first declaration, as
-    /// its group's index (in [`db::place_groups`]) and its index among that group's places.
-    buckets: Vec<Vec<(String, u32, u32)>>,
 }
 
 /// The cleanup place of a `shared_P` place: the span of its name and whether it is a
 /// `shared_sink`; `None` when the net has no place `P`.
 type SinkPlace = Option<(Span, bool)>;
 
-impl PlaceNameIndex {
+impl PlaceLinks {
     /// The span of the first declaration of `name` if it is declared more than once.
     fn repeated(&self, name: &str) -> Option<Span> {
         let i = self
@@ -96,7 +103,11 @@ pub fn place_names(db: &dyn salsa::Database, ws: Workspace) -> Option<PlaceNameI
                 Some(f) => f.2 = true,
                 None => {
                     first.insert(&p.name, (p.span, p.shared_sink, false));
-                    buckets[place_bucket_of(&p.name)].push((p.name.clone(), gi as u32, kept));
+                    buckets[place_bucket_of(&p.name)].push((
+                        Arc::from(p.name.as_str()),
+                        gi as u32,
+                        kept,
+                    ));
                     kept += 1;
                 }
             }
@@ -114,10 +125,17 @@ pub fn place_names(db: &dyn salsa::Database, ws: Workspace) -> Option<PlaceNameI
         *at = first.get(&**s).map(|f| (f.0, f.1));
     }
     Some(PlaceNameIndex {
-        repeated,
-        sinks,
+        links: PlaceLinks { repeated, sinks },
         buckets,
     })
+}
+
+/// The [`PlaceLinks`] of the root net's places ([`place_names`]): equal (and the groups of
+/// places left alone) after an edit that makes no name repeat or stop repeating and touches
+/// no cleanup place.
+#[salsa::tracked(returns(ref))]
+pub fn place_links(db: &dyn salsa::Database, ws: Workspace) -> Option<PlaceLinks> {
+    Some(place_names(db, ws).as_ref()?.links.clone())
 }
 
 /// See [`GroupPlaces`]; `None` when the file is not cut into items or the group does not
@@ -133,7 +151,7 @@ pub fn place_group<'db>(
     let Some(DefunBody::Net(n)) = &env.body else {
         return None;
     };
-    let names = place_names(db, ws).as_ref()?;
+    let names = place_links(db, ws).as_ref()?;
     let trees = db::parse_group(db, group).as_ref()?;
     let files = group
         .items(db)
@@ -217,6 +235,26 @@ fn place_bucket_of(name: &str) -> usize {
     (BuildHasherDefault::<db::IdHasher>::default().hash_one(name) >> 7) as usize % PLACE_BUCKETS
 }
 
+/// The first declaration of each name of bucket `bucket` ([`place_bucket_of`]) of the root
+/// net's places: its group and its index among the group's places. Equal after an edit that
+/// changes no name of the bucket and adds or removes no place in the groups of its names.
+#[salsa::tracked(returns(ref))]
+pub fn place_name_bucket<'db>(
+    db: &'db dyn salsa::Database,
+    ws: Workspace,
+    bucket: usize,
+) -> Option<Vec<(Arc<str>, db::ItemGroup<'db>, u32)>> {
+    let root = *ws.files(db).first()?;
+    let groups = db::place_groups(db, root).as_ref()?;
+    let names = place_names(db, ws).as_ref()?;
+    names
+        .buckets
+        .get(bucket)?
+        .iter()
+        .map(|(name, g, i)| Some((name.clone(), *groups.get(*g as usize)?, *i)))
+        .collect()
+}
+
 /// The root net's places whose names fall in bucket `bucket`, as a transition sees them
 /// (see [`transition::PlaceView`]), by name: what the views of the transitions naming them
 /// read ([`transition::chunk_views`]), so that an edit of one place re-makes only the views
@@ -226,16 +264,12 @@ pub fn place_bucket(
     db: &dyn salsa::Database,
     ws: Workspace,
     bucket: usize,
-) -> Option<Vec<(String, transition::KnownPlace)>> {
-    let root = *ws.files(db).first()?;
-    let groups = db::place_groups(db, root).as_ref()?;
-    let names = place_names(db, ws).as_ref()?;
-    names
-        .buckets
-        .get(bucket)?
+) -> Option<Vec<(Arc<str>, transition::KnownPlace)>> {
+    place_name_bucket(db, ws, bucket)
+        .as_ref()?
         .iter()
         .map(|(name, g, i)| {
-            let g = place_group(db, ws, *groups.get(*g as usize)?).as_ref()?;
+            let g = place_group(db, ws, *g).as_ref()?;
             Some((name.clone(), g.known(*i as usize)?))
         })
         .collect()
@@ -251,7 +285,7 @@ pub(super) fn known_place(
     Some(
         bucket
             .iter()
-            .find(|(n, _)| n == name)
+            .find(|(n, _)| **n == *name)
             .map(|(_, k)| k.clone()),
     )
 }
