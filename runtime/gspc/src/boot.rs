@@ -32,10 +32,10 @@ Crashes: the runtime keeps a journal of its jobs in DIR/journal (their nets, inp
 put, task results, ends). After a crash (or SIGKILL), `gspc boot --resume` starts a runtime
 on the same state directory with the workers it had (the saved boot options, unless others
 are given) and the same secret (leaf agents rejoin it: with `gspc-leaf --root`, boot with
---listen HOST:PORT so that it is back at the same address): the jobs that had not ended go on from their journaled state (only the tasks
-whose results were not journaled run again), the ended ones keep their outcome for `gspc
-wait` and `gspc jobs`, and job numbers go on. A boot without --resume starts a new journal
-(the old one is kept as DIR/journal.old).
+--listen HOST:PORT so that it is back at the same address): the jobs that had not ended go
+on from their journaled state (only the tasks whose results were not journaled run again),
+the ended ones keep their outcome for `gspc wait` and `gspc jobs`, and job numbers go on. A
+boot without --resume starts a new journal (the old one is kept as DIR/journal.old).
 
 Examples:
   gspc boot --topology 'compute:4' --module-path build

@@ -10,10 +10,11 @@
 //! run again here, on the others; the root hears [`WorkerMsg::Retried`] for the task it was
 //! running (the root counts retries, so `maximum_number_of_retries` keeps its meaning) and
 //! sees no loss; a worker it started that ended is started again under its name as the root
-//! restarts its own ([`Leaf::tend_workers`]). Its capacity (its workers times `depth`)
-//! follows its workers ([`WorkerMsg::Capacity`]). A steal of the root takes back what the leaf still holds queued.
-//! Module definitions (`Modules`, `ModulesAt`, `ForgetModules`) and cancels go down to its
-//! workers.
+//! restarts its own ([`Leaf::tend_workers`]); left without workers, it gives the tasks it
+//! holds back to the root. Its capacity (its workers times `depth`) follows its workers
+//! ([`WorkerMsg::Capacity`]). A steal of the root takes back what the leaf still holds
+//! queued. Module definitions (`Modules`, `ModulesAt`, `ForgetModules`) and cancels go down
+//! to its workers.
 //!
 //! The root's crash (its connection lost, not its `Shutdown`): the leaf keeps its workers,
 //! cancels or drops the tasks it held (a resumed root runs again what its journal lacks) and
