@@ -1,9 +1,11 @@
 //! A tree of agents with real processes on loopback: a `gspc` runtime without workers of its
 //! own is the root; two `gspc-leaf` processes connect to it as one fat worker each and start
 //! two `gspc-worker`s each. A job of 200 command-module tasks gives its exact result; so it
-//! does when a worker under a leaf is SIGKILLed (the leaf runs its tasks again, the root sees
-//! no loss) and when a whole leaf is SIGKILLed (the root runs its tasks again). No process is
-//! left behind.
+//! does when a worker under a leaf is SIGKILLed (the leaf runs its tasks again and starts it
+//! again, the root sees no loss), when a whole leaf is SIGKILLed (the root runs its tasks
+//! again) and when the root is SIGKILLed and resumed (the leaves rejoin it: by its state
+//! directory, by its address and secret, with their workers' segments). No process is left
+//! behind.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
