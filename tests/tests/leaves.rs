@@ -672,10 +672,17 @@ fn leaves_with_working_memory_rejoin_a_resumed_root_with_their_segments() {
     let st = tree.status();
     assert_eq!(st["memory"]["allocations"], 2, "{st:#}");
     let (daemon, before) = root_and_leaf_workers(&st);
+    assert_eq!(before[0].0, "memA");
     kill_root(daemon);
+    // While the root is away, memA's worker dies: memA starts it again (the new one joins
+    // it, its segment made) and keeps the new segment for the resumed root.
+    let old = before[0].1[0];
+    // SAFETY: kill on the pid of a worker this test saw under the leaf.
+    assert_eq!(unsafe { libc::kill(old as i32, libc::SIGKILL) }, 0);
+    let new = worker_with_segment(tree.leaves[0].id(), old);
     let resumed = tree.s.ok(&["boot", "--resume", "--timeout", "30"]);
     assert!(resumed.contains("gspc: runtime booted (pid "), "{resumed}");
-    // The leaves are back with the same workers, whose segments join the new global memory;
+    // The leaves are back with their workers, whose segments join the new global memory;
     // the allocations of the crashed root are not restored (JOURNAL.md).
     let st = tree.until("the leaves back with their segments", |st| {
         st["memory"]["segments"] == 2
@@ -686,7 +693,9 @@ fn leaves_with_working_memory_rejoin_a_resumed_root_with_their_segments() {
     });
     assert_eq!(st["memory"]["capacity"], 2 * 1048576, "{st:#}");
     assert_eq!(st["memory"]["allocations"], 0, "{st:#}");
-    assert_eq!(root_and_leaf_workers(&st).1, before, "the same workers");
+    let after = root_and_leaf_workers(&st).1;
+    assert_eq!(after[0], ("memA".to_string(), vec![new]), "{st:#}");
+    assert_eq!(after[1], before[1], "the same worker under memB");
     // Each leaf numbers its workers' segments for the number the new root gave it.
     let log = tree.log();
     assert!(!log.contains("reported its segment as number"), "{log}");
@@ -703,6 +712,41 @@ fn leaves_with_working_memory_rejoin_a_resumed_root_with_their_segments() {
                 && e.contains("), with its 1 workers"),
             "{e}"
         );
+    }
+}
+
+/// Waits up to 20 s for a worker process of the leaf `leaf` (its pid) other than `old` with
+/// its segment made (`/dev/shm/pnet-PID-NAME`: made after the leaf's Welcome, so it joined
+/// the leaf); returns its pid.
+fn worker_with_segment(leaf: u32, old: u64) -> u64 {
+    let parent = |pid: u64| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    let t = Instant::now();
+    loop {
+        let found = (std::fs::read_dir("/dev/shm")
+            .into_iter()
+            .flatten()
+            .flatten())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix("pnet-")?.split_once('-')?.0.parse().ok()
+        })
+        .find(|&pid: &u64| pid != old && parent(pid) == Some(leaf));
+        if let Some(pid) = found {
+            return pid;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the leaf (pid {leaf}) started no worker with working memory in place of {old}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -763,7 +763,8 @@ impl Leaf<'_> {
     }
 
     /// A worker event while the root is away: answers settle the cancelled tasks of `old`
-    /// (the scheduler of the lost root's tasks); joins and losses change the workers.
+    /// (the scheduler of the lost root's tasks); joins and losses change the workers, and
+    /// the segments of those that join are kept for the next root.
     fn lost_event(&mut self, old: &mut Sched, ev: ShellEvent) {
         match ev {
             ShellEvent::Msgs { id, msgs } => {
@@ -782,6 +783,13 @@ impl Leaf<'_> {
                         }
                         WorkerMsg::Returned { tasks, kept } => {
                             old.returned(id, &tasks, &kept);
+                        }
+                        // The segment of a worker that joined meanwhile (restarted): the
+                        // root hears it when the leaf joins it again.
+                        WorkerMsg::Memory(seg)
+                            if pnet_protocol::leaf_worker_id(self.leaf_id, id).is_some() =>
+                        {
+                            self.segments.insert(id, seg);
                         }
                         _ => {}
                     }
