@@ -264,7 +264,7 @@ pub fn place_bucket(
     db: &dyn salsa::Database,
     ws: Workspace,
     bucket: usize,
-) -> Option<Vec<(Arc<str>, transition::KnownPlace)>> {
+) -> Option<Vec<NamedPlace>> {
     place_name_bucket(db, ws, bucket)
         .as_ref()?
         .iter()
@@ -275,19 +275,45 @@ pub fn place_bucket(
         .collect()
 }
 
-/// The place `name` of the root net as a transition sees it (by its bucket).
-pub(super) fn known_place(
-    db: &dyn salsa::Database,
+/// A place of a bucket ([`place_bucket`]): its name, and the place as a transition sees it.
+type NamedPlace = (Arc<str>, transition::KnownPlace);
+
+/// The root net's places as the transitions of a chunk see them, by name: each bucket
+/// ([`place_bucket`]) fetched once.
+pub(super) struct KnownPlaces<'db> {
+    db: &'db dyn salsa::Database,
     ws: Workspace,
-    name: &str,
-) -> Option<Option<transition::KnownPlace>> {
-    let bucket = place_bucket(db, ws, place_bucket_of(name)).as_ref()?;
-    Some(
-        bucket
-            .iter()
-            .find(|(n, _)| **n == *name)
-            .map(|(_, k)| k.clone()),
-    )
+    buckets: Vec<Option<&'db [NamedPlace]>>,
+}
+
+impl<'db> KnownPlaces<'db> {
+    pub(super) fn new(db: &'db dyn salsa::Database, ws: Workspace) -> KnownPlaces<'db> {
+        KnownPlaces {
+            db,
+            ws,
+            buckets: vec![None; PLACE_BUCKETS],
+        }
+    }
+
+    /// The place `name` (`None` when there is none; `None` inside when the net's places
+    /// are not elaborated by groups).
+    pub(super) fn get(&mut self, name: &str) -> Option<Option<transition::KnownPlace>> {
+        let b = place_bucket_of(name);
+        let bucket = match self.buckets[b] {
+            Some(bucket) => bucket,
+            None => {
+                let bucket = place_bucket(self.db, self.ws, b).as_deref()?;
+                self.buckets[b] = Some(bucket);
+                bucket
+            }
+        };
+        Some(
+            bucket
+                .iter()
+                .find(|(n, _)| **n == *name)
+                .map(|(_, k)| k.clone()),
+        )
+    }
 }
 
 impl GroupPlaces {
@@ -689,7 +715,7 @@ impl<'a> Elab<'a> {
     }
 
     /// The places of net `n` (in scope `ctx`), elaborated and checked: the part of
-    /// [`Elab::net`] before the transitions (the root net's by [`root_places`]).
+    /// [`Elab::net`] before the transitions (the root net's by groups, [`place_group`]).
     pub(super) fn places(&mut self, ctx: &Ctx<'a>, n: &'a NetDecl) -> DeclaredPlaces {
         let ctx = ctx.clone();
         let mut net = Net::default();

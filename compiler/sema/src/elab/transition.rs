@@ -144,10 +144,11 @@ pub fn chunk_views<'db>(
     ws: Workspace,
     chunk: Chunk<'db>,
 ) -> Option<Vec<PlaceView>> {
+    let mut places = super::net::KnownPlaces::new(db, ws);
     chunk_trees(db, chunk)?
         .map(|t| {
             let known = named_places(t?)
-                .map(|name| super::net::known_place(db, ws, name))
+                .map(|name| places.get(name))
                 .collect::<Option<Vec<_>>>()?;
             // every place's name only when one is unknown (then from all the places)
             let all = match known.iter().any(Option::is_none) {
