@@ -300,16 +300,23 @@ impl<'a> Elab<'a> {
             Some(DefunBody::Net(n)) => {
                 let net = self.net(&ctx, n);
                 scope_places = self.net_places.clone();
-                let by_name: HashMap<&str, usize> = net
-                    .places
-                    .iter()
-                    .enumerate()
-                    .map(|(i, p)| (p.name.as_str(), i))
-                    .collect();
+                // the last place of each name (a few ports: searched, not hashed; the net
+                // may have thousands of places)
+                let by_name: Option<HashMap<&str, usize>> = (place_refs.len() > 8).then(|| {
+                    net.places
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| (p.name.as_str(), i))
+                        .collect()
+                });
+                let place_index = |name: &str| match &by_name {
+                    Some(m) => m.get(name).copied(),
+                    None => net.places.iter().rposition(|p| p.name == name),
+                };
                 let mut tunneled = vec![false; net.places.len()];
                 for &(idx, i, o, place) in &place_refs {
-                    match by_name.get(place.text.as_str()) {
-                        Some(&pi) => {
+                    match place_index(place.text.as_str()) {
+                        Some(pi) => {
                             if let Some(sym) = self.net_places.get(pi) {
                                 self.facts.references.push(Reference {
                                     kind: SymbolKind::Place,

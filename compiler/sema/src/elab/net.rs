@@ -617,7 +617,7 @@ impl<'a> Elab<'a> {
         // the declared places by name, for the transitions not taken from their chunks
         let mut names: Option<PlaceNames> = None;
         let mut trans_spans: HashMap<&str, Span, std::hash::BuildHasherDefault<db::IdHasher>> =
-            HashMap::default();
+            HashMap::with_capacity_and_hasher(n.transitions.len(), Default::default());
         for (index, t) in n.transitions.iter().enumerate() {
             self.check_user_name(&t.name, "transition");
             if let Some(first) = trans_spans.get(t.name.text.as_str()) {
