@@ -85,11 +85,11 @@ impl Tree {
     /// GSPC_SECRET): the root listens on a fixed port (`gspc boot --listen`), as it must for
     /// such leaves to find it after `gspc boot --resume`.
     fn by_address(name: &str, leaf_args: &[&str]) -> Tree {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
-        Tree::fan(name, leaf_args, Join::Address(format!("127.0.0.1:{port}")))
+        Tree::fan(
+            name,
+            leaf_args,
+            Join::Address(format!("127.0.0.1:{}", fixed_port())),
+        )
     }
 
     /// The root with the command module `slow` and the net of [`TASKS`] calls, its leaves
@@ -280,6 +280,21 @@ impl Tree {
         }
         (stop, errs)
     }
+}
+
+/// A free port on 127.0.0.1 below the kernel's range of ephemeral ports (which a bind to
+/// port 0 takes from): no other test's listener takes it while the root is down.
+fn fixed_port() -> u16 {
+    let low: u32 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let span = low.saturating_sub(10_000).max(1);
+    (0..span)
+        .map(|k| 10_000 + (std::process::id() * 7 + k) % span)
+        .filter_map(|p| u16::try_from(p).ok())
+        .find(|&p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok())
+        .expect("a free port")
 }
 
 /// How a [`Tree`]'s leaves find their root.
