@@ -322,30 +322,71 @@ fn root_net(t: &Parsed) -> Option<(&xml::Defun, &xml::NetDecl)> {
     Some((d, n))
 }
 
-/// The groups ([`groups`], [`parse_group`]) of the places of a file's root net when it is
-/// cut into items, in order: those [`tree`] parses, and `elab::place_group` elaborates.
-/// Equal after an edit that adds or removes no place (it reads the cut, which moves with
-/// every edit: a walk over the items, without their texts).
+/// Consecutive groups ([`ItemGroup`]) of the places of a file's root net, elaborated by one
+/// query (`elab::place_group`): the groups are parsed as [`tree`] parses them, and an edit
+/// revalidates a few dozen chunks of places, not every group.
+#[salsa::interned(debug)]
+pub struct PlaceChunk<'db> {
+    #[returns(ref)]
+    pub groups: Vec<ItemGroup<'db>>,
+}
+
+/// A chunk of places ends after a group whose last item's input index is `CHUNK_END` modulo
+/// `CHUNK_EVERY` (where a group ends too: a place added or removed changes one chunk), or
+/// after `CHUNK_MAX` groups.
+const CHUNK_EVERY: u32 = 64;
+const CHUNK_END: u32 = 63;
+const CHUNK_MAX: usize = 8;
+
+/// The chunks ([`PlaceChunk`]) of the places of a file's root net when it is cut into
+/// items, in order. Equal after an edit that adds or removes no place (it reads the cut,
+/// which moves with every edit: a walk over the items, without their texts).
 #[salsa::tracked(returns(ref))]
-pub fn place_groups<'db>(
+pub fn place_chunks<'db>(
     db: &'db dyn salsa::Database,
     file: SourceInput,
-) -> Option<Vec<ItemGroup<'db>>> {
+) -> Option<Vec<PlaceChunk<'db>>> {
+    use salsa::plumbing::AsId;
     let cut = file.cut(db).as_ref()?;
     let places = cut
         .items
         .iter()
         .filter(|i| i.kind == xml::items::ItemKind::Place)
         .map(|i| i.input);
-    Some(
-        groups(places)
-            .into_iter()
-            .map(|g| ItemGroup::new(db, g))
-            .collect(),
-    )
+    let mut out = Vec::new();
+    let mut current = Vec::new();
+    for g in groups(places) {
+        let last = g.last().map(|i| i.as_id().index());
+        current.push(ItemGroup::new(db, g));
+        if last.is_some_and(|i| i % CHUNK_EVERY == CHUNK_END) || current.len() >= CHUNK_MAX {
+            out.push(PlaceChunk::new(db, std::mem::take(&mut current)));
+        }
+    }
+    if !current.is_empty() {
+        out.push(PlaceChunk::new(db, current));
+    }
+    Some(out)
 }
 
-/// The name of a place of the root net, for the checks across its groups
+/// The places of a chunk ([`place_chunks`]) parsed alone, each with its item's file id;
+/// `None` when an item is not well-formed alone.
+pub fn chunk_places<'db>(
+    db: &'db dyn salsa::Database,
+    chunk: PlaceChunk<'db>,
+) -> Option<Vec<(FileId, &'db xml::PlaceDecl)>> {
+    let mut out = Vec::new();
+    for &g in chunk.groups(db) {
+        let trees = parse_group(db, g).as_ref()?;
+        for (t, &i) in trees.iter().zip(g.items(db)) {
+            if let Some(p) = t.place.as_deref() {
+                out.push((item_file(i)?, p));
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The name of a place of the root net, for the checks across its chunks
 /// (`elab::place_names`): the span of its name, whether it is a `shared_sink`, and the
 /// cleanup place its type names (`P` of `shared_P`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -356,19 +397,17 @@ pub struct PlaceName {
     pub sink_of: Option<Arc<str>>,
 }
 
-/// The [`PlaceName`]s of the places of a group ([`place_groups`]), in order: equal after an
+/// The [`PlaceName`]s of the places of a chunk ([`place_chunks`]), in order: equal after an
 /// edit of a place that leaves its name alone (its type, its tokens).
 #[salsa::tracked(returns(ref))]
-pub fn group_place_names<'db>(
+pub fn chunk_place_names<'db>(
     db: &'db dyn salsa::Database,
-    group: ItemGroup<'db>,
+    chunk: PlaceChunk<'db>,
 ) -> Option<Vec<PlaceName>> {
-    let trees = parse_group(db, group).as_ref()?;
     Some(
-        trees
-            .iter()
-            .filter_map(|t| t.place.as_deref())
-            .map(|p| PlaceName {
+        chunk_places(db, chunk)?
+            .into_iter()
+            .map(|(_, p)| PlaceName {
                 name: p.name.text.clone(),
                 span: p.name.span,
                 shared_sink: p.shared_sink,
@@ -811,7 +850,9 @@ mod tests {
         let mut db = Database::default();
         let mut files = crate::Files::default();
         let (ws, file) = driven(&mut db, &mut files, &text(&places));
-        assert!(place_groups(&db, file).as_ref().expect("cut").len() >= 8);
+        let chunks = place_chunks(&db, file).as_ref().expect("cut");
+        assert!(chunks.len() >= 2);
+        assert!(chunks.iter().map(|c| c.groups(&db).len()).sum::<usize>() >= 8);
         let mut seen = std::collections::BTreeSet::new();
         for step in 0..120 {
             let i = below(places.len());

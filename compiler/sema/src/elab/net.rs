@@ -12,12 +12,12 @@ pub(super) struct DeclaredPlaces {
     pub(super) symbols: Vec<Symbol>,
 }
 
-/// The places of a group of the root net's places ([`db::place_groups`]) when its file is
-/// cut into items, elaborated in the scope of the net ([`db::net_env`]) with their
-/// diagnostics and symbols, as [`Elab::places`] does it for the whole net: an edit of a
-/// place re-runs its group only. What crosses groups comes by [`place_links`] (which places
-/// repeat an earlier name, the cleanup places of `shared_P` places), equal after an edit
-/// that changes no name.
+/// The places of a group of the root net's places (a few groups of items,
+/// [`db::place_chunks`]) when its file is cut into items, elaborated in the scope of the net
+/// ([`db::net_env`]) with their diagnostics and symbols, as [`Elab::places`] does it for the
+/// whole net: an edit of a place re-runs its group only. What crosses groups comes by
+/// [`place_links`] (which places repeat an earlier name, the cleanup places of `shared_P`
+/// places), equal after an edit that changes no name.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GroupPlaces {
     /// Its places that are not duplicates (those the net keeps).
@@ -35,7 +35,7 @@ pub struct GroupPlaces {
     pub(super) depth_reported: bool,
 }
 
-/// The names of the root net's places across their groups ([`db::group_place_names`]):
+/// The names of the root net's places across their groups ([`db::chunk_place_names`]):
 /// what a group's elaboration ([`place_group`]) needs of the others, and where each name's
 /// place is (for [`place_bucket`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,7 +43,7 @@ pub struct PlaceNameIndex {
     /// What the groups need of each other.
     links: PlaceLinks,
     /// For each bucket of names ([`place_bucket_of`]): each name's first declaration, as
-    /// its group's index (in [`db::place_groups`]) and its index among that group's places.
+    /// its group's index (in [`db::place_chunks`]) and its index among that group's places.
     buckets: Vec<Vec<(Arc<str>, u32, u32)>>,
 }
 
@@ -84,14 +84,14 @@ impl PlaceLinks {
 #[salsa::tracked(returns(ref))]
 pub fn place_names(db: &dyn salsa::Database, ws: Workspace) -> Option<PlaceNameIndex> {
     let root = *ws.files(db).first()?;
-    let groups = db::place_groups(db, root).as_ref()?;
+    let groups = db::place_chunks(db, root).as_ref()?;
     let mut first: HashMap<&str, (Span, bool, bool), std::hash::BuildHasherDefault<db::IdHasher>> =
         HashMap::default();
     let mut buckets = vec![Vec::new(); PLACE_BUCKETS];
     let mut sinks: Vec<(Arc<str>, SinkPlace)> = Vec::new();
     let mut names = Vec::with_capacity(groups.len());
     for &g in groups {
-        names.push(db::group_place_names(db, g).as_ref()?);
+        names.push(db::chunk_place_names(db, g).as_ref()?);
     }
     for (gi, group) in names.iter().enumerate() {
         let mut kept = 0;
@@ -144,7 +144,7 @@ pub fn place_links(db: &dyn salsa::Database, ws: Workspace) -> Option<PlaceLinks
 pub fn place_group<'db>(
     db: &'db dyn salsa::Database,
     ws: Workspace,
-    group: db::ItemGroup<'db>,
+    chunk: db::PlaceChunk<'db>,
 ) -> Option<GroupPlaces> {
     let root = *ws.files(db).first()?;
     let env = db::net_env(db, root).as_ref()?;
@@ -152,12 +152,8 @@ pub fn place_group<'db>(
         return None;
     };
     let names = place_links(db, ws).as_ref()?;
-    let trees = db::parse_group(db, group).as_ref()?;
-    let files = group
-        .items(db)
-        .iter()
-        .map(|&i| db::item_file(i))
-        .collect::<Option<Vec<FileId>>>()?;
+    let decls = db::chunk_places(db, chunk)?;
+    let files: Vec<FileId> = decls.iter().map(|(f, _)| *f).collect();
     let mut e = Elab::detached(db, ws, &files)?;
     e.keep_facts = true;
     let root_ctx = e.root_ctx();
@@ -170,7 +166,7 @@ pub fn place_group<'db>(
     let mut places = Vec::new();
     let mut place_spans = Vec::new();
     let mut shared = Vec::new();
-    for p in trees.iter().filter_map(|t| t.place.as_deref()) {
+    for (_, p) in decls {
         e.check_user_name(&p.name, "place");
         if let Some(first) = names.repeated(&p.name.text)
             && first != p.name.span
@@ -203,7 +199,7 @@ pub fn place_group<'db>(
 /// none reported `struct_too_deep`.
 fn root_place_groups(db: &dyn salsa::Database, ws: Workspace) -> Option<Vec<&GroupPlaces>> {
     let root = *ws.files(db).first()?;
-    db::place_groups(db, root)
+    db::place_chunks(db, root)
         .as_ref()?
         .iter()
         .map(|&g| {
@@ -243,9 +239,9 @@ pub fn place_name_bucket<'db>(
     db: &'db dyn salsa::Database,
     ws: Workspace,
     bucket: usize,
-) -> Option<Vec<(Arc<str>, db::ItemGroup<'db>, u32)>> {
+) -> Option<Vec<(Arc<str>, db::PlaceChunk<'db>, u32)>> {
     let root = *ws.files(db).first()?;
-    let groups = db::place_groups(db, root).as_ref()?;
+    let groups = db::place_chunks(db, root).as_ref()?;
     let names = place_names(db, ws).as_ref()?;
     names
         .buckets
