@@ -391,7 +391,7 @@ pub fn chunk_places<'db>(
 /// cleanup place its type names (`P` of `shared_P`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlaceName {
-    pub name: String,
+    pub name: Arc<str>,
     pub span: Span,
     pub shared_sink: bool,
     pub sink_of: Option<Arc<str>>,
@@ -408,7 +408,7 @@ pub fn chunk_place_names<'db>(
         chunk_places(db, chunk)?
             .into_iter()
             .map(|(_, p)| PlaceName {
-                name: p.name.text.clone(),
+                name: Arc::from(p.name.text.as_str()),
                 span: p.name.span,
                 shared_sink: p.shared_sink,
                 sink_of: match pnet_stdlib::Type::from_name(&p.ty.text) {

@@ -1,5 +1,7 @@
 //! A `<net>`: places, templates and specializations, transitions, `use`.
 
+use std::collections::hash_map::Entry;
+
 use super::*;
 
 /// The declared places of a net (see [`Elab::places`]).
@@ -85,29 +87,27 @@ impl PlaceLinks {
 pub fn place_names(db: &dyn salsa::Database, ws: Workspace) -> Option<PlaceNameIndex> {
     let root = *ws.files(db).first()?;
     let groups = db::place_chunks(db, root).as_ref()?;
-    let mut first: HashMap<&str, (Span, bool, bool), std::hash::BuildHasherDefault<db::IdHasher>> =
-        HashMap::default();
-    let mut buckets = vec![Vec::new(); PLACE_BUCKETS];
-    let mut sinks: Vec<(Arc<str>, SinkPlace)> = Vec::new();
     let mut names = Vec::with_capacity(groups.len());
     for &g in groups {
         names.push(db::chunk_place_names(db, g).as_ref()?);
     }
+    let count = names.iter().map(|n| n.len()).sum();
+    let mut first: HashMap<&str, (Span, bool, bool), std::hash::BuildHasherDefault<db::IdHasher>> =
+        HashMap::with_capacity_and_hasher(count, Default::default());
+    let mut buckets = vec![Vec::new(); PLACE_BUCKETS];
+    let mut sinks: Vec<(Arc<str>, SinkPlace)> = Vec::new();
     for (gi, group) in names.iter().enumerate() {
         let mut kept = 0;
         for p in group.iter() {
             if let Some(s) = &p.sink_of {
                 sinks.push((s.clone(), None));
             }
-            match first.get_mut(p.name.as_str()) {
-                Some(f) => f.2 = true,
-                None => {
-                    first.insert(&p.name, (p.span, p.shared_sink, false));
-                    buckets[place_bucket_of(&p.name)].push((
-                        Arc::from(p.name.as_str()),
-                        gi as u32,
-                        kept,
-                    ));
+            match first.entry(&p.name) {
+                Entry::Occupied(mut f) => f.get_mut().2 = true,
+                Entry::Vacant(v) => {
+                    v.insert((p.span, p.shared_sink, false));
+                    // the name shared with the chunk's names (no copy)
+                    buckets[place_bucket_of(&p.name)].push((p.name.clone(), gi as u32, kept));
                     kept += 1;
                 }
             }
