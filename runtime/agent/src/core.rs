@@ -1345,7 +1345,11 @@ impl<'b> Core<'b> {
     /// What the job waits for when a queued task fits no live worker: "no worker with
     /// the capabilities `GPU`: 2 lost (module `m.f` crashed with SIGSEGV ...)".
     pub fn waiting(&self) -> Option<String> {
-        let c = self.sched.unplaceable()?;
+        let stalled = self.sched.unplaceable().is_none();
+        let c = match self.sched.unplaceable() {
+            Some(c) => c,
+            None => self.sched.stalled()?,
+        };
         let spec = self.sched.class(c);
         let fitting: Vec<&LostWorker> = self
             .losses
@@ -1366,6 +1370,24 @@ impl<'b> Core<'b> {
         }
         if self.workers_coming > 0 {
             s.push_str(&format!("; {} worker(s) restarting", self.workers_coming));
+        }
+        // Only leaf agents fit, and none has workers now (they crashed or were lost): the
+        // leaves' standard error says why.
+        if stalled {
+            let mut leaves: Vec<Arc<str>> = (self.sched.workers().into_iter())
+                .filter(|w| self.sched.is_leaf(w.id) && w.window == 0)
+                .map(|w| w.name)
+                .collect();
+            leaves.sort_unstable();
+            s.push_str(&format!(
+                "; the leaf agents that fit ({}) have no workers left (see their standard \
+                 error); start new leaves or `gspc add-workers`",
+                leaves
+                    .iter()
+                    .map(|l| format!("`{l}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
         // Leaf agents offer the memory capability only with working memory (`--shm`): say so
         // rather than let the job wait for them.

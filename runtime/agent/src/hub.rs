@@ -1623,12 +1623,22 @@ impl Hub {
 
     /// The jobs for `gspc jobs`, oldest first.
     pub fn jobs(&self) -> Vec<JobSummary> {
-        // The tasks running per job, in one pass over the workers (not one per job).
+        // The tasks running per job, in one pass over the workers (not one per job); a leaf
+        // agent runs a task on each of its busy workers (as in `fix_status`).
         let mut running: HashMap<JobId, u64> = HashMap::new();
         if !self.jobs.is_empty() {
-            for &w in self.workers.keys() {
-                if let Some((j, _)) = self.running_on(w) {
-                    *running.entry(j).or_default() += 1;
+            for (&w, info) in &self.workers {
+                match info.capacity {
+                    Some(_) => {
+                        for g in info.under.iter().filter_map(|u| u.running) {
+                            *running.entry(split_task(g).0).or_default() += 1;
+                        }
+                    }
+                    None => {
+                        if let Some((j, _)) = self.running_on(w) {
+                            *running.entry(j).or_default() += 1;
+                        }
+                    }
                 }
             }
         }

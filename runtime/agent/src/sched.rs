@@ -939,6 +939,21 @@ impl Sched {
             .map(|c| c as u32)
     }
 
+    /// A class with queued tasks whose fitting workers are all leaf agents of capacity 0
+    /// (left without workers of their own): nothing is placed until one has workers again.
+    /// Not [`Sched::unplaceable`], since a leaf's capacity may come back by itself.
+    pub fn stalled(&self) -> Option<u32> {
+        let empty_leaf = |id: WorkerId| matches!(self.workers.get(id as usize), Some(Some(w)) if w.fixed == Some(0));
+        self.classes
+            .iter()
+            .position(|c| {
+                !c.queue.is_empty()
+                    && !c.fitting.is_empty()
+                    && c.fitting.iter().all(|&(_, id, _)| empty_leaf(id))
+            })
+            .map(|c| c as u32)
+    }
+
     /// Whether some current worker fits the class.
     pub fn placeable(&self, class: u32) -> bool {
         !self.classes[class as usize].fitting.is_empty()
@@ -1128,7 +1143,9 @@ mod tests {
             s.enqueue(t);
         }
         assert!(dispatch(&mut s).is_empty(), "capacity 0: nothing placed");
+        assert_eq!((s.unplaceable(), s.stalled()), (None, Some(c)));
         s.set_capacity(0, 6);
+        assert_eq!(s.stalled(), None);
         assert_eq!(dispatch(&mut s).len(), 6);
         // Fast answers do not change a leaf's window.
         s.finish(0, 0, Duration::from_micros(10));

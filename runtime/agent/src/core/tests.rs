@@ -997,3 +997,29 @@ fn a_leaf_is_one_worker_of_its_capacity_whose_batches_and_retries_count() {
         "{e}"
     );
 }
+
+#[test]
+fn a_job_whose_only_leaf_has_no_workers_left_says_so_while_it_waits() {
+    let b = net("square");
+    let mut h = Harness::new(&b, &xs(0..4), cfg(1, 1));
+    h.join(0, "leafA", &[]);
+    h.send(0, WorkerMsg::Capacity { capacity: 8 });
+    assert_eq!(h.core.status().waiting, None);
+    // Its workers all crashed and were not restarted: capacity 0, its tasks given back.
+    h.send(0, WorkerMsg::Capacity { capacity: 0 });
+    let held: Vec<u64> = h.workers[&0].queue.iter().map(|t| t.task).collect();
+    h.workers.get_mut(&0).unwrap().queue.clear();
+    for task in held {
+        h.send(0, WorkerMsg::Cancelled { task });
+    }
+    let waiting = h.core.status().waiting.expect("says what it waits for");
+    assert_eq!(
+        waiting,
+        "transition `square` waits for a worker with nothing; the leaf agents that fit \
+         (`leafA`) have no workers left (see their standard error); start new leaves or \
+         `gspc add-workers`"
+    );
+    assert!(h.finished.is_none(), "the leaf may get workers again");
+    h.send(0, WorkerMsg::Capacity { capacity: 8 });
+    assert_eq!(h.core.status().waiting, None);
+}

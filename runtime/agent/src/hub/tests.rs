@@ -606,11 +606,18 @@ fn a_leaf_s_workers_show_in_its_status_and_name_the_tasks_they_ran() {
     let q = f.queues[&0].clone();
     assert_eq!(q.len(), 3);
     let first = q[0].task;
+    // None started yet: `gspc jobs` counts what the leaf's workers run, not what it holds.
+    let counts = |h: &Hub| {
+        let j = &h.jobs()[0];
+        (j.tasks_running, j.tasks_sent)
+    };
+    assert_eq!(counts(&h), (0, 3));
     h.worker_msgs(
         0,
         vec![WorkerMsg::LeafWorkers(under(Some(first), 0))],
         &mut out,
     );
+    assert_eq!(counts(&h), (1, 2));
     let st = h.worker_status_of(0).unwrap();
     assert_eq!((st.capacity, st.in_flight), (Some(4), 3));
     let names: Vec<&str> = st.workers.iter().map(|w| w.name.as_str()).collect();
