@@ -23,13 +23,10 @@
 //! The threads are started once for the whole exploration ([`Pool`], [`Par::new`]) and
 //! wait for the next slice between slices (spinning for a while, then asleep).
 //!
-//! The threads are used while they are faster than one: the wall time per edge of each
-//! slice they explore is compared with that of the slices left to the one-thread code (a
-//! moving average). A slice slower than that (their cores busy with other jobs)
-//! sends the next slices to the one-thread code, 4 of them, then twice as many each time it
-//! happens again (at most 64), after which the threads try again. Before any slice was
-//! left to one thread, the sign is the old one: the other threads took few of the slice's
-//! batches, or the calling thread waited for them for more than a quarter of step 1.
+//! When the other threads take few of a slice's batches, or the calling thread waits for
+//! them for more than a quarter of step 1 (their cores are busy with other jobs: waiting
+//! for them costs more than they bring), the next slices go to the one-thread code, 4 of
+//! them, then twice as many each time it happens again (at most 256).
 //!
 //! Ids, and so traces, deadlock lists and the SCC pass, are those of one thread. A slice in
 //! which a limit would be reached (states, memory, capacity), a second token would land on
@@ -62,15 +59,9 @@ pub(super) struct Par<'p> {
     /// Batches a thread takes at a time.
     chunk: usize,
     /// Slices left to one thread before the threads try again, and the number of them
-    /// after the last try (doubling while the threads are slower than one).
+    /// after the last try (doubling while the other threads get little done).
     skip: usize,
     backoff: usize,
-    /// Wall time per edge (nanoseconds, a moving average) of the slices left to one thread
-    /// (`None` before the first).
-    one_ns: Option<f64>,
-    /// The last slice left to one thread: its end, the edges before it and when it was
-    /// left (timed at the next call if the next slice follows it).
-    left: Option<(usize, u64, Instant)>,
 }
 
 /// The threads of an exploration (see [`Par::new`]): each one's part of a slice, and the
@@ -98,13 +89,6 @@ struct Job {
     threads: usize,
     panicked: bool,
     quit: bool,
-}
-
-/// The slices to leave to one thread and the new back-off after `backoff` (4 slices, then
-/// twice as many each time, at most 64).
-fn back_off(backoff: usize) -> (usize, usize) {
-    let b = (backoff * 2).clamp(4, 64);
-    (b, b)
 }
 
 impl Drop for Par<'_> {
@@ -296,8 +280,6 @@ impl<'p> Par<'p> {
             chunk: chunk.max(1),
             skip: 0,
             backoff: 0,
-            one_ns: None,
-            left: None,
         };
         (started > 0).then_some(par)
     }
@@ -312,40 +294,11 @@ impl<'p> Par<'p> {
         lim: &Limits,
         seen: &mut Seen,
     ) -> bool {
-        // The slice left to one thread last, if it was just explored.
-        if let Some((end, edges, at)) = self.left.take()
-            && end == states.start
-            && e.edges > edges
-        {
-            let ns = at.elapsed().as_nanos() as f64 / (e.edges - edges) as f64;
-            self.one_ns = Some(self.one_ns.map_or(ns, |x| 0.75 * x + 0.25 * ns));
-        }
         if self.skip > 0 {
             self.skip -= 1;
-            self.left = Some((states.end, e.edges, Instant::now()));
             return false;
         }
-        let (at, edges) = (Instant::now(), e.edges);
-        let done = self.try_slice(net, e, states.clone(), lim, seen);
-        if done && e.edges > edges {
-            let ns = at.elapsed().as_nanos() as f64 / (e.edges - edges) as f64;
-            // Slower than one thread: the next slices go to one thread, more of them each
-            // time this happens again.
-            match self.one_ns {
-                Some(one) if ns > one => self.back_off(),
-                Some(_) => self.backoff = 0,
-                None => {}
-            }
-        }
-        if !done {
-            self.left = Some((states.end, e.edges, Instant::now()));
-        }
-        done
-    }
-
-    /// Leaves the next slices to one thread.
-    fn back_off(&mut self) {
-        (self.skip, self.backoff) = back_off(self.backoff);
+        self.try_slice(net, e, states, lim, seen)
     }
 
     fn try_slice(
@@ -458,15 +411,15 @@ impl<'p> Par<'p> {
         );
         let workers: Vec<_> = (0..threads).map(|me| self.pool.worker(me)).collect();
         let (waited, took) = (workers[0].waited, workers[0].took);
-        // Before the threads were compared with one: the other threads took few batches, or
-        // this one waited long for them (their cores busy with other jobs).
+        // The other threads took few batches, or this one waited long for them (their cores
+        // busy with other jobs): the next slices go to one thread, more of them each time
+        // this happens again.
         let total: usize = workers.iter().map(|w| w.batches).sum();
         let others = total - workers[0].batches;
-        if self.one_ns.is_none()
-            && (others * 2 * threads < total * (threads - 1) || waited * 4 > took)
-        {
-            (self.skip, self.backoff) = back_off(self.backoff);
-        } else if self.one_ns.is_none() {
+        if others * 2 * threads < total * (threads - 1) || waited * 4 > took {
+            self.backoff = (self.backoff * 2).clamp(4, 256);
+            self.skip = self.backoff;
+        } else {
             self.backoff = 0;
         }
         let fresh = sh.claims.load(Ordering::Relaxed);
