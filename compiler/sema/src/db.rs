@@ -338,21 +338,30 @@ const CHUNK_EVERY: u32 = 64;
 const CHUNK_END: u32 = 63;
 const CHUNK_MAX: usize = 8;
 
-/// The chunks ([`PlaceChunk`]) of the places of a file's root net when it is cut into
-/// items, in order. Equal after an edit that adds or removes no place (it reads the cut,
-/// which moves with every edit: a walk over the items, without their texts).
+/// The items of the places of a file's root net when it is cut into items, in order.
+/// Equal after an edit that adds or removes no place (it reads the cut, which moves with
+/// every edit: a walk over the items, without their texts).
+#[salsa::tracked(returns(ref))]
+pub fn place_items(db: &dyn salsa::Database, file: SourceInput) -> Option<Vec<ItemInput>> {
+    let cut = file.cut(db).as_ref()?;
+    Some(
+        cut.items
+            .iter()
+            .filter(|i| i.kind == xml::items::ItemKind::Place)
+            .map(|i| i.input)
+            .collect(),
+    )
+}
+
+/// The chunks ([`PlaceChunk`]) of the places of a file's root net ([`place_items`]) when it
+/// is cut into items, in order: made again only when a place is added or removed.
 #[salsa::tracked(returns(ref))]
 pub fn place_chunks<'db>(
     db: &'db dyn salsa::Database,
     file: SourceInput,
 ) -> Option<Vec<PlaceChunk<'db>>> {
     use salsa::plumbing::AsId;
-    let cut = file.cut(db).as_ref()?;
-    let places = cut
-        .items
-        .iter()
-        .filter(|i| i.kind == xml::items::ItemKind::Place)
-        .map(|i| i.input);
+    let places = place_items(db, file).as_ref()?.iter().copied();
     let mut out = Vec::new();
     let mut current = Vec::new();
     for g in groups(places) {
