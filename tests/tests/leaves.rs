@@ -1146,6 +1146,49 @@ fn a_leaf_whose_root_does_not_come_back_exits_1_within_its_wait() {
 }
 
 #[test]
+fn a_second_leaf_of_a_joined_leaf_s_name_is_refused() {
+    let mut tree = Tree::new("dupname");
+    let leaf_a = |workers: &str| {
+        let mut c = Command::new(bin_dir().join("gspc-leaf"));
+        c.arg("--state-dir")
+            .arg(tree.s.state())
+            .args(["--name", "leafA", "--workers", workers]);
+        c
+    };
+    let mut dup = spawn_leaf(leaf_a("1"));
+    let (status, err) = leaf_exit(&mut dup, "the second leafA was not refused");
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "the root agent refused this leaf: a leaf agent named `leafA` has joined already \
+             (pid "
+        ) && err.contains("give this one another --name"),
+        "{err}"
+    );
+    let names = |st: &serde_json::Value| -> Vec<String> {
+        let mut n: Vec<String> = (st["workers"].as_array().unwrap().iter())
+            .filter_map(|w| w["name"].as_str().map(str::to_string))
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(names(&tree.status()), ["leafA", "leafB"]);
+    // Once the first leafA is gone, its name is free: a new leafA joins and works.
+    tree.s.ok(&["remove-workers", "leafA"]);
+    let again = spawn_leaf(leaf_a("2"));
+    tree.leaves.push(again);
+    tree.until("a new leafA", |st| {
+        names(st) == ["leafA", "leafB"]
+            && (st["workers"].as_array().unwrap().iter())
+                .all(|w| w["capacity"].as_u64().is_some_and(|c| c > 0))
+    });
+    let (ys, ws) = tree.wait(&tree.submit());
+    assert_eq!(ys, expected());
+    assert!(ws.iter().any(|w| w.starts_with("leafA")), "{ws:?}");
+    tree.stop_and_check_nothing_left(&[]);
+}
+
+#[test]
 fn a_leaf_of_another_leaf_protocol_is_refused_by_name() {
     use pnet_protocol::{AgentMsg, Hello, LeafHello, PROTOCOL_VERSION, WorkerMsg};
     let s = pnet_tests::GspcScratch::new("leaves", "version", bin_dir().join("gspc"));

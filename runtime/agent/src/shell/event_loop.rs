@@ -95,6 +95,7 @@ impl Shell<'_> {
                 ev: self.ev_tx.clone(),
                 pending: Mutex::new(Pending::default()),
                 beats: Mutex::default(),
+                leaves: Mutex::default(),
             });
             self.shared = Some(shared.clone());
             let accept = io_thread.serve(listener, shared);

@@ -408,6 +408,9 @@ impl Shell<'_> {
                 if let Some(c) = self.conns.remove(&id) {
                     let _ = c.tx.send(encode(&AgentMsg::Shutdown));
                     self.joined_names.remove(&name);
+                    if let Some(shared) = &self.shared {
+                        shared.forget_leaf(&name);
+                    }
                     self.hub
                         .worker_lost(id, "removed by `gspc remove-workers`", None, out);
                 }

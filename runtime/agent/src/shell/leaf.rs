@@ -395,6 +395,7 @@ async fn leaf_main(
         ev: ev_tx,
         pending: Mutex::default(),
         beats: Mutex::default(),
+        leaves: Mutex::default(),
     });
     let _serving = io.serve(listener, shared.clone());
     if let Some(f) = cfg.on_listen {
@@ -719,7 +720,12 @@ impl Leaf<'_> {
                     Ok((stream, root, secret)) => {
                         let j = match join_root(cfg, stream, &secret).await {
                             Ok(j) => Some(j),
-                            Err(e) if e.to_string().contains("refused this leaf") => {
+                            // Refused for its name: the root has not seen its old
+                            // connection end yet.
+                            Err(e)
+                                if e.to_string().contains("refused this leaf")
+                                    && !e.to_string().contains(super::workers::LEAF_NAME_TAKEN) =>
+                            {
                                 return Err(e);
                             }
                             Err(e) => {

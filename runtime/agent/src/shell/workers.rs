@@ -50,6 +50,23 @@ pub(super) struct Shared {
     /// Heartbeats not yet forwarded: worker -> the task it said it runs (see
     /// [`forward_heartbeats`]).
     pub(super) beats: Mutex<HashMap<u32, Option<u64>>>,
+    /// The leaf agents connected now: name -> (host, pid, connection key). A second leaf of
+    /// a joined one's name is refused (the status, `remove-workers` and the task records name
+    /// leaves).
+    pub(super) leaves: Mutex<HashMap<String, (String, u32, u64)>>,
+}
+
+/// A connected leaf agent's name (and its connection's key), given up when its connection's
+/// task ends, unless another leaf has it by then (see [`Shared::forget_leaf`]).
+struct LeafName(Arc<Shared>, String, u64);
+
+impl Drop for LeafName {
+    fn drop(&mut self) {
+        let mut leaves = self.0.leaves.lock().unwrap_or_else(|e| e.into_inner());
+        if leaves.get(&self.1).is_some_and(|l| l.2 == self.2) {
+            leaves.remove(&self.1);
+        }
+    }
 }
 
 /// The worker connections waiting for their Hello, oldest first: at most
@@ -64,6 +81,13 @@ pub(super) struct Pending {
 }
 
 impl Shared {
+    /// The leaf agent `name` was removed (told to shut down): another may take its name at
+    /// once, before its connection ends.
+    pub(super) fn forget_leaf(&self, name: &str) {
+        let mut leaves = self.leaves.lock().unwrap_or_else(|e| e.into_inner());
+        leaves.remove(name);
+    }
+
     fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -276,6 +300,10 @@ async fn refuse(
     let _ = shared.ev.send(ShellEvent::Refused { peer, reason });
 }
 
+/// Why a leaf agent is refused when another of its name is connected (a leaf that joins
+/// its root again tries again: the root may not have seen its old connection end yet).
+pub(super) const LEAF_NAME_TAKEN: &str = "has joined already";
+
 /// The handshake, then the reader loop of one worker.
 ///
 /// Until the Hello has passed, the connection is on the waiting list ([`Pending`]), its frames
@@ -358,6 +386,31 @@ async fn handle_worker(sock: TcpStream, peer: SocketAddr, shared: Arc<Shared>, k
         return;
     }
     frame::authenticated(&mut r);
+    let _leaf_name = match capacity {
+        Some(_) => {
+            let joined = {
+                let mut leaves = shared.leaves.lock().unwrap_or_else(|e| e.into_inner());
+                match leaves.get(&hello.name) {
+                    Some(j) => Some(j.clone()),
+                    None => {
+                        let leaf = (hello.host.clone(), hello.pid, key);
+                        leaves.insert(hello.name.clone(), leaf);
+                        None
+                    }
+                }
+            };
+            if let Some((host, pid, _)) = joined {
+                let reason = format!(
+                    "a leaf agent named `{}` {LEAF_NAME_TAKEN} (pid {pid} on {host}); give \
+                     this one another --name",
+                    hello.name
+                );
+                return refuse(&mut w, &shared, peer, reason).await;
+            }
+            Some(LeafName(shared.clone(), hello.name.clone(), key))
+        }
+        None => None,
+    };
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
     let (modules, defs_upto) = shared
         .defs
