@@ -2,6 +2,7 @@
 //! `Workspace` per open document (that document as the root), and the editor's buffers as
 //! an overlay over the disk. An edit sets one input text; salsa re-runs what reads it.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -10,7 +11,9 @@ use std::sync::Arc;
 use pnet_sema::db::{self, Database, Workspace};
 use pnet_sema::facts::Facts;
 use pnet_sema::{Options, WarningConfig};
-use pnet_syntax::{Diagnostic, FileId};
+use pnet_syntax::xml::items::Shift;
+use pnet_syntax::xml::{DefunBody, Root};
+use pnet_syntax::{Diagnostic, FileId, Span};
 
 use crate::line_index::LineIndex;
 
@@ -234,6 +237,61 @@ impl Analysis {
     pub fn parsed(&self, l: Located) -> Option<&db::Parsed> {
         let f = *ws_file(&self.db, l.ws, l.file)?;
         Some(db::parse(&self.db, f))
+    }
+
+    /// The root of a file's tree with the file's offsets, from the tree the elaboration reads
+    /// ([`db::source_tree`]: its root net's places and transitions parsed alone, kept through
+    /// edits), not a parse of the whole file: the places and transitions of the root net are
+    /// only those that meet `range` (inclusive; all for `None`), each moved by its item's
+    /// start. Its spans keep their items' file ids: compare offsets, not files.
+    pub fn root_in(&self, l: Located, range: Option<(u32, u32)>) -> Option<Cow<'_, Root>> {
+        let f = *ws_file(&self.db, l.ws, l.file)?;
+        let parsed = db::source_tree(&self.db, f);
+        let root = parsed.ast.root.as_ref()?;
+        if parsed.items.is_empty() {
+            return Some(Cow::Borrowed(root));
+        }
+        let Root::Defun(d) = root else {
+            return Some(Cow::Borrowed(root));
+        };
+        let Some(DefunBody::Net(net)) = &d.body else {
+            return Some(Cow::Borrowed(root));
+        };
+        let at: HashMap<FileId, u32> = parsed.items.iter().map(|i| (i.id, i.at)).collect();
+        // the item's start when it meets the range (an item not found is kept as it is)
+        let keep = |s: Span| -> Option<u32> {
+            let Some(&a) = at.get(&s.file) else {
+                return Some(0);
+            };
+            match range {
+                Some((start, end)) => (a + s.start <= end && start <= a + s.end).then_some(a),
+                None => Some(a),
+            }
+        };
+        fn moved<T: Shift + Clone>(
+            list: &[Arc<T>],
+            span: impl Fn(&T) -> Span,
+            keep: impl Fn(Span) -> Option<u32>,
+        ) -> Vec<Arc<T>> {
+            list.iter()
+                .filter_map(|x| {
+                    let a = keep(span(x))?;
+                    let mut x = x.clone();
+                    if a > 0 {
+                        x.shift(a);
+                    }
+                    Some(x)
+                })
+                .collect()
+        }
+        let places = moved(&net.places, |p| p.span, keep);
+        let transitions = moved(&net.transitions, |t| t.span, keep);
+        let mut d = d.clone();
+        if let Some(DefunBody::Net(net)) = &mut d.body {
+            net.places = places;
+            net.transitions = transitions;
+        }
+        Some(Cow::Owned(Root::Defun(d)))
     }
 
     /// The diagnostics of each open document: those found in it by the workspaces it is

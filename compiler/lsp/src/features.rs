@@ -276,16 +276,18 @@ fn in_expression(text: &str, offset: usize) -> bool {
 
 /// The ports of the transition around `offset` (its inline defun), if any.
 fn transition_ports(a: &Analysis, l: Located, offset: u32) -> Vec<Symbol> {
-    let Some(parsed) = a.parsed(l) else {
+    // the transition at the offset only, parsed alone
+    let Some(root) = a.root_in(l, Some((offset, offset))) else {
         return Vec::new();
     };
     let mut found: Option<Span> = None;
-    if let Some(Root::Defun(d)) = &parsed.ast.root {
+    if let Root::Defun(d) = &*root {
         find_transition_defun(d, offset, &mut found);
     }
     let Some(span) = found else {
         return Vec::new();
     };
+    let span = Span::new(l.file, span.start, span.end);
     a.facts(l.ws)
         .scopes
         .iter()
@@ -426,16 +428,16 @@ pub fn document_symbols(a: &Analysis, path: &Path) -> Vec<DocumentSymbol> {
     let Some(l) = a.locate(path).into_iter().next() else {
         return Vec::new();
     };
-    let Some(parsed) = a.parsed(l) else {
+    let Some(root) = a.root_in(l, None) else {
         return Vec::new();
     };
     let cx = Cx {
         text: &doc.text,
         index: &doc.index,
     };
-    match &parsed.ast.root {
-        Some(Root::Defun(d)) => vec![cx.defun(d, "defun")],
-        Some(Root::Template(t)) => cx.template(t).into_iter().collect(),
+    match &*root {
+        Root::Defun(d) => vec![cx.defun(d, "defun")],
+        Root::Template(t) => cx.template(t).into_iter().collect(),
         _ => Vec::new(),
     }
 }

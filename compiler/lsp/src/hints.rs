@@ -19,10 +19,8 @@ pub fn local_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<(u32,
     let (Some(doc), Some(l)) = (a.docs.get(path), a.locate(path).into_iter().next()) else {
         return Vec::new();
     };
-    let Some(parsed) = a.parsed(l) else {
-        return Vec::new();
-    };
-    let Some(root) = &parsed.ast.root else {
+    // the places and transitions in the range only, parsed alone
+    let Some(root) = a.root_in(l, Some((start, end))) else {
         return Vec::new();
     };
     // built at the first text in the range
@@ -31,7 +29,7 @@ pub fn local_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<(u32,
     // assigned (the type check's diagnostics are not wanted here)
     let dir = PortDir::InOut;
     let mut out = Vec::new();
-    for text in expression_texts(root) {
+    for text in expression_texts(&root) {
         let whole = text.whole();
         if whole.end < start || whole.start > end || !text.text.contains(":=") {
             continue;
@@ -108,8 +106,8 @@ pub fn local_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<(u32,
 /// the same expression text (`None` for a port, or outside a reference).
 pub fn local_definition(a: &Analysis, path: &Path, offset: u32) -> Option<Loc> {
     let l = a.locate(path).into_iter().next()?;
-    let root = a.parsed(l)?.ast.root.as_ref()?;
-    let text = expression_texts(root).into_iter().find(|t| {
+    let root = a.root_in(l, Some((offset, offset)))?;
+    let text = expression_texts(&root).into_iter().find(|t| {
         let w = t.whole();
         w.start <= offset && offset <= w.end
     })?;

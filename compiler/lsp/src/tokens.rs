@@ -113,19 +113,18 @@ fn classify(t: &Tok) -> Option<u32> {
     })
 }
 
-/// The tokens of every expression of the open document `path`, in file order.
-pub fn expression_tokens(a: &Analysis, path: &Path) -> Vec<ExprToken> {
+/// The tokens of the expressions of the open document `path`, in file order: every
+/// expression, or (`range`) at least those of the places and transitions of the root net
+/// that meet the byte range (parsed alone: [`Analysis::root_in`]) and those outside them.
+pub fn expression_tokens(a: &Analysis, path: &Path, range: Option<(u32, u32)>) -> Vec<ExprToken> {
     let Some(l) = a.locate(path).into_iter().next() else {
         return Vec::new();
     };
-    let Some(parsed) = a.parsed(l) else {
-        return Vec::new();
-    };
-    let Some(root) = &parsed.ast.root else {
+    let Some(root) = a.root_in(l, range) else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for (index, text) in expression_texts(root).into_iter().enumerate() {
+    for (index, text) in expression_texts(&root).into_iter().enumerate() {
         let mut diags = Vec::new();
         let mut stray = Vec::new();
         for (s, tok, e) in tokenize(text, &mut diags, &mut stray) {
@@ -155,7 +154,7 @@ pub fn semantic_tokens(a: &Analysis, path: &Path) -> Vec<SemanticToken> {
     };
     let mut out = Vec::new();
     let (mut line, mut col) = (0, 0);
-    for t in expression_tokens(a, path) {
+    for t in expression_tokens(a, path, None) {
         let r = doc.index.range(&doc.text, t.span.start, t.span.end);
         // tokens spanning lines (a long string) are left to the editor
         if r.start.line != r.end.line || r.end.character <= r.start.character {
@@ -190,7 +189,7 @@ pub fn inlay_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<(u32,
         .map(|l| ScopeIndex::new(a.facts(l.ws), l.file))
         .collect();
     let mut scopes: (Option<usize>, Vec<Option<&Scope>>) = (None, Vec::new());
-    for t in expression_tokens(a, path) {
+    for t in expression_tokens(a, path, Some((start, end))) {
         let Some(p) = &t.path else {
             continue;
         };
