@@ -32,6 +32,10 @@ pub struct Analysis {
     roots: HashMap<PathBuf, Workspace>,
     /// The source files, one input per path, shared by every root.
     files: pnet_sema::Files,
+    /// [`Analysis::root_in`] gives the whole file's parse ([`db::parse`]) instead of the
+    /// items parsed alone: the features' answers as before the items (for tests and
+    /// comparisons; off by default).
+    pub whole_parse: bool,
 }
 
 /// A diagnostic located in one file.
@@ -62,6 +66,7 @@ impl Analysis {
             docs: BTreeMap::new(),
             roots: HashMap::new(),
             files: pnet_sema::Files::default(),
+            whole_parse: false,
         }
     }
 
@@ -246,6 +251,9 @@ impl Analysis {
     /// start. Its spans keep their items' file ids: compare offsets, not files.
     pub fn root_in(&self, l: Located, range: Option<(u32, u32)>) -> Option<Cow<'_, Root>> {
         let f = *ws_file(&self.db, l.ws, l.file)?;
+        if self.whole_parse {
+            return db::parse(&self.db, f).ast.root.as_ref().map(Cow::Borrowed);
+        }
         let parsed = db::source_tree(&self.db, f);
         let root = parsed.ast.root.as_ref()?;
         if parsed.items.is_empty() {
