@@ -1431,11 +1431,11 @@ fn claim_from(table: &[AtomicU64], mut b: usize, buckets: usize, w: [u64; 2]) ->
     while b < buckets {
         for j in 0..4 {
             let at = 8 * b + 2 * j;
-            // A plain read first: a used slot costs no locked instruction.
-            if table[at + 1].load(Ordering::Relaxed) == EMPTY
-                && table[at + 1]
-                    .compare_exchange(EMPTY, w[1], Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
+            // No plain read first: the first access to a page of the new half would then
+            // map the huge zero page, and the write after it fault again to replace it.
+            if table[at + 1]
+                .compare_exchange(EMPTY, w[1], Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
             {
                 table[at].store(w[0], Ordering::Relaxed);
                 return true;
