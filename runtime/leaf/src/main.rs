@@ -73,7 +73,8 @@ struct Args {
     /// --listen).
     #[arg(long, value_name = "N", default_value_t = 0)]
     workers: usize,
-    /// The leaf's name, as the root shows it (default: leaf-HOST-PID).
+    /// The leaf's name, as the root shows it (default: leaf-HOST-PID); the root refuses a
+    /// second leaf of a joined one's name.
     #[arg(long)]
     name: Option<String>,
     /// Where its workers connect (more workers may join there with the same secret).
