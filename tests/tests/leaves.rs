@@ -1174,7 +1174,11 @@ fn a_second_leaf_of_a_joined_leaf_s_name_is_refused() {
     };
     assert_eq!(names(&tree.status()), ["leafA", "leafB"]);
     // Once the first leafA is gone, its name is free: a new leafA joins and works.
-    tree.s.ok(&["remove-workers", "leafA"]);
+    let removed = tree.s.ok(&["remove-workers", "leafA"]);
+    assert!(
+        removed.starts_with("gspc: removed 1 worker: leafA (pid "),
+        "{removed}"
+    );
     let again = spawn_leaf(leaf_a("2"));
     tree.leaves.push(again);
     tree.until("a new leafA", |st| {

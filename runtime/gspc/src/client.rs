@@ -948,7 +948,8 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
                 SHORT,
             )? {
                 RtResponse::Workers(ws) => {
-                    pnet_stdlib::outln!("gspc: removed {} workers{}", ws.len(), worker_list(&ws));
+                    let s = if ws.len() == 1 { "" } else { "s" };
+                    pnet_stdlib::outln!("gspc: removed {} worker{s}{}", ws.len(), worker_list(&ws));
                     Ok(ExitCode::SUCCESS)
                 }
                 r => Err(unexpected(r)),
