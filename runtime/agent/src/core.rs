@@ -1370,6 +1370,11 @@ impl<'b> Core<'b> {
         }
         if self.workers_coming > 0 {
             s.push_str(&format!("; {} worker(s) restarting", self.workers_coming));
+        } else if fitting.is_empty() && self.sched.worker_count() == 0 {
+            s.push_str(
+                "; no worker is connected: start leaf agents (`gspc-leaf`) or add workers \
+                 (`gspc add-workers`)",
+            );
         }
         // Only leaf agents fit, and none has workers now (they crashed or were lost): the
         // leaves' standard error says why.

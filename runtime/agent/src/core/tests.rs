@@ -1023,3 +1023,22 @@ fn a_job_whose_only_leaf_has_no_workers_left_says_so_while_it_waits() {
     h.send(0, WorkerMsg::Capacity { capacity: 8 });
     assert_eq!(h.core.status().waiting, None);
 }
+
+#[test]
+fn a_job_without_any_worker_says_how_to_get_some_while_it_waits() {
+    let b = net("square");
+    let mut c = cfg(0, 1);
+    c.wait_for_workers = true;
+    let mut h = Harness::new(&b, &xs(0..2), c);
+    h.settle();
+    assert!(h.finished.is_none(), "it waits for workers");
+    assert_eq!(
+        h.core.status().waiting.as_deref(),
+        Some(
+            "transition `square` waits for a worker with nothing; no worker is connected: \
+             start leaf agents (`gspc-leaf`) or add workers (`gspc add-workers`)"
+        )
+    );
+    h.join(0, "w0", &[]);
+    assert_eq!(h.core.status().waiting, None);
+}
