@@ -15,31 +15,16 @@
 //! the server exists, after the first analysis and after the edits; then (not timed) each
 //! edited text's diagnostics are checked against a fresh analysis of the same text.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use common::{cpu, median, ms};
 use pnet_lsp::analysis::Analysis;
 use pnet_syntax::Diagnostic;
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-/// The CPU time this thread has run (`/proc/thread-self/schedstat`, nanoseconds; zero where
-/// it is absent): on a loaded machine, the time an edit costs without the time it waited.
-fn cpu() -> Duration {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(Duration::ZERO, Duration::from_nanos)
-}
 
 /// `VmRSS` and `VmHWM` of this process in MiB (0 where /proc is absent).
 fn memory() -> (f64, f64) {

@@ -14,29 +14,15 @@
 //! answer after the last edit is checked against a fresh analysis of the same text that
 //! reads the whole file's parse (`Analysis::whole_parse`).
 
+mod common;
+
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use common::{cpu, median, ms};
 use pnet_lsp::analysis::Analysis;
 use pnet_lsp::{features, hints, tokens};
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-/// The CPU time this thread has run (`/proc/thread-self/schedstat`; zero where it is absent).
-fn cpu() -> Duration {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(Duration::ZERO, Duration::from_nanos)
-}
 
 /// One request: its row name and what it answers (as text, to compare with a fresh
 /// analysis).

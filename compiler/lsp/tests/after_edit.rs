@@ -7,9 +7,12 @@
 //! removed) and random one-character edits, on a net with templates, a struct, locals and
 //! root conditions and on a generated net.
 
+mod common;
+
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use common::Rng;
 use pnet_lsp::analysis::Analysis;
 use pnet_lsp::{features, hints, tokens};
 
@@ -55,18 +58,6 @@ const NET: &str = r#"<defun name="mixed">
   </net>
 </defun>
 "#;
-
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1) as u64) as usize
-    }
-}
 
 /// Every answer of the features on `a`'s text (as text, to compare).
 fn answers(a: &Analysis, path: &Path) -> Vec<String> {

@@ -7,28 +7,15 @@
 //! each edit the incremental server's diagnostics are compared with those of a fresh
 //! analysis of the same text.
 
+mod common;
+
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use common::Rng;
 use pnet_lsp::analysis::Analysis;
 use pnet_lsp::line_index::LineIndex;
 use pnet_sema::{Options, WarningConfig};
-
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 const MIXED: &str = r#"<defun name="mixed">
   <in name="start" type="long" place="a"/>

@@ -221,3 +221,19 @@ pub fn pos_of(text: &str, needle: &str, delta: usize) -> (u32, u32) {
 pub fn errors(diags: &[Value]) -> Vec<&Value> {
     diags.iter().filter(|d| d["severity"] == json!(1)).collect()
 }
+
+/// xorshift64*: deterministic, no dependency (the random-edit tests' source of edits).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
