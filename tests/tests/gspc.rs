@@ -386,7 +386,7 @@ fn a_private_state_directory_and_the_secret_are_checked() {
         );
     }
     let stop = s.ok(&["stop"]);
-    assert!(stop.contains("1 workers stopped"), "{stop}");
+    assert!(stop.contains("1 worker stopped"), "{stop}");
     assert!(wait_gone(pid, Duration::from_secs(5)));
     assert!(!Path::new(&sock).exists());
 }

@@ -788,7 +788,7 @@ fn a_leaf_started_before_its_root_waits_for_it() {
     }
     let stop = s.ok(&["stop"]);
     assert!(
-        stop.contains("1 workers stopped (early/early-w0 pid ")
+        stop.contains("1 worker stopped (early/early-w0 pid ")
             && stop.contains("1 leaf agent stopped (early pid "),
         "{stop}"
     );
@@ -893,7 +893,7 @@ fn a_worker_killed_under_a_leaf_is_replaced_by_the_leaf_unseen_by_the_root() {
     );
     assert!(
         errs[0].contains("gspc-leaf: no workers left: ")
-            && errs[0].contains(" queued tasks given back to the root"),
+            && errs[0].contains(" given back to the root"),
         "{}",
         errs[0]
     );

@@ -1578,6 +1578,9 @@ fn jobs_json(jobs: &[JobSummary]) -> serde_json::Value {
 
 /// "stopped runtime pid N: 2 jobs cancelled (3, 5), 4 workers stopped (names, pids), 0 left".
 fn stop_account(r: &StopReport, daemon_alive: bool) -> String {
+    // "1 job", "2 jobs"
+    let n =
+        |count: usize, noun: &str| format!("{count} {noun}{}", if count == 1 { "" } else { "s" });
     let ids = |v: &[u64]| {
         if v.is_empty() {
             String::new()
@@ -1589,15 +1592,15 @@ fn stop_account(r: &StopReport, daemon_alive: bool) -> String {
         }
     };
     let mut s = format!(
-        "gspc: stopped runtime pid {}: {} jobs cancelled{}",
+        "gspc: stopped runtime pid {}: {} cancelled{}",
         r.pid,
-        r.cancelled.len(),
+        n(r.cancelled.len(), "job"),
         ids(&r.cancelled)
     );
     if !r.finished.is_empty() {
         s.push_str(&format!(
-            ", {} jobs waited for{}",
-            r.finished.len(),
+            ", {} waited for{}",
+            n(r.finished.len(), "job"),
             ids(&r.finished)
         ));
     }
@@ -1619,15 +1622,14 @@ fn stop_account(r: &StopReport, daemon_alive: bool) -> String {
         }
     };
     s.push_str(&format!(
-        ", {} workers stopped{}",
-        r.workers.len(),
+        ", {} stopped{}",
+        n(r.workers.len(), "worker"),
         list(&r.workers)
     ));
     if !r.leaves.is_empty() {
         s.push_str(&format!(
-            ", {} leaf agent{} stopped{}",
-            r.leaves.len(),
-            if r.leaves.len() == 1 { "" } else { "s" },
+            ", {} stopped{}",
+            n(r.leaves.len(), "leaf agent"),
             list(&r.leaves)
         ));
     }
@@ -1664,7 +1666,7 @@ mod tests {
         };
         assert_eq!(
             stop_account(&r, false),
-            "gspc: stopped runtime pid 42: 2 jobs cancelled (3, 5), 1 workers stopped \
+            "gspc: stopped runtime pid 42: 2 jobs cancelled (3, 5), 1 worker stopped \
              (w-h-0 pid 7), 0 left"
         );
         assert!(stop_account(&r, true).ends_with("1 left (the runtime itself, pid 42)"));

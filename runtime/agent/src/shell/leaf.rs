@@ -939,8 +939,9 @@ impl Leaf<'_> {
                 self.up.push(WorkerMsg::Cancelled { task: p.id });
             }
             self.say(&format!(
-                "no workers left: {} queued tasks given back to the root",
-                back.len()
+                "no workers left: {} queued task{} given back to the root",
+                back.len(),
+                if back.len() == 1 { "" } else { "s" }
             ));
         }
     }
