@@ -1057,8 +1057,20 @@ impl Hub {
         for msg in msgs {
             let (task, local) = match msg {
                 WorkerMsg::Heartbeat { running } => {
+                    let sub = self.sub.filter(|s| s.0 == worker).map(|s| s.1);
                     if let Some(info) = self.workers.get_mut(&worker) {
-                        info.running = running;
+                        match sub {
+                            // A leaf agent says when a worker of its starts a task (or is
+                            // idle), between its reports of them all.
+                            Some(sub) => {
+                                if let Some(&k) = info.under_at.get(&sub)
+                                    && let Some(u) = info.under.get_mut(k)
+                                {
+                                    u.running = running;
+                                }
+                            }
+                            None => info.running = running,
+                        }
                     }
                     continue;
                 }

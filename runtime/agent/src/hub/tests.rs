@@ -639,6 +639,28 @@ fn a_leaf_s_workers_show_in_its_status_and_name_the_tasks_they_ran() {
     assert_eq!(live, [("running", "L/w1"), ("sent", "L"), ("sent", "L")]);
     let st = h.job_status(a).unwrap();
     assert_eq!((st.tasks_running, st.tasks_sent), (1, 2));
+    // Between its reports of all its workers, the leaf says when one starts a task.
+    h.worker_msgs(
+        0,
+        vec![WorkerMsg::Batch(vec![WorkerMsg::OfWorker {
+            worker: 0,
+            msgs: vec![WorkerMsg::Heartbeat {
+                running: Some(q[1].task),
+            }],
+        }])],
+        &mut out,
+    );
+    assert_eq!(counts(&h), (2, 1));
+    let t = h.tasks(a).unwrap();
+    let live: Vec<(&str, &str)> = (t.tasks.iter())
+        .map(|t| (t.state.as_str(), t.worker.as_str()))
+        .collect();
+    assert_eq!(
+        live,
+        [("running", "L/w1"), ("running", "L/w0"), ("sent", "L")]
+    );
+    let st = h.worker_status_of(0).unwrap();
+    assert_eq!(st.running, None, "the leaf itself runs nothing");
     // Answers come grouped by the worker that ran them: the records name it.
     let answer = |t: &TaskRun| WorkerMsg::Done {
         task: t.task,

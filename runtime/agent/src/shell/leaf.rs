@@ -3,7 +3,8 @@
 //!
 //! It connects to the root like a worker, but says [`LeafHello`] with a capacity: the root's
 //! scheduler keeps up to that many tasks on it (one `Run` frame carries many) and hears back
-//! their answers in [`WorkerMsg::Batch`] frames. The leaf listens for its own workers with the
+//! their answers in [`WorkerMsg::Batch`] frames, with the start of each task on a worker
+//! ([`Leaf::tell_running`]). The leaf listens for its own workers with the
 //! agent's worker connections ([`super::workers`]: handshake, heartbeats both ways, the
 //! 1.5 s loss bound, on their own thread) and places the tasks it holds on them with the
 //! agent's [`Sched`] (windows, stealing among its workers). A worker it loses has its tasks
@@ -521,6 +522,8 @@ struct Sub {
     capabilities: Vec<String>,
     last_seen: Instant,
     done: u64,
+    /// The task the root was last told it runs ([`Leaf::tell_running`]).
+    told: Option<u64>,
 }
 
 /// How often the root hears the leaf's workers when none joined or was lost: while tasks
@@ -1106,6 +1109,7 @@ impl Leaf<'_> {
                         capabilities: hello.capabilities.clone(),
                         last_seen: Instant::now(),
                         done: 0,
+                        told: None,
                     },
                 );
                 self.subs_changed = true;
@@ -1201,6 +1205,22 @@ impl Leaf<'_> {
             }
             self.subs_busy = true;
             self.up_of(wid, m);
+            self.tell_running(wid);
+        }
+    }
+
+    /// The root hears at once which task the worker `wid` runs when that changed (a
+    /// `Heartbeat` in a [`WorkerMsg::OfWorker`], in the batch of the round), so `gspc tasks`
+    /// shows a task running when it starts rather than at the next report of the workers.
+    fn tell_running(&mut self, wid: WorkerId) {
+        // Workers run their tasks in order: the oldest one in flight.
+        let running = self.sched.running_record(wid).map(|r| r.task.id);
+        let Some(sub) = self.subs.get_mut(&wid) else {
+            return;
+        };
+        if sub.told != running {
+            sub.told = running;
+            self.up_of(wid, WorkerMsg::Heartbeat { running });
         }
     }
 
@@ -1233,6 +1253,9 @@ impl Leaf<'_> {
         self.subs_changed = false;
         self.subs_busy = false;
         self.subs_sent = Instant::now();
+        for (&id, s) in &mut self.subs {
+            s.told = self.sched.running_record(id).map(|r| r.task.id);
+        }
         let mut list: Vec<LeafWorker> = self
             .subs
             .iter()
@@ -1247,8 +1270,7 @@ impl Leaf<'_> {
                 pid: s.pid,
                 capabilities: s.capabilities.clone(),
                 heartbeat_age_ms: s.last_seen.elapsed().as_millis() as u64,
-                // Workers run their tasks in order: the oldest one in flight.
-                running: self.sched.running_record(id).map(|r| r.task.id),
+                running: s.told,
                 in_flight: self.sched.load(id),
                 done: s.done,
             })
@@ -1282,6 +1304,7 @@ impl Leaf<'_> {
                 self.at.insert(t.task, wid);
             }
             self.to_worker(wid, &AgentMsg::Run(tasks));
+            self.tell_running(wid);
         }
         for (victim, tasks) in self.sched.steal() {
             self.to_worker(victim, &AgentMsg::Steal { tasks });
