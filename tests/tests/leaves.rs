@@ -476,6 +476,21 @@ fn status_shows_each_leaf_with_its_capacity_and_its_workers_under_it() {
     assert!(lines[a + 1].starts_with("  leafA-w0 "), "{text}");
     assert!(lines[a + 2].starts_with("  leafA-w1 "), "{text}");
     assert!(lines[at("leafB ") + 1].starts_with("  leafB-w0 "), "{text}");
+    // A leaf's RUNNING counts the tasks its workers' rows show.
+    let head = at("NAME ");
+    let col = |name: &str| lines[head].find(name).unwrap();
+    let running = |l: &str| l[col("RUNNING")..col("HOLDS")].trim().to_string();
+    for leaf in [a, at("leafB ")] {
+        let busy = (lines[leaf + 1..leaf + 3].iter())
+            .filter(|l| running(l) != "-")
+            .count();
+        let want = match busy {
+            0 => "-".to_string(),
+            1 => "1 task".to_string(),
+            n => format!("{n} tasks"),
+        };
+        assert_eq!(running(lines[leaf]), want, "{text}");
+    }
     let running: Vec<&serde_json::Value> = st["workers"]
         .as_array()
         .unwrap()
@@ -1174,9 +1189,14 @@ fn a_second_leaf_of_a_joined_leaf_s_name_is_refused() {
     };
     assert_eq!(names(&tree.status()), ["leafA", "leafB"]);
     // Once the first leafA is gone, its name is free: a new leafA joins and works.
+    tree.until("leafA reports its two workers", |st| {
+        leaf_workers(st, "leafA").len() == 2
+    });
     let removed = tree.s.ok(&["remove-workers", "leafA"]);
     assert!(
-        removed.starts_with("gspc: removed 1 worker: leafA (pid "),
+        removed.starts_with("gspc: removed 1 worker: leafA (pid ")
+            && removed.contains("; the leaf agent stops its 2 workers: leafA/leafA-w0 (pid ")
+            && removed.contains(", leafA/leafA-w1 (pid "),
         "{removed}"
     );
     let again = spawn_leaf(leaf_a("2"));

@@ -948,8 +948,7 @@ fn run(cmd: &str, a: &Args) -> Result<ExitCode, Failure> {
                 SHORT,
             )? {
                 RtResponse::Workers(ws) => {
-                    let s = if ws.len() == 1 { "" } else { "s" };
-                    pnet_stdlib::outln!("gspc: removed {} worker{s}{}", ws.len(), worker_list(&ws));
+                    pnet_stdlib::outln!("{}", removed_account(&ws));
                     Ok(ExitCode::SUCCESS)
                 }
                 r => Err(unexpected(r)),
@@ -1079,6 +1078,55 @@ fn worker_list(ws: &[WorkerRef]) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     )
+}
+
+/// `gspc: removed 1 worker: leafA (pid 5); the leaf agent stops its 2 workers: leafA/w0
+/// (pid 6), leafA/w1 (pid 7)`: the runtime answers the workers under a removed leaf agent
+/// after it, named `LEAF/WORKER`.
+fn removed_account(ws: &[WorkerRef]) -> String {
+    let (mut top, mut under): (Vec<WorkerRef>, Vec<WorkerRef>) = (Vec::new(), Vec::new());
+    for w in ws {
+        if top.iter().any(|t| {
+            w.name
+                .strip_prefix(t.name.as_str())
+                .is_some_and(|r| r.starts_with('/'))
+        }) {
+            under.push(w.clone());
+        } else {
+            top.push(w.clone());
+        }
+    }
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let mut s = format!(
+        "gspc: removed {} worker{}{}",
+        top.len(),
+        plural(top.len()),
+        worker_list(&top)
+    );
+    if !under.is_empty() {
+        let leaves = top
+            .iter()
+            .filter(|t| {
+                under.iter().any(|u| {
+                    u.name
+                        .strip_prefix(t.name.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+                })
+            })
+            .count();
+        s.push_str(&format!(
+            "; {} {} worker{}{}",
+            if leaves == 1 {
+                "the leaf agent stops its"
+            } else {
+                "the leaf agents stop their"
+            },
+            under.len(),
+            plural(under.len()),
+            worker_list(&under)
+        ));
+    }
+    s
 }
 
 /// The exit code of `gspc wait` when `--timeout` passed before the job ended.
@@ -1277,9 +1325,16 @@ fn status_table(s: &RuntimeStatus) -> String {
                 Some(ms) if w.state == "up" => format!("last heartbeat {} ago", secs(ms)),
                 _ => w.state.clone(),
             },
-            w.running
-                .as_ref()
-                .map_or("-".into(), |r| format!("{}/{}", r.job, r.transition)),
+            match (&w.running, w.capacity) {
+                (Some(r), _) => format!("{}/{}", r.job, r.transition),
+                // A leaf agent: how many tasks its workers run.
+                (None, Some(_)) => match w.workers.iter().filter(|u| u.running.is_some()).count() {
+                    0 => "-".into(),
+                    1 => "1 task".into(),
+                    n => format!("{n} tasks"),
+                },
+                (None, None) => "-".into(),
+            },
             match w.capacity {
                 Some(c) => format!("{} of {c}", w.in_flight),
                 None => w.in_flight.to_string(),
@@ -1690,6 +1745,34 @@ mod tests {
     }
 
     #[test]
+    fn removed_account_names_the_workers_under_a_leaf() {
+        let w = |name: &str, pid: u32| WorkerRef {
+            name: name.into(),
+            host: "h".into(),
+            pid: Some(pid),
+        };
+        assert_eq!(
+            removed_account(&[
+                w("leafA", 5),
+                w("leafA/leafA-w0", 6),
+                w("leafA/leafA-w1", 7)
+            ]),
+            "gspc: removed 1 worker: leafA (pid 5); the leaf agent stops its 2 workers: \
+             leafA/leafA-w0 (pid 6), leafA/leafA-w1 (pid 7)"
+        );
+        assert_eq!(
+            removed_account(&[w("a", 1), w("a/x", 2), w("b", 3), w("b/y", 4), w("c", 5)]),
+            "gspc: removed 3 workers: a (pid 1), b (pid 3), c (pid 5); the leaf agents stop \
+             their 2 workers: a/x (pid 2), b/y (pid 4)"
+        );
+        assert_eq!(
+            removed_account(&[w("w", 1)]),
+            "gspc: removed 1 worker: w (pid 1)"
+        );
+        assert_eq!(removed_account(&[]), "gspc: removed 0 workers");
+    }
+
+    #[test]
     fn status_table_has_a_row_per_worker() {
         let s = RuntimeStatus {
             pid: 1,
@@ -1792,5 +1875,44 @@ mod tests {
             (j["workers_total"].clone(), j["workers_up"].clone()),
             (5000.into(), 4998.into())
         );
+        // A leaf agent's row counts the tasks its workers run.
+        let busy = s.workers[0].clone();
+        let idle = RtWorker {
+            running: None,
+            ..busy.clone()
+        };
+        let leaf = |under: Vec<RtWorker>| RtWorker {
+            name: "leafA".into(),
+            capabilities: vec![],
+            running: None,
+            capacity: Some(8),
+            workers: under,
+            ..busy.clone()
+        };
+        let running_of_leaf = |under: Vec<RtWorker>| {
+            let t = status_table(&RuntimeStatus {
+                workers: vec![leaf(under)],
+                ..s.clone()
+            });
+            let row = t
+                .lines()
+                .find(|l| l.starts_with("leafA "))
+                .unwrap()
+                .to_string();
+            row.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .nth(5)
+                .map(str::to_string)
+        };
+        assert_eq!(
+            running_of_leaf(vec![busy.clone(), idle.clone(), busy.clone()]).as_deref(),
+            Some("2 tasks")
+        );
+        assert_eq!(
+            running_of_leaf(vec![idle.clone(), busy.clone()]).as_deref(),
+            Some("1 task")
+        );
+        assert_eq!(running_of_leaf(vec![idle]).as_deref(), Some("-"));
     }
 }

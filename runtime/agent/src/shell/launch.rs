@@ -404,6 +404,18 @@ impl Shell<'_> {
                 .filter(|(_, c)| c.name == name)
                 .map(|(&id, _)| id)
                 .collect();
+            // A leaf agent stops its workers: they are named after it, `LEAF/WORKER`, as
+            // `gspc stop` names them.
+            let mut under: Vec<WorkerRef> = Vec::new();
+            for id in &ids {
+                if let Some(w) = self.hub.workers().get(id) {
+                    under.extend(w.under.iter().map(|u| WorkerRef {
+                        name: format!("{name}/{}", u.name),
+                        host: u.host.clone(),
+                        pid: Some(u.pid),
+                    }));
+                }
+            }
             for id in ids {
                 if let Some(c) = self.conns.remove(&id) {
                     let _ = c.tx.send(encode(&AgentMsg::Shutdown));
@@ -440,6 +452,7 @@ impl Shell<'_> {
             self.lost_names.remove(&name);
             self.log.line(&format!("worker `{name}` removed"));
             removed.push(r);
+            removed.extend(under);
         }
         RtResponse::Workers(removed)
     }
