@@ -180,7 +180,8 @@ gspc remove-workers: stop workers; the tasks they held run again on others
 Usage: gspc remove-workers NAME... [--state-dir DIR]
        gspc remove-workers --class CLASS [--count N] [--state-dir DIR]
 
-With --class, idle workers of the class go first; without --count, all of them.
+With --class, idle workers of the class go first; without --count, all of them. A leaf
+agent (gspc-leaf) removed stops its workers: they are named after it, LEAF/WORKER.
 "
         }
         "stop" => {
