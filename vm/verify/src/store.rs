@@ -1956,21 +1956,34 @@ mod tests {
                     let r = st.insert_words(&k2[..stride.div_ceil(8)], h2);
                     assert_eq!(r, Some((reference[&k2], false)));
                 }
-                for (k, &id) in &reference {
-                    let kw = &k[..stride.div_ceil(8)];
-                    assert_eq!(st.find_words(kw, hash_words(kw, stride)), Some(id));
-                }
-                for _ in 0..2000 {
-                    let k = [rng.next(), if stride == 8 { 0 } else { 1 << 31 | 1 }];
-                    let kw = &k[..stride.div_ceil(8)];
-                    assert_eq!(st.find_words(kw, hash_words(kw, stride)), None);
-                }
-                for bucket in st.table.as_chunks::<8>().0 {
-                    let used: Vec<bool> = (0..4).map(|j| bucket[2 * j + 1] >> 32 != 0).collect();
-                    assert!(used.windows(2).all(|p| p[0] | !p[1]), "window {w}");
-                }
+                check_inline(&st, &reference, &mut rng, stride, w);
                 assert_eq!(st.len(), reference.len());
             }
+        }
+    }
+
+    /// What the doubling tests check of an inline index after their inserts: every key of
+    /// `reference` found with its id, 2,000 absent keys not found, and the used slots of
+    /// every bucket a prefix of it (`w`: the test's window, for the messages).
+    fn check_inline(
+        st: &StateStore,
+        reference: &std::collections::HashMap<[u64; 2], u32>,
+        rng: &mut Rng,
+        stride: usize,
+        w: usize,
+    ) {
+        for (k, &id) in reference {
+            let kw = &k[..stride.div_ceil(8)];
+            assert_eq!(st.find_words(kw, hash_words(kw, stride)), Some(id), "{w}");
+        }
+        for _ in 0..2000 {
+            let k = [rng.next(), if stride == 8 { 0 } else { 1 << 31 | 1 }];
+            let kw = &k[..stride.div_ceil(8)];
+            assert_eq!(st.find_words(kw, hash_words(kw, stride)), None);
+        }
+        for bucket in st.table.as_chunks::<8>().0 {
+            let used: Vec<bool> = (0..4).map(|j| bucket[2 * j + 1] >> 32 != 0).collect();
+            assert!(used.windows(2).all(|p| p[0] | !p[1]), "window {w}");
         }
     }
 
@@ -2019,19 +2032,7 @@ mod tests {
                     assert_eq!(st.insert_words(kw, h), Some((id, id == next)));
                 }
                 assert!(doublings >= 2, "{doublings}");
-                for (k, &id) in &reference {
-                    let kw = &k[..stride.div_ceil(8)];
-                    assert_eq!(st.find_words(kw, hash_words(kw, stride)), Some(id), "{w}");
-                }
-                for _ in 0..2000 {
-                    let k = [rng.next(), if stride == 8 { 0 } else { 1 << 31 | 1 }];
-                    let kw = &k[..stride.div_ceil(8)];
-                    assert_eq!(st.find_words(kw, hash_words(kw, stride)), None);
-                }
-                for bucket in st.table.as_chunks::<8>().0 {
-                    let used: Vec<bool> = (0..4).map(|j| bucket[2 * j + 1] >> 32 != 0).collect();
-                    assert!(used.windows(2).all(|p| p[0] | !p[1]), "window {w}");
-                }
+                check_inline(&st, &reference, &mut rng, stride, w);
                 let held = st
                     .table
                     .as_chunks::<2>()
