@@ -22,7 +22,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use common::{cpu, median, ms};
+use common::{Args, cpu, median, ms};
 use pnet_lsp::analysis::Analysis;
 use pnet_syntax::Diagnostic;
 
@@ -145,16 +145,15 @@ fn errors(d: &BTreeMap<PathBuf, Vec<Diagnostic>>) -> usize {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(5000);
-    let rounds: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20);
-    let text = pnet_lsp::generate::chain_net(n);
-    let path = PathBuf::from("/nonexistent/bench/chain.xpnet");
+    let Args {
+        n,
+        rounds,
+        only,
+        text,
+        path,
+    } = Args::read();
     let mut kinds = edits(&text, n);
-    if let Some(only) = args.get(2) {
+    if let Some(only) = &only {
         kinds.retain(|k| k.name.contains(only.as_str()));
     }
 

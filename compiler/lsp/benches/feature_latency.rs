@@ -17,10 +17,10 @@
 mod common;
 
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
-use common::{cpu, median, ms};
+use common::{Args, cpu, median, ms};
 use pnet_lsp::analysis::Analysis;
 use pnet_lsp::{features, hints, tokens};
 
@@ -83,16 +83,15 @@ fn requests(text: &str, n: usize) -> Vec<Request> {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    let n: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(5000);
-    let rounds: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20);
-    let text = pnet_lsp::generate::chain_net(n);
-    let path = PathBuf::from("/nonexistent/bench/chain.xpnet");
+    let Args {
+        n,
+        rounds,
+        only,
+        text,
+        path,
+    } = Args::read();
     let mut rows = requests(&text, n);
-    if let Some(only) = args.get(2) {
+    if let Some(only) = &only {
         rows.retain(|r| r.0.contains(only.as_str()));
     }
     // `+ {mid}L` becomes `+ {mid}` and back
