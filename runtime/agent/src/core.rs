@@ -1345,10 +1345,10 @@ impl<'b> Core<'b> {
     /// What the job waits for when a queued task fits no live worker: "no worker with
     /// the capabilities `GPU`: 2 lost (module `m.f` crashed with SIGSEGV ...)".
     pub fn waiting(&self) -> Option<String> {
-        let stalled = self.sched.unplaceable().is_none();
-        let c = match self.sched.unplaceable() {
-            Some(c) => c,
-            None => self.sched.stalled()?,
+        // a class no worker fits, else one only workerless leaf agents fit
+        let (c, stalled) = match self.sched.unplaceable() {
+            Some(c) => (c, false),
+            None => (self.sched.stalled()?, true),
         };
         let spec = self.sched.class(c);
         let fitting: Vec<&LostWorker> = self
