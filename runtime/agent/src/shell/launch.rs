@@ -43,7 +43,14 @@ pub(super) struct Restart {
 pub(super) const MAX_RESTARTS: u32 = 3;
 
 /// The wait before its first restart (doubled for each further one).
-pub(super) const RESTART_BACKOFF: Duration = Duration::from_millis(200);
+const RESTART_BACKOFF: Duration = Duration::from_millis(200);
+
+/// The wait before restarting a worker restarted `restarts` times already
+/// ([`RESTART_BACKOFF`] doubled per restart); `None` when it was restarted [`MAX_RESTARTS`]
+/// times (the policy of the root's workers and of a leaf agent's: `leaf.rs`).
+pub(super) fn restart_delay(restarts: u32) -> Option<Duration> {
+    (restarts < MAX_RESTARTS).then(|| RESTART_BACKOFF * 2u32.pow(restarts))
+}
 
 impl Shell<'_> {
     /// Stops the launched workers (after the loop, outside the tokio runtime).
@@ -119,14 +126,13 @@ impl Shell<'_> {
             return;
         }
         let l = self.launched.swap_remove(k);
-        if l.restarts >= MAX_RESTARTS {
+        let Some(delay) = restart_delay(l.restarts) else {
             self.log.line(&format!(
                 "worker `{name}` ended ({how}); not restarted: it was restarted {MAX_RESTARTS} \
                  times already"
             ));
             return;
-        }
-        let delay = RESTART_BACKOFF * 2u32.pow(l.restarts);
+        };
         self.log.line(&format!(
             "worker `{name}` ended ({how}); restarting it in {} ms (restart {} of {MAX_RESTARTS})",
             delay.as_millis(),

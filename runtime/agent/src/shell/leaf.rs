@@ -50,7 +50,7 @@ use pnet_protocol::{
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use super::ShellEvent;
-use super::launch::{MAX_RESTARTS, RESTART_BACKOFF};
+use super::launch::{MAX_RESTARTS, restart_delay};
 use super::workers::{Conn, IoThread, Shared};
 use crate::AgentError;
 use crate::sched::{ClassSpec, Impls, Pending, Sched, SchedConfig, WorkerId};
@@ -119,8 +119,7 @@ pub fn run_leaf(cfg: LeafConfig) -> Result<LeafReport, AgentError> {
 }
 
 /// A worker process the leaf started: started again under its name when it ends while the
-/// leaf runs (as the root restarts its own: `MAX_RESTARTS` times at most, after
-/// `RESTART_BACKOFF` doubled per restart).
+/// leaf runs (as the root restarts its own: [`restart_delay`]).
 struct Spawned {
     child: Child,
     name: String,
@@ -871,7 +870,7 @@ impl Leaf<'_> {
     /// Waits for the workers it started that exited (killed, crashed), so that none stays a
     /// zombie while the leaf runs, removes their segments (a killed worker cannot) and
     /// starts them again as the root does its own (`launch.rs`): under the same name, after
-    /// [`RESTART_BACKOFF`] doubled per restart, at most [`MAX_RESTARTS`] times. The tasks
+    /// [`restart_delay`]. The tasks
     /// of a lost worker run again on the others meanwhile (or wait here for it).
     fn tend_workers(&mut self, children: &mut Vec<Spawned>) {
         let mut i = 0;
@@ -890,14 +889,13 @@ impl Leaf<'_> {
             }
             let how = pnet_launch::describe(status);
             let name = c.name;
-            if c.restarts >= MAX_RESTARTS {
+            let Some(delay) = restart_delay(c.restarts) else {
                 self.say(&format!(
                     "worker `{name}` (pid {pid}) {how}; not restarted: it was restarted \
                      {MAX_RESTARTS} times already"
                 ));
                 continue;
-            }
-            let delay = RESTART_BACKOFF * 2u32.pow(c.restarts);
+            };
             self.say(&format!(
                 "worker `{name}` (pid {pid}) {how}; restarting it in {} ms (restart {} of \
                  {MAX_RESTARTS})",
