@@ -271,6 +271,16 @@ pub fn place_bucket(
         .collect()
 }
 
+/// The symbol of declared place `p` of type `ty` (for the facts and a net's place symbols).
+fn place_symbol(p: &PlaceDecl, ty: &Type) -> Symbol {
+    Symbol {
+        kind: SymbolKind::Place,
+        name: p.name.text.clone(),
+        span: p.name.span,
+        ty: Some(ty.clone()),
+    }
+}
+
 /// A place of a bucket ([`place_bucket`]): its name, and the place as a transition sees it.
 type NamedPlace = (Arc<str>, transition::KnownPlace);
 
@@ -729,12 +739,7 @@ impl<'a> Elab<'a> {
             place_spans.push(p.name.span);
             // facts are for tools ([`Elab::lite`]: only diagnostics are wanted)
             if self.wants_facts() {
-                place_syms.push(Symbol {
-                    kind: SymbolKind::Place,
-                    name: p.name.text.clone(),
-                    span: p.name.span,
-                    ty: Some(place.ty.clone()),
-                });
+                place_syms.push(place_symbol(p, &place.ty));
             }
             net.places.push(place);
         }
@@ -837,12 +842,7 @@ impl<'a> Elab<'a> {
         let properties = self.properties(ctx, &p.properties);
         // facts are for tools ([`Elab::lite`]: only diagnostics are wanted)
         if self.wants_facts() {
-            self.facts.symbols.push(Symbol {
-                kind: SymbolKind::Place,
-                name: p.name.text.clone(),
-                span: p.name.span,
-                ty: Some(ty.clone()),
-            });
+            self.facts.symbols.push(place_symbol(p, &ty));
         }
         Place {
             name: p.name.text.clone(),
