@@ -33,8 +33,9 @@ pub struct Analysis {
     /// The source files, one input per path, shared by every root.
     files: pnet_sema::Files,
     /// [`Analysis::root_in`] gives the whole file's parse ([`db::parse`]) instead of the
-    /// items parsed alone: the features' answers as before the items (for tests and
-    /// comparisons; off by default).
+    /// items parsed alone, and [`Analysis::facts_at`] and [`Analysis::facts_in`] give
+    /// nothing (the features read the whole workspace's facts): the features' answers as
+    /// before the items (for tests and comparisons; off by default).
     pub whole_parse: bool,
 }
 
@@ -237,6 +238,30 @@ impl Analysis {
 
     pub fn facts(&self, ws: Workspace) -> &Facts {
         pnet_sema::elab::facts(&self.db, ws)
+    }
+
+    /// The facts of the root net's transition around `offset` (strictly inside its item),
+    /// [`pnet_sema::elab::facts_at`]: every reference and symbol of [`Analysis::facts`] whose
+    /// span holds `offset`, and every scope holding it but the root defun's, without the
+    /// walk over every item that [`Analysis::facts`] makes after an edit. `None` when the
+    /// whole facts must answer (outside the root net's transitions, and see
+    /// [`Analysis::whole_parse`]).
+    pub fn facts_at(&self, l: Located, offset: u32) -> Option<Facts> {
+        if self.whole_parse {
+            return None;
+        }
+        pnet_sema::elab::facts_at(&self.db, l.ws, l.file, offset)
+    }
+
+    /// The facts of the root net's transitions whose items meet `start..=end`
+    /// ([`pnet_sema::elab::facts_in`]): every scope of [`Analysis::facts`] holding a text
+    /// strictly inside one of them but the root defun's. `None` as for
+    /// [`Analysis::facts_at`].
+    pub fn facts_in(&self, l: Located, start: u32, end: u32) -> Option<Facts> {
+        if self.whole_parse {
+            return None;
+        }
+        pnet_sema::elab::facts_in(&self.db, l.ws, l.file, start, end)
     }
 
     pub fn parsed(&self, l: Located) -> Option<&db::Parsed> {

@@ -1,5 +1,7 @@
 //! The answers to requests, from sema's facts (resolution, types, scopes) and the AST.
 
+use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
 use lsp_types::{
@@ -68,7 +70,9 @@ pub(crate) fn loc_of(a: &Analysis, l: Located, span: Span) -> Option<Loc> {
 /// The reference or declaration under the cursor, in the first workspace that has one.
 pub(crate) fn item_at(a: &Analysis, path: &Path, offset: u32) -> Option<(Located, Item)> {
     for l in a.locate(path) {
-        let facts = a.facts(l.ws);
+        // the transition's facts when the offset is inside one (they hold every name there)
+        let near = a.facts_at(l, offset);
+        let facts = near.as_ref().unwrap_or_else(|| a.facts(l.ws));
         if let Some(r) = facts
             .references
             .iter()
@@ -86,6 +90,19 @@ pub(crate) fn item_at(a: &Analysis, path: &Path, offset: u32) -> Option<(Located
         }
     }
     None
+}
+
+/// The innermost scope holding `offset` of a located file ([`pnet_sema::facts::Facts::scope_at`]):
+/// from the facts of the transition around it ([`Analysis::facts_at`]) when one of its scopes
+/// holds it, else from the whole facts (the root defun's scope, or outside the transitions).
+pub(crate) fn scope_at(a: &Analysis, l: Located, offset: u32) -> Option<Cow<'_, Scope>> {
+    let here = Span::new(l.file, offset, offset);
+    if let Some(near) = a.facts_at(l, offset)
+        && let Some(s) = near.scope_at(here)
+    {
+        return Some(Cow::Owned(s.clone()));
+    }
+    a.facts(l.ws).scope_at(here).map(Cow::Borrowed)
 }
 
 pub(crate) enum Item {
@@ -161,8 +178,8 @@ pub fn hover(a: &Analysis, path: &Path, offset: u32) -> Option<(String, Option<(
     }
     if let Some(p) = dollar_path_at(text, offset as usize) {
         for l in a.locate(path) {
-            if let Some(scope) = a.facts(l.ws).scope_at(Span::new(l.file, offset, offset))
-                && let Some(ty) = path_type(scope, &p)
+            if let Some(scope) = scope_at(a, l, offset)
+                && let Some(ty) = path_type(&scope, &p)
             {
                 let what = if p.len() == 1 { "port" } else { "field" };
                 return Some((
@@ -288,11 +305,16 @@ fn transition_ports(a: &Analysis, l: Located, offset: u32) -> Vec<Symbol> {
         return Vec::new();
     };
     let span = Span::new(l.file, span.start, span.end);
-    a.facts(l.ws)
-        .scopes
-        .iter()
-        .find(|s| s.span == span)
-        .map(|s| s.ports.clone())
+    let find = |f: &pnet_sema::facts::Facts| {
+        f.scopes
+            .iter()
+            .find(|s| s.span == span)
+            .map(|s| s.ports.clone())
+    };
+    // the transition's facts hold its defun's scope (the whole facts when it is not found)
+    a.facts_at(l, offset)
+        .and_then(|f| find(&f))
+        .or_else(|| find(a.facts(l.ws)))
         .unwrap_or_default()
 }
 
@@ -329,7 +351,7 @@ pub fn completion(a: &Analysis, path: &Path, offset: u32) -> Vec<CompletionItem>
     let here = |l: &Located| Span::new(l.file, offset, offset);
     if let Some(p) = dollar_path_at(text, off) {
         for l in &located {
-            let Some(scope) = a.facts(l.ws).scope_at(here(l)) else {
+            let Some(scope) = scope_at(a, *l, offset) else {
                 continue;
             };
             if p.len() == 1 {
@@ -337,7 +359,7 @@ pub fn completion(a: &Analysis, path: &Path, offset: u32) -> Vec<CompletionItem>
                     let detail = port.ty.as_ref().map(|t| t.to_string());
                     push(item(&port.name, CompletionItemKind::VARIABLE, detail));
                 }
-            } else if let Some(Type::Struct(st)) = path_type(scope, &p[..p.len() - 1]) {
+            } else if let Some(Type::Struct(st)) = path_type(&scope, &p[..p.len() - 1]) {
                 for (n, t) in &st.fields {
                     push(item(n, CompletionItemKind::FIELD, Some(t.to_string())));
                 }
@@ -404,7 +426,7 @@ pub fn completion(a: &Analysis, path: &Path, offset: u32) -> Vec<CompletionItem>
             ));
         }
         for l in &located {
-            if let Some(scope) = a.facts(l.ws).scope_at(here(l)) {
+            if let Some(scope) = scope_at(a, *l, offset) {
                 for port in &scope.ports {
                     let mut c = item(
                         &format!("${{{}}}", port.name),
@@ -750,5 +772,46 @@ impl<'f> ScopeIndex<'f> {
             i = self.parent[j];
         }
         None
+    }
+}
+
+/// Scope look-ups ([`ScopeIndex::at`]) in `start..=end` of a located file: from the facts of
+/// the root net's transitions there ([`Analysis::facts_in`]) when one of their scopes holds
+/// the text, else from the whole facts (indexed at the first such look-up).
+pub(crate) struct NearScopes<'a> {
+    a: &'a Analysis,
+    l: Located,
+    near: Option<pnet_sema::facts::Facts>,
+    whole: OnceCell<ScopeIndex<'a>>,
+}
+
+impl<'a> NearScopes<'a> {
+    pub(crate) fn new(a: &'a Analysis, l: Located, start: u32, end: u32) -> NearScopes<'a> {
+        NearScopes {
+            a,
+            l,
+            near: a.facts_in(l, start, end),
+            whole: OnceCell::new(),
+        }
+    }
+
+    /// The innermost scope holding `start..end`.
+    pub(crate) fn at(&self, start: u32, end: u32) -> Option<&Scope> {
+        let span = Span::new(self.l.file, start, end);
+        let holds = |s: &&Scope| {
+            s.span.file == span.file && s.span.start <= span.start && span.end <= s.span.end
+        };
+        if let Some(near) = &self.near
+            && let Some(s) = near
+                .scopes
+                .iter()
+                .filter(holds)
+                .min_by_key(|s| s.span.end - s.span.start)
+        {
+            return Some(s);
+        }
+        self.whole
+            .get_or_init(|| ScopeIndex::new(self.a.facts(self.l.ws), self.l.file))
+            .at(start, end)
     }
 }

@@ -10,7 +10,7 @@ use pnet_stdlib::Type;
 use pnet_syntax::expr::{self, Expr, ExprKind};
 
 use crate::analysis::Analysis;
-use crate::features::{Loc, ScopeIndex};
+use crate::features::{Loc, NearScopes};
 use crate::tokens::expression_texts;
 
 /// `(offset, label)`: after each assignment target that is a local variable in `start..end`,
@@ -34,7 +34,7 @@ pub fn local_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<(u32,
         if whole.end < start || whole.start > end || !text.text.contains(":=") {
             continue;
         }
-        let index = index.get_or_insert_with(|| ScopeIndex::new(a.facts(l.ws), l.file));
+        let index = index.get_or_insert_with(|| NearScopes::new(a, l, start, end));
         let Some(scope) = index.at(whole.start, whole.end) else {
             continue;
         };
@@ -127,7 +127,9 @@ pub fn local_definition(a: &Analysis, path: &Path, offset: u32) -> Option<Loc> {
         }
     });
     let name = name?;
-    let scope = ScopeIndex::new(a.facts(l.ws), l.file).at(text.whole().start, text.whole().end);
+    let (start, end) = (text.whole().start, text.whole().end);
+    let scopes = NearScopes::new(a, l, start, end);
+    let scope = scopes.at(start, end);
     if scope.is_some_and(|s| s.ports.iter().any(|p| p.name == name)) {
         return None;
     }

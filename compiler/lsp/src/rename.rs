@@ -104,14 +104,16 @@ fn target_at(a: &Analysis, path: &Path, offset: u32) -> Option<Target> {
         if !renameable(kind) {
             return None;
         }
-        let facts = a.facts(l.ws);
         let of_struct = match kind {
-            SymbolKind::Field => facts
-                .symbols
-                .iter()
-                .position(|s| s.kind == SymbolKind::Field && s.span == decl_span)
-                .and_then(|i| struct_of_field(facts, i))
-                .map(str::to_string),
+            SymbolKind::Field => {
+                let facts = a.facts(l.ws);
+                facts
+                    .symbols
+                    .iter()
+                    .position(|s| s.kind == SymbolKind::Field && s.span == decl_span)
+                    .and_then(|i| struct_of_field(facts, i))
+                    .map(str::to_string)
+            }
             _ => None,
         };
         return Some(Target {
@@ -133,8 +135,7 @@ fn target_at(a: &Analysis, path: &Path, offset: u32) -> Option<Target> {
         .position(|s| s.start <= offset && offset <= s.end)?;
     let names: Vec<String> = segs.iter().map(|s| s.name.clone()).collect();
     for l in a.locate(path) {
-        let facts = a.facts(l.ws);
-        let Some(scope) = facts.scope_at(Span::new(l.file, offset, offset)) else {
+        let Some(scope) = crate::features::scope_at(a, l, offset) else {
             continue;
         };
         let here = (segs[i].start, segs[i].end);
@@ -148,8 +149,8 @@ fn target_at(a: &Analysis, path: &Path, offset: u32) -> Option<Target> {
                 here,
             });
         }
-        if let Some(Type::Struct(st)) = path_type(scope, &names[..i]) {
-            let span = field_decl(facts, &st.name, &names[i])?;
+        if let Some(Type::Struct(st)) = path_type(&scope, &names[..i]) {
+            let span = field_decl(a.facts(l.ws), &st.name, &names[i])?;
             return Some(Target {
                 kind: SymbolKind::Field,
                 name: names[i].clone(),

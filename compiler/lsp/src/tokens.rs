@@ -13,7 +13,7 @@ use pnet_syntax::xml::{self, DefunBody, Root, TransitionBody};
 use pnet_sema::facts::Scope;
 
 use crate::analysis::Analysis;
-use crate::features::{ScopeIndex, path_type};
+use crate::features::{NearScopes, path_type};
 
 /// The token types, in the order of the legend the server announces.
 pub const LEGEND: [SemanticTokenType; 6] = [
@@ -184,9 +184,9 @@ pub fn inlay_hints(a: &Analysis, path: &Path, start: u32, end: u32) -> Vec<(u32,
     let mut out = Vec::new();
     let located = a.locate(path);
     // the scopes of the last expression text, in each workspace (one look-up per text)
-    let indexes: Vec<ScopeIndex> = located
+    let indexes: Vec<NearScopes> = located
         .iter()
-        .map(|l| ScopeIndex::new(a.facts(l.ws), l.file))
+        .map(|&l| NearScopes::new(a, l, start, end))
         .collect();
     let mut scopes: (Option<usize>, Vec<Option<&Scope>>) = (None, Vec::new());
     for t in expression_tokens(a, path, Some((start, end))) {

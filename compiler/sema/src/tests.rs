@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use expect_test::{Expect, expect};
 
 use crate::{Options, Output, compile_path, compile_source};
+use pnet_syntax::Span;
 
 /// GPI-Space's corpus (tests that read it start with `pnet_tests::corpus_absent()`).
 fn corpus() -> PathBuf {
@@ -175,6 +176,75 @@ fn diagnostics_and_facts_alone_equal_the_elaborations_on_the_corpus() {
         assert_eq!(*alone, whole.diagnostics, "{}", path.display());
         assert_eq!(*facts, whole.facts, "{}", path.display());
     }
+}
+
+/// The facts of one transition ([`crate::elab::facts_at`], [`crate::elab::facts_in`]) answer
+/// as the whole facts do inside it, at every offset of every transition of the corpus's
+/// root nets: the innermost reference holding the offset, the first symbol, and the
+/// innermost scope (the whole facts' is the root defun's, holding the whole item, when the
+/// transition's facts hold none).
+#[test]
+fn facts_of_a_transition_answer_as_the_whole_facts_on_the_corpus() {
+    if pnet_tests::corpus_absent() {
+        return;
+    }
+    let options = Options {
+        search_paths: vec![lib(), corpus().join("share/doc/example")],
+        ..Options::default()
+    };
+    let mut offsets = 0;
+    for path in &corpus_files() {
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut db = crate::db::Database::default();
+        let ws = crate::load(&mut db, path, &text, &options);
+        let root = ws.files(&db)[0];
+        let file = *root.id(&db);
+        let whole = crate::elab::facts(&db, ws);
+        let Some(cut) = root.cut(&db).clone() else {
+            continue;
+        };
+        let holds = |s: Span, o: u32| s.file == file && s.start <= o && o <= s.end;
+        for item in &cut.items {
+            if item.kind != pnet_syntax::xml::items::ItemKind::Transition {
+                continue;
+            }
+            let range = crate::elab::facts_in(&db, ws, file, item.start, item.end);
+            // the same at every offset inside the item
+            let Some(near) = crate::elab::facts_at(&db, ws, file, item.start + 1) else {
+                continue;
+            };
+            let middle = crate::elab::facts_at(&db, ws, file, (item.start + item.end) / 2);
+            assert_eq!(middle.as_ref(), Some(&near));
+            for o in item.start + 1..item.end {
+                offsets += 1;
+                let innermost = |f: &crate::facts::Facts| {
+                    f.references
+                        .iter()
+                        .filter(|r| holds(r.span, o))
+                        .min_by_key(|r| r.span.end - r.span.start)
+                        .cloned()
+                };
+                let first =
+                    |f: &crate::facts::Facts| f.symbols.iter().find(|s| holds(s.span, o)).cloned();
+                let at = |p: &Path| format!("{}:{o}", p.display());
+                assert_eq!(innermost(&near), innermost(whole), "{}", at(path));
+                assert_eq!(first(&near), first(whole), "{}", at(path));
+                let here = Span::new(file, o, o);
+                let want = whole.scope_at(here);
+                match near.scope_at(here) {
+                    Some(s) => assert_eq!(Some(s), want, "{}", at(path)),
+                    None => assert!(
+                        want.is_none_or(|w| w.span.start <= item.start && item.end <= w.span.end),
+                        "{}",
+                        at(path)
+                    ),
+                }
+                let in_range = range.as_ref().and_then(|r| r.scope_at(here));
+                assert_eq!(in_range, near.scope_at(here), "{}", at(path));
+            }
+        }
+    }
+    assert!(offsets > 10_000, "{offsets}");
 }
 
 /// Files that are meant to fail.

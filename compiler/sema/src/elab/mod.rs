@@ -99,6 +99,7 @@ pub fn diagnostics(db: &dyn salsa::Database, ws: Workspace) -> Vec<(Diagnostic, 
 pub(crate) type Trees = for<'d> fn(&'d dyn salsa::Database, db::SourceInput) -> &'d Parsed;
 
 pub use net::{GroupPlaces, place_group};
+pub use transition::{facts_at, facts_in};
 
 pub(crate) fn run(db: &dyn salsa::Database, ws: Workspace, trees: Trees) -> Elaborated {
     let inputs = ws.files(db);

@@ -1084,3 +1084,150 @@ impl<'a> Elab<'a> {
         }))
     }
 }
+
+/// The facts of [`super::facts`] that come from the root net's transition at `offset` of
+/// file `file` (strictly inside its item), with file offsets: the include links' references
+/// (as [`super::facts`] has them first), the transition's symbol and what its elaboration
+/// recorded (its chunk's, [`chunk_query`], usually memoized by [`super::diagnostics`]).
+/// Every reference and symbol of [`super::facts`] whose span holds `offset` is among them,
+/// and so is every scope that holds it, but for the root defun's (which holds every item).
+/// `None` when `file` is not the root file of `ws` cut into items, the offset is not inside
+/// a transition's item, or the whole elaboration did not take the transition's facts from
+/// its chunk as they are (a duplicate transition name, a struct nested too deeply): then
+/// only the whole facts answer.
+pub fn facts_at(
+    db: &dyn salsa::Database,
+    ws: Workspace,
+    file: FileId,
+    offset: u32,
+) -> Option<Facts> {
+    let cut = root_cut(db, ws, file)?;
+    let k = cut
+        .items
+        .partition_point(|i| i.start < offset)
+        .checked_sub(1)?;
+    let item = cut.items[k];
+    if item.kind != pnet_syntax::xml::items::ItemKind::Transition || offset >= item.end {
+        return None;
+    }
+    item_facts(db, ws, &[item.input])
+}
+
+/// The facts of [`super::facts`] that come from the root net's transitions whose items meet
+/// `start..=end` of file `file` (at most [`RANGE_ITEMS`]), as [`facts_at`] gives them: every
+/// scope of [`super::facts`] that holds a text strictly inside one of those items is among
+/// them, but for the root defun's. `None` as for [`facts_at`], or when the range meets more
+/// items.
+pub fn facts_in(
+    db: &dyn salsa::Database,
+    ws: Workspace,
+    file: FileId,
+    start: u32,
+    end: u32,
+) -> Option<Facts> {
+    let cut = root_cut(db, ws, file)?;
+    let first = cut.items.partition_point(|i| i.end < start);
+    let items: Vec<db::ItemInput> = cut.items[first..]
+        .iter()
+        .take_while(|i| i.start <= end)
+        .filter(|i| i.kind == pnet_syntax::xml::items::ItemKind::Transition)
+        .map(|i| i.input)
+        .take(RANGE_ITEMS + 1)
+        .collect();
+    if items.len() > RANGE_ITEMS {
+        return None;
+    }
+    item_facts(db, ws, &items)
+}
+
+/// The most items [`facts_in`] joins (beyond, the whole facts are as quick).
+const RANGE_ITEMS: usize = 256;
+
+/// The cut of `ws`'s root file when it is `file`.
+fn root_cut(db: &dyn salsa::Database, ws: Workspace, file: FileId) -> Option<&db::Cut> {
+    let root = *ws.files(db).first()?;
+    if *root.id(db) != file {
+        return None;
+    }
+    root.cut(db).as_deref()
+}
+
+/// The facts of the root net's transitions of `items` (in document order) as
+/// [`super::facts`] has them (see [`facts_at`]).
+fn item_facts(db: &dyn salsa::Database, ws: Workspace, items: &[db::ItemInput]) -> Option<Facts> {
+    use salsa::plumbing::AsId;
+    let root = *ws.files(db).first()?;
+    let parsed = db::source_tree(db, root);
+    let Some(Root::Defun(d)) = &parsed.ast.root else {
+        return None;
+    };
+    let Some(DefunBody::Net(n)) = &d.body else {
+        return None;
+    };
+    if parsed.keys.is_empty()
+        || super::diagnostics(db, ws)
+            .iter()
+            .any(|(d, _)| matches!(d.code, "duplicate_transition" | "struct_too_deep"))
+    {
+        return None;
+    }
+    let mut facts = Facts::default();
+    for l in ws.links(db) {
+        if let Some(target) = l.target {
+            facts.references.push(Reference {
+                kind: SymbolKind::File,
+                name: l.href.clone(),
+                span: l.span,
+                target: Span::new(target, 0, 0),
+                ty: None,
+            });
+        }
+    }
+    // the chunks as the whole elaboration finds them (nothing reported too deep)
+    let mut wanted = items.iter().map(|i| i.as_id()).peekable();
+    let mut index = 0;
+    for chunk_items in chunks(&parsed.keys) {
+        let len = chunk_items.len();
+        let mut outs = None;
+        for (at, key) in chunk_items.iter().map(|i| i.as_id()).enumerate() {
+            if wanted.peek() != Some(&key) {
+                continue;
+            }
+            wanted.next();
+            let outs = match outs {
+                Some(o) => o,
+                None => {
+                    let chunk = Chunk::new(db, chunk_items.clone(), false);
+                    *outs.insert(chunk_query(db, ws, chunk).as_ref()?)
+                }
+            };
+            let t = n.transitions.get(index + at)?;
+            let (_, out) = outs.get(at)?;
+            facts.symbols.push(Symbol {
+                kind: SymbolKind::Transition,
+                name: t.name.text.clone(),
+                span: t.name.span,
+                ty: None,
+            });
+            facts.symbols.extend(out.facts.symbols.iter().cloned());
+            facts
+                .references
+                .extend(out.facts.references.iter().cloned());
+            facts.scopes.extend(out.facts.scopes.iter().cloned());
+        }
+        index += len;
+        if wanted.peek().is_none() {
+            break;
+        }
+    }
+    // an item not among the transitions parsed (not well-formed alone)
+    if wanted.peek().is_some() {
+        return None;
+    }
+    let mut resolver = db::Resolver::default();
+    for f in ws.files(db) {
+        resolver.add(db::source_tree(db, *f));
+    }
+    super::resolve::facts(&resolver, &mut facts);
+    Some(facts)
+}
