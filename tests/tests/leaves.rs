@@ -521,21 +521,7 @@ fn a_memory_task_with_leaves_only_says_why_it_waits() {
         .ok(&["submit", &net.display().to_string()])
         .trim()
         .to_string();
-    let t = Instant::now();
-    let waiting = loop {
-        let jobs: serde_json::Value =
-            serde_json::from_str(&tree.s.ok(&["jobs", "--json"])).unwrap();
-        let j = jobs
-            .as_array()
-            .and_then(|a| a.iter().find(|j| j["id"].as_u64() == job.parse().ok()))
-            .cloned()
-            .unwrap_or_default();
-        if let Some(w) = j["waiting"].as_str() {
-            break w.to_string();
-        }
-        assert!(t.elapsed() < PATIENCE, "not waiting: {jobs:#}");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let waiting = tree.waiting(&job);
     assert!(
         waiting.contains("waits for a worker with the capabilities `GPI`")
             && waiting.contains(
@@ -553,6 +539,27 @@ fn a_memory_task_with_leaves_only_says_why_it_waits() {
     assert!(err.contains("leaf agents (`leafA` and 1 more)"), "{err}");
     tree.s.ok(&["cancel", &job]);
     tree.stop_and_check_nothing_left(&[]);
+}
+
+impl Tree {
+    /// Waits up to [`PATIENCE`] for the job `job` to say why it waits (`gspc jobs`).
+    fn waiting(&self, job: &str) -> String {
+        let t = Instant::now();
+        loop {
+            let jobs: serde_json::Value =
+                serde_json::from_str(&self.s.ok(&["jobs", "--json"])).unwrap();
+            let j = jobs
+                .as_array()
+                .and_then(|a| a.iter().find(|j| j["id"].as_u64() == job.parse().ok()))
+                .cloned()
+                .unwrap_or_default();
+            if let Some(w) = j["waiting"].as_str() {
+                return w.to_string();
+            }
+            assert!(t.elapsed() < PATIENCE, "not waiting: {jobs:#}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 /// The net of `tests/memory.rs`: a C++ module adds 1 to every byte of a global range
@@ -819,7 +826,7 @@ fn a_leaf_started_before_its_root_waits_for_it() {
 
 #[test]
 fn a_worker_killed_under_a_leaf_is_replaced_by_the_leaf_unseen_by_the_root() {
-    let tree = Tree::new("worker");
+    let mut tree = Tree::new("worker");
     let job = tree.submit();
     // The worker of leaf A that ran the first of its tasks.
     let started = tree.wait_started(10);
@@ -885,33 +892,96 @@ fn a_worker_killed_under_a_leaf_is_replaced_by_the_leaf_unseen_by_the_root() {
         }
         job
     });
-    let errs = tree.stop_and_check_nothing_left(&[]);
-    assert!(errs[0].contains(" answers, 8 workers lost)"), "{}", errs[0]);
-    assert!(errs[1].contains(" answers, 0 workers lost)"), "{}", errs[1]);
+    // Leaf A, without workers for good, left the root and exits 1 saying why; leaf B stays.
+    let st = tree.until("leaf A gone from the root", |st| {
+        st["workers"].as_array().is_some_and(|w| w.len() == 1)
+    });
+    assert_eq!(st["workers"][0]["name"], "leafB", "{st:#}");
+    let (status, err_a) = leaf_exit(&mut tree.leaves[0], "leaf A, without workers, did not exit");
+    assert_eq!(status.code(), Some(1), "{err_a}");
+    let a = tree.leaves[0].id();
+    let errs = tree.stop_and_check_nothing_left(&[a]);
+    assert!(errs[0].contains(" answers, 0 workers lost)"), "{}", errs[0]);
+    assert!(
+        err_a.contains(
+            "gspc-leaf: no workers left: the 2 workers it started ended and were not restarted \
+             (at most 3 times each); left the root ("
+        ) && err_a.contains(" answers, 8 workers lost)"),
+        "{err_a}"
+    );
     for (restart, delay) in [(1, 200), (2, 400), (3, 800)] {
         assert!(
-            errs[0].contains(&format!(
+            err_a.contains(&format!(
                 "ended by signal 9 (SIGKILL); restarting it in {delay} ms (restart {restart} \
                  of 3)"
             )),
-            "{}",
-            errs[0]
+            "{err_a}"
         );
     }
     assert!(
-        errs[0].contains(&format!(
+        err_a.contains(&format!(
             "gspc-leaf: worker `{name}` (pid {pid}) ended by signal 9 (SIGKILL); not restarted: \
              it was restarted 3 times already"
         )),
-        "{}",
-        errs[0]
+        "{err_a}"
     );
     assert!(
-        errs[0].contains("gspc-leaf: no workers left: ")
-            && errs[0].contains(" given back to the root"),
-        "{}",
-        errs[0]
+        err_a.contains("gspc-leaf: no workers left: ") && err_a.contains(" given back to the root"),
+        "{err_a}"
     );
+}
+
+/// A leaf whose workers all ended for good (their restarts spent: here a worker program
+/// that cannot start) leaves its root and exits 1 saying why, rather than stay in the root's
+/// status without workers (`0 of 0`) for placement and jobs' waiting reasons to count; a
+/// job then says that no worker is connected.
+#[test]
+fn a_leaf_whose_workers_ended_for_good_leaves_its_root_and_exits_1() {
+    let s = pnet_tests::GspcScratch::new("leaves", "allgone", bin_dir().join("gspc"));
+    boot_root(&s, None, &[]);
+    let bad = s.dir.join("bad-worker");
+    std::fs::write(
+        &bad,
+        "#!/bin/sh\nsleep 1\necho 'cannot start' >&2\nexit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let net = s.dir.join("fan.xpnet");
+    std::fs::write(&net, pnet_tests::fan_net("fan", "slow", "f", &[], 3)).unwrap();
+    let bad = bad.display().to_string();
+    let mut tree = Tree::grow(
+        s,
+        net.display().to_string(),
+        ["leafA", "leafB"],
+        &["--workers", "1", "--worker-program", &bad],
+        &Join::StateDir,
+    );
+    tree.until("both leaves gone from the root", |st| {
+        st["workers"].as_array().is_some_and(Vec::is_empty)
+    });
+    for (l, name) in tree.leaves.iter_mut().zip(["leafA", "leafB"]) {
+        let (status, err) = leaf_exit(l, "a leaf without workers did not exit");
+        assert_eq!(status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&format!(
+                "gspc-leaf: worker `{name}-w0` (pid "
+            )) && err.contains(
+                "exited with status 3; not restarted: it was restarted 3 times already"
+            ) && err.contains(
+                "gspc-leaf: no workers left: the 1 worker it started ended and was not restarted \
+                 (at most 3 times each); left the root (0 answers, 0 workers lost)"
+            ),
+            "{err}"
+        );
+    }
+    let job = tree.submit();
+    let waiting = tree.waiting(&job);
+    assert!(
+        waiting.contains("no worker is connected: start leaf agents (`gspc-leaf`)"),
+        "{waiting}"
+    );
+    tree.s.ok(&["cancel", &job]);
+    tree.s.ok(&["stop"]);
 }
 
 impl Tree {

@@ -28,7 +28,8 @@ worker it loses (the root counts the retry), and sends the answers up in batches
 started that ends (killed, crashed) is started again under its name, as the root does its
 own: after 200 ms, doubled for each further restart, at most 3 times (its tasks run on the
 others meanwhile, or wait for it; a leaf left without workers gives its tasks back to the
-root). A lost leaf is a lost worker to the root: all its tasks
+root). When all the workers it started ended for good (their restarts spent), it leaves the
+root and exits 1, saying so (with --workers 0 it waits for workers to join). A lost leaf is a lost worker to the root: all its tasks
 run again. The leaf exits when the root stops it (gspc stop), and stops the workers it
 started.
 

@@ -12,7 +12,8 @@
 //! running (the root counts retries, so `maximum_number_of_retries` keeps its meaning) and
 //! sees no loss; a worker it started that ended is started again under its name as the root
 //! restarts its own ([`Leaf::tend_workers`]); left without workers, it gives the tasks it
-//! holds back to the root. Its capacity (its workers times `depth`) follows its workers
+//! holds back to the root (and, when it started its workers and their restarts are spent,
+//! leaves the root and ends). Its capacity (its workers times `depth`) follows its workers
 //! ([`WorkerMsg::Capacity`]). A steal of the root takes back what the leaf still holds
 //! queued. Module definitions (`Modules`, `ModulesAt`, `ForgetModules`) and cancels go down
 //! to its workers.
@@ -431,6 +432,7 @@ async fn leaf_main(
         addr,
         restarts: Vec::new(),
         segments: HashMap::new(),
+        workers_gone: None,
     };
     leaf.log(&format!(
         "leaf `{}`: connected to the root {root}; its workers connect to {addr}",
@@ -512,6 +514,9 @@ struct Leaf<'c> {
     /// Its workers' segments (their `Memory` messages): a root it joins again hears them
     /// again.
     segments: HashMap<WorkerId, pnet_protocol::memory::SegmentInfo>,
+    /// Why it leaves its root: every worker it started ended for good
+    /// ([`Leaf::tend_workers`]).
+    workers_gone: Option<String>,
 }
 
 /// A worker of the leaf as the root sees it in the status.
@@ -638,6 +643,10 @@ impl Leaf<'_> {
                 }
                 last_sent = Instant::now();
             }
+            // Its workers ended for good: the tasks it held went back to the root above.
+            if let Some(why) = self.workers_gone.take() {
+                return End::Over(why);
+            }
         }
     }
 
@@ -717,6 +726,9 @@ impl Leaf<'_> {
             }
             self.up.clear();
             self.tend_workers(children);
+            if let Some(why) = self.workers_gone.take() {
+                return Err(setup(why));
+            }
             if old.running() == 0 {
                 match try_root(cfg).await {
                     Ok((stream, root, secret)) => {
@@ -929,11 +941,10 @@ impl Leaf<'_> {
         // No worker left and none coming (their restarts spent): the root runs the tasks
         // queued here elsewhere (a Cancelled it did not ask for queues a task again there;
         // its capacity here is 0 now, so it sends no more).
-        if self.conns.is_empty()
-            && self.restarts.is_empty()
-            && children.is_empty()
-            && self.sched.queued() > 0
-        {
+        if !(self.conns.is_empty() && self.restarts.is_empty() && children.is_empty()) {
+            return;
+        }
+        if self.sched.queued() > 0 {
             let back = self.sched.take_all_queued();
             for p in &back {
                 self.mem.remove(&p.id);
@@ -943,6 +954,19 @@ impl Leaf<'_> {
                 "no workers left: {} queued task{} given back to the root",
                 back.len(),
                 if back.len() == 1 { "" } else { "s" }
+            ));
+        }
+        // A leaf that started its workers and has none left for good can do nothing more
+        // (no one else starts workers for it): it leaves the root rather than stay there, a
+        // worker of capacity 0 in its status. One started without workers (`--workers 0`)
+        // waits for workers to join it.
+        if self.cfg.workers > 0 && self.workers_gone.is_none() {
+            let n = self.cfg.workers;
+            self.workers_gone = Some(format!(
+                "no workers left: the {n} worker{} it started ended and {} not restarted (at \
+                 most {MAX_RESTARTS} times each); left the root",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "was" } else { "were" },
             ));
         }
     }
