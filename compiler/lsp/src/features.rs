@@ -369,11 +369,12 @@ pub fn completion(a: &Analysis, path: &Path, offset: u32) -> Vec<CompletionItem>
     }
     if let Some(attr) = attribute_at(text, off) {
         for l in &located {
-            let facts = a.facts(l.ws);
-            let scope = facts.scope_at(here(l));
+            // the whole facts only for the attributes that need them
+            let facts = || a.facts(l.ws);
+            let scope = || facts().scope_at(here(l));
             match attr {
                 "place" | "real" | "virtual" => {
-                    for pl in scope.map(|s| s.places.as_slice()).unwrap_or_default() {
+                    for pl in scope().map(|s| s.places.as_slice()).unwrap_or_default() {
                         let detail = pl.ty.as_ref().map(|t| t.to_string());
                         push(item(&pl.name, CompletionItemKind::VARIABLE, detail));
                     }
@@ -388,10 +389,10 @@ pub fn completion(a: &Analysis, path: &Path, offset: u32) -> Vec<CompletionItem>
                     for t in BUILTIN_TYPES {
                         push(item(t, CompletionItemKind::KEYWORD, None));
                     }
-                    for s in scope.map(|s| s.structs.as_slice()).unwrap_or_default() {
+                    for s in scope().map(|s| s.structs.as_slice()).unwrap_or_default() {
                         push(item(&s.name, CompletionItemKind::STRUCT, None));
                     }
-                    for s in facts
+                    for s in facts()
                         .symbols
                         .iter()
                         .filter(|s| s.kind == SymbolKind::Struct)
@@ -400,7 +401,7 @@ pub fn completion(a: &Analysis, path: &Path, offset: u32) -> Vec<CompletionItem>
                     }
                 }
                 "name" | "use" => {
-                    for s in facts
+                    for s in facts()
                         .symbols
                         .iter()
                         .filter(|s| matches!(s.kind, SymbolKind::Template | SymbolKind::Specialize))

@@ -51,6 +51,23 @@ pub fn dollar_refs(text: &str) -> Vec<Vec<Segment>> {
     out
 }
 
+/// The `${...}` references of `text` on the line of `offset` between the `<` around it
+/// (those [`dollar_refs`] finds there: a reference spans neither a line break nor a `<`),
+/// without a scan of the whole text.
+fn dollar_refs_near(text: &str, offset: usize) -> Vec<Vec<Segment>> {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind(['\n', '<']).unwrap_or(0);
+    let end = text[offset..]
+        .find(['\n', '<'])
+        .map_or(text.len(), |i| offset + i);
+    let mut refs = dollar_refs(&text[start..end]);
+    for seg in refs.iter_mut().flatten() {
+        seg.start += start as u32;
+        seg.end += start as u32;
+    }
+    refs
+}
+
 /// What a rename is about.
 struct Target {
     kind: SymbolKind,
@@ -127,9 +144,12 @@ fn target_at(a: &Analysis, path: &Path, offset: u32) -> Option<Target> {
     // a `${port.field}` inside an expression
     let text = a.docs.get(path)?.text.clone();
     dollar_path_at(&text, offset as usize)?;
-    let segs = dollar_refs(&text).into_iter().find(|s| {
-        s.first().is_some_and(|f| f.start <= offset) && s.last().is_some_and(|l| l.end >= offset)
-    })?;
+    let segs = dollar_refs_near(&text, offset as usize)
+        .into_iter()
+        .find(|s| {
+            s.first().is_some_and(|f| f.start <= offset)
+                && s.last().is_some_and(|l| l.end >= offset)
+        })?;
     let i = segs
         .iter()
         .position(|s| s.start <= offset && offset <= s.end)?;
