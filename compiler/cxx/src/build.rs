@@ -147,7 +147,7 @@ pub fn write_sources(
 /// The first `file:line:col: error` of a compiler's output, when it names a net file.
 fn first_error_location(stderr: &str) -> Option<String> {
     stderr.lines().find_map(|l| {
-        let i = l.find(": error")?;
+        let i = l.find(": error").or_else(|| l.find(": fatal error"))?;
         let loc = &l[..i];
         let mut parts = loc.rsplitn(3, ':');
         let col = parts.next()?;
@@ -276,6 +276,10 @@ mod tests {
             Some("/a/b/net.xpnet:12:7")
         );
         assert_eq!(first_error_location("m.cpp:40:1: error: other"), None);
+        assert_eq!(
+            first_error_location("net.xpnet:7:22: fatal error: x.hpp: No such file").as_deref(),
+            Some("net.xpnet:7:22")
+        );
     }
 
     #[test]

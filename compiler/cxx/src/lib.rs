@@ -364,6 +364,40 @@ fn code_line(
     Some((file.path.clone(), line))
 }
 
+/// Where the `<cinclude href="X"/>` of the module at `span` writes `X`: `(path, line,
+/// column)` in its source file.
+fn cinclude_location(
+    bundle: &Bundle,
+    span: SourceSpan,
+    href: &str,
+    text_of: &mut dyn FnMut(usize) -> Option<String>,
+) -> Option<(String, u32, u32)> {
+    let file = bundle.files.get(span.file.index())?;
+    let text = text_of(span.file.index())?;
+    let start = span.start as usize;
+    let end = if span.end > span.start {
+        (span.end as usize).min(text.len())
+    } else {
+        text.len()
+    };
+    let element = text.get(start..end)?;
+    let value = ["\"", "'"].iter().find_map(|q| {
+        let mut from = 0;
+        while let Some(i) = element[from..].find("<cinclude") {
+            let at = from + i;
+            let close = element[at..].find('>').map_or(element.len(), |j| at + j);
+            let tag = &element[at..close];
+            if let Some(k) = tag.find(&format!("href={q}{href}{q}")) {
+                return Some(at + k + "href=".len() + 1);
+            }
+            from = close;
+        }
+        None
+    })?;
+    let (line, col) = file.line_col((start + value) as u32);
+    Some((file.path.clone(), line, col))
+}
+
 fn generate_module(
     bundle: &Bundle,
     name: &str,
@@ -383,6 +417,8 @@ fn generate_module(
         .unwrap_or_default();
 
     let mut cincludes: Vec<String> = Vec::new();
+    // Where each cinclude is written (file, line, column of its value), when found.
+    let mut cinclude_at: Vec<Option<(String, u32, u32)>> = Vec::new();
     let mut cxx_flags: Vec<String> = Vec::new();
     let mut ld_flags: Vec<String> = Vec::new();
     let mut include_dirs: Vec<PathBuf> = Vec::new();
@@ -394,11 +430,13 @@ fn generate_module(
         for p in &f.ports {
             collect_structs(&p.ty, &mut structs);
         }
-        for (from, to) in [
-            (&m.cincludes, &mut cincludes),
-            (&m.cxx_flags, &mut cxx_flags),
-            (&m.ld_flags, &mut ld_flags),
-        ] {
+        for c in &m.cincludes {
+            if !cincludes.contains(c) {
+                cincludes.push(c.clone());
+                cinclude_at.push(cinclude_location(bundle, m.span, c, text_of));
+            }
+        }
+        for (from, to) in [(&m.cxx_flags, &mut cxx_flags), (&m.ld_flags, &mut ld_flags)] {
             for x in from {
                 if !to.contains(x) {
                     to.push(x.clone());
@@ -559,8 +597,18 @@ fn generate_module(
     if !cincludes.is_empty() {
         w.line("// The module's cincludes.");
     }
-    for c in &cincludes {
-        w.line(&format!("#include <{c}>"));
+    for (c, at) in cincludes.iter().zip(&cinclude_at) {
+        match at {
+            // The compiler's messages about the include (a missing header) point at the
+            // `<cinclude>`: its line, and `<` under the href's value.
+            Some((path, line, col)) => {
+                w.line(&format!("#line {line} {}", c_string(path)));
+                let pad = (*col as usize).saturating_sub("#include ".len()).max(1);
+                w.line(&format!("#include{}<{c}>", " ".repeat(pad)));
+                w.restore_line();
+            }
+            None => w.line(&format!("#include <{c}>")),
+        }
     }
     w.line("");
 

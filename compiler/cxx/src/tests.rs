@@ -110,7 +110,9 @@ fn a_small_module_has_this_shape() {
         } }
 
         // The module's cincludes.
-        #include <iostream>
+        #line 7 "t.xpnet"
+        #include            <iostream>
+        #line 63 "small.cpp"
 
         namespace pnetc { namespace op { namespace small {
         long f (const ::pnetc::type::pt::pt& p, const std::list<::gspc::pnet::type::value::value_type>& k)
@@ -118,7 +120,7 @@ fn a_small_module_has_this_shape() {
         #line 10 "t.xpnet"
 
               return p.x + long (k.size ());
-        #line 69 "small.cpp"
+        #line 71 "small.cpp"
         }
         } } }
         static int32_t pnetc_call_0 (const pnet_call_context* _c, const uint8_t* _in, size_t _len, pnet_out_buffer* _out)
