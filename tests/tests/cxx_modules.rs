@@ -514,6 +514,31 @@ fn a_module_that_does_not_compile_gives_the_compilers_message_at_the_net_line() 
 }
 
 #[test]
+fn a_missing_header_is_reported_at_its_cinclude() {
+    let dir = scratch("noheader");
+    let net = dir.join("noheader.xpnet");
+    std::fs::write(
+        &net,
+        BROKEN
+            .replace("broken", "noheader")
+            .replace(
+                "<code>",
+                "<cinclude href=\"no/such_header.hpp\"/>\n    <code>",
+            )
+            .replace("undeclared_thing", "1"),
+    )
+    .unwrap();
+    let o = pnetc_build(&net, &dir.join("out"), &[]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    // Line 5, column 21: the href's value (not the module's line, nor the generated file).
+    let at = format!("{}:5:21: error[cxx-compile-failed]", net.display());
+    assert!(err.starts_with(&at), "{err}");
+    assert!(err.contains("no/such_header.hpp"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_missing_compiler_is_a_clear_diagnostic() {
     tools();
     let dir = scratch("nocxx");
@@ -554,7 +579,17 @@ fn sources_and_flags_can_be_written_and_printed() {
         "hello_world: -lhello_util -Wl,-rpath=$ORIGIN -L/opt/x\n"
     );
     let cpp = std::fs::read_to_string(dir.join("hello_world.cpp")).unwrap();
-    assert!(cpp.contains("#include <hello_world.hpp>"), "{cpp}");
+    // The cinclude, after a `#line` naming the net (for the compiler's messages about it).
+    let lines: Vec<&str> = cpp.lines().collect();
+    let include = lines
+        .iter()
+        .position(|l| l.starts_with("#include ") && l.ends_with(" <hello_world.hpp>"));
+    assert!(
+        include
+            .is_some_and(|i| lines[i - 1].starts_with("#line ")
+                && lines[i - 1].ends_with("hello_world.xpnet\"")),
+        "{cpp}"
+    );
     assert!(
         cpp.contains("::we::type::literal::control call_hello_world ()"),
         "{cpp}"

@@ -25,6 +25,7 @@
 #include <iostream>
 #include <list>
 #include <map>
+#include <new>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -1180,6 +1181,8 @@ int32_t invoke(const pnet_call_context* ctx, const uint8_t* in, size_t len, pnet
     result += '}';
     if (out != nullptr) out->write(out, reinterpret_cast<const uint8_t*>(result.data()), result.size());
     return 0;
+  } catch (const std::bad_alloc& e) {
+    message = std::string("out of memory (") + e.what() + ")";
   } catch (const std::exception& e) {
     message = e.what();
   } catch (...) {

@@ -410,6 +410,27 @@ mod compiled {
       <connect-in port="bs" place="bs"/>
       <connect-out port="shown" place="shown"/>
     </transition>
+    <transition name="grab">
+      <defun>
+        <in name="n" type="unsigned long"/>
+        <out name="last" type="long"/>
+        <module name="memtest" function="last grab (n)">
+          <code><![CDATA[
+            static char* volatile kept;  // (so that the allocation is not elided)
+            char* p = new char[n];
+            kept = p;
+            p[n - 1] = 7;
+            long last = p[n - 1];
+            delete[] p;
+            return last;
+          ]]></code>
+        </module>
+      </defun>
+      <connect-in port="n" place="n"/>
+      <connect-out port="last" place="last"/>
+    </transition>
+    <place name="n" type="unsigned long"/>
+    <place name="last" type="long"/>
     <place name="o" type="outer"/>
     <place name="text" type="string"/>
     <place name="bs" type="bitset"/>
@@ -487,6 +508,22 @@ mod compiled {
         assert_eq!(
             call(&lib, "context", None, r#"{"delta": 0}"#, &[], true),
             (0, expected("yes"))
+        );
+        // Running out of memory fails the call with a message that says so.
+        assert_eq!(
+            call(&lib, "grab", None, r#"{"n": 4096}"#, &[], false),
+            (0, r#"{"last":7}"#.to_string())
+        );
+        assert_eq!(
+            call(
+                &lib,
+                "grab",
+                None,
+                r#"{"n": 1152921504606846976}"#,
+                &[],
+                false
+            ),
+            (1, "out of memory (std::bad_alloc)".to_string())
         );
         // Structs print in literal syntax and compare, as in GPI-Space.
         assert_eq!(
