@@ -388,6 +388,55 @@ fn native_modules_run_from_the_module_path() {
 }
 
 #[test]
+fn a_cpp_module_that_was_not_built_gets_a_warning_saying_how_to_build_it() {
+    let dir = scratch("unbuilt");
+    let net = r#"<defun name="unbuilt">
+  <in name="x" type="long"/>
+  <out name="r" type="long"/>
+  <module name="unbuilt" function="r f (x)">
+    <code><![CDATA[ return x; ]]></code>
+  </module>
+</defun>
+"#;
+    let path = dir.join("unbuilt.xpnet");
+    write(&path, net);
+    let nowhere = dir.join("build");
+    let o = gspc_run(&[
+        path.to_str().unwrap(),
+        "-p",
+        "x=1L",
+        "--topology",
+        "w:1",
+        "--no-progress",
+        "--module-path",
+        nowhere.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines[..2],
+        [
+            format!(
+                "gspc-run: warning: --module-path {}: no such folder",
+                nowhere.display()
+            ),
+            format!(
+                "gspc-run: warning: module `unbuilt` has C++ code ({}:4:3) but no \
+                 libunbuilt.so is on the module path: build it with `pnetc {} --build-modules \
+                 DIR` and run with `--module-path DIR`",
+                path.display(),
+                path.display()
+            ),
+        ],
+        "{err}"
+    );
+    // Then the worker's message, as before.
+    assert!(err.contains("not found: no libunbuilt.so"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn the_readme_main_job_gives_the_same_result_on_any_topology() {
     // The README's main job: examples/pi/pi.xpnet with the native module libpi.so.
     let root = pnet_tests::workspace_root();

@@ -10,6 +10,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 mod client;
+mod modules;
 mod monitor;
 mod run;
 mod topo;

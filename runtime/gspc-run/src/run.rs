@@ -438,6 +438,14 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
     if let Some(dir) = worker.parent().filter(|d| !d.as_os_str().is_empty()) {
         module_path.push(dir.to_path_buf());
     }
+    // Workers started on this host search these folders: say what they will not find.
+    if args.launcher == "local" {
+        let mut search = module_path.clone();
+        search.extend(crate::modules::env_path());
+        for w in crate::modules::warnings(&bundle, &net, &args.module_path, &search) {
+            pnet_stdlib::errln!("gspc-run: warning: {w}");
+        }
+    }
     let mut control = args.control.clone();
     let _monitor = if args.monitor {
         match crate::monitor::start(&mut control, &net) {
