@@ -359,6 +359,80 @@ fn sigkill_of_a_worker_kills_its_command_module_and_its_children() {
 }
 
 #[test]
+fn a_task_that_does_not_end_is_named_by_status_and_ctrl_c_leaves_nothing_behind() {
+    let s = Scratch::new("hang");
+    let sock = s.dir.join("job.sock");
+    let mut cmd = Command::new(bin_dir().join("gspc-run"));
+    cmd.arg(net())
+        .args(module_path())
+        .args(["--topology", "worker:1", "--no-progress", "--control"])
+        .arg(&sock)
+        .args(s.inputs("orphan", 1, 600_000));
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pidfile = Path::new(&s.markers()).join("orphan-0.pid");
+    let t = Instant::now();
+    let sleeper: u32 = loop {
+        if let Ok(p) = std::fs::read_to_string(&pidfile)
+            && let Ok(p) = p.trim().parse()
+        {
+            break p;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the module never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let worker = worker_above(sleeper).expect("a gspc-worker above the module");
+    // `status` names the task that runs, for how long, and its inputs.
+    let o = run_bounded(
+        Command::new(bin_dir().join("gspc-run"))
+            .args(["status", "--control"])
+            .arg(&sock),
+        Duration::from_secs(20),
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("  task 0 `orphan` (crashcmd.orphan) "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.contains(" on worker-vm-0: ") || line.contains(" to worker-vm-0: "),
+        "{line}"
+    );
+    assert!(line.contains("x = 0L"), "{line}");
+    // Ctrl-C: exit 130, the worker and the module's children go, the socket too.
+    // SAFETY: plain system call.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t = Instant::now();
+    let mut child = child;
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "gspc-run ignores SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(130), "{out}\n{err}");
+    assert!(
+        wait_gone(worker, Duration::from_secs(5)),
+        "the worker outlived gspc-run"
+    );
+    assert!(
+        wait_gone(sleeper, Duration::from_secs(5)),
+        "the module's child outlived gspc-run"
+    );
+    assert!(!sock.exists(), "the control socket is left");
+}
+
+#[test]
 fn gspc_runtime_survives_crashing_modules_and_keeps_its_workers() {
     let s = Scratch::new("gspc");
     s.boot("worker:2,4194304");

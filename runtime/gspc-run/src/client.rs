@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use pnet_agent::control::{JobTasks, Request, Response};
 use pnetc::args::parse_put_arg;
 
 use crate::usage_error;
@@ -16,7 +17,8 @@ Commands:
   put-token          put tokens on put_token=\"true\" places of the running job, in order
   workflow-response  put `[value := VALUE, response_id := ID]` on PLACE and print the value
                      the net answers through its connect-response (waits for the answer)
-  status             print the job's workers and task counts
+  status             print the job's workers and task counts, and the tasks on workers
+                     (the longest there first, with their inputs)
   close              stop accepting clients: the job ends once nothing is left to do (a net
                      with put_token places and no drts.wait_for_output otherwise keeps
                      serving clients)
@@ -107,6 +109,45 @@ fn wait_for(socket: &Path, wait: Duration) {
     }
 }
 
+/// How many tasks on workers `status` lists (the longest running).
+const MAX_LISTED: usize = 10;
+
+/// One line per task sent to a worker and not answered, the longest running first (`now_us`:
+/// the job's clock), at most [`MAX_LISTED`]:
+/// `  task 3 `work` (m.f) running for 12.3s on worker-vm-0: x = 3L` (`sent 12.3s ago to`
+/// while the agent has not heard that it started).
+fn tasks_on_workers(t: &JobTasks, now_us: u64) -> String {
+    let mut open: Vec<_> = t
+        .tasks
+        .iter()
+        .filter(|k| k.state == "running" || k.state == "sent")
+        .collect();
+    open.sort_by_key(|k| (k.started_us.unwrap_or(u64::MAX), k.sent_us, k.task));
+    let mut out = String::new();
+    for k in open.iter().take(MAX_LISTED) {
+        let ago = |us: u64| now_us.saturating_sub(us) as f64 / 1e6;
+        let when = match k.started_us {
+            Some(us) => format!("running for {:.1}s on", ago(us)),
+            None => format!("sent {:.1}s ago to", ago(k.sent_us)),
+        };
+        out.push_str(&format!(
+            "  task {} `{}` ({}) {when} {}",
+            k.task, k.transition, k.module, k.worker
+        ));
+        if let Some(inputs) = k.inputs.as_deref().filter(|i| !i.is_empty()) {
+            out.push_str(&format!(": {inputs}"));
+        }
+        out.push('\n');
+    }
+    if open.len() > MAX_LISTED {
+        out.push_str(&format!(
+            "  ... and {} more tasks on workers\n",
+            open.len() - MAX_LISTED
+        ));
+    }
+    out
+}
+
 pub fn main(cmd: &str, argv: &[OsString]) -> ExitCode {
     let args = match parse(cmd, argv) {
         Ok(a) => a,
@@ -146,6 +187,12 @@ pub fn main(cmd: &str, argv: &[OsString]) -> ExitCode {
                     }
                 } else {
                     pnet_stdlib::out!("{s}");
+                    // The tasks on workers, longest first: what a job that seems stuck waits
+                    // for (the records are kept while the job has a control socket).
+                    let tasks = pnet_agent::control::request(socket, &Request::Tasks);
+                    if let Ok(Response::Tasks(t)) = tasks {
+                        pnet_stdlib::out!("{}", tasks_on_workers(&t, s.elapsed_ms * 1000));
+                    }
                 }
                 ExitCode::SUCCESS
             }
@@ -159,5 +206,59 @@ pub fn main(cmd: &str, argv: &[OsString]) -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pnet_agent::control::TaskInfo;
+
+    use super::*;
+
+    fn task(task: u64, state: &str, sent_us: u64, started_us: Option<u64>) -> TaskInfo {
+        TaskInfo {
+            task,
+            transition: "work".into(),
+            module: "m.f".into(),
+            worker_id: 0,
+            worker: format!("w-{task}"),
+            state: state.into(),
+            sent_us,
+            started_us,
+            ended_us: None,
+            retries: 0,
+            error: None,
+            log_bytes: 0,
+            inputs: Some(format!("x = {task}L")),
+        }
+    }
+
+    #[test]
+    fn status_lists_the_tasks_on_workers_longest_running_first() {
+        let t = JobTasks {
+            tasks: vec![
+                task(0, "done", 0, Some(0)),
+                task(1, "running", 1_000_000, Some(2_000_000)),
+                task(2, "running", 0, Some(500_000)),
+                task(3, "sent", 3_000_000, None),
+            ],
+            ..JobTasks::default()
+        };
+        assert_eq!(
+            tasks_on_workers(&t, 12_500_000),
+            "  task 2 `work` (m.f) running for 12.0s on w-2: x = 2L\n  \
+             task 1 `work` (m.f) running for 10.5s on w-1: x = 1L\n  \
+             task 3 `work` (m.f) sent 9.5s ago to w-3: x = 3L\n"
+        );
+        let many = JobTasks {
+            tasks: (0..12).map(|i| task(i, "running", 0, Some(i))).collect(),
+            ..JobTasks::default()
+        };
+        let text = tasks_on_workers(&many, 1);
+        assert_eq!(text.lines().count(), MAX_LISTED + 1, "{text}");
+        assert!(
+            text.ends_with("  ... and 2 more tasks on workers\n"),
+            "{text}"
+        );
     }
 }
