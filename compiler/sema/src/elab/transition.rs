@@ -255,6 +255,35 @@ fn place_ids(t: &TransitionDecl, by_name: &PlaceNames) -> Vec<Option<usize>> {
     named_places(t).map(|n| by_name.get(n).copied()).collect()
 }
 
+/// What the checks after a net ([`Elab::defun`]) read of transition `t` when only the
+/// diagnostics are wanted ([`Elab::lite`]): its connections, place map, responses, eureka
+/// ports and span, and its name when it may be connected to no place (the warning names
+/// it); not its requirements and properties. Copying every transition of the root net after
+/// each edit is a part of the edit's floor.
+fn lite_transition(t: &Transition) -> Transition {
+    let unconnected = t.connections.is_empty() && t.place_map.is_empty();
+    Transition {
+        name: if unconnected {
+            t.name.clone()
+        } else {
+            String::new()
+        },
+        priority: t.priority,
+        function: t.function,
+        connections: t.connections.clone(),
+        responses: t.responses.clone(),
+        eureka_ports: t.eureka_ports.clone(),
+        condition: t.condition,
+        place_map: t.place_map.clone(),
+        requires: Vec::new(),
+        properties: Vec::new(),
+        produce_shared: t.produce_shared,
+        consume_shared: t.consume_shared,
+        passthrough_shared: t.passthrough_shared,
+        span: t.span,
+    }
+}
+
 /// The place of the net that place `p` of a transition's result stands for (see
 /// [`place_ids`]).
 fn global(p: PlaceId, ids: &[Option<usize>]) -> PlaceId {
@@ -340,9 +369,10 @@ impl<'a> Elab<'a> {
     }
 
     /// What [`Elab::absorb`] adds that the diagnostics depend on (see [`Elab::lite`]): the
-    /// diagnostics, the module functions met, the misnamed spans, and the transition or
-    /// inlined net (function and code ids are left as they are: no function is added); the
-    /// facts too when they are kept ([`Elab::keep_facts`]).
+    /// diagnostics, the module functions met, the misnamed spans, and the transition (what
+    /// the checks after the net read of it: [`lite_transition`]) or inlined net (function
+    /// and code ids are left as they are: no function is added); the facts too when they are
+    /// kept ([`Elab::keep_facts`]).
     pub(super) fn absorb_lite(
         &mut self,
         out: &TransitionOut,
@@ -362,7 +392,7 @@ impl<'a> Elab<'a> {
         match &out.effect {
             Effect::Nothing => {}
             Effect::Transition(t) => {
-                let mut t = t.clone();
+                let mut t = lite_transition(t);
                 globalize(&mut t, ids);
                 net.transitions.push(t);
             }
