@@ -358,6 +358,18 @@ fn sigkill_of_a_worker_kills_its_command_module_and_its_children() {
     );
 }
 
+/// A child killed when dropped (a failed assertion leaves no job running).
+struct KilledOnDrop(Option<std::process::Child>);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 #[test]
 fn a_task_that_does_not_end_is_named_by_status_and_ctrl_c_leaves_nothing_behind() {
     let s = Scratch::new("hang");
@@ -368,11 +380,12 @@ fn a_task_that_does_not_end_is_named_by_status_and_ctrl_c_leaves_nothing_behind(
         .args(["--topology", "worker:1", "--no-progress", "--control"])
         .arg(&sock)
         .args(s.inputs("orphan", 1, 600_000));
-    let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut job = KilledOnDrop(Some(
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ));
     let pidfile = Path::new(&s.markers()).join("orphan-0.pid");
     let t = Instant::now();
     let sleeper: u32 = loop {
@@ -407,10 +420,10 @@ fn a_task_that_does_not_end_is_named_by_status_and_ctrl_c_leaves_nothing_behind(
     );
     assert!(line.contains("x = 0L"), "{line}");
     // Ctrl-C: exit 130, the worker and the module's children go, the socket too.
+    let child = job.0.as_mut().unwrap();
     // SAFETY: plain system call.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t = Instant::now();
-    let mut child = child;
     while child.try_wait().unwrap().is_none() {
         assert!(
             t.elapsed() < Duration::from_secs(20),
@@ -418,7 +431,7 @@ fn a_task_that_does_not_end_is_named_by_status_and_ctrl_c_leaves_nothing_behind(
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let o = child.wait_with_output().unwrap();
+    let o = job.0.take().unwrap().wait_with_output().unwrap();
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(130), "{out}\n{err}");
     assert!(
