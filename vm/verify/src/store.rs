@@ -221,12 +221,41 @@ pub(crate) mod mem {
         /// room reserved by [`ZeroBuf::growable`]; `false` (nothing changed) when it does not
         /// fit or the system refuses.
         pub fn grow_in_place(&mut self, len: usize) -> bool {
+            if len < self.len || !self.open(len) {
+                return false;
+            }
+            self.len = len;
+            true
+        }
+
+        /// Makes the pages of the first `to` elements accessible (as
+        /// [`ZeroBuf::grow_in_place`] would) without growing the buffer, and gives the
+        /// address and length in bytes of the elements `from..to` (from its end at least),
+        /// for [`Prefault::request`]; `None` when there are none, they do not fit the
+        /// reserved room or the system refuses.
+        pub fn open_ahead(&mut self, from: usize, to: usize) -> Option<(usize, usize)> {
+            let from = from.max(self.len);
+            if to <= from || !self.open(to) {
+                return None;
+            }
+            let start = from * size_of::<T>();
+            Some((
+                self.ptr.as_ptr() as usize + start,
+                to * size_of::<T>() - start,
+            ))
+        }
+
+        /// The address and length in bytes of the buffer's mapping, for
+        /// [`Prefault::request`].
+        pub fn mapped(&self) -> (usize, usize) {
+            (self.ptr.as_ptr() as usize, self.map_len)
+        }
+
+        /// Opens the reserved mapping (read and write access) up to `len` elements.
+        fn open(&mut self, len: usize) -> bool {
             let Some(bytes) = len.checked_mul(size_of::<T>()) else {
                 return false;
             };
-            if len < self.len {
-                return false;
-            }
             let huge = self.huge && bytes >= Self::HUGE;
             let unit = if huge { Self::HUGE } else { 4096 };
             let map_len = bytes.max(1).next_multiple_of(unit);
@@ -254,7 +283,6 @@ pub(crate) mod mem {
                     };
                 }
             }
-            self.len = len;
             true
         }
     }
@@ -405,6 +433,16 @@ pub(crate) mod mem {
             false
         }
 
+        /// Never opens anything here (see the Linux version).
+        pub fn open_ahead(&mut self, _from: usize, _to: usize) -> Option<(usize, usize)> {
+            None
+        }
+
+        /// The buffer's bytes (see the Linux version).
+        pub fn mapped(&self) -> (usize, usize) {
+            (self.0.as_ptr() as usize, self.0.len() * size_of::<T>())
+        }
+
         /// Does nothing here (see the Linux version).
         pub fn release_prefix(&mut self, _len: usize) {}
 
@@ -454,6 +492,152 @@ pub(crate) mod mem {
         }
     }
 
+    /// A thread writing pages ahead of need (`MADV_POPULATE_WRITE`, Linux 5.14 on), so that
+    /// the kernel's zeroing of fresh pages (about 3 s a GiB on a VM, a fifth of a large
+    /// exploration) runs beside the exploration instead of inside its first writes. The
+    /// population writes nothing visible (a page already written keeps its contents), so it
+    /// may overlap any use of the pages; a mapping must not be unmapped while a request on
+    /// it may run ([`Prefault::forget`] it first).
+    pub struct Prefault {
+        shared: std::sync::Arc<(std::sync::Mutex<Requests>, std::sync::Condvar)>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    }
+
+    #[derive(Default)]
+    struct Requests {
+        queue: std::collections::VecDeque<(usize, usize)>,
+        /// The range being populated.
+        busy: Option<(usize, usize)>,
+        quit: bool,
+    }
+
+    /// Bytes populated per system call (a [`Prefault::forget`] waits for one at most).
+    const PREFAULT_STEP: usize = 8 << 20;
+
+    impl Prefault {
+        /// Starts the thread; `None` when the system cannot (no thread, or no
+        /// `MADV_POPULATE_WRITE`).
+        pub fn start() -> Option<Prefault> {
+            if !cfg!(target_os = "linux") {
+                return None;
+            }
+            let shared = std::sync::Arc::new((
+                std::sync::Mutex::new(Requests::default()),
+                std::sync::Condvar::new(),
+            ));
+            let theirs = shared.clone();
+            let thread = std::thread::Builder::new()
+                .name("pnetv-prefault".into())
+                .stack_size(64 << 10)
+                .spawn(move || Prefault::serve(&theirs))
+                .ok()?;
+            Some(Prefault {
+                shared,
+                thread: Some(thread),
+            })
+        }
+
+        fn lock(&self) -> std::sync::MutexGuard<'_, Requests> {
+            self.shared
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        }
+
+        fn serve(shared: &(std::sync::Mutex<Requests>, std::sync::Condvar)) {
+            let (lock, cond) = shared;
+            let mut r = lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            loop {
+                if r.quit {
+                    return;
+                }
+                let Some((addr, len)) = r.queue.pop_front() else {
+                    r = cond
+                        .wait(r)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    continue;
+                };
+                let step = len.min(PREFAULT_STEP);
+                if len > step {
+                    r.queue.push_front((addr + step, len - step));
+                }
+                r.busy = Some((addr, step));
+                drop(r);
+                let ok = populate(addr, step);
+                r = lock
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                r.busy = None;
+                if !ok {
+                    // Not supported (or the range is gone): nothing more to do.
+                    r.queue.clear();
+                    r.quit = true;
+                }
+                cond.notify_all();
+            }
+        }
+
+        /// Asks for the pages of `len` bytes from `addr` (inside a mapping with write
+        /// access) to be written ahead, after the ranges asked for before.
+        pub fn request(&self, addr: usize, len: usize) {
+            let mut r = self.lock();
+            if r.quit || len == 0 {
+                return;
+            }
+            r.queue.push_back((addr, len));
+            drop(r);
+            self.shared.1.notify_all();
+        }
+
+        /// Drops the ranges not yet begun that overlap the `len` bytes from `addr`, and
+        /// waits for the one being populated if it overlaps them: that memory may then be
+        /// unmapped.
+        pub fn forget(&self, addr: usize, len: usize) {
+            let overlaps = |&(a, l): &(usize, usize)| a < addr + len && addr < a + l;
+            let mut r = self.lock();
+            r.queue.retain(|q| !overlaps(q));
+            while r.busy.as_ref().is_some_and(overlaps) {
+                r = self
+                    .shared
+                    .1
+                    .wait(r)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+        }
+    }
+
+    impl Drop for Prefault {
+        fn drop(&mut self) {
+            self.forget(0, usize::MAX);
+            self.lock().quit = true;
+            self.shared.1.notify_all();
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    impl std::fmt::Debug for Prefault {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "Prefault")
+        }
+    }
+
+    /// `MADV_POPULATE_WRITE` on a range; `false` when the system refuses.
+    #[cfg(target_os = "linux")]
+    fn populate(addr: usize, len: usize) -> bool {
+        // SAFETY: the advice only faults pages in, writable, as a write would, without
+        // changing any contents; on a range that is not (or no longer) mapped it fails.
+        unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE) == 0 }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn populate(_addr: usize, _len: usize) -> bool {
+        false
+    }
+
     impl<T: Zeroable> std::fmt::Debug for ZeroBuf<T> {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             write!(f, "ZeroBuf({} elements)", self.len())
@@ -461,7 +645,7 @@ pub(crate) mod mem {
     }
 }
 
-use mem::ZeroBuf;
+use mem::{Prefault, ZeroBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const EMPTY: u64 = 0;
@@ -504,6 +688,14 @@ pub enum BatchEnd {
 ///   masked).
 #[derive(Debug)]
 pub struct StateStore {
+    /// Writes the pages of the next arena chunk and of the index's next half ahead of need
+    /// (started with the first request; first field: dropped, so stopped, before the
+    /// mappings).
+    prefault: Option<Prefault>,
+    /// The number of states at which [`StateStore::ahead`] asks for more pages, and the
+    /// index words asked for so far.
+    ahead_at: usize,
+    index_ahead: usize,
     stride: usize,
     /// Words per marking: `stride.div_ceil(8)`.
     words: usize,
@@ -512,6 +704,8 @@ pub struct StateStore {
     /// States per arena chunk: `1 << chunk_shift` (chunks of about 16 MiB).
     chunk_shift: u32,
     chunks: Vec<ZeroBuf<u8>>,
+    /// The next chunk, made ahead by [`StateStore::ahead`].
+    spare: Option<ZeroBuf<u8>>,
     len: usize,
     /// Inline layout (2 words per slot) rather than tagged (1 word per slot).
     inline: bool,
@@ -541,6 +735,9 @@ impl StateStore {
         let tail = stride % 8;
         let inline = stride <= INLINE_MAX && !compact;
         StateStore {
+            prefault: None,
+            ahead_at: AHEAD_MIN,
+            index_ahead: 0,
             stride,
             words: stride.div_ceil(8),
             last_mask: if tail == 0 {
@@ -550,6 +747,7 @@ impl StateStore {
             },
             chunk_shift,
             chunks: Vec::new(),
+            spare: None,
             len: 0,
             inline,
             table: if inline {
@@ -798,6 +996,9 @@ impl StateStore {
         if (self.len + 1) * 4 > (self.mask + 1) * 3 {
             self.grow();
         }
+        if self.len >= self.ahead_at {
+            self.ahead();
+        }
         Some(id)
     }
 
@@ -906,10 +1107,8 @@ impl StateStore {
     fn push(&mut self, key: &[u64]) {
         let (c, off) = self.locate(self.len);
         if c == self.chunks.len() {
-            // Huge pages from the second chunk on: a small state space touches a few 4 KiB
-            // pages of the first chunk instead of a zeroed 2 MiB one.
-            let bytes = (self.stride << self.chunk_shift) + 8;
-            self.chunks.push(ZeroBuf::new(bytes, c > 0));
+            let chunk = self.new_chunk();
+            self.chunks.push(chunk);
         }
         let chunk = &mut self.chunks[c];
         for (j, &w) in key[..self.words].iter().enumerate() {
@@ -923,6 +1122,84 @@ impl StateStore {
             }
         }
         self.len += 1;
+    }
+
+    /// Asks the [`Prefault`] thread for the pages the next states will write, and sets
+    /// the number of states at which to ask again (`ahead_at`):
+    /// - the next arena chunk (kept aside until used: see [`StateStore::new_chunk`]) once
+    ///   the last one is half full;
+    /// - an inline index in its own growable mapping: its next half (the pages its next
+    ///   doubling writes), in eighths, the first at 1/2 load, the last at 27/40 (the index
+    ///   doubles at 3/4): the population keeps ahead of the doubling, and an exploration
+    ///   ending below 1/2 load (the index just doubled) populates nothing unused.
+    #[cold]
+    fn ahead(&mut self) {
+        let per = 1usize << self.chunk_shift;
+        let mut wanted = Vec::new();
+        // The next arena chunk.
+        let arena_at = (self.chunks.len() * per).saturating_sub(per / 2);
+        if self.len >= arena_at && !self.chunks.is_empty() && self.spare.is_none() {
+            let chunk = ZeroBuf::new(self.chunk_bytes(), true);
+            wanted.push(chunk.mapped());
+            self.spare = Some(chunk);
+        }
+        let made = self.chunks.len() + usize::from(self.spare.is_some());
+        let mut at = (made * per).saturating_sub(per / 2);
+        // The index's next half, eighth by eighth.
+        let slots = self.mask + 1;
+        if self.inline {
+            // The first eighth at the next size (asked for then) unless one comes before.
+            at = at.min(slots);
+        }
+        if self.inline && slots * 16 >= AHEAD_INDEX_MIN {
+            let piece = |i: usize| slots / 2 + i * slots / 40;
+            let done = (0..8).take_while(|&i| self.len >= piece(i)).count();
+            if done > 0 {
+                // The first `done` eighths of the next half (`2 slots` words from the end).
+                let words = 2 * slots + done * (2 * slots / 8);
+                if let Some(range) = self.table.open_ahead(self.index_ahead, words) {
+                    wanted.push(range);
+                    self.index_ahead = words;
+                }
+            }
+            if done < 8 {
+                at = at.min(piece(done));
+            }
+        }
+        self.ahead_at = at.max(self.len + 1);
+        if wanted.is_empty() {
+            return;
+        }
+        if self.prefault.is_none() {
+            self.prefault = Prefault::start();
+        }
+        if let Some(p) = &self.prefault {
+            for (addr, len) in wanted {
+                p.request(addr, len);
+            }
+        }
+    }
+
+    /// Stops the [`Prefault`] thread's work on a buffer (before it is unmapped).
+    fn forget<T: mem::Zeroable>(&self, buf: &ZeroBuf<T>) {
+        if let Some(p) = &self.prefault {
+            let (addr, len) = buf.mapped();
+            p.forget(addr, len);
+        }
+    }
+
+    /// Bytes of an arena chunk (its states and 8 bytes of padding).
+    fn chunk_bytes(&self) -> usize {
+        (self.stride << self.chunk_shift) + 8
+    }
+
+    /// The next arena chunk: the one made ahead, else a new one. Huge pages from the second
+    /// chunk on: a small state space touches a few 4 KiB pages of the first chunk instead of
+    /// a zeroed 2 MiB one.
+    fn new_chunk(&mut self) -> ZeroBuf<u8> {
+        self.spare
+            .take()
+            .unwrap_or_else(|| ZeroBuf::new(self.chunk_bytes(), !self.chunks.is_empty()))
     }
 
     /// Index slots once `len` states are held (the index doubles at 3/4 load).
@@ -1090,6 +1367,9 @@ impl StateStore {
     /// [`SharedIndex`] does) and gives the old index back behind it, as [`StateStore::grow`]
     /// does. The new mapping can grow in place (for the next doublings).
     fn grow_inline_threads(&mut self, threads: usize) {
+        // The old index goes: no population may run on it.
+        self.forget(&self.table);
+        self.index_ahead = 0;
         let slots = (self.mask + 1) * 2;
         let (nmask, shift) = (slots - 1, self.shift - 1);
         let (words, stride) = (self.words, self.stride);
@@ -1173,10 +1453,8 @@ impl StateStore {
     pub fn reserve_arena(&mut self, len: usize) {
         let per = 1usize << self.chunk_shift;
         while self.chunks.len() < len.div_ceil(per) {
-            let c = self.chunks.len();
-            let bytes = (self.stride << self.chunk_shift) + 8;
-            // Huge pages from the second chunk on, as in `push`.
-            self.chunks.push(ZeroBuf::new(bytes, c > 0));
+            let chunk = self.new_chunk();
+            self.chunks.push(chunk);
         }
     }
 
@@ -1184,8 +1462,19 @@ impl StateStore {
     /// [`StateStore::reserve_arena`] and not used): the store is then as one filled one
     /// marking at a time.
     pub fn trim_arena(&mut self) {
-        self.chunks
-            .truncate(self.len.div_ceil(1 << self.chunk_shift));
+        let keep = self.len.div_ceil(1 << self.chunk_shift);
+        while self.chunks.len() > keep {
+            let Some(chunk) = self.chunks.pop() else {
+                break;
+            };
+            // The first chunk reserved and not used is kept (the next one to use), the others
+            // go (without population running on them).
+            if self.chunks.len() == keep && self.spare.is_none() {
+                self.spare = Some(chunk);
+            } else {
+                self.forget(&chunk);
+            }
+        }
     }
 
     /// Takes in the states `len()..len` written through the [`Appender`] of
@@ -1198,6 +1487,9 @@ impl StateStore {
             "appended states outside the reserved arena"
         );
         self.len = len;
+        if self.len >= self.ahead_at {
+            self.ahead();
+        }
     }
 
     /// States the arena has room for without allocating.
@@ -1285,6 +1577,9 @@ impl StateStore {
         if self.inline && self.grow_inline_in_place() {
             return;
         }
+        // The old index goes: no population may run on it.
+        self.forget(&self.table);
+        self.index_ahead = 0;
         if self.inline {
             let mut table = ZeroBuf::<u64>::new(slots * 2, true);
             let shift = self.shift - 1;
@@ -1418,6 +1713,11 @@ impl StateStore {
         true
     }
 }
+
+/// States from which [`StateStore::ahead`] runs (below, the pages cost little).
+const AHEAD_MIN: usize = 1 << 16;
+/// Index size (bytes) from which [`StateStore::ahead`] populates its next half.
+const AHEAD_INDEX_MIN: usize = 16 << 20;
 
 /// Doublings of an inline index by several threads: rounds smaller than this many buckets
 /// per thread are left to one thread.
@@ -2066,6 +2366,44 @@ mod tests {
 
     /// Indexes large enough for the doubling to give the old index back in blocks: every
     /// marking is still found, with its id.
+    #[test]
+    fn pages_written_ahead_keep_every_marking() {
+        // 12-byte markings: arena chunks of 2^20 states, the next one made ahead from half
+        // of the last (1.5 * 2^20 states); the index's next half asked for from 1/2 load
+        // (from 2^20 slots, 16 MiB, on), all of it before the index doubles at 3/4.
+        let mut st = StateStore::new(12);
+        let key = |i: u64| [i.wrapping_mul(0x9E37_79B9_7F4A_7C15), i & 0xFFFF_FFFF];
+        let n = 1_600_000u64;
+        for i in 0..n {
+            let k = key(i);
+            let h = hash_words(&k, 12);
+            assert_eq!(st.insert_words(&k, h), Some((i as u32, true)));
+        }
+        assert_eq!(st.index_bytes(), 64 << 20);
+        assert!(st.spare.is_some(), "the next chunk made ahead");
+        assert_eq!(
+            st.index_ahead,
+            st.table.len(),
+            "the new half asked for before"
+        );
+        let memory = st.memory_bytes();
+        st.trim_arena();
+        assert_eq!(
+            st.memory_bytes(),
+            memory,
+            "the chunk made ahead is not counted"
+        );
+        // Doubled by the pass (pages written ahead, or being written) and by threads.
+        st.reserve(3_200_000);
+        st.reserve_with(6_400_000, 2);
+        assert_eq!(st.index_bytes(), 256 << 20);
+        for i in 0..n {
+            let k = key(i);
+            assert_eq!(st.find_words(&k, hash_words(&k, 12)), Some(i as u32));
+            assert_eq!(st.get(i as u32)[..8], k[0].to_le_bytes());
+        }
+    }
+
     #[test]
     fn large_indexes_double_and_keep_every_marking() {
         for compact in [false, true] {
