@@ -606,11 +606,12 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
             return Err(format!("no-op job: wrong result {outs:?}"));
         }
         pnet_stdlib::outln!(
-            "no-op tasks: {tasks} in {:.2} s = {:.0} tasks/s, exact; agent CPU {:.0} %, RSS \
-             {:.1} MB after",
+            "no-op tasks: {tasks} in {:.2} s = {:.0} tasks/s, exact; agent CPU {:.0} % ({:.1} \
+             µs per task), RSS {:.1} MB after",
             took.as_secs_f64(),
             tasks as f64 / took.as_secs_f64(),
             (c1 - c0) as f64 / clock_ticks() / took.as_secs_f64() * 100.0,
+            (c1 - c0) as f64 / clock_ticks() / tasks as f64 * 1e6,
             rss as f64 / 1024.0
         );
     }
@@ -626,8 +627,9 @@ fn scale_run(o: &Options, n: usize) -> Result<(), String> {
         let took = t.elapsed();
         let (_, c1) = proc_stats(agent_pid);
         pnet_stdlib::outln!(
-            "agent CPU during the 10 ms tasks: {:.0} %",
-            (c1 - c0) as f64 / clock_ticks() / took.as_secs_f64() * 100.0
+            "agent CPU during the 10 ms tasks: {:.0} % ({:.1} µs per task)",
+            (c1 - c0) as f64 / clock_ticks() / took.as_secs_f64() * 100.0,
+            (c1 - c0) as f64 / clock_ticks() / tasks as f64 * 1e6
         );
         if o.leaves > 0 {
             let l = (leaves_cpu(&fleet) - l0) as f64 / clock_ticks() / took.as_secs_f64();

@@ -433,6 +433,7 @@ async fn leaf_main(
         restarts: Vec::new(),
         segments: HashMap::new(),
         workers_gone: None,
+        running_changed: Vec::new(),
     };
     leaf.log(&format!(
         "leaf `{}`: connected to the root {root}; its workers connect to {addr}",
@@ -514,6 +515,9 @@ struct Leaf<'c> {
     /// Its workers' segments (their `Memory` messages): a root it joins again hears them
     /// again.
     segments: HashMap<WorkerId, pnet_protocol::memory::SegmentInfo>,
+    /// Workers given or answering tasks in this round: the root hears what they run at its
+    /// end ([`Leaf::tell_running`]).
+    running_changed: Vec<WorkerId>,
     /// Why it leaves its root: every worker it started ended for good
     /// ([`Leaf::tend_workers`]).
     workers_gone: Option<String>,
@@ -1227,22 +1231,51 @@ impl Leaf<'_> {
             }
             self.subs_busy = true;
             self.up_of(wid, m);
-            self.tell_running(wid);
+            self.running_changed.push(wid);
         }
     }
 
-    /// The root hears at once which task the worker `wid` runs when that changed (a
-    /// `Heartbeat` in a [`WorkerMsg::OfWorker`], in the batch of the round), so `gspc tasks`
-    /// shows a task running when it starts rather than at the next report of the workers.
-    fn tell_running(&mut self, wid: WorkerId) {
-        // Workers run their tasks in order: the oldest one in flight.
-        let running = self.sched.running_record(wid).map(|r| r.task.id);
-        let Some(sub) = self.subs.get_mut(&wid) else {
+    /// The root hears at the end of each round which task each worker that was given or
+    /// answered tasks in the round runs, when that changed: a `Heartbeat` in the worker's
+    /// [`WorkerMsg::OfWorker`] of the round (after its answers), so that `gspc tasks` shows a
+    /// task running when it starts rather than at the next report of the workers. Once per
+    /// worker and round: a worker that answered several tasks is told of once.
+    fn tell_running(&mut self) {
+        if self.running_changed.is_empty() {
             return;
-        };
-        if sub.told != running {
+        }
+        let mut changed = std::mem::take(&mut self.running_changed);
+        changed.sort_unstable();
+        changed.dedup();
+        // Each worker's last OfWorker after the last report of all the workers (which a
+        // Heartbeat must follow, being newer).
+        let from = (self.up.iter())
+            .rposition(|m| matches!(m, WorkerMsg::LeafWorkers(_)))
+            .map_or(0, |i| i + 1);
+        let mut at: HashMap<WorkerId, usize> = HashMap::new();
+        for (i, m) in self.up.iter().enumerate().skip(from) {
+            if let WorkerMsg::OfWorker { worker, .. } = m {
+                at.insert(*worker, i);
+            }
+        }
+        for wid in changed {
+            // Workers run their tasks in order: the oldest one in flight.
+            let running = self.sched.running_record(wid).map(|r| r.task.id);
+            let Some(sub) = self.subs.get_mut(&wid) else {
+                continue;
+            };
+            if sub.told == running {
+                continue;
+            }
             sub.told = running;
-            self.up_of(wid, WorkerMsg::Heartbeat { running });
+            let beat = WorkerMsg::Heartbeat { running };
+            match at.get(&wid).and_then(|&i| self.up.get_mut(i)) {
+                Some(WorkerMsg::OfWorker { msgs, .. }) => msgs.push(beat),
+                _ => {
+                    self.up_of(wid, beat);
+                    at.insert(wid, self.up.len() - 1);
+                }
+            }
         }
     }
 
@@ -1326,10 +1359,11 @@ impl Leaf<'_> {
                 self.at.insert(t.task, wid);
             }
             self.to_worker(wid, &AgentMsg::Run(tasks));
-            self.tell_running(wid);
+            self.running_changed.push(wid);
         }
         for (victim, tasks) in self.sched.steal() {
             self.to_worker(victim, &AgentMsg::Steal { tasks });
         }
+        self.tell_running();
     }
 }
