@@ -373,7 +373,18 @@ impl<'a> Elab<'a> {
                 for &(_, _, _, pl) in &bindings {
                     used[pl.index()] = true;
                 }
-                for t in &net.transitions {
+                // the places of the root net's transitions kept apart ([`Elab::absorb_lite`])
+                let lite_places = std::mem::take(&mut self.lite_places);
+                let lite_runs = std::mem::take(&mut self.lite_runs);
+                let mut runs = lite_runs.iter().peekable();
+                for (ti, t) in net.transitions.iter().enumerate() {
+                    let lite = match runs.next_if(|(i, _)| *i == ti) {
+                        Some((_, run)) => &lite_places[run.clone()],
+                        None => &[],
+                    };
+                    for p in lite {
+                        used[p.index()] = true;
+                    }
                     let (conns, maps) = (&t.connections, &t.place_map);
                     for c in conns {
                         used[c.place.index()] = true;
@@ -382,6 +393,7 @@ impl<'a> Elab<'a> {
                         used[m.1.index()] = true;
                     }
                     if conns.is_empty()
+                        && lite.is_empty()
                         && !self.misnamed.contains(&t.span)
                         && maps.is_empty()
                         && t.responses.is_empty()

@@ -293,6 +293,12 @@ struct Elab<'a> {
     /// name probably meant: no "not connected" or "independent" warning follows for them
     /// (the unknown name is the one error to fix).
     misnamed: Vec<SourceSpan>,
+    /// With `lite`: the places the root net's transitions taken by [`Elab::absorb_lite`]
+    /// connect to (made the net's), and for each such transition its index in the net and
+    /// its run of these places: what the checks after the net read instead of copies of its
+    /// connections and place map (one allocation per transition on every edit).
+    lite_places: Vec<PlaceId>,
+    lite_runs: Vec<(usize, std::ops::Range<usize>)>,
 }
 
 /// A module function met, to find duplicates.
@@ -470,6 +476,8 @@ impl<'a> Elab<'a> {
             struct_depth: 0,
             struct_depth_reported: false,
             misnamed: Vec::new(),
+            lite_places: Vec::new(),
+            lite_runs: Vec::new(),
         }
     }
 

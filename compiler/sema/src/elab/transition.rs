@@ -256,9 +256,10 @@ fn place_ids(t: &TransitionDecl, by_name: &PlaceNames) -> Vec<Option<usize>> {
 }
 
 /// What the checks after a net ([`Elab::defun`]) read of transition `t` when only the
-/// diagnostics are wanted ([`Elab::lite`]): its connections, place map, responses, eureka
-/// ports and span, and its name when it may be connected to no place (the warning names
-/// it); not its requirements and properties. Copying every transition of the root net after
+/// diagnostics are wanted ([`Elab::lite`]), but for the places of its connections and place
+/// map (kept apart: [`Elab::lite_places`]): whether it has responses or eureka ports, its
+/// span, and its name when it is connected to no place (the warning names it); not its
+/// connections, requirements and properties. Copying every transition of the root net after
 /// each edit is a part of the edit's floor.
 fn lite_transition(t: &Transition) -> Transition {
     let unconnected = t.connections.is_empty() && t.place_map.is_empty();
@@ -270,11 +271,11 @@ fn lite_transition(t: &Transition) -> Transition {
         },
         priority: t.priority,
         function: t.function,
-        connections: t.connections.clone(),
+        connections: Vec::new(),
         responses: t.responses.clone(),
         eureka_ports: t.eureka_ports.clone(),
         condition: t.condition,
-        place_map: t.place_map.clone(),
+        place_map: Vec::new(),
         requires: Vec::new(),
         properties: Vec::new(),
         produce_shared: t.produce_shared,
@@ -362,6 +363,8 @@ impl<'a> Elab<'a> {
             struct_depth: self.struct_depth,
             struct_depth_reported: self.struct_depth_reported,
             misnamed: Vec::new(),
+            lite_places: Vec::new(),
+            lite_runs: Vec::new(),
             root_items: None,
             lite: self.lite,
             keep_facts: self.keep_facts,
@@ -392,9 +395,13 @@ impl<'a> Elab<'a> {
         match &out.effect {
             Effect::Nothing => {}
             Effect::Transition(t) => {
-                let mut t = lite_transition(t);
-                globalize(&mut t, ids);
-                net.transitions.push(t);
+                let start = self.lite_places.len();
+                let places = t.connections.iter().map(|c| c.place);
+                let places = places.chain(t.place_map.iter().map(|pm| pm.1));
+                self.lite_places.extend(places.map(|p| global(p, ids)));
+                let run = start..self.lite_places.len();
+                self.lite_runs.push((net.transitions.len(), run));
+                net.transitions.push(lite_transition(t));
             }
             Effect::Inline { prefix, child, map } => {
                 let effect = Effect::Inline {
