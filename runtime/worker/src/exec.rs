@@ -873,8 +873,11 @@ impl Executor {
                     .join(", ")
             )
         };
+        let hint = nearest_module(&dirs, m)
+            .map(|(name, path)| format!("; did you mean `{name}` ({})?", path.display()))
+            .unwrap_or_default();
         Err(format!(
-            "not found: no {lib_name}, executable {exe_name} or executable {m}; {searched}"
+            "not found: no {lib_name}, executable {exe_name} or executable {m}; {searched}{hint}"
         ))
     }
 
@@ -1211,6 +1214,37 @@ fn short(s: &str) -> String {
         t.push_str("...");
     }
     t
+}
+
+/// The module in `dirs` whose name is nearest to the missing `m` (a likely misspelling):
+/// its name and file (`libNAME.so`, or an executable `NAME` or `NAME.F`).
+fn nearest_module(dirs: &[PathBuf], m: &str) -> Option<(String, PathBuf)> {
+    let mut found: Vec<(String, PathBuf)> = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        // (Sorted: the same suggestion whatever the folder's order.)
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let Ok(file) = e.file_name().into_string() else {
+                continue;
+            };
+            let name = match file.strip_prefix("lib").and_then(|r| r.strip_suffix(".so")) {
+                Some(lib) => lib.to_string(),
+                None if is_executable(&e.path()) => {
+                    file.split('.').next().unwrap_or_default().to_string()
+                }
+                None => continue,
+            };
+            if !name.is_empty() && !found.iter().any(|(n, _)| *n == name) {
+                found.push((name, e.path()));
+            }
+        }
+    }
+    let best = pnet_stdlib::suggest::nearest(m, found.iter().map(|(n, _)| n.as_str()))?;
+    found.iter().find(|(n, _)| n == best).cloned()
 }
 
 #[cfg(test)]

@@ -113,6 +113,7 @@ fn command_modules_by_module_and_function() {
         ),
         def(2, "multi", "first", vec![("r", Type::String)]),
         def(3, "absent", "f", vec![]),
+        def(4, "shuot", "upper", vec![("r", Type::String)]),
     ];
     let mut exec = Executor::new("w1".into(), defs, vec![dir.0.clone()]);
     assert_eq!(
@@ -129,6 +130,16 @@ fn command_modules_by_module_and_function() {
             "net.xpnet:3:5: module absent.f: not found: no libabsent.so, executable absent.f or \
              executable absent; searched {}",
             dir.0.display()
+        ))
+    );
+    // A misspelt module: the nearest one found is suggested.
+    assert_eq!(
+        run_one(&mut exec, 4, "x"),
+        Err(format!(
+            "net.xpnet:3:5: module shuot.upper: not found: no libshuot.so, executable \
+             shuot.upper or executable shuot; searched {}; did you mean `shout` ({})?",
+            dir.0.display(),
+            dir.0.join("shout.upper").display()
         ))
     );
     assert_eq!(
