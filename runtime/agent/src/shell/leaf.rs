@@ -649,7 +649,7 @@ impl Leaf<'_> {
             }
             // Its workers ended for good: the tasks it held went back to the root above.
             if let Some(why) = self.workers_gone.take() {
-                return End::Over(why);
+                return End::Over(format!("{why}; left the root"));
             }
         }
     }
@@ -731,7 +731,7 @@ impl Leaf<'_> {
             self.up.clear();
             self.tend_workers(children);
             if let Some(why) = self.workers_gone.take() {
-                return Err(setup(why));
+                return Err(setup(format!("{why}; stopped waiting for the root")));
             }
             if old.running() == 0 {
                 match try_root(cfg).await {
@@ -968,7 +968,7 @@ impl Leaf<'_> {
             let n = self.cfg.workers;
             self.workers_gone = Some(format!(
                 "no workers left: the {n} worker{} it started ended and {} not restarted (at \
-                 most {MAX_RESTARTS} times each); left the root",
+                 most {MAX_RESTARTS} times each)",
                 if n == 1 { "" } else { "s" },
                 if n == 1 { "was" } else { "were" },
             ));
