@@ -277,6 +277,89 @@ pub struct Core<'b> {
 struct LostWorker {
     capabilities: Vec<String>,
     cause: String,
+    worker: String,
+    /// The call its process ended in, when the agent saw the process end.
+    call: Option<LostCall>,
+}
+
+/// The module call a worker's process ended in, for the message that gives up on it.
+#[derive(Clone, Debug, PartialEq)]
+struct LostCall {
+    task: u64,
+    module: Arc<str>,
+    /// How the process ended: `SIGSEGV`, `exit status 3`.
+    how: String,
+    transition: Arc<str>,
+    at: String,
+    inputs: String,
+}
+
+/// What a module did to its worker process, from how the process ended: `crashed with
+/// SIGSEGV`; a process that exited with status 0 during a call did not crash, but the call
+/// has no result.
+fn ended_how(how: &str) -> String {
+    if how == "exit status 0" {
+        "ended its worker process (exit status 0) during the call".to_string()
+    } else {
+        format!("crashed with {how}")
+    }
+}
+
+/// The losses of every worker, the same call's crashes once with their count and workers:
+/// "module `m.f` crashed with SIGSEGV 8 times, on workers `a`, `b` (task 3, ...)".
+fn describe_losses(losses: &[LostWorker]) -> String {
+    let mut parts: Vec<(Option<&LostCall>, String, usize, Vec<&str>)> = Vec::new();
+    for l in losses {
+        let key = match &l.call {
+            Some(c) => parts
+                .iter()
+                .position(|(k, ..)| k.is_some_and(|k| k.task == c.task && k.how == c.how)),
+            None => parts
+                .iter()
+                .position(|(k, cause, ..)| k.is_none() && *cause == l.cause),
+        };
+        match key {
+            Some(k) => {
+                parts[k].2 += 1;
+                if !parts[k].3.contains(&l.worker.as_str()) {
+                    parts[k].3.push(&l.worker);
+                }
+            }
+            None => parts.push((l.call.as_ref(), l.cause.clone(), 1, vec![&l.worker])),
+        }
+    }
+    let one_call = parts.len() == 1 && parts[0].0.is_some();
+    let mut text = parts
+        .into_iter()
+        .map(|(call, cause, n, workers)| match call {
+            Some(c) if n > 1 => format!(
+                "module `{}` {} {n} times, on worker(s) {} (task {}, transition `{}` at {}; \
+                 inputs: {})",
+                c.module,
+                ended_how(&c.how),
+                workers
+                    .iter()
+                    .map(|w| format!("`{w}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                c.task,
+                c.transition,
+                c.at,
+                c.inputs
+            ),
+            Some(c) => format!("{cause}; inputs: {}", c.inputs),
+            None if n > 1 => format!("{cause} ({n} times)"),
+            None => cause,
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    if one_call {
+        text.push_str(
+            "; every worker that could run this call ended on it, each restart included, so \
+             none is left to try it again",
+        );
+    }
+    text
 }
 
 const MAX_LOSSES_KEPT: usize = 64;
@@ -625,6 +708,7 @@ impl<'b> Core<'b> {
                 self.def_names[t.def as usize].clone(),
                 self.sched.class(t.task.class).name.clone(),
                 self.sched.class(t.task.class).location.clone(),
+                (t.def, t.task.inputs.clone()),
             )
         });
         // A leaf runs many tasks at once: its loss is not the fault of its oldest one.
@@ -636,8 +720,9 @@ impl<'b> Core<'b> {
             _ if let Some(n) = leaf_tasks => {
                 format!("leaf agent `{name}` was lost with {n} tasks in flight: {reason}")
             }
-            (Some(how), Some((task, module, transition, at))) => format!(
-                "module `{module}` crashed with {how} on worker `{name}` (task {task}, transition `{transition}` at {at})"
+            (Some(how), Some((task, module, transition, at, _))) => format!(
+                "module `{module}` {} on worker `{name}` (task {task}, transition `{transition}` at {at})",
+                ended_how(how)
             ),
             (Some(how), None) => format!("worker `{name}` ended with {how} while idle ({reason})"),
             (None, Some((task, module, ..))) => format!(
@@ -645,9 +730,26 @@ impl<'b> Core<'b> {
             ),
             (None, None) => format!("worker `{name}` was lost: {reason}"),
         };
+        let call = match (exit, running) {
+            (Some(how), Some((task, module, transition, at, (def, inputs))))
+                if leaf_tasks.is_none() =>
+            {
+                Some(LostCall {
+                    task,
+                    module,
+                    how: how.to_string(),
+                    transition,
+                    at,
+                    inputs: self.task_inputs(def, inputs).text(),
+                })
+            }
+            _ => None,
+        };
         self.losses.push(LostWorker {
             capabilities: caps,
             cause: cause.clone(),
+            worker: name.clone(),
+            call,
         });
         if self.losses.len() > MAX_LOSSES_KEPT {
             self.losses.remove(0);
@@ -1312,11 +1414,7 @@ impl<'b> Core<'b> {
             if !self.losses.is_empty() {
                 format!(
                     "every worker that joined was lost: {}",
-                    self.losses
-                        .iter()
-                        .map(|l| l.cause.as_str())
-                        .collect::<Vec<_>>()
-                        .join("; ")
+                    describe_losses(&self.losses)
                 )
             } else if self.cfg.expected_workers == 0 {
                 "no workers were started".to_string()
@@ -1333,10 +1431,16 @@ impl<'b> Core<'b> {
                     .join(", ")
             )
         };
+        let lost_all = workers.is_empty() && !self.losses.is_empty();
         AgentError::NoWorker(format!(
-            "in transition `{}` ({}): no worker can run this module call: it needs {}; {}",
+            "in transition `{}` ({}): {} this module call: it needs {}; {}",
             spec.name,
             spec.location,
+            if lost_all {
+                "no worker is left to run"
+            } else {
+                "no worker can run"
+            },
             spec.describe(),
             have
         ))

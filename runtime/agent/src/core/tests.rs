@@ -577,9 +577,61 @@ fn without_workers_a_job_waits_for_restarts_then_names_the_losses() {
     h.settle();
     let e = h.error().to_string();
     assert!(
-        e.contains("no worker can run this module call: it needs nothing; every worker that joined was lost: module `arith.square` crashed with SIGABRT on worker `w0`"),
+        e.contains("no worker is left to run this module call: it needs nothing; every worker that joined was lost: module `arith.square` crashed with SIGABRT on worker `w0`"),
         "{e}"
     );
+}
+
+#[test]
+fn a_call_that_crashes_every_worker_is_named_once_with_its_inputs_and_count() {
+    let b = net("square");
+    let mut h = Harness::new(&b, &xs(5..6), cfg(1, 1));
+    for (id, name) in [(0, "w0"), (1, "w1"), (2, "w0")] {
+        h.join(id, name, &[]);
+        h.core.set_workers_coming(usize::from(id < 2));
+        h.event(Event::Lost {
+            worker: id,
+            reason: "connection closed".into(),
+            exit: Some("SIGSEGV".into()),
+        });
+        assert!(h.finished.is_none() || id == 2, "a restart is coming");
+    }
+    h.settle();
+    let e = h.error().to_string();
+    assert!(
+        e.contains(
+            "no worker is left to run this module call: it needs nothing; every worker that \
+             joined was lost: module `arith.square` crashed with SIGSEGV 3 times, on worker(s) \
+             `w0`, `w1` (task 0, transition `square` at test.xpnet:2:3; inputs: n = 5L); \
+             every worker that could run this call ended on it, each restart included, so \
+             none is left to try it again"
+        ),
+        "{e}"
+    );
+    assert_eq!(e.matches("SIGSEGV").count(), 1, "{e}");
+}
+
+#[test]
+fn a_module_that_exits_with_status_0_during_a_call_is_not_called_a_crash() {
+    let b = net("square");
+    let mut c = cfg(1, 1);
+    c.max_retries = Some(0);
+    let mut h = Harness::new(&b, &xs(5..6), c);
+    h.join(0, "w0", &[]);
+    h.event(Event::Lost {
+        worker: 0,
+        reason: "connection closed".into(),
+        exit: Some("exit status 0".into()),
+    });
+    let e = h.error().to_string();
+    assert!(
+        e.contains(
+            "module `arith.square` ended its worker process (exit status 0) during the call on \
+             worker `w0` (task 0, transition `square` at test.xpnet:2:3)"
+        ),
+        "{e}"
+    );
+    assert!(!e.contains("crashed"), "{e}");
 }
 
 #[test]
