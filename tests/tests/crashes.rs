@@ -370,17 +370,16 @@ impl Drop for KilledOnDrop {
     }
 }
 
-#[test]
-fn a_task_that_does_not_end_is_named_by_status_and_ctrl_c_leaves_nothing_behind() {
-    let s = Scratch::new("hang");
-    let sock = s.dir.join("job.sock");
+/// Starts a job whose one task (`crashcmd.orphan`) does not end, with a control socket;
+/// returns it and the pid of the module's child once the module runs.
+fn start_hanging_job(s: &Scratch, sock: &Path) -> (KilledOnDrop, u32) {
     let mut cmd = Command::new(bin_dir().join("gspc-run"));
     cmd.arg(net())
         .args(module_path())
         .args(["--topology", "worker:1", "--no-progress", "--control"])
-        .arg(&sock)
+        .arg(sock)
         .args(s.inputs("orphan", 1, 600_000));
-    let mut job = KilledOnDrop(Some(
+    let job = KilledOnDrop(Some(
         cmd.stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -400,6 +399,30 @@ fn a_task_that_does_not_end_is_named_by_status_and_ctrl_c_leaves_nothing_behind(
         );
         std::thread::sleep(Duration::from_millis(20));
     };
+    (job, sleeper)
+}
+
+/// Sends `signal` to a job and waits for its end.
+fn signal_job(mut job: KilledOnDrop, signal: i32) -> Output {
+    let child = job.0.as_mut().unwrap();
+    // SAFETY: plain system call.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "gspc-run ignores signal {signal}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    job.0.take().unwrap().wait_with_output().unwrap()
+}
+
+#[test]
+fn a_task_that_does_not_end_is_named_by_status_and_ctrl_c_leaves_nothing_behind() {
+    let s = Scratch::new("hang");
+    let sock = s.dir.join("job.sock");
+    let (job, sleeper) = start_hanging_job(&s, &sock);
     let worker = worker_above(sleeper).expect("a gspc-worker above the module");
     // `status` names the task that runs, for how long, and its inputs.
     let o = run_bounded(
@@ -420,18 +443,7 @@ fn a_task_that_does_not_end_is_named_by_status_and_ctrl_c_leaves_nothing_behind(
     );
     assert!(line.contains("x = 0L"), "{line}");
     // Ctrl-C: exit 130, the worker and the module's children go, the socket too.
-    let child = job.0.as_mut().unwrap();
-    // SAFETY: plain system call.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let t = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "gspc-run ignores SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let o = job.0.take().unwrap().wait_with_output().unwrap();
+    let o = signal_job(job, libc::SIGINT);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(130), "{out}\n{err}");
     assert!(
@@ -443,6 +455,21 @@ fn a_task_that_does_not_end_is_named_by_status_and_ctrl_c_leaves_nothing_behind(
         "the module's child outlived gspc-run"
     );
     assert!(!sock.exists(), "the control socket is left");
+}
+
+#[test]
+fn sigterm_cancels_a_job_naming_the_signal_and_exits_with_143() {
+    let s = Scratch::new("term");
+    let sock = s.dir.join("job.sock");
+    let (job, sleeper) = start_hanging_job(&s, &sock);
+    let o = signal_job(job, libc::SIGTERM);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(143), "{out}\n{err}");
+    assert!(err.contains("the job was cancelled by SIGTERM"), "{err}");
+    assert!(
+        wait_gone(sleeper, Duration::from_secs(5)),
+        "the module's child outlived gspc-run"
+    );
 }
 
 #[test]

@@ -360,7 +360,7 @@ fn outcome_of(
             types,
             ending: r.ending.clone(),
         },
-        Err(AgentError::Cancelled) => JobOutcome::Cancelled,
+        Err(AgentError::Cancelled | AgentError::Terminated) => JobOutcome::Cancelled,
         Err(e) => JobOutcome::Failed {
             code: e.code().to_string(),
             message: e.to_string(),

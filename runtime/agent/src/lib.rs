@@ -205,6 +205,8 @@ pub enum AgentError {
     Stuck(String),
     /// Cancelled by a signal or a control client (`gspc-run` exits with 130).
     Cancelled,
+    /// Cancelled by SIGTERM (`gspc-run` exits with 143 = 128 + 15).
+    Terminated,
     /// The agent could not start: listening, launching workers, the control socket, files.
     Setup(String),
 }
@@ -216,7 +218,7 @@ impl AgentError {
             AgentError::Run(_) => "agent-job-failed",
             AgentError::NoWorker(_) => "agent-no-worker",
             AgentError::Stuck(_) => "agent-stuck",
-            AgentError::Cancelled => "agent-cancelled",
+            AgentError::Cancelled | AgentError::Terminated => "agent-cancelled",
             AgentError::Setup(_) => "agent-setup",
         }
     }
@@ -225,6 +227,7 @@ impl AgentError {
     pub fn exit_code(&self) -> i32 {
         match self {
             AgentError::Cancelled => 130,
+            AgentError::Terminated => 143,
             _ => 1,
         }
     }
@@ -236,6 +239,7 @@ impl std::fmt::Display for AgentError {
             AgentError::Run(e) => write!(f, "{e}"),
             AgentError::NoWorker(m) | AgentError::Stuck(m) | AgentError::Setup(m) => f.write_str(m),
             AgentError::Cancelled => f.write_str("the job was cancelled"),
+            AgentError::Terminated => f.write_str("the job was cancelled by SIGTERM"),
         }
     }
 }
@@ -311,6 +315,12 @@ mod tests {
         assert_eq!(AgentError::Cancelled.exit_code(), 130);
         assert_eq!(AgentError::Cancelled.code(), "agent-cancelled");
         assert_eq!(AgentError::Cancelled.to_string(), "the job was cancelled");
+        assert_eq!(AgentError::Terminated.exit_code(), 143);
+        assert_eq!(AgentError::Terminated.code(), "agent-cancelled");
+        assert_eq!(
+            AgentError::Terminated.to_string(),
+            "the job was cancelled by SIGTERM"
+        );
         let e = AgentError::Setup("cannot listen".into());
         assert_eq!((e.code(), e.exit_code()), ("agent-setup", 1));
         let mut r = RunError::new(pnet_engine::RunErrorKind::TaskFailed {

@@ -426,6 +426,8 @@ struct Shell<'c> {
     lost_names: HashMap<String, String>,
     /// Planned workers that exited before joining: "`name` (how it ended)".
     dead_before_join: HashSet<String>,
+    /// A SIGTERM cancelled the job (it ends as [`AgentError::Terminated`]).
+    terminated: bool,
     dead_names: HashSet<String>,
     ev_tx: UnboundedSender<ShellEvent>,
     ev_rx: Option<UnboundedReceiver<ShellEvent>>,
@@ -488,6 +490,7 @@ impl<'c> Shell<'c> {
             joined_names: HashSet::new(),
             lost_names: HashMap::new(),
             dead_before_join: HashSet::new(),
+            terminated: false,
             dead_names: HashSet::new(),
             ev_tx,
             ev_rx: Some(ev_rx),

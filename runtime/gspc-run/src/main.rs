@@ -4,7 +4,7 @@
 //!
 //! Exit codes: 0 success, 1 the net did not compile or the run failed, 2 usage errors,
 //! 3 the net stopped early (an out port empty or tokens left; only with --require-outputs),
-//! 130 cancelled by the user.
+//! 130 cancelled by the user (Ctrl-C, `gspc-run cancel`), 143 cancelled by SIGTERM.
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -25,7 +25,7 @@ that got no -p value and that nothing in the net puts a token on is named on std
 
 Exit codes: 0 success, 1 the net did not compile or the run failed, 2 usage errors, 3 the
 net stopped with an out port empty or tokens left (only with --require-outputs), 130
-cancelled.
+cancelled (Ctrl-C), 143 cancelled by SIGTERM.
 
 Examples:
   gspc-run examples/hello/hello.xpnet -p 'name=\"world\"'

@@ -202,11 +202,15 @@ impl Shell<'_> {
                     }
                     // Workers die of the same Ctrl-C as we do: say "cancelled", not
                     // whatever their loss caused.
-                    if r.is_err()
-                        && (sigint.recv().now_or_never().is_some()
-                            || sigterm.recv().now_or_never().is_some())
-                    {
+                    if r.is_err() && sigterm.recv().now_or_never().is_some() {
+                        self.terminated = true;
                         r = Err(AgentError::Cancelled);
+                    } else if r.is_err() && sigint.recv().now_or_never().is_some() {
+                        r = Err(AgentError::Cancelled);
+                    }
+                    // Cancelled by SIGTERM: say so, and exit with 128 + 15.
+                    if self.terminated && matches!(r, Err(AgentError::Cancelled)) {
+                        r = Err(AgentError::Terminated);
                     }
                     break 'outer End::Job(Box::new(r));
                 }
@@ -222,14 +226,15 @@ impl Shell<'_> {
             }
             // Wait for something (or just let the other tasks run when there is more to do).
             enum Woke {
-                Signal,
+                /// SIGINT (false) or SIGTERM (true).
+                Signal(bool),
                 Shell(ShellEvent),
                 Nothing,
             }
             let first = tokio::select! {
                 biased;
-                _ = sigint.recv() => Woke::Signal,
-                _ = sigterm.recv() => Woke::Signal,
+                _ = sigint.recv() => Woke::Signal(false),
+                _ = sigterm.recv() => Woke::Signal(true),
                 e = ev_rx.recv() => e.map_or(Woke::Nothing, Woke::Shell),
                 _ = tick.tick() => Woke::Nothing,
                 _ = tokio::task::yield_now(), if more => Woke::Nothing,
@@ -237,7 +242,7 @@ impl Shell<'_> {
             self.hub.set_now(self.start.elapsed());
             let mut shell_events = Vec::new();
             match first {
-                Woke::Signal => {
+                Woke::Signal(term) => {
                     if self.is_runtime() {
                         self.log.line("stopping on a signal");
                         let cancelled = self.hub.cancel_all(&mut out);
@@ -248,7 +253,12 @@ impl Shell<'_> {
                             client: self.stopping.as_ref().map(|s| s.0),
                         };
                     }
-                    self.log.line("cancelled");
+                    self.terminated |= term;
+                    self.log.line(if term {
+                        "cancelled (SIGTERM)"
+                    } else {
+                        "cancelled (SIGINT)"
+                    });
                     self.hub.cancel_all(&mut out);
                 }
                 Woke::Shell(sev) => shell_events.push(sev),
