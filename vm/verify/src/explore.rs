@@ -331,6 +331,12 @@ impl PtExploration {
     }
 }
 
+/// Whether an exploration on `threads` threads leaves a core free for the store's writes of
+/// fresh pages ahead of need ([`StateStore::write_ahead`]).
+fn spare_core(threads: usize) -> bool {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) > threads.max(1)
+}
+
 /// `Some(limit)` when the exploration holds more than `opts.max_memory` bytes.
 fn over_memory(e: &PtExploration, opts: &PtOptions) -> Option<u64> {
     opts.max_memory.filter(|&limit| e.memory_bytes() > limit)
@@ -403,6 +409,7 @@ fn explore_with(
 ) -> Result<PtExploration, Restart> {
     let stride = pk.stride();
     let mut store = StateStore::with_layout(stride, opts.compact_index);
+    store.write_ahead(spare_core(1));
     let init: Vec<u32> = m0.iter().map(|&v| v as u32).collect();
     if init.iter().any(|&v| v as u64 > pk.max_value()) {
         return Err(Restart::Widen);
@@ -728,6 +735,8 @@ fn explore_bits_sliced(
     let net = BitNet::new(c, stride);
     let w = net.w;
     let mut store = StateStore::with_layout(stride, opts.compact_index);
+    // The threads explore with an inline index only.
+    store.write_ahead(spare_core(if store.is_inline() { opts.threads } else { 1 }));
     let init: Vec<u32> = m0.iter().map(|&v| v as u32).collect();
     if init.iter().any(|&v| v > 1) {
         return Err(Restart::Widen);

@@ -692,8 +692,8 @@ pub struct StateStore {
     /// (started with the first request; first field: dropped, so stopped, before the
     /// mappings).
     prefault: Option<Prefault>,
-    /// The number of states at which [`StateStore::ahead`] asks for more pages, and the
-    /// index words asked for so far.
+    /// The number of states at which [`StateStore::ahead`] asks for more pages (never when
+    /// switched off: [`StateStore::write_ahead`]), and the index words asked for so far.
     ahead_at: usize,
     index_ahead: usize,
     stride: usize,
@@ -1124,14 +1124,26 @@ impl StateStore {
         self.len += 1;
     }
 
+    /// Whether pages are written ahead of need by a thread of their own (see
+    /// [`StateStore::ahead`]; on by default): worth it when a core would be idle otherwise,
+    /// not when the exploration's threads take every core (a third thread on two cores
+    /// holds them up at their barriers).
+    pub fn write_ahead(&mut self, on: bool) {
+        if on {
+            self.ahead_at = self.ahead_at.min(AHEAD_MIN.max(self.len));
+        } else {
+            self.ahead_at = usize::MAX;
+        }
+    }
+
     /// Asks the [`Prefault`] thread for the pages the next states will write, and sets
     /// the number of states at which to ask again (`ahead_at`):
     /// - the next arena chunk (kept aside until used: see [`StateStore::new_chunk`]) once
     ///   the last one is half full;
     /// - an inline index in its own growable mapping: its next half (the pages its next
-    ///   doubling writes), in eighths, the first at 1/2 load, the last at 27/40 (the index
+    ///   doubling writes), in eighths, the first at 9/16 load, the last at 45/64 (the index
     ///   doubles at 3/4): the population keeps ahead of the doubling, and an exploration
-    ///   ending below 1/2 load (the index just doubled) populates nothing unused.
+    ///   ending below 9/16 load (3/8 after a doubling) populates nothing unused.
     #[cold]
     fn ahead(&mut self) {
         let per = 1usize << self.chunk_shift;
@@ -1152,7 +1164,7 @@ impl StateStore {
             at = at.min(slots);
         }
         if self.inline && slots * 16 >= AHEAD_INDEX_MIN {
-            let piece = |i: usize| slots / 2 + i * slots / 40;
+            let piece = |i: usize| slots / 16 * 9 + i * slots / 64;
             let done = (0..8).take_while(|&i| self.len >= piece(i)).count();
             if done > 0 {
                 // The first `done` eighths of the next half (`2 slots` words from the end).
@@ -2369,7 +2381,7 @@ mod tests {
     #[test]
     fn pages_written_ahead_keep_every_marking() {
         // 12-byte markings: arena chunks of 2^20 states, the next one made ahead from half
-        // of the last (1.5 * 2^20 states); the index's next half asked for from 1/2 load
+        // of the last (1.5 * 2^20 states); the index's next half asked for from 9/16 load
         // (from 2^20 slots, 16 MiB, on), all of it before the index doubles at 3/4.
         let mut st = StateStore::new(12);
         let key = |i: u64| [i.wrapping_mul(0x9E37_79B9_7F4A_7C15), i & 0xFFFF_FFFF];
