@@ -114,20 +114,29 @@ const MAX_LISTED: usize = 10;
 
 /// One line per task sent to a worker and not answered, the longest running first (`now_us`:
 /// the job's clock), at most [`MAX_LISTED`]:
-/// `  task 3 `work` (m.f) running for 12.3s on worker-vm-0: x = 3L` (`sent 12.3s ago to`
-/// while the agent has not heard that it started).
+/// `  task 3 `work` (m.f) running for 12.3s on worker-vm-0: x = 3L`; `running (sent 12.3s
+/// ago) on` for the task a worker runs now when the agent does not know when it started, and
+/// `sent 12.3s ago to` for one queued on the worker behind it.
 fn tasks_on_workers(t: &JobTasks, now_us: u64) -> String {
     let mut open: Vec<_> = t
         .tasks
         .iter()
         .filter(|k| k.state == "running" || k.state == "sent")
         .collect();
-    open.sort_by_key(|k| (k.started_us.unwrap_or(u64::MAX), k.sent_us, k.task));
+    open.sort_by_key(|k| {
+        (
+            k.state != "running",
+            k.started_us.unwrap_or(u64::MAX),
+            k.sent_us,
+            k.task,
+        )
+    });
     let mut out = String::new();
     for k in open.iter().take(MAX_LISTED) {
         let ago = |us: u64| now_us.saturating_sub(us) as f64 / 1e6;
         let when = match k.started_us {
             Some(us) => format!("running for {:.1}s on", ago(us)),
+            None if k.state == "running" => format!("running (sent {:.1}s ago) on", ago(k.sent_us)),
             None => format!("sent {:.1}s ago to", ago(k.sent_us)),
         };
         out.push_str(&format!(
@@ -241,6 +250,7 @@ mod tests {
                 task(1, "running", 1_000_000, Some(2_000_000)),
                 task(2, "running", 0, Some(500_000)),
                 task(3, "sent", 3_000_000, None),
+                task(4, "running", 4_000_000, None),
             ],
             ..JobTasks::default()
         };
@@ -248,6 +258,7 @@ mod tests {
             tasks_on_workers(&t, 12_500_000),
             "  task 2 `work` (m.f) running for 12.0s on w-2: x = 2L\n  \
              task 1 `work` (m.f) running for 10.5s on w-1: x = 1L\n  \
+             task 4 `work` (m.f) running (sent 8.5s ago) on w-4: x = 4L\n  \
              task 3 `work` (m.f) sent 9.5s ago to w-3: x = 3L\n"
         );
         let many = JobTasks {
