@@ -564,6 +564,12 @@ fn print_result(
     );
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    // Modules write to the same stdout: results start on a line of their own.
+    let text = if out.flush().is_ok() && mid_line(&std::io::stdout()) {
+        format!("\n{text}")
+    } else {
+        text
+    };
     let written = out.write_all(text.as_bytes()).and_then(|()| out.flush());
     if let Some(w) = pnet_agent::output::ending_warning("gspc-run", &result.ending) {
         pnet_stdlib::errln!("{w}");
@@ -576,5 +582,55 @@ fn print_result(
             pnet_stdlib::errln!("gspc-run: cannot write the result: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Whether `out`, a regular file, ends in the middle of a line where its next write goes (a
+/// module wrote text without a final newline to the stdout it shares with gspc-run). A
+/// terminal or a pipe cannot be read back: false.
+fn mid_line(out: &impl std::os::fd::AsFd) -> bool {
+    use std::io::Seek;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
+    let Ok(fd) = out.as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    let mut file = std::fs::File::from(fd);
+    // Where the next write goes: the file's end, or less after `1<>file`.
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let Ok(pos @ 1..) = file.stream_position() else {
+        return false;
+    };
+    // Opened again to read it: stdout is usually open for writing only.
+    let Ok(reader) = std::fs::File::open(format!("/proc/self/fd/{}", out.as_fd().as_raw_fd()))
+    else {
+        return false;
+    };
+    let mut last = [0u8];
+    reader.read_exact_at(&mut last, pos - 1).is_ok() && last[0] != b'\n'
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::mid_line;
+
+    #[test]
+    fn results_start_on_a_line_of_their_own_after_module_output_without_a_newline() {
+        let path = std::env::temp_dir().join(format!("gspc-run-mid-line-{}", std::process::id()));
+        let mut f = std::fs::File::create(&path).unwrap();
+        assert!(!mid_line(&f), "empty");
+        f.write_all(b"no newline from 3").unwrap();
+        assert!(mid_line(&f), "after text without a newline");
+        f.write_all(b"\n").unwrap();
+        assert!(!mid_line(&f), "after a newline");
+        // A pipe cannot be read back.
+        let (_reader, mut writer) = std::io::pipe().unwrap();
+        writer.write_all(b"no newline").unwrap();
+        assert!(!mid_line(&writer), "a pipe");
+        std::fs::remove_file(&path).unwrap();
     }
 }
