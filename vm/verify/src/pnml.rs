@@ -6,8 +6,9 @@
 //! `<type value="test"/>` or `"read"` reads without consuming), `<referencePlace>` and
 //! `<referenceTransition>` (resolved to what they reference). Everything else (graphics,
 //! tool-specific data) is ignored. Rejected with a located error: malformed XML, a
-//! high-level (coloured) net, inhibitor and reset arcs, arcs between two places or two
-//! transitions, unknown or duplicate ids, markings and weights that are not natural numbers.
+//! high-level (coloured) net, inhibitor and reset arcs (`<type value="..."/>` or a `type`
+//! attribute), place capacities, arcs between two places or two transitions, unknown or
+//! duplicate ids, markings and weights that are not natural numbers or exceed 2^32-1.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -49,6 +50,10 @@ pub fn parse_pnml(text: &str) -> Result<PtNet, Vec<PnmlError>> {
     };
     let mut r = Reader {
         doc: &doc,
+        text,
+        line_starts: std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect(),
         errors: Vec::new(),
     };
     let net = r.read();
@@ -68,15 +73,26 @@ enum Node2 {
 
 struct Reader<'a, 'i> {
     doc: &'a Document<'i>,
+    text: &'i str,
+    /// The byte offset where each line starts: positions by binary search (roxmltree's
+    /// `text_pos_at` scans from the start of the document, quadratic over a large net).
+    line_starts: Vec<usize>,
     errors: Vec<PnmlError>,
 }
 
 impl<'a, 'i> Reader<'a, 'i> {
     fn pos(&self, n: Node) -> Pos {
-        let p = self.doc.text_pos_at(n.range().start);
+        let at = n.range().start;
+        let line = self.line_starts.partition_point(|&s| s <= at);
+        let start = self.line_starts[line - 1];
+        let col = self
+            .text
+            .get(start..at)
+            .map_or(at - start, |s| s.chars().count())
+            + 1;
         Pos {
-            line: p.row,
-            col: p.col,
+            line: line as u32,
+            col: col as u32,
         }
     }
 
@@ -162,13 +178,21 @@ impl<'a, 'i> Reader<'a, 'i> {
                     let initial = match child_text(c, "initialMarking") {
                         None => 0,
                         Some(t) => match parse_nat(t) {
-                            Some(v) => v,
-                            None => {
-                                self.error(c, format!("place `{id}`: initial marking `{}` is not a natural number", t.trim()));
+                            Ok(v) => v,
+                            Err(why) => {
+                                self.error(
+                                    c,
+                                    format!("place `{id}`: initial marking `{}` {why}", t.trim()),
+                                );
                                 0
                             }
                         },
                     };
+                    if let Some(cap) = child_text(c, "capacity")
+                        && !cap.trim().trim_start_matches('0').is_empty()
+                    {
+                        self.error(c, format!("place `{id}`: capacity `{}` is not supported (P/T nets of the Model Checking Contest have none; model a capacity with a complementary place)", cap.trim()));
+                    }
                     let name = child_text(c, "name")
                         .map(|s| s.trim().to_string())
                         .unwrap_or_else(|| id.clone());
@@ -262,19 +286,19 @@ impl<'a, 'i> Reader<'a, 'i> {
         let weight = match child_text(a, "inscription") {
             None => 1,
             Some(t) => match parse_nat(t) {
-                Some(0) | None => {
-                    self.error(
-                        a,
-                        format!(
-                            "arc `{aid}`: inscription `{}` is not a positive natural number",
-                            t.trim()
-                        ),
-                    );
+                Ok(0) => {
+                    let why = "is not a positive natural number";
+                    self.error(a, format!("arc `{aid}`: inscription `{}` {why}", t.trim()));
                     return;
                 }
-                Some(w) => w,
+                Err(why) => {
+                    self.error(a, format!("arc `{aid}`: inscription `{}` {why}", t.trim()));
+                    return;
+                }
+                Ok(w) => w,
             },
         };
+        // `<type value="..."/>` (PNML) or a `type` attribute (some tools' dialect).
         let kind = a
             .children()
             .find(|c| c.has_tag_name("type"))
@@ -283,6 +307,7 @@ impl<'a, 'i> Reader<'a, 'i> {
                     .map(str::to_string)
                     .or_else(|| child_text(t, "text").map(|s| s.trim().to_string()))
             })
+            .or_else(|| a.attribute("type").map(|s| s.trim().to_string()))
             .unwrap_or_else(|| "normal".to_string());
         let read = match kind.as_str() {
             "normal" | "" => false,
@@ -342,12 +367,19 @@ fn child_text<'a>(n: Node<'a, '_>, tag: &str) -> Option<&'a str> {
     c.text().filter(|s| !s.trim().is_empty())
 }
 
-fn parse_nat(s: &str) -> Option<u64> {
+/// The largest number of tokens (marking or arc weight) the explorer counts on a place.
+const MAX_TOKENS: u64 = u32::MAX as u64;
+
+/// A natural number up to [`MAX_TOKENS`], else why not (to follow the value in a message).
+fn parse_nat(s: &str) -> Result<u64, &'static str> {
     let s = s.trim();
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+        return Err("is not a natural number");
     }
-    s.parse().ok()
+    match s.parse::<u64>() {
+        Ok(v) if v <= MAX_TOKENS => Ok(v),
+        _ => Err("is too large (at most 2^32-1 = 4294967295 tokens on a place)"),
+    }
 }
 
 #[cfg(test)]
@@ -437,5 +469,44 @@ mod tests {
                 "1:54: arc `a`: arcs of type `inhibitor` are not supported (only normal and test arcs)"
             ]
         );
+    }
+
+    /// What other tools write and pnetv cannot model is an error, not silently ignored: an
+    /// inhibitor arc as a `type` attribute, a place capacity (0 means none), a marking past
+    /// what the explorer counts (2^40), one past u64, a negative or non-numeric weight.
+    #[test]
+    fn unsupported_dialects_and_numbers_are_located_errors() {
+        let e = errors(
+            "<pnml><net id='n'>\n<place id='p'><initialMarking><text>1099511627776</text></initialMarking></place>\n<place id='q'><initialMarking><text>99999999999999999999999</text></initialMarking><capacity><text>1</text></capacity></place>\n<place id='r'><capacity><text>0</text></capacity></place>\n<transition id='t'/>\n<arc id='a' source='p' target='t' type='inhibitor'/>\n<arc id='b' source='q' target='t'><inscription><text>-2</text></inscription></arc>\n<arc id='c' source='q' target='t'><inscription><text>abc</text></inscription></arc>\n<arc id='d' source='t' target='r'><inscription><text>4294967296</text></inscription></arc></net></pnml>",
+        );
+        assert_eq!(
+            e,
+            vec![
+                "2:1: place `p`: initial marking `1099511627776` is too large (at most 2^32-1 = 4294967295 tokens on a place)",
+                "3:1: place `q`: initial marking `99999999999999999999999` is too large (at most 2^32-1 = 4294967295 tokens on a place)",
+                "3:1: place `q`: capacity `1` is not supported (P/T nets of the Model Checking Contest have none; model a capacity with a complementary place)",
+                "6:1: arc `a`: arcs of type `inhibitor` are not supported (only normal and test arcs)",
+                "7:1: arc `b`: inscription `-2` is not a natural number",
+                "8:1: arc `c`: inscription `abc` is not a natural number",
+                "9:1: arc `d`: inscription `4294967296` is too large (at most 2^32-1 = 4294967295 tokens on a place)",
+            ]
+        );
+        let net = parse_pnml(
+            "<pnml><net id='n'><place id='p'><initialMarking><text>4294967295</text></initialMarking></place></net></pnml>",
+        )
+        .unwrap();
+        assert_eq!(net.initial_marking(), vec![4294967295]);
+    }
+
+    /// Positions come from a line index, in characters (as roxmltree counts them), on any line
+    /// of a large document.
+    #[test]
+    fn positions_on_later_lines_count_characters() {
+        let mut text = String::from("<pnml><net id='n'>\n");
+        for i in 0..2000 {
+            text.push_str(&format!("<place id='p{i}'/>\n"));
+        }
+        text.push_str("<!-- é --><arc id='a' source='p0' target='zz'/></net></pnml>");
+        assert_eq!(errors(&text), vec!["2002:11: arc `a`: unknown target `zz`"]);
     }
 }
