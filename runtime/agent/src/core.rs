@@ -745,6 +745,7 @@ impl<'b> Core<'b> {
             }
             _ => None,
         };
+        let call_inputs = call.as_ref().map(|c| (c.task, c.inputs.clone()));
         self.losses.push(LostWorker {
             capabilities: caps,
             cause: cause.clone(),
@@ -793,10 +794,15 @@ impl<'b> Core<'b> {
             }
         }
         if let Some((id, retries, limit)) = lost.exhausted {
-            let what = match exit {
+            let mut what = match exit {
                 Some(_) => cause,
                 None => format!("worker `{name}` was lost while running it ({reason})"),
             };
+            if let Some((task, inputs)) = call_inputs
+                && task == id
+            {
+                what.push_str(&format!("; inputs: {inputs}"));
+            }
             let e = self.engine.fail_task(
                 TaskId(id),
                 &format!(

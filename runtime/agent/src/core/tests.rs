@@ -547,7 +547,7 @@ fn a_crash_is_named_with_its_signal_module_and_transition() {
     assert!(
         e.contains(
             "module `arith.square` crashed with SIGSEGV on worker `w0` (task 0, transition \
-             `square` at test.xpnet:2:3); it ran 1 times, more than \
+             `square` at test.xpnet:2:3); inputs: n = 5L; it ran 1 times, more than \
              fhg.drts.schedule.maximum_number_of_retries = 0 allows"
         ),
         "{e}"
