@@ -256,8 +256,31 @@ fn fail(msg: String) -> ExitCode {
 
 fn load(args: &Args) -> Result<Input, ExitCode> {
     let path = args.net_path.as_path();
+    if path.is_dir() {
+        // A Model Checking Contest model is a folder; tools there take the folder.
+        let model = path.join("model.pnml");
+        return Err(fail(if model.is_file() {
+            format!(
+                "{} is a directory; NET is a file: pnetv {}",
+                path.display(),
+                model.display()
+            )
+        } else {
+            format!(
+                "{} is a directory; NET is a file (.pnml, .pnet, .xpnet or .workload)",
+                path.display()
+            )
+        }));
+    }
     let bytes = pnet_stdlib::input::read_file(path, pnet_stdlib::input::MAX_SOURCE_BYTES)
         .map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?;
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        return Err(fail(format!(
+            "{} is gzip-compressed; decompress it first: gunzip -k {}",
+            path.display(),
+            path.display()
+        )));
+    }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let text = String::from_utf8_lossy(&bytes);
     let looks_pnml = ext.eq_ignore_ascii_case("pnml")

@@ -323,3 +323,49 @@ fn max_memory_bounds_a_pt_exploration() {
     let why = j["incomplete_reason"].as_str().unwrap_or_default();
     assert!(why.contains("--max-memory 1 MiB"), "{j}");
 }
+
+/// What an MCC user gives by mistake: the model's folder, a gzip'd model, a PNML with a
+/// capacity. Each is a one-line error (exit 1, nothing on stdout even with `--json`) that says
+/// what to do.
+#[test]
+fn mistaken_inputs_say_what_to_do() {
+    let dir = std::env::temp_dir().join(format!("pnetv-mistakes-{}", std::process::id()));
+    let model_dir = dir.join("Model-PT-1");
+    std::fs::create_dir_all(&model_dir).unwrap();
+    let model = model_dir.join("model.pnml");
+    std::fs::write(
+        &model,
+        "<pnml><net id='n'>\n<place id='p'><capacity><text>1</text></capacity></place></net></pnml>",
+    )
+    .unwrap();
+    let gz = dir.join("model.pnml.gz");
+    std::fs::write(&gz, [0x1f, 0x8b, 8, 0, 0, 0, 0, 0]).unwrap();
+    let (code, out, err) = pnetv(&["--json", model_dir.to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.contains(&format!(
+            "is a directory; NET is a file: pnetv {}",
+            model.display()
+        )),
+        "{err}"
+    );
+    let (code, out, err) = pnetv(&["--json", dir.to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.contains("is a directory; NET is a file (.pnml"),
+        "{err}"
+    );
+    let (code, out, err) = pnetv(&["--json", gz.to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.contains("is gzip-compressed; decompress it first: gunzip -k"),
+        "{err}"
+    );
+    let (code, out, err) = pnetv(&["--json", model.to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.contains("model.pnml:2:1: place `p`: capacity `1` is not supported"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
