@@ -417,6 +417,20 @@ fn end_outputs_text(c: &ColouredResult) -> String {
 fn main() -> ExitCode {
     pnet_stdlib::cli::exit_quietly_on_broken_pipe();
     let args = parse_args();
+    // A --trace-out that cannot be written is said before an analysis that may take hours.
+    if let Some(file) = &args.trace_out {
+        let parent = file.parent().filter(|p| !p.as_os_str().is_empty());
+        if file.is_dir() {
+            return fail(format!("--trace-out {}: is a directory", file.display()));
+        }
+        if let Some(dir) = parent.filter(|d| !d.is_dir()) {
+            return fail(format!(
+                "--trace-out {}: no directory {}",
+                file.display(),
+                dir.display()
+            ));
+        }
+    }
     let input = match load(&args) {
         Ok(i) => i,
         Err(code) => return code,
@@ -436,14 +450,14 @@ fn main() -> ExitCode {
             report.states as f64 / secs.max(1e-9)
         );
     }
+    // A trace that cannot be written still leaves the report (then exit 1).
+    let mut trace_error = None;
     if let Some(file) = &args.trace_out {
         match report.traces.first() {
             Some(t) => {
                 let doc = report.trace_json(t);
                 let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-                if let Err(e) = pnet_stdlib::cli::write_file(file, text + "\n") {
-                    return fail(e);
-                }
+                trace_error = pnet_stdlib::cli::write_file(file, text + "\n").err();
             }
             None => errln!("pnetv: no counterexample: {} not written", file.display()),
         }
@@ -470,6 +484,9 @@ fn main() -> ExitCode {
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {
         return fail(format!("cannot write the report: {e}"));
+    }
+    if let Some(e) = trace_error {
+        return fail(e);
     }
     if report.violated() {
         ExitCode::from(3)

@@ -369,3 +369,21 @@ fn mistaken_inputs_say_what_to_do() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A `--trace-out` into a folder that does not exist, or onto a folder, fails before the
+/// analysis (exit 1, nothing on stdout), not after it with the report lost.
+#[test]
+fn unwritable_trace_out_fails_before_the_analysis() {
+    let net = format!("{NETS}/no-such-net.pnml");
+    let missing = std::env::temp_dir().join(format!("pnetv-no-dir-{}/t.json", std::process::id()));
+    let (code, out, err) = pnetv(&["--json", &net, "--trace-out", missing.to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.contains("--trace-out") && err.contains(": no directory "),
+        "{err}"
+    );
+    let dir = std::env::temp_dir();
+    let (code, out, err) = pnetv(&["--json", &net, "--trace-out", dir.to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(err.contains(": is a directory"), "{err}");
+}
