@@ -38,13 +38,39 @@ pub fn parse_pnml(text: &str) -> Result<PtNet, Vec<PnmlError>> {
     let doc = match Document::parse(text) {
         Ok(d) => d,
         Err(e) => {
-            let p = e.pos();
+            use roxmltree::Error as E;
+            // roxmltree places these at 1:1; they are about the end of the file.
+            let at_end = matches!(e, E::UnexpectedEndOfStream | E::UnclosedRootNode);
+            let (pos, hint) = if text.trim().is_empty() {
+                (Pos { line: 1, col: 1 }, " (the file is empty)".to_string())
+            } else if at_end {
+                let line = text.lines().count().max(1);
+                let last = text.lines().last().unwrap_or("");
+                let col = if text.ends_with('\n') {
+                    (line + 1, 1)
+                } else {
+                    (line, last.chars().count() + 1)
+                };
+                (
+                    Pos {
+                        line: col.0 as u32,
+                        col: col.1 as u32,
+                    },
+                    " (the file ends early: truncated?)".to_string(),
+                )
+            } else {
+                let p = e.pos();
+                (
+                    Pos {
+                        line: p.row,
+                        col: p.col,
+                    },
+                    String::new(),
+                )
+            };
             return Err(vec![PnmlError {
-                pos: Pos {
-                    line: p.row,
-                    col: p.col,
-                },
-                message: format!("malformed XML: {e}"),
+                pos,
+                message: format!("malformed XML: {e}{hint}"),
             }]);
         }
     };
@@ -132,7 +158,7 @@ impl<'a, 'i> Reader<'a, 'i> {
         if !ty.is_empty() && !ty.to_ascii_lowercase().contains("ptnet") {
             self.error(
                 n,
-                format!("net type `{ty}` is not a Place/Transition net (coloured PNML is not supported; use an .xpnet for coloured nets)"),
+                format!("net type `{ty}` is not a Place/Transition net (coloured PNML is not supported: take the model's unfolded P/T version, or an .xpnet for coloured nets)"),
             );
             return net;
         }
@@ -434,7 +460,21 @@ mod tests {
     fn malformed_inputs_are_located_errors() {
         assert_eq!(
             errors("<pnml><net>"),
-            vec!["1:1: malformed XML: the root node was opened but never closed".to_string()]
+            vec![
+                "1:12: malformed XML: the root node was opened but never closed (the file ends early: truncated?)"
+                    .to_string()
+            ]
+        );
+        assert_eq!(
+            errors("<pnml>\n<net id='n'><place id='p'/>\n<transition id='t"),
+            vec![
+                "3:18: malformed XML: unexpected end of stream (the file ends early: truncated?)"
+                    .to_string()
+            ]
+        );
+        assert_eq!(
+            errors(" \n"),
+            vec!["1:1: malformed XML: the document does not have a root node (the file is empty)"]
         );
         assert_eq!(
             errors("<foo/>"),
