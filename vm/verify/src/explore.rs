@@ -20,7 +20,7 @@ use crate::ptnet::PtNet;
 use crate::store::{Arena, BatchEnd, Packing, StateStore};
 
 mod par;
-use par::Par;
+use par::{Par, Pool};
 
 /// How to explore.
 #[derive(Clone, Debug)]
@@ -775,43 +775,50 @@ fn explore_bits_sliced(
         words: vec![0u64; w],
     };
     let mut batch = BitBatch::new(w, net.tw);
-    let mut par = (opts.threads > 1 && e.store.is_inline())
-        .then(|| Par::new(opts.threads, par_chunk, &net, c.transitions));
-    let mut head = 0usize;
-    let mut level_end = 1usize;
-    'levels: while head < e.store.len() {
-        if head == level_end {
-            e.levels.push(head as u32);
-            level_end = e.store.len();
-        }
-        // Expanded one batch at a time up to `seq_end`: the next batch, or a slice of a large
-        // level that the threads left (a limit reached in it, a second token on a place).
-        let mut seq_end = head + 1;
-        if let Some(par) = &mut par
-            && level_end - head >= par_min
-        {
-            let slice_end = (head + par_slice).min(level_end);
-            if par.slice(&net, &mut e, head..slice_end, &lim, &mut seen) {
-                head = slice_end;
-                continue;
+    // The threads (with `--threads`) live for the whole exploration.
+    let pool = (opts.threads > 1 && e.store.is_inline())
+        .then(|| Pool::new(opts.threads, &net, c.transitions));
+    std::thread::scope(|sc| -> Result<(), Restart> {
+        let mut par = pool
+            .as_ref()
+            .and_then(|pool| Par::new(sc, pool, par_chunk, &net));
+        let mut head = 0usize;
+        let mut level_end = 1usize;
+        'levels: while head < e.store.len() {
+            if head == level_end {
+                e.levels.push(head as u32);
+                level_end = e.store.len();
             }
-            seq_end = slice_end;
-        }
-        // Arena chunks reserved for the threads are given back first: the store is then as
-        // the one-thread code left it (its memory checked against the limit).
-        e.store.trim_arena();
-        while head < seq_end {
-            let batch_end = (head + BATCH_STATES).min(level_end);
-            if bits_batch(&net, &mut e, &mut batch, head..batch_end, &lim, &mut seen)? {
-                break 'levels;
+            // Expanded one batch at a time up to `seq_end`: the next batch, or a slice of a large
+            // level that the threads left (a limit reached in it, a second token on a place).
+            let mut seq_end = head + 1;
+            if let Some(par) = &mut par
+                && level_end - head >= par_min
+            {
+                let slice_end = (head + par_slice).min(level_end);
+                if par.slice(&net, &mut e, head..slice_end, &lim, &mut seen) {
+                    head = slice_end;
+                    continue;
+                }
+                seq_end = slice_end;
             }
-            if let Some(limit) = over_memory(&e, opts) {
-                e.stop = Some(Stop::MemoryLimit(limit));
-                break 'levels;
+            // Arena chunks reserved for the threads are given back first: the store is then as
+            // the one-thread code left it (its memory checked against the limit).
+            e.store.trim_arena();
+            while head < seq_end {
+                let batch_end = (head + BATCH_STATES).min(level_end);
+                if bits_batch(&net, &mut e, &mut batch, head..batch_end, &lim, &mut seen)? {
+                    break 'levels;
+                }
+                if let Some(limit) = over_memory(&e, opts) {
+                    e.stop = Some(Stop::MemoryLimit(limit));
+                    break 'levels;
+                }
+                head = batch_end;
             }
-            head = batch_end;
         }
-    }
+        Ok(())
+    })?;
     e.store.trim_arena();
     for p in 0..c.places {
         if seen.places[p / 64] & (1 << (p % 64)) != 0 {

@@ -20,6 +20,9 @@
 //!
 //! The calling thread then grows the index if one thread would have (with every thread).
 //!
+//! The threads are started once for the whole exploration ([`Pool`], [`Par::new`]) and
+//! wait for the next slice between slices (spinning for a while, then asleep).
+//!
 //! When the other threads take few of a slice's batches, or the calling thread waits for
 //! them for more than a quarter of step 1 (their cores are busy with other jobs: waiting
 //! for them costs more than they bring), the next slices go to the one-thread code, 4 of
@@ -30,8 +33,9 @@
 //! a place, or the index would pass 7/8 full is given back after step 1: its claimed slots
 //! are freed (which restores the index as it was) and the one-thread code explores it.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, PoisonError, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, RwLock};
+use std::thread::Scope;
 use std::time::{Duration, Instant};
 
 use super::{BATCH_STATES, BitBatch, BitNet, Limits, PtExploration, Seen, expand_any};
@@ -42,8 +46,8 @@ const STACK: usize = 256 << 10;
 /// How far ahead the lookups prefetch index buckets.
 const AHEAD: usize = 32;
 
-pub(super) struct Par {
-    workers: Vec<Worker>,
+pub(super) struct Par<'p> {
+    pool: &'p Pool,
     /// Per batch of the slice: its number of successors.
     counts: Vec<AtomicU32>,
     /// Per thread: its claimed slots as `first position << 32 | index in its claims`,
@@ -58,6 +62,41 @@ pub(super) struct Par {
     /// after the last try (doubling while the other threads get little done).
     skip: usize,
     backoff: usize,
+}
+
+/// The threads of an exploration (see [`Par::new`]): each one's part of a slice, and the
+/// slice they are asked to explore.
+pub(super) struct Pool {
+    /// Per thread (0: the calling one): its part of a slice.
+    workers: Vec<Mutex<Worker>>,
+    job: Mutex<Job>,
+    /// Signalled when a slice is posted or the threads are to end.
+    posted: Condvar,
+    /// Signalled when a thread is done with a slice.
+    finished: Condvar,
+    /// The generation of the last slice posted (read while spinning).
+    generation: AtomicU64,
+}
+
+/// The slice the threads are asked to explore.
+struct Job {
+    generation: u64,
+    /// The slice's [`Shared`] (valid while `running > 0`).
+    shared: usize,
+    /// Threads still exploring it.
+    running: usize,
+    /// Threads started, and whether one of them panicked.
+    threads: usize,
+    panicked: bool,
+    quit: bool,
+}
+
+impl Drop for Par<'_> {
+    /// Ends the threads (the scope they run in then joins them).
+    fn drop(&mut self) {
+        self.pool.job().quit = true;
+        self.pool.posted.notify_all();
+    }
 }
 
 /// One thread's part of a slice. Aligned so that no cache line is written by two threads.
@@ -115,32 +154,134 @@ struct Shared<'a> {
     gate: Gate,
 }
 
-impl Par {
-    /// `threads` threads taking `chunk` batches at a time.
-    pub(super) fn new(threads: usize, chunk: usize, net: &BitNet, transitions: usize) -> Par {
-        Par {
+impl Pool {
+    /// The parts of `threads` threads (the calling one included).
+    pub(super) fn new(threads: usize, net: &BitNet, transitions: usize) -> Pool {
+        Pool {
             workers: (0..threads)
-                .map(|_| Worker {
-                    batch: BitBatch::new(net.w, net.tw),
-                    claimed: Vec::new(),
-                    batches: 0,
-                    dead: Vec::new(),
-                    fired: vec![false; transitions],
-                    keys: Vec::new(),
-                    cursors: vec![0; threads],
-                    places: [0; 2],
-                    ones: 0,
-                    waited: Duration::ZERO,
-                    took: Duration::ZERO,
+                .map(|_| {
+                    Mutex::new(Worker {
+                        batch: BitBatch::new(net.w, net.tw),
+                        claimed: Vec::new(),
+                        batches: 0,
+                        dead: Vec::new(),
+                        fired: vec![false; transitions],
+                        keys: Vec::new(),
+                        cursors: vec![0; threads],
+                        places: [0; 2],
+                        ones: 0,
+                        waited: Duration::ZERO,
+                        took: Duration::ZERO,
+                    })
                 })
                 .collect(),
+            job: Mutex::new(Job {
+                generation: 0,
+                shared: 0,
+                running: 0,
+                threads: 0,
+                panicked: false,
+                quit: false,
+            }),
+            posted: Condvar::new(),
+            finished: Condvar::new(),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    fn job(&self) -> MutexGuard<'_, Job> {
+        self.job.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn worker(&self, me: usize) -> MutexGuard<'_, Worker> {
+        self.workers[me]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Thread `me` (from 1): explores its part of every slice posted until told to end.
+    fn serve(&self, me: usize) {
+        let mut seen = 0;
+        loop {
+            // The next slice, spinning for a while (slices often follow each other closely).
+            for _ in 0..SPINS {
+                if self.generation.load(Ordering::Acquire) != seen {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+            let mut job = self.job();
+            while job.generation == seen && !job.quit {
+                job = self
+                    .posted
+                    .wait(job)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            if job.quit {
+                return;
+            }
+            seen = job.generation;
+            let shared = job.shared;
+            drop(job);
+            let done = Done(self);
+            // SAFETY: `shared` points to the slice's `Shared`, which the calling thread keeps
+            // alive until every thread posted to is done with it (`Done`, also when
+            // unwinding): see `Par::try_slice`.
+            let sh = unsafe { &*(shared as *const Shared<'_>) };
+            self.worker(me).run(sh, me, None);
+            drop(done);
+        }
+    }
+}
+
+/// Tells the calling thread that this one is done with the slice, when dropped (also when
+/// it unwinds: then the exploration panics too).
+struct Done<'a>(&'a Pool);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        let mut job = self.0.job();
+        job.running -= 1;
+        job.panicked |= std::thread::panicking();
+        self.0.finished.notify_all();
+    }
+}
+
+impl<'p> Par<'p> {
+    /// Starts the threads of `pool` but the calling one, in `scope`; they end when the
+    /// `Par` is dropped. Each thread takes `chunk` batches at a time. `None` when no thread
+    /// could be started.
+    pub(super) fn new<'s>(
+        scope: &'s Scope<'s, '_>,
+        pool: &'p Pool,
+        chunk: usize,
+        net: &BitNet,
+    ) -> Option<Par<'p>>
+    where
+        'p: 's,
+    {
+        let mut started = 0;
+        for me in 1..pool.workers.len() {
+            // A small stack: a default one (2 MiB) may get a huge page.
+            let spawned = std::thread::Builder::new()
+                .stack_size(STACK)
+                .spawn_scoped(scope, move || pool.serve(me));
+            if spawned.is_err() {
+                break;
+            }
+            started += 1;
+        }
+        pool.job().threads = started;
+        let par = Par {
+            pool,
             counts: Vec::new(),
-            lists: (0..threads).map(|_| RwLock::new(Vec::new())).collect(),
+            lists: (0..=started).map(|_| RwLock::new(Vec::new())).collect(),
             per_batch: (BATCH_STATES * net.firable.len()).max(1),
             chunk: chunk.max(1),
             skip: 0,
             backoff: 0,
-        }
+        };
+        (started > 0).then_some(par)
     }
 
     /// Explores the states `states` of a level (see the module); false when the slice is
@@ -175,7 +316,7 @@ impl Par {
         if top >= u64::from(u32::MAX) - 1 {
             return false;
         }
-        let threads = self.workers.len();
+        let threads = self.lists.len();
         let room = e.store.claim_room() / threads;
         // The first number of states after the slice past a limit (states, capacity,
         // memory), found by bisection (the memory grows with the states).
@@ -230,38 +371,51 @@ impl Par {
             gate: Gate::new(threads),
         };
         let sh = &sh;
-        // Cleared here too, for a thread that cannot be started (its slots must not be
-        // freed again if the slice is given back).
-        for w in &mut self.workers {
+        for me in 0..threads {
+            let mut w = self.pool.worker(me);
             w.claimed.clear();
             w.batches = 0;
         }
         let started = Instant::now();
-        let mut numbered = false;
-        std::thread::scope(|sc| {
-            let mut workers = self.workers.iter_mut();
-            let first = workers.next();
-            for (me, w) in workers.enumerate() {
-                // A small stack: a default one (2 MiB) may get a huge page, zeroed at
-                // every slice.
-                let spawned = std::thread::Builder::new()
-                    .stack_size(STACK)
-                    .spawn_scoped(sc, move || w.run(sh, me + 1, None));
-                if spawned.is_err() {
-                    sh.stop.store(true, Ordering::Relaxed);
-                    sh.gate.leave();
+        {
+            let mut job = self.pool.job();
+            assert!(!job.panicked, "a thread exploring a slice panicked");
+            job.generation += 1;
+            job.shared = sh as *const Shared<'_> as usize;
+            job.running = job.threads;
+            self.pool
+                .generation
+                .store(job.generation, Ordering::Release);
+            self.pool.posted.notify_all();
+        }
+        // Waits for every thread to be done with `sh` (also when this one unwinds).
+        struct Wait<'a>(&'a Pool);
+        impl Drop for Wait<'_> {
+            fn drop(&mut self) {
+                let mut job = self.0.job();
+                while job.running > 0 {
+                    job = self
+                        .0
+                        .finished
+                        .wait(job)
+                        .unwrap_or_else(PoisonError::into_inner);
                 }
             }
-            if let Some(w) = first {
-                numbered = w.run(sh, 0, Some(started));
-            }
-        });
-        let (waited, took) = (self.workers[0].waited, self.workers[0].took);
+        }
+        let wait = Wait(self.pool);
+        let numbered = self.pool.worker(0).run(sh, 0, Some(started));
+        drop(wait);
+        assert!(
+            !self.pool.job().panicked,
+            "a thread exploring a slice panicked"
+        );
+        let workers: Vec<_> = (0..threads).map(|me| self.pool.worker(me)).collect();
+        let (waited, took) = (workers[0].waited, workers[0].took);
         // The other threads took few batches, or this one waited long for them (their cores
         // busy with other jobs): the next slices go to one thread, more of them each time
         // this happens again.
-        let total: usize = self.workers.iter().map(|w| w.batches).sum();
-        let others = total - self.workers[0].batches;
+        let total: usize = workers.iter().map(|w| w.batches).sum();
+        let others = total - workers[0].batches;
         if others * 2 * threads < total * (threads - 1) || waited * 4 > took {
             self.backoff = (self.backoff * 2).clamp(4, 256);
             self.skip = self.backoff;
@@ -270,7 +424,7 @@ impl Par {
         }
         let fresh = sh.claims.load(Ordering::Relaxed);
         if !numbered {
-            for w in &self.workers {
+            for w in &workers {
                 for &slot in &w.claimed {
                     e.store.unclaim(slot);
                 }
@@ -289,7 +443,7 @@ impl Par {
             .map(|c| u64::from(c.load(Ordering::Relaxed)))
             .sum::<u64>();
         let mut dead: Vec<u32> = Vec::new();
-        for w in &self.workers {
+        for w in &workers {
             dead.extend_from_slice(&w.dead);
             for (x, &y) in e.fired.iter_mut().zip(&w.fired) {
                 *x |= y;
@@ -526,15 +680,6 @@ impl Gate {
         let mut st = self.lock();
         while self.passed.load(Ordering::Acquire) == passed && !st.2 {
             st = self.cv.wait(st).unwrap_or_else(PoisonError::into_inner);
-        }
-    }
-
-    /// A thread that will not take part (it could not be started).
-    fn leave(&self) {
-        let mut st = self.lock();
-        st.1 -= 1;
-        if st.0 > 0 && st.0 >= st.1 {
-            self.open(&mut st);
         }
     }
 
