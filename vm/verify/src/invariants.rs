@@ -21,6 +21,12 @@ pub fn farkas(
     budget: u64,
 ) -> Option<Vec<Vec<u64>>> {
     let n = matrix.len();
+    // The first elimination alone charges `n x columns` (below): past the budget, give up
+    // before the tableau is built (it has `n x (columns + n)` entries). Past
+    // [`MAX_CELLS`], give up whatever the budget: the tableau would not fit in memory.
+    if !fits(n, columns + n) || (n as u64).saturating_mul(columns as u64) > budget {
+        return None;
+    }
     let mut work = 0u64;
     let words = n.div_ceil(64).max(1);
     // A row: its remaining matrix part and its combination part (sparse-ish dense vectors).
@@ -105,7 +111,7 @@ pub fn farkas(
                 let mut r = Row { a, comb, support };
                 r.normalize();
                 next.push(r);
-                if next.len() + zero.len() > limit {
+                if next.len() + zero.len() > limit || !fits(next.len() + zero.len(), columns + n) {
                     return None;
                 }
             }
@@ -125,6 +131,24 @@ pub fn farkas(
     // A canonical order (the elimination order changes the order of the rows, not the set).
     out.sort_by(|x, y| y.cmp(x));
     Some(out)
+}
+
+/// The most entries a Farkas tableau may hold (rows x (columns + the first step's rows), 8
+/// bytes each: 2 GiB), asked for or not: a larger net's invariants are not computed (the
+/// report says so) rather than the machine running out of memory.
+pub const MAX_CELLS: u64 = 1 << 28;
+
+/// Whether `rows` rows of `width` entries stay under [`MAX_CELLS`].
+fn fits(rows: usize, width: usize) -> bool {
+    (rows as u64).saturating_mul(width as u64) <= MAX_CELLS
+}
+
+/// Whether the invariants of a net of `places` and `transitions` may be computed at all: its
+/// incidence matrix and both tableaux (places x (transitions + places), transitions x
+/// (places + transitions)) fit under [`MAX_CELLS`].
+pub fn computable(places: usize, transitions: usize) -> bool {
+    let width = places.saturating_add(transitions);
+    fits(places, width) && fits(transitions, width)
 }
 
 struct Row {

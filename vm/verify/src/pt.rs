@@ -65,16 +65,22 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
             location: format!("{file}:{}:{}", t.pos.line, t.pos.col),
         })
         .collect();
-    let incidence = net.incidence();
-    let nt = net.transitions.len();
+    let (np, nt) = (net.places.len(), net.transitions.len());
     let pre_budget = if cfg.all_invariants {
         u64::MAX
     } else {
         PRE_BUDGET
     };
+    // The incidence matrix (places x transitions, dense) is built only for an elimination
+    // that may run: not without invariants, not when the first step alone is over the
+    // budget (see `invariants::farkas`), never past `invariants::MAX_CELLS`.
+    let computable = cfg.invariants && invariants::computable(np, nt);
+    let within = |budget: u64| computable && (np as u64).saturating_mul(nt as u64) <= budget;
+    let mut incidence = None;
     let mut inv = invariants::Invariants::default();
-    if cfg.invariants {
-        inv.p = invariants::p_invariants(&incidence, nt, pre_budget);
+    if within(pre_budget) {
+        let m = incidence.get_or_insert_with(|| net.incidence());
+        inv.p = invariants::p_invariants(m, nt, pre_budget);
     }
     let e = explore::explore(net, &c, &cfg.explore, inv.p.as_deref(), cfg.traces);
     let mut skipped = false;
@@ -85,10 +91,13 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
         } else {
             POST_BUDGET_MIN.max((e.edges + e.states()) / EDGES_PER_WORK)
         };
-        if inv.p.is_none() && budget > pre_budget {
-            inv.p = invariants::p_invariants(&incidence, nt, budget);
+        if within(budget) {
+            let m = incidence.get_or_insert_with(|| net.incidence());
+            if inv.p.is_none() && budget > pre_budget {
+                inv.p = invariants::p_invariants(m, nt, budget);
+            }
+            inv.t = invariants::t_invariants(m, nt, budget);
         }
-        inv.t = invariants::t_invariants(&incidence, nt, budget);
         skipped = !cfg.all_invariants && (inv.p.is_none() || inv.t.is_none());
     }
     r.p_invariants = inv.p.clone();
@@ -265,7 +274,12 @@ pub fn analyse_pt(net: &PtNet, file: &str, cfg: &PtAnalysis) -> Result<Report, S
     if cfg.explore.reduction == Reduction::Stubborn {
         r.notes.push("stubborn-set reduction: states and edges are those of the reduced graph; deadlocks are exact, traces are valid but not necessarily shortest".into());
     }
-    if skipped {
+    if cfg.invariants && !computable {
+        r.notes.push(format!(
+            "invariants not computed: a net of {np} places and {nt} transitions is too large for the elimination (its tableau would pass {} entries)",
+            invariants::MAX_CELLS
+        ));
+    } else if skipped {
         r.notes.push(
             "invariants not all computed: over their work budget (a share of the state space's) or the elimination too large; --invariants lifts the budget"
                 .into(),

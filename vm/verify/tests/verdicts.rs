@@ -332,6 +332,37 @@ fn invariants_over_their_budget_are_left_out_and_the_verdicts_stay() {
     assert!(!a.notes.iter().any(|n| n.contains("--invariants")));
 }
 
+/// A net too large for the elimination (100,000 places: the P-invariants' tableau would
+/// have 10^10 entries) gets no invariants, even asked for, and says why; the tableau is not
+/// built (the test would run out of memory otherwise). Nothing is marked: one state.
+#[test]
+fn invariants_of_a_net_too_large_for_the_elimination_are_not_computed_even_asked() {
+    let n = 100_000;
+    let places: Vec<String> = (0..n).map(|i| format!("p{i}")).collect();
+    let p: Vec<&str> = places.iter().map(String::as_str).collect();
+    assert!(!pnet_verify::invariants::computable(n, 1));
+    assert!(pnet_verify::invariants::computable(5_000, 5_000));
+    for all_invariants in [false, true] {
+        let cfg = PtAnalysis {
+            all_invariants,
+            ..Default::default()
+        };
+        let r = analyse_with(&p, &["t: p0 -> p1"], &cfg);
+        assert_eq!((r.states, r.edges), (1, 0));
+        assert_eq!(
+            (r.p_invariants.clone(), r.t_invariants.clone()),
+            (None, None)
+        );
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("too large for the elimination")),
+            "{:?}",
+            r.notes
+        );
+    }
+}
+
 #[test]
 fn a_net_not_proven_safe_that_is_not_safe_is_explored_as_before() {
     // No P-invariant (`u` drains q); the 1-bit attempt meets two tokens on q and the
