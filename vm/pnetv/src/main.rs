@@ -75,11 +75,11 @@ struct Cli {
     json: bool,
     /// Stop after N states (verdicts that need the whole state space become unknown);
     /// coloured nets default to 1000000
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     max_states: Option<u64>,
     /// Stop when the states kept take more than MIB MiB (verdicts that need the whole state
     /// space become unknown); default: half of this machine's memory
-    #[arg(long, value_name = "MIB")]
+    #[arg(long, value_name = "MIB", value_parser = at_least_one)]
     max_memory: Option<u64>,
     /// Do not expand markings with more than N tokens on a place
     #[arg(long, value_name = "N")]
@@ -307,6 +307,16 @@ fn load(args: &Args) -> Result<Input, ExitCode> {
 }
 
 /// `--max-memory` in bytes, or the default (half of the machine's memory).
+/// A count or size of at least 1 (`--max-states 0` or `--max-memory 0` would stop before the
+/// first state).
+fn at_least_one(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("must be at least 1 (0 would stop before the first state)".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("not a whole number: {e}")),
+    }
+}
+
 fn max_memory(args: &Args) -> u64 {
     args.max_memory
         .map_or_else(pnet_verify::default_max_memory, |mib| {

@@ -165,6 +165,11 @@ fn malformed_pnml_and_usage_errors() {
     assert_eq!(pnetv(&[]).0, 2);
     assert_eq!(pnetv(&["--bogus", "x.pnml"]).0, 2);
     assert_eq!(pnetv(&["--max-states", "many", "x.pnml"]).0, 2);
+    for flag in ["--max-states", "--max-memory"] {
+        let (code, _, err) = pnetv(&[flag, "0", "x.pnml"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("must be at least 1"), "{err}");
+    }
     let (code, out, _) = pnetv(&["--help"]);
     assert_eq!(code, 0);
     assert!(out.contains("--trace-out <FILE>"));
