@@ -120,13 +120,15 @@ fn reaching_initial(
             continue;
         }
         let part = frontier.len().div_ceil(threads);
+        // Every list is emptied, also those of threads the level has no part for (fewer
+        // parts than threads): a list left from an earlier level would come back forever.
+        for next in &mut nexts {
+            next.clear();
+        }
         std::thread::scope(|scope| {
             for ((p, next), states) in preds.iter_mut().zip(&mut nexts).zip(frontier.chunks(part)) {
                 let home = &home;
-                scope.spawn(move || {
-                    next.clear();
-                    expand(e, p, states, home, true, next);
-                });
+                scope.spawn(move || expand(e, p, states, home, true, next));
             }
         });
         frontier.clear();
@@ -234,8 +236,12 @@ impl Predecessors {
     fn new(arcs: Vec<Vec<(usize, u64, u64)>>, e: &PtExploration) -> Predecessors {
         let words = e.store.words();
         let stride = e.store.stride();
-        let bits = (e.packing.bits == 1).then(|| BitPreds::new(&arcs, e));
         let tw = arcs.len().div_ceil(64);
+        // The byte tables (and their copy per thread) only where they stay small: a large
+        // net (thousands of places and transitions) takes the unpacked path.
+        let tables = stride.saturating_mul(256 * tw * 8);
+        let bits =
+            (e.packing.bits == 1 && tables <= PRED_TABLES_MAX).then(|| BitPreds::new(&arcs, e));
         Predecessors {
             bits,
             arcs,
@@ -298,6 +304,9 @@ impl Predecessors {
 /// with an arc of weight 2 or more never does: its markings would not fit). The candidate
 /// transitions of a marking are found a byte at a time, as the exploration finds the enabled
 /// ones: per byte of the marking and value of that byte, the transitions it allows.
+/// The largest byte tables of [`BitPreds`] (bytes), per thread.
+const PRED_TABLES_MAX: usize = 16 << 20;
+
 #[derive(Clone)]
 struct BitPreds {
     /// Per transition, its `pre` and `post` masks (`words` words each).

@@ -613,6 +613,11 @@ struct BitNet {
     /// bytes. Empty when the tables would pass [`BYTE_TABLES_MAX`] (then each transition's
     /// `pre` mask is tested).
     bytes: Vec<u64>,
+    /// Per firable transition (read without byte tables, in large nets), the words of its `pre`
+    /// mask that are not zero (word index, mask), at `pre_words[pre_at[j]..pre_at[j + 1]]`:
+    /// a transition reads the words of its input places, not all `w` words of the marking.
+    pre_at: Vec<u32>,
+    pre_words: Vec<(u32, u64)>,
 }
 
 impl BitNet {
@@ -662,21 +667,35 @@ impl BitNet {
                 }
             }
         }
+        let (mut pre_at, mut pre_words) = (vec![0], Vec::new());
+        for m in masks.chunks_exact(3 * w) {
+            pre_words.extend(
+                m[..w]
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &x)| x != 0)
+                    .map(|(k, &x)| (k as u32, x)),
+            );
+            pre_at.push(pre_words.len() as u32);
+        }
         BitNet {
             w,
             firable,
             masks,
             tw,
             bytes,
+            pre_at,
+            pre_words,
         }
     }
 }
 
 impl BitNet {
-    /// The set of firable transitions enabled in marking `sw` (`w` words, `stride` bytes)
-    /// into `en` (`tw` words). Inlined into callers with constant `w` and `tw`.
+    /// The set of firable transitions enabled in marking `sw` (`stride` bytes) into `en`
+    /// (`tw` words): by the byte tables, or without them by the words of each transition's
+    /// input places. Inlined into callers with constant `tw`.
     #[inline(always)]
-    fn enabled(&self, w: usize, tw: usize, stride: usize, sw: &[u64], en: &mut [u64]) {
+    fn enabled(&self, tw: usize, stride: usize, sw: &[u64], en: &mut [u64]) {
         if !self.bytes.is_empty() {
             en.fill(u64::MAX);
             for b in 0..stride {
@@ -688,11 +707,9 @@ impl BitNet {
             }
         } else {
             en.fill(0);
-            for (j, m) in self.masks.chunks_exact(3 * w).enumerate() {
-                let mut enabled = true;
-                for k in 0..w {
-                    enabled &= sw[k] & m[k] == m[k];
-                }
+            for (j, at) in self.pre_at.windows(2).enumerate() {
+                let words = &self.pre_words[at[0] as usize..at[1] as usize];
+                let enabled = words.iter().all(|&(k, m)| sw[k as usize] & m == m);
                 en[j / 64] |= (enabled as u64) << (j % 64);
             }
         }
@@ -985,7 +1002,7 @@ fn expand_bits(
     let mut n = out.n;
     for s in states {
         store.get_words(s as u32, &mut out.sw[..w]);
-        net.enabled(w, tw, stride, &out.sw[..w], &mut out.en[..tw]);
+        net.enabled(tw, stride, &out.sw[..w], &mut out.en[..tw]);
         // Room for every successor of this state.
         let need = n + out.en[..tw]
             .iter()
@@ -1150,7 +1167,7 @@ pub fn successors(
         x.next.resize(w, 0);
         x.set.resize(tw, 0);
         e.store.get_words(s, &mut x.sw);
-        net.enabled(w, tw, stride, &x.sw, &mut x.set);
+        net.enabled(tw, stride, &x.sw, &mut x.set);
         for (xw, &word) in x.set.iter().enumerate() {
             let mut bits = word;
             while bits != 0 {
@@ -1356,8 +1373,8 @@ mod tests {
             let mut en = Vec::new();
             for s in 0..e.states() as u32 {
                 e.store.get_words(s, &mut sw);
-                tables.enabled(w, tw, stride, &sw, &mut x);
-                masks.enabled(w, tw, stride, &sw, &mut y);
+                tables.enabled(tw, stride, &sw, &mut x);
+                masks.enabled(tw, stride, &sw, &mut y);
                 assert_eq!(x, y, "state {s}");
                 // And both agree with the firing rule on unpacked markings.
                 pk.unpack(e.store.get(s), &mut m);
