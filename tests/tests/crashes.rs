@@ -321,19 +321,7 @@ fn sigkill_of_a_worker_kills_its_command_module_and_its_children() {
         .unwrap();
     // Wait for a task's background child, then kill its worker.
     let pidfile = Path::new(&s.markers()).join("orphan-0.pid");
-    let t = Instant::now();
-    let sleeper: u32 = loop {
-        if let Ok(p) = std::fs::read_to_string(&pidfile)
-            && let Ok(p) = p.trim().parse()
-        {
-            break p;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "the module never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let sleeper = pid_when_written(&pidfile);
     let worker = worker_above(sleeper).expect("a gspc-worker above the module");
     // SAFETY: plain system call.
     unsafe { libc::kill(worker as i32, libc::SIGKILL) };
@@ -386,19 +374,7 @@ fn start_hanging_job(s: &Scratch, sock: &Path) -> (KilledOnDrop, u32) {
             .unwrap(),
     ));
     let pidfile = Path::new(&s.markers()).join("orphan-0.pid");
-    let t = Instant::now();
-    let sleeper: u32 = loop {
-        if let Ok(p) = std::fs::read_to_string(&pidfile)
-            && let Ok(p) = p.trim().parse()
-        {
-            break p;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "the module never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let sleeper = pid_when_written(&pidfile);
     (job, sleeper)
 }
 
@@ -567,4 +543,22 @@ fn gspc_job_fails_naming_the_crash_when_retries_run_out_and_the_runtime_goes_on(
         processes_mentioning(&s.markers()).is_empty(),
         "processes left"
     );
+}
+
+/// The pid a module's background child wrote to `pidfile`, once it is there (the module has
+/// started); fails after 20 s.
+fn pid_when_written(pidfile: &Path) -> u32 {
+    let t = Instant::now();
+    loop {
+        if let Ok(p) = std::fs::read_to_string(pidfile)
+            && let Ok(p) = p.trim().parse()
+        {
+            return p;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the module never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
