@@ -183,7 +183,18 @@ fn a_worker_killed_mid_task_has_its_task_rerun() {
         .unwrap();
     assert!(killed.success());
     let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    // (Failed once in CI with `cannot start .../slow: No such file or directory` on the
+    // rerun: say what the folder and the event log held then.)
+    assert!(
+        o.status.success(),
+        "{}\nscript there: {}; folder: {:?}\nevent log:\n{}",
+        stderr(&o),
+        dir.join("slow").exists(),
+        std::fs::read_dir(&dir)
+            .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+            .unwrap_or_default(),
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
     let out = stdout(&o);
     let mut ys: Vec<i64> = port_values(&out, "y")
         .iter()
