@@ -30,7 +30,7 @@ use pnet_stdlib::Value;
 use crate::AgentError;
 use crate::control::{
     JobOutcome, JobSummary, JobTasks, MemoryStatus, Request, Response, RtWorker, RunningTask,
-    Status, TaskLog,
+    Status, TaskLog, WorkerRef,
 };
 use crate::core::{Command, Core, CoreConfig, Event, TraceRecord};
 use crate::journal::{Journal, Op, Record as JRecord};
@@ -243,7 +243,22 @@ impl WorkerInfo {
     /// `LEAF/WORKER`.
     pub fn sub_name(&self, sub: u32) -> Option<String> {
         let w = self.under.get(*self.under_at.get(&sub)?)?;
-        Some(format!("{}/{}", self.name, w.name))
+        Some(self.name_of(w))
+    }
+
+    /// The name of `w`, a worker of this leaf agent: `LEAF/WORKER`.
+    fn name_of(&self, w: &LeafWorker) -> String {
+        format!("{}/{}", self.name, w.name)
+    }
+
+    /// This leaf agent's workers as `gspc stop` and `gspc remove-workers` name them:
+    /// `LEAF/WORKER`, with their hosts and pids.
+    pub fn under_refs(&self) -> impl Iterator<Item = WorkerRef> + '_ {
+        self.under.iter().map(|u| WorkerRef {
+            name: self.name_of(u),
+            host: u.host.clone(),
+            pid: Some(u.pid),
+        })
     }
 }
 
@@ -759,7 +774,7 @@ impl Hub {
                     let g = global_task(job, t.task);
                     if let Some(u) = w.under.iter().find(|u| u.running == Some(g)) {
                         t.state = "running".into();
-                        t.worker = format!("{}/{}", w.name, u.name);
+                        t.worker = w.name_of(u);
                         if let Some(id) = pnet_protocol::leaf_worker_id(t.worker_id, u.worker) {
                             t.worker_id = id;
                         }

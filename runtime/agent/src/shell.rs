@@ -350,11 +350,7 @@ fn joined_workers(shell: &Shell<'_>) -> (Vec<WorkerRef>, Vec<WorkerRef>) {
             continue;
         }
         leaves.push(r);
-        joined.extend(w.under.iter().map(|u| WorkerRef {
-            name: format!("{}/{}", w.name, u.name),
-            host: u.host.clone(),
-            pid: Some(u.pid),
-        }));
+        joined.extend(w.under_refs());
     }
     (joined, leaves)
 }

@@ -1085,13 +1085,15 @@ fn worker_list(ws: &[WorkerRef]) -> String {
 /// (pid 6), leafA/w1 (pid 7)`: the runtime answers the workers under a removed leaf agent
 /// after it, named `LEAF/WORKER`.
 fn removed_account(ws: &[WorkerRef]) -> String {
+    // `w` is a worker of the leaf agent `leaf`: named `LEAF/WORKER`.
+    let is_under = |w: &WorkerRef, leaf: &WorkerRef| {
+        w.name
+            .strip_prefix(leaf.name.as_str())
+            .is_some_and(|r| r.starts_with('/'))
+    };
     let (mut top, mut under): (Vec<WorkerRef>, Vec<WorkerRef>) = (Vec::new(), Vec::new());
     for w in ws {
-        if top.iter().any(|t| {
-            w.name
-                .strip_prefix(t.name.as_str())
-                .is_some_and(|r| r.starts_with('/'))
-        }) {
+        if top.iter().any(|t| is_under(w, t)) {
             under.push(w.clone());
         } else {
             top.push(w.clone());
@@ -1107,13 +1109,7 @@ fn removed_account(ws: &[WorkerRef]) -> String {
     if !under.is_empty() {
         let leaves = top
             .iter()
-            .filter(|t| {
-                under.iter().any(|u| {
-                    u.name
-                        .strip_prefix(t.name.as_str())
-                        .is_some_and(|r| r.starts_with('/'))
-                })
-            })
+            .filter(|t| under.iter().any(|u| is_under(u, t)))
             .count();
         s.push_str(&format!(
             "; {} {} worker{}{}",

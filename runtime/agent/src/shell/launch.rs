@@ -412,16 +412,10 @@ impl Shell<'_> {
                 .collect();
             // A leaf agent stops its workers: they are named after it, `LEAF/WORKER`, as
             // `gspc stop` names them.
-            let mut under: Vec<WorkerRef> = Vec::new();
-            for id in &ids {
-                if let Some(w) = self.hub.workers().get(id) {
-                    under.extend(w.under.iter().map(|u| WorkerRef {
-                        name: format!("{name}/{}", u.name),
-                        host: u.host.clone(),
-                        pid: Some(u.pid),
-                    }));
-                }
-            }
+            let under: Vec<WorkerRef> = (ids.iter())
+                .filter_map(|id| self.hub.workers().get(id))
+                .flat_map(|w| w.under_refs())
+                .collect();
             for id in ids {
                 if let Some(c) = self.conns.remove(&id) {
                     let _ = c.tx.send(encode(&AgentMsg::Shutdown));
