@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use pnet_bundle::{PlaceId, TransitionId};
+use pnet_diagnostics::{LineIndex, line_col};
 use roxmltree::{Document, Node};
 
 use crate::ptnet::{Pos, PtNet, PtPlace, PtTransition};
@@ -44,17 +45,11 @@ pub fn parse_pnml(text: &str) -> Result<PtNet, Vec<PnmlError>> {
             let (pos, hint) = if text.trim().is_empty() {
                 (Pos { line: 1, col: 1 }, " (the file is empty)".to_string())
             } else if at_end {
-                let line = text.lines().count().max(1);
-                let last = text.lines().last().unwrap_or("");
-                let col = if text.ends_with('\n') {
-                    (line + 1, 1)
-                } else {
-                    (line, last.chars().count() + 1)
-                };
+                let (line, col) = line_col(text, text.len());
                 (
                     Pos {
-                        line: col.0 as u32,
-                        col: col.1 as u32,
+                        line: line as u32,
+                        col: col as u32,
                     },
                     " (the file ends early: truncated?)".to_string(),
                 )
@@ -77,9 +72,7 @@ pub fn parse_pnml(text: &str) -> Result<PtNet, Vec<PnmlError>> {
     let mut r = Reader {
         doc: &doc,
         text,
-        line_starts: std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-            .collect(),
+        lines: LineIndex::new(text),
         errors: Vec::new(),
     };
     let net = r.read();
@@ -100,22 +93,15 @@ enum Node2 {
 struct Reader<'a, 'i> {
     doc: &'a Document<'i>,
     text: &'i str,
-    /// The byte offset where each line starts: positions by binary search (roxmltree's
-    /// `text_pos_at` scans from the start of the document, quadratic over a large net).
-    line_starts: Vec<usize>,
+    /// Positions by the line starts (roxmltree's `text_pos_at` scans from the start of the
+    /// document: quadratic over a large net).
+    lines: LineIndex,
     errors: Vec<PnmlError>,
 }
 
 impl<'a, 'i> Reader<'a, 'i> {
     fn pos(&self, n: Node) -> Pos {
-        let at = n.range().start;
-        let line = self.line_starts.partition_point(|&s| s <= at);
-        let start = self.line_starts[line - 1];
-        let col = self
-            .text
-            .get(start..at)
-            .map_or(at - start, |s| s.chars().count())
-            + 1;
+        let (line, col) = self.lines.line_col(self.text, n.range().start);
         Pos {
             line: line as u32,
             col: col as u32,
