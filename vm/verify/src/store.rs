@@ -2376,8 +2376,9 @@ mod tests {
         assert_eq!(b[0..3], [0, 1, 2]);
     }
 
-    /// Indexes large enough for the doubling to give the old index back in blocks: every
-    /// marking is still found, with its id.
+    /// Pages written ahead (the next arena chunk, the index's next half) while states are
+    /// inserted, then doublings by the pass and by threads: every marking is still found,
+    /// with its id, and the chunk made ahead is not counted as memory used.
     #[test]
     fn pages_written_ahead_keep_every_marking() {
         // 12-byte markings: arena chunks of 2^20 states, the next one made ahead from half
@@ -2416,6 +2417,8 @@ mod tests {
         }
     }
 
+    /// Indexes large enough for the doubling to give the old index back in blocks: every
+    /// marking is still found, with its id.
     #[test]
     fn large_indexes_double_and_keep_every_marking() {
         for compact in [false, true] {
