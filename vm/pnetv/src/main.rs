@@ -306,7 +306,6 @@ fn load(args: &Args) -> Result<Input, ExitCode> {
         .map_err(fail)
 }
 
-/// `--max-memory` in bytes, or the default (half of the machine's memory).
 /// A count or size of at least 1 (`--max-states 0` or `--max-memory 0` would stop before the
 /// first state).
 fn at_least_one(text: &str) -> Result<u64, String> {
@@ -317,6 +316,7 @@ fn at_least_one(text: &str) -> Result<u64, String> {
     }
 }
 
+/// `--max-memory` in bytes, or the default (half of the machine's memory).
 fn max_memory(args: &Args) -> u64 {
     args.max_memory
         .map_or_else(pnet_verify::default_max_memory, |mib| {
